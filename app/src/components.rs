@@ -1,0 +1,120 @@
+//! Building blocks shared by the pages: the signed-in layout with its navigation, and small
+//! presentational pieces (error notes, cards, buttons).
+
+use leptos::prelude::*;
+
+use crate::api::{viewer, SignOut};
+use crate::AppError;
+
+/// The sections of the portal. Those without a page yet are shown, but not as links.
+const SECTIONS: &[(&str, Option<&str>)] = &[
+    ("Overview", Some("/")),
+    ("Tools", None),
+    ("Connections", None),
+    ("Confirmations", None),
+    ("Vault", None),
+    ("MCP servers", None),
+    ("Policies", None),
+    ("Audit", None),
+    ("Usage", None),
+    ("API keys", Some("/api-keys")),
+    ("Members", Some("/members")),
+];
+
+/// The frame of every signed-in page: navigation on the left, who is signed in and a sign-out
+/// button, the page on the right.
+#[component]
+pub fn Layout(#[prop(into)] current: String, children: Children) -> impl IntoView {
+    let me = Resource::new(|| (), |_| viewer());
+    let sign_out = ServerAction::<SignOut>::new();
+    let nav = SECTIONS
+        .iter()
+        .map(|(label, href)| match href {
+            Some(href) => {
+                let active = *href == current;
+                let class = if active {
+                    "block rounded-md bg-slate-800 px-3 py-2 text-sm font-medium text-white"
+                } else {
+                    "block rounded-md px-3 py-2 text-sm text-slate-300 hover:bg-slate-800 hover:text-white"
+                };
+                view! { <li><a href=*href class=class aria-current=active.then_some("page")>{*label}</a></li> }.into_any()
+            }
+            None => view! {
+                <li>
+                    <span class="flex items-center justify-between px-3 py-2 text-sm text-slate-500" title="not available yet">
+                        {*label}
+                        <span class="rounded bg-slate-800 px-1.5 text-[10px] uppercase tracking-wide text-slate-500">"soon"</span>
+                    </span>
+                </li>
+            }
+            .into_any(),
+        })
+        .collect_view();
+    view! {
+        <div class="flex min-h-full">
+            <aside class="flex w-60 shrink-0 flex-col bg-slate-900 px-3 py-5">
+                <a href="/" class="mb-6 px-3 text-lg font-semibold tracking-tight text-white">"workbench"</a>
+                <nav aria-label="Sections"><ul class="space-y-0.5">{nav}</ul></nav>
+                <div class="mt-auto border-t border-slate-800 px-3 pt-4 text-sm text-slate-300">
+                    <Suspense fallback=|| ()>
+                        {move || Suspend::new(async move {
+                            me.await.ok().flatten().map(|v| view! {
+                                <p class="truncate font-medium text-white" data-testid="viewer-email">{v.email}</p>
+                                <p class="truncate text-xs text-slate-400">
+                                    {v.project} " · " {if v.is_admin { "admin" } else { "member" }}
+                                </p>
+                            })
+                        })}
+                    </Suspense>
+                    <ActionForm action=sign_out attr:class="mt-3">
+                        <button type="submit" class="text-sm text-slate-300 underline hover:text-white">"Sign out"</button>
+                    </ActionForm>
+                </div>
+            </aside>
+            <main class="flex-1 px-10 py-8">{children()}</main>
+        </div>
+    }
+}
+
+#[component]
+pub fn PageHeader(#[prop(into)] title: String, #[prop(into, optional)] subtitle: String) -> impl IntoView {
+    view! {
+        <header class="mb-6">
+            <h1 class="text-2xl font-semibold tracking-tight">{title}</h1>
+            {(!subtitle.is_empty()).then(|| view! { <p class="mt-1 text-sm text-slate-600">{subtitle}</p> })}
+        </header>
+    }
+}
+
+/// Shows the error of the latest submission, if any.
+#[component]
+pub fn ActionError<T, S>(value: S) -> impl IntoView
+where
+    T: Clone + Send + Sync + 'static,
+    S: Get<Value = Option<Result<T, AppError>>> + Send + Sync + 'static,
+{
+    move || {
+        value.get().and_then(Result::err).map(|e| {
+            view! {
+                <p role="alert" class="mt-3 rounded-md border border-red-200 bg-red-50 px-3 py-2 text-sm text-red-800">
+                    {e.to_string()}
+                </p>
+            }
+        })
+    }
+}
+
+#[component]
+pub fn LoadError(error: AppError) -> impl IntoView {
+    view! {
+        <p role="alert" class="rounded-md border border-red-200 bg-red-50 px-3 py-2 text-sm text-red-800">
+            {error.to_string()}
+        </p>
+    }
+}
+
+pub const INPUT: &str = "block w-full rounded-md border border-slate-300 bg-white px-3 py-2 text-sm shadow-sm focus:border-indigo-500 focus:outline-none focus:ring-1 focus:ring-indigo-500";
+pub const LABEL: &str = "block text-sm font-medium text-slate-700 mb-1";
+pub const BUTTON: &str = "inline-flex items-center rounded-md bg-indigo-600 px-4 py-2 text-sm font-medium text-white shadow-sm hover:bg-indigo-500 disabled:opacity-50";
+pub const BUTTON_DANGER: &str = "inline-flex items-center rounded-md border border-red-300 bg-white px-3 py-1 text-xs font-medium text-red-700 hover:bg-red-50";
+pub const CARD: &str = "rounded-lg border border-slate-200 bg-white p-6 shadow-sm";

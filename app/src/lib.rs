@@ -1,0 +1,54 @@
+//! workbench-app: the server-rendered Leptos portal (pages, layout, server functions). It
+//! hydrates in the browser when WASM loads, and every form also works as a plain HTML post.
+//! Depends on workbench-core only with the `ssr` feature.
+
+pub mod api;
+mod components;
+mod error;
+mod pages;
+#[cfg(feature = "ssr")]
+mod ssr;
+
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, MetaTags, Title};
+use leptos_router::components::{Route, Router, Routes};
+use leptos_router::{path, SsrMode};
+
+pub use error::AppError;
+
+/// The HTML document around the app, rendered on the server.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en" class="h-full bg-slate-50">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <link rel="stylesheet" id="leptos" href="/pkg/workbench.css"/>
+                <link rel="icon" href="/favicon.ico"/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body class="h-full text-slate-900 antialiased">
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    view! {
+        <Title formatter=|text: String| if text.is_empty() { "workbench".to_string() } else { format!("{text} · workbench") }/>
+        <Router>
+            <Routes fallback=pages::NotFound>
+                <Route path=path!("/") view=pages::Overview ssr=SsrMode::Async/>
+                <Route path=path!("/login") view=pages::Login ssr=SsrMode::Async/>
+                <Route path=path!("/setup") view=pages::Setup ssr=SsrMode::Async/>
+                <Route path=path!("/api-keys") view=pages::ApiKeys ssr=SsrMode::Async/>
+                <Route path=path!("/members") view=pages::Members ssr=SsrMode::Async/>
+            </Routes>
+        </Router>
+    }
+}

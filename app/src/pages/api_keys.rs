@@ -1,0 +1,115 @@
+//! API keys: create (the secret is shown once), list with last use, revoke.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::api::{api_keys_page, ApiKeyView, CreateApiKey, NewApiKeyView, RevokeApiKey};
+use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL};
+
+#[component]
+fn NewKeyNotice(key: NewApiKeyView) -> impl IntoView {
+    view! {
+        <div role="status" class="mb-6 rounded-lg border border-emerald-300 bg-emerald-50 p-4" data-testid="new-key">
+            <p class="text-sm font-medium text-emerald-900">
+                "New key " <strong>{key.name}</strong> ". Copy it now: it will not be shown again."
+            </p>
+            <input
+                readonly
+                value=key.secret
+                class="mt-2 w-full rounded border border-emerald-300 bg-white px-3 py-2 font-mono text-sm"
+                data-testid="new-key-secret"
+                aria-label="New API key"
+            />
+        </div>
+    }
+}
+
+#[component]
+fn KeyRow(key: ApiKeyView, revoke: ServerAction<RevokeApiKey>) -> impl IntoView {
+    let revoked = key.revoked.clone();
+    view! {
+        <tr class="border-t border-slate-100" data-testid="api-key-row">
+            <td class="py-2 pr-4 font-medium">{key.name.clone()}</td>
+            <td class="py-2 pr-4 font-mono text-xs text-slate-600">{key.prefix.clone()} "…"</td>
+            <td class="py-2 pr-4 text-slate-600">{key.owner.clone()}</td>
+            <td class="py-2 pr-4 text-slate-600">{key.created.clone()}</td>
+            <td class="py-2 pr-4 text-slate-600">{key.last_used.clone().unwrap_or_else(|| "never".into())}</td>
+            <td class="py-2 text-right">
+                {match revoked {
+                    Some(at) => view! { <span class="text-xs text-slate-500">"revoked " {at}</span> }.into_any(),
+                    None => view! {
+                        <ActionForm action=revoke>
+                            <input type="hidden" name="id" value=key.id.clone()/>
+                            <button type="submit" class=BUTTON_DANGER aria-label=format!("Revoke {}", key.name)>"Revoke"</button>
+                        </ActionForm>
+                    }.into_any(),
+                }}
+            </td>
+        </tr>
+    }
+}
+
+#[component]
+pub fn ApiKeys() -> impl IntoView {
+    let create = ServerAction::<CreateApiKey>::new();
+    let revoke = ServerAction::<RevokeApiKey>::new();
+    let page = Resource::new(
+        move || (create.version().get(), revoke.version().get()),
+        |_| api_keys_page(),
+    );
+    let fresh = move || create.value().get().and_then(Result::ok);
+    view! {
+        <Title text="API keys"/>
+        <Layout current="/api-keys">
+            <PageHeader title="API keys" subtitle="Keys let agents (/mcp) and programs (/v1) act as you in this project."/>
+            <section class=format!("{CARD} mb-6 max-w-xl")>
+                <ActionForm action=create attr:class="flex items-end gap-3">
+                    <div class="flex-1">
+                        <label for="key-name" class=LABEL>"Name"</label>
+                        <input id="key-name" name="name" type="text" required maxlength="100" placeholder="e.g. claude-desktop" class=INPUT/>
+                    </div>
+                    <button type="submit" class=BUTTON>"Create key"</button>
+                </ActionForm>
+                <ActionError value=create.value()/>
+                <ActionError value=revoke.value()/>
+            </section>
+            {move || fresh().map(|key| view! { <NewKeyNotice key/> })}
+            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match page.await {
+                        Err(error) => view! { <LoadError error/> }.into_any(),
+                        Ok(data) => {
+                            let flash = data.just_created.filter(|_| fresh().is_none());
+                            let empty = data.keys.is_empty();
+                            let rows = data.keys.into_iter().map(|key| view! { <KeyRow key revoke/> }).collect_view();
+                            view! {
+                                {flash.map(|key| view! { <NewKeyNotice key/> })}
+                                <section class=CARD>
+                                    {if empty {
+                                        view! { <p class="text-sm text-slate-600">"No keys yet."</p> }.into_any()
+                                    } else {
+                                        view! {
+                                            <table class="w-full text-left text-sm">
+                                                <thead class="text-xs uppercase tracking-wide text-slate-500">
+                                                    <tr>
+                                                        <th class="pb-2 pr-4">"Name"</th>
+                                                        <th class="pb-2 pr-4">"Key"</th>
+                                                        <th class="pb-2 pr-4">"Owner"</th>
+                                                        <th class="pb-2 pr-4">"Created"</th>
+                                                        <th class="pb-2 pr-4">"Last used"</th>
+                                                        <th class="pb-2"></th>
+                                                    </tr>
+                                                </thead>
+                                                <tbody>{rows}</tbody>
+                                            </table>
+                                        }.into_any()
+                                    }}
+                                </section>
+                            }.into_any()
+                        }
+                    }
+                })}
+            </Suspense>
+        </Layout>
+    }
+}

@@ -1,0 +1,30 @@
+//! One module per portal page.
+
+mod api_keys;
+mod auth;
+mod members;
+mod overview;
+
+pub use api_keys::ApiKeys;
+pub use auth::{Login, Setup};
+pub use members::Members;
+pub use overview::Overview;
+
+use leptos::prelude::*;
+
+#[component]
+pub fn NotFound() -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    {
+        if let Some(res) = use_context::<leptos_axum::ResponseOptions>() {
+            res.set_status(http::StatusCode::NOT_FOUND);
+        }
+    }
+    view! {
+        <div class="mx-auto mt-24 max-w-md text-center">
+            <h1 class="text-2xl font-semibold">"Not found"</h1>
+            <p class="mt-2 text-sm text-slate-600">"There is nothing here, or it is not yours to see."</p>
+            <a href="/" class="mt-6 inline-block text-sm text-indigo-600 underline">"Back to workbench"</a>
+        </div>
+    }
+}

@@ -1,0 +1,52 @@
+//! Server-side helpers for server functions: the services handle, the session, and the
+//! signed-in principal. Only compiled with the `ssr` feature.
+
+use leptos::prelude::*;
+use tower_sessions::Session;
+use workbench_core::auth::{ClientIp, Principal, SESSION_USER_KEY};
+use workbench_core::Workbench;
+
+use crate::AppError;
+
+pub fn wb() -> Result<Workbench, AppError> {
+    use_context::<Workbench>().ok_or_else(|| AppError::Message("services unavailable".into()))
+}
+
+pub async fn session() -> Result<Session, AppError> {
+    leptos_axum::extract::<Session>()
+        .await
+        .map_err(|_| AppError::Message("no session; enable cookies for this site".into()))
+}
+
+/// The signed-in person in their project, or `NotSignedIn`.
+pub async fn principal() -> Result<Principal, AppError> {
+    let session = session().await?;
+    let user_id = session
+        .get::<String>(SESSION_USER_KEY)
+        .await
+        .map_err(|_| AppError::NotSignedIn)?
+        .ok_or(AppError::NotSignedIn)?;
+    wb()?.accounts().principal_for_user(&user_id).await?.ok_or(AppError::NotSignedIn)
+}
+
+pub fn client_ip() -> Option<std::net::IpAddr> {
+    use_context::<http::request::Parts>()
+        .and_then(|p| p.extensions.get::<ClientIp>().copied())
+        .and_then(|c| c.0)
+}
+
+/// True when the request is a plain HTML form post (no JavaScript on the page), which is
+/// answered with a redirect instead of data.
+pub fn is_plain_form_post() -> bool {
+    use_context::<http::request::Parts>()
+        .and_then(|p| p.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).map(|v| v.contains("text/html")))
+        .unwrap_or(false)
+}
+
+/// A redirect target from a `next` parameter: local absolute paths only, never another origin.
+pub fn safe_next(next: Option<&str>) -> &str {
+    match next {
+        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.starts_with("/\\") && !n.contains(['\r', '\n']) => n,
+        _ => "/",
+    }
+}

@@ -1,0 +1,399 @@
+//! Account operations: first-admin setup, users and memberships, sign-in with throttling, and
+//! API key issue / list / revoke / authenticate.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::{hash_password, normalize_email, password::dummy_hash, verify_password, ApiKey, Principal, Role};
+use crate::clock::Clock;
+use crate::ids::new_id;
+use crate::store::{self, api_keys::ApiKeyRow, projects::ProjectRow, users::UserRow, Db};
+use crate::{Error, Result};
+
+/// Sign-in failures allowed per account within the window before it is throttled.
+pub const ACCOUNT_FAILURE_LIMIT: i64 = 5;
+/// Sign-in failures allowed per client address within the window.
+pub const IP_FAILURE_LIMIT: i64 = 20;
+pub const FAILURE_WINDOW_MS: i64 = 15 * 60 * 1000;
+/// `last_used_at` of a key is written at most this often.
+const KEY_TOUCH_GRANULARITY_MS: i64 = 60 * 1000;
+pub const DEFAULT_PROJECT_NAME: &str = "default";
+const MAX_NAME_CHARS: usize = 100;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct User {
+    pub id: String,
+    pub email: String,
+    pub created_at: i64,
+}
+
+impl From<UserRow> for User {
+    fn from(r: UserRow) -> Self {
+        User { id: r.id, email: r.email, created_at: r.created_at }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    pub user_id: String,
+    pub email: String,
+    pub role: Role,
+    pub joined_at: i64,
+}
+
+/// An API key as listed: never the secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiKeyInfo {
+    pub id: String,
+    pub name: String,
+    pub prefix: String,
+    pub user_id: String,
+    pub owner_email: String,
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+impl From<ApiKeyRow> for ApiKeyInfo {
+    fn from(r: ApiKeyRow) -> Self {
+        ApiKeyInfo {
+            id: r.id,
+            name: r.name,
+            prefix: r.key_prefix,
+            user_id: r.user_id,
+            owner_email: r.owner_email.unwrap_or_default(),
+            created_at: r.created_at,
+            last_used_at: r.last_used_at,
+            revoked_at: r.revoked_at,
+        }
+    }
+}
+
+/// A freshly issued key: the only time the secret exists outside the caller's hands.
+#[derive(Debug, Clone)]
+pub struct NewApiKey {
+    pub info: ApiKeyInfo,
+    pub secret: ApiKey,
+}
+
+#[derive(Clone)]
+pub struct Accounts {
+    db: Db,
+    clock: Arc<dyn Clock>,
+}
+
+fn clean_name(raw: &str, what: &str) -> Result<String> {
+    let name = raw.trim();
+    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+        return Err(Error::invalid(format!(
+            "invalid {what}; use 1 to {MAX_NAME_CHARS} printable characters"
+        )));
+    }
+    Ok(name.to_owned())
+}
+
+impl Accounts {
+    pub fn new(db: Db, clock: Arc<dyn Clock>) -> Self {
+        Accounts { db, clock }
+    }
+
+    fn now(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// True once a first admin exists (from the portal or the CLI).
+    pub async fn is_set_up(&self) -> Result<bool> {
+        store::projects::is_set_up(self.db.pool()).await
+    }
+
+    /// Creates the first admin and its project. Refused once the instance is set up, also when
+    /// two requests race: exactly one wins.
+    pub async fn setup_first_admin(
+        &self,
+        email: &str,
+        password: &str,
+        project_name: &str,
+    ) -> Result<Principal> {
+        let email = normalize_email(email)?;
+        let project_name = clean_name(project_name, "project name")?;
+        let hash = hash_password(password).await?;
+        let now = self.now();
+        let mut tx = self.db.begin_write().await?;
+        if !store::projects::mark_set_up(&mut *tx, now).await? {
+            return Err(Error::Conflict("workbench is already set up; sign in instead".into()));
+        }
+        let (project, _) = self.ensure_project(&mut tx, &project_name, now).await?;
+        let user = UserRow { id: new_id("usr"), email: email.clone(), password_hash: hash, created_at: now };
+        store::users::insert(&mut *tx, &user).await?;
+        store::projects::upsert_membership(&mut *tx, &project.id, &user.id, "admin", now).await?;
+        tx.commit().await?;
+        tracing::info!(user_id = %user.id, project_id = %project.id, "first admin created");
+        Ok(Principal {
+            user_id: user.id,
+            email,
+            project_id: project.id,
+            project_name: project.name,
+            role: Role::Admin,
+            api_key_id: None,
+        })
+    }
+
+    async fn ensure_project(
+        &self,
+        tx: &mut store::Tx,
+        name: &str,
+        now: i64,
+    ) -> Result<(ProjectRow, bool)> {
+        if let Some(p) = store::projects::by_name(&mut **tx, name).await? {
+            return Ok((p, false));
+        }
+        let p = ProjectRow { id: new_id("prj"), name: name.to_owned(), created_at: now };
+        store::projects::insert(&mut **tx, &p).await?;
+        Ok((p, true))
+    }
+
+    /// Operator path (CLI): creates a user in `project` (created if missing; the oldest project,
+    /// or a new "default" one, when `None`) and marks the instance as set up.
+    pub async fn create_user(
+        &self,
+        email: &str,
+        password: &str,
+        project: Option<&str>,
+        role: Role,
+    ) -> Result<(User, ProjectRow)> {
+        let email = normalize_email(email)?;
+        let project = project.map(|p| clean_name(p, "project name")).transpose()?;
+        let hash = hash_password(password).await?;
+        let now = self.now();
+        let mut tx = self.db.begin_write().await?;
+        if store::users::by_email(&mut *tx, &email).await?.is_some() {
+            return Err(Error::Conflict(format!("a user with email {email} already exists")));
+        }
+        let project = match project {
+            Some(name) => self.ensure_project(&mut tx, &name, now).await?.0,
+            None => match store::projects::first(&mut *tx).await? {
+                Some(p) => p,
+                None => self.ensure_project(&mut tx, DEFAULT_PROJECT_NAME, now).await?.0,
+            },
+        };
+        let user = UserRow { id: new_id("usr"), email, password_hash: hash, created_at: now };
+        store::users::insert(&mut *tx, &user).await?;
+        store::projects::upsert_membership(&mut *tx, &project.id, &user.id, role.as_str(), now).await?;
+        store::projects::mark_set_up(&mut *tx, now).await?;
+        tx.commit().await?;
+        Ok((user.into(), project))
+    }
+
+    /// An admin adds a person to their project with an initial password.
+    pub async fn add_member(
+        &self,
+        admin: &Principal,
+        email: &str,
+        password: &str,
+        role: Role,
+    ) -> Result<Member> {
+        require_admin(admin)?;
+        let email = normalize_email(email)?;
+        let hash = hash_password(password).await?;
+        let now = self.now();
+        let mut tx = self.db.begin_write().await?;
+        if store::users::by_email(&mut *tx, &email).await?.is_some() {
+            return Err(Error::Conflict(format!("a user with email {email} already exists")));
+        }
+        let user = UserRow { id: new_id("usr"), email: email.clone(), password_hash: hash, created_at: now };
+        store::users::insert(&mut *tx, &user).await?;
+        store::projects::upsert_membership(&mut *tx, &admin.project_id, &user.id, role.as_str(), now)
+            .await?;
+        tx.commit().await?;
+        Ok(Member { user_id: user.id, email, role, joined_at: now })
+    }
+
+    pub async fn members(&self, who: &Principal) -> Result<Vec<Member>> {
+        let rows = store::users::of_project(self.db.pool(), &who.project_id).await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| Member {
+                user_id: r.id,
+                email: r.email,
+                role: Role::parse(&r.role).unwrap_or(Role::Member),
+                joined_at: r.created_at,
+            })
+            .collect())
+    }
+
+    /// Checks email and password. Unknown email and wrong password answer the same error after
+    /// the same work; more than `ACCOUNT_FAILURE_LIMIT` failures for the account or
+    /// `IP_FAILURE_LIMIT` for the client address within the window answer `Throttled`, before
+    /// the password is even looked at.
+    pub async fn sign_in(&self, email: &str, password: &str, client_ip: Option<IpAddr>) -> Result<Principal> {
+        let now = self.now();
+        let email_key = email.trim().to_lowercase();
+        let account_scope = format!("acct:{email_key}");
+        let ip_scope = client_ip.map(|ip| format!("ip:{ip}"));
+        self.check_throttle(&account_scope, ACCOUNT_FAILURE_LIMIT, now).await?;
+        if let Some(scope) = &ip_scope {
+            self.check_throttle(scope, IP_FAILURE_LIMIT, now).await?;
+        }
+        let user = match normalize_email(email) {
+            Ok(e) => store::users::by_email(self.db.pool(), &e).await?,
+            Err(_) => None,
+        };
+        let ok = match &user {
+            Some(u) => verify_password(password, &u.password_hash).await,
+            None => {
+                let _ = verify_password(password, dummy_hash().await).await;
+                false
+            }
+        };
+        let principal = match (ok, user) {
+            (true, Some(u)) => self.principal_for_user(&u.id).await?,
+            _ => None,
+        };
+        match principal {
+            Some(p) => {
+                store::sign_in::clear(self.db.pool(), &account_scope).await?;
+                Ok(p)
+            }
+            None => {
+                store::sign_in::record_failure(self.db.pool(), &account_scope, now).await?;
+                if let Some(scope) = &ip_scope {
+                    store::sign_in::record_failure(self.db.pool(), scope, now).await?;
+                }
+                Err(Error::Unauthorized("invalid email or password"))
+            }
+        }
+    }
+
+    async fn check_throttle(&self, scope: &str, limit: i64, now: i64) -> Result<()> {
+        let (count, oldest) =
+            store::sign_in::failures_since(self.db.pool(), scope, now - FAILURE_WINDOW_MS).await?;
+        if count >= limit {
+            let frees_at = oldest.unwrap_or(now) + FAILURE_WINDOW_MS;
+            let retry_after_secs = ((frees_at - now).max(1000) / 1000) as u64;
+            return Err(Error::Throttled { retry_after_secs });
+        }
+        Ok(())
+    }
+
+    /// The user acting in their home (oldest) project, or None when the user or every
+    /// membership is gone.
+    pub async fn principal_for_user(&self, user_id: &str) -> Result<Option<Principal>> {
+        let Some(user) = store::users::by_id(self.db.pool(), user_id).await? else {
+            return Ok(None);
+        };
+        let memberships = store::projects::memberships_of_user(self.db.pool(), user_id).await?;
+        Ok(memberships.into_iter().next().map(|m| Principal {
+            user_id: user.id,
+            email: user.email,
+            project_id: m.project_id,
+            project_name: m.project_name,
+            role: Role::parse(&m.role).unwrap_or(Role::Member),
+            api_key_id: None,
+        }))
+    }
+
+    pub async fn user(&self, user_id: &str) -> Result<Option<User>> {
+        Ok(store::users::by_id(self.db.pool(), user_id).await?.map(User::from))
+    }
+
+    /// Issues a key for the principal's own user in its project.
+    pub async fn create_api_key(&self, who: &Principal, name: &str) -> Result<NewApiKey> {
+        let name = clean_name(name, "key name")?;
+        let secret = ApiKey::generate();
+        let row = ApiKeyRow {
+            id: new_id("key"),
+            project_id: who.project_id.clone(),
+            user_id: who.user_id.clone(),
+            name,
+            key_prefix: secret.display_prefix(),
+            created_at: self.now(),
+            last_used_at: None,
+            revoked_at: None,
+            owner_email: Some(who.email.clone()),
+        };
+        store::api_keys::insert(self.db.pool(), &row, &secret.hash()).await?;
+        Ok(NewApiKey { info: row.into(), secret })
+    }
+
+    /// Operator path (CLI): a key for the user with this email in their home project.
+    pub async fn create_api_key_for_email(&self, email: &str, name: &str) -> Result<NewApiKey> {
+        let email = normalize_email(email)?;
+        let user = store::users::by_email(self.db.pool(), &email)
+            .await?
+            .ok_or_else(|| Error::invalid(format!("no user with email {email}")))?;
+        let principal = self
+            .principal_for_user(&user.id)
+            .await?
+            .ok_or_else(|| Error::invalid(format!("user {email} belongs to no project")))?;
+        self.create_api_key(&principal, name).await
+    }
+
+    /// Admins see every key of the project; members see their own.
+    pub async fn list_api_keys(&self, who: &Principal) -> Result<Vec<ApiKeyInfo>> {
+        let owner = (!who.is_admin()).then_some(who.user_id.as_str());
+        let rows = store::api_keys::list(self.db.pool(), &who.project_id, owner).await?;
+        Ok(rows.into_iter().map(ApiKeyInfo::from).collect())
+    }
+
+    /// Revokes a key of the project: its owner or an admin may. Another member's key and an
+    /// unknown id both answer `NotFound`.
+    pub async fn revoke_api_key(&self, who: &Principal, key_id: &str) -> Result<()> {
+        let Some(key) = store::api_keys::by_id(self.db.pool(), &who.project_id, key_id).await? else {
+            return Err(Error::NotFound);
+        };
+        if key.user_id != who.user_id && !who.is_admin() {
+            return Err(Error::NotFound);
+        }
+        if key.revoked_at.is_some() {
+            return Ok(());
+        }
+        store::api_keys::revoke(self.db.pool(), &who.project_id, key_id, self.now()).await?;
+        tracing::info!(key_id, by = %who.user_id, "api key revoked");
+        Ok(())
+    }
+
+    /// The principal behind a bearer API key. Malformed, unknown and revoked keys, and keys whose
+    /// owner left the project, are all `Unauthorized`.
+    pub async fn authenticate_api_key(&self, raw: &str) -> Result<Principal> {
+        const BAD: Error = Error::Unauthorized("invalid or revoked api key");
+        let key = ApiKey::parse(raw).ok_or(BAD)?;
+        let row = store::api_keys::by_hash(self.db.pool(), &key.hash()).await?.ok_or(BAD)?;
+        if row.revoked_at.is_some() {
+            return Err(BAD);
+        }
+        let membership = store::projects::membership(self.db.pool(), &row.project_id, &row.user_id)
+            .await?
+            .ok_or(BAD)?;
+        let user = store::users::by_id(self.db.pool(), &row.user_id).await?.ok_or(BAD)?;
+        let now = self.now();
+        if row.last_used_at.is_none_or(|t| t < now - KEY_TOUCH_GRANULARITY_MS) {
+            store::api_keys::touch(self.db.pool(), &row.id, now, KEY_TOUCH_GRANULARITY_MS).await?;
+        }
+        Ok(Principal {
+            user_id: user.id,
+            email: user.email,
+            project_id: row.project_id,
+            project_name: membership.project_name,
+            role: Role::parse(&membership.role).unwrap_or(Role::Member),
+            api_key_id: Some(row.id),
+        })
+    }
+
+    /// Removes expired sessions and old sign-in failures.
+    pub async fn purge_expired(&self) -> Result<()> {
+        let now = self.now();
+        store::sessions::delete_expired(self.db.pool(), now).await?;
+        store::sign_in::delete_older_than(self.db.pool(), now - FAILURE_WINDOW_MS).await?;
+        Ok(())
+    }
+}
+
+pub(crate) fn require_admin(who: &Principal) -> Result<()> {
+    if who.is_admin() {
+        Ok(())
+    } else {
+        Err(Error::Forbidden("only project admins can do this"))
+    }
+}

@@ -1,0 +1,95 @@
+//! Password hashing with argon2id at OWASP's recommended parameters (19 MiB, t=2, p=1).
+//! Hashing runs on the blocking pool so a sign-in never stalls the async workers.
+
+use argon2::password_hash::rand_core::OsRng;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::{Algorithm, Argon2, Params, Version};
+
+use crate::{Error, Result};
+
+pub const MIN_PASSWORD_CHARS: usize = 10;
+/// Bounds the work an attacker can make one hash cost.
+pub const MAX_PASSWORD_BYTES: usize = 1024;
+
+fn argon2() -> Argon2<'static> {
+    let params = Params::new(19 * 1024, 2, 1, None).expect("static argon2 parameters are valid");
+    Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
+}
+
+pub fn validate_password(password: &str) -> Result<()> {
+    if password.chars().count() < MIN_PASSWORD_CHARS {
+        return Err(Error::invalid(format!(
+            "password too short; use at least {MIN_PASSWORD_CHARS} characters"
+        )));
+    }
+    if password.len() > MAX_PASSWORD_BYTES {
+        return Err(Error::invalid(format!(
+            "password too long; use at most {MAX_PASSWORD_BYTES} bytes"
+        )));
+    }
+    Ok(())
+}
+
+pub async fn hash_password(password: &str) -> Result<String> {
+    validate_password(password)?;
+    let password = password.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let salt = SaltString::generate(&mut OsRng);
+        argon2()
+            .hash_password(password.as_bytes(), &salt)
+            .map(|h| h.to_string())
+            .map_err(|e| Error::internal(format!("password hashing failed: {e}")))
+    })
+    .await
+    .map_err(|e| Error::internal(format!("password hashing task failed: {e}")))?
+}
+
+/// Constant-time verification (argon2 compares digests in constant time). A malformed stored
+/// hash verifies as false.
+pub async fn verify_password(password: &str, stored_hash: &str) -> bool {
+    if password.len() > MAX_PASSWORD_BYTES {
+        return false;
+    }
+    let password = password.to_owned();
+    let stored_hash = stored_hash.to_owned();
+    tokio::task::spawn_blocking(move || match PasswordHash::new(&stored_hash) {
+        Ok(parsed) => argon2().verify_password(password.as_bytes(), &parsed).is_ok(),
+        Err(_) => false,
+    })
+    .await
+    .unwrap_or(false)
+}
+
+/// A real hash of a random password, verified against when the email is unknown so that an
+/// unknown email costs the same time as a wrong password.
+pub(crate) async fn dummy_hash() -> &'static str {
+    static DUMMY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    DUMMY
+        .get_or_init(|| async {
+            hash_password(&crate::crypto::random_base62(24))
+                .await
+                .unwrap_or_default()
+        })
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn hashes_are_argon2id_and_verify() {
+        let h = hash_password("correct horse battery").await.unwrap();
+        assert!(h.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{h}");
+        assert!(verify_password("correct horse battery", &h).await);
+        assert!(!verify_password("correct horse battery!", &h).await);
+        assert!(!verify_password("x", "not a hash").await);
+    }
+
+    #[test]
+    fn short_and_huge_passwords_are_refused() {
+        assert!(validate_password("short").is_err());
+        assert!(validate_password(&"x".repeat(2000)).is_err());
+        assert!(validate_password("long enough pass").is_ok());
+    }
+}

@@ -1,0 +1,14 @@
+//! workbench-core: the domain of workbench (accounts now; catalog, engine, vault and connections
+//! as they land) and its storage. No web framework lives here: the surfaces in `server` and `app`
+//! only translate shapes and call into this crate.
+
+pub mod auth;
+pub mod clock;
+pub mod crypto;
+pub mod error;
+pub mod ids;
+pub mod store;
+mod workbench;
+
+pub use error::{Error, Result};
+pub use workbench::{Workbench, WorkbenchOptions};

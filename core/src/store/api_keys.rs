@@ -1,0 +1,117 @@
+//! API keys: only a SHA-256 of the secret is stored (keys carry 238 random bits, so a slow hash
+//! buys nothing and would cost every request).
+
+use sqlx::FromRow;
+
+use super::Exec;
+use crate::Result;
+
+#[derive(Debug, Clone, FromRow)]
+pub struct ApiKeyRow {
+    pub id: String,
+    pub project_id: String,
+    pub user_id: String,
+    pub name: String,
+    pub key_prefix: String,
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+    /// Email of the owning user (joined in for listings).
+    pub owner_email: Option<String>,
+}
+
+const COLUMNS: &str = "id, project_id, user_id, name, key_prefix, created_at, last_used_at, \
+     revoked_at, (SELECT email FROM users WHERE users.id = api_keys.user_id) AS owner_email";
+
+pub async fn insert<'e>(ex: impl Exec<'e>, row: &ApiKeyRow, key_hash: &str) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO api_keys (id, project_id, user_id, name, key_hash, key_prefix, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(&row.id)
+    .bind(&row.project_id)
+    .bind(&row.user_id)
+    .bind(&row.name)
+    .bind(key_hash)
+    .bind(&row.key_prefix)
+    .bind(row.created_at)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// The key with this hash, revoked or not.
+pub async fn by_hash<'e>(ex: impl Exec<'e>, key_hash: &str) -> Result<Option<ApiKeyRow>> {
+    Ok(
+        sqlx::query_as(&format!("SELECT {COLUMNS} FROM api_keys WHERE key_hash = $1"))
+            .bind(key_hash)
+            .fetch_optional(ex)
+            .await?,
+    )
+}
+
+pub async fn by_id<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<Option<ApiKeyRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM api_keys WHERE project_id = $1 AND id = $2"
+    ))
+    .bind(project_id)
+    .bind(id)
+    .fetch_optional(ex)
+    .await?)
+}
+
+/// Keys of a project, newest first; `user_id` narrows to one owner.
+pub async fn list<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    user_id: Option<&str>,
+) -> Result<Vec<ApiKeyRow>> {
+    let rows = match user_id {
+        Some(user_id) => {
+            sqlx::query_as(&format!(
+                "SELECT {COLUMNS} FROM api_keys WHERE project_id = $1 AND user_id = $2 \
+                 ORDER BY created_at DESC, id"
+            ))
+            .bind(project_id)
+            .bind(user_id)
+            .fetch_all(ex)
+            .await?
+        }
+        None => {
+            sqlx::query_as(&format!(
+                "SELECT {COLUMNS} FROM api_keys WHERE project_id = $1 ORDER BY created_at DESC, id"
+            ))
+            .bind(project_id)
+            .fetch_all(ex)
+            .await?
+        }
+    };
+    Ok(rows)
+}
+
+/// Revokes a live key; false when it does not exist or was already revoked.
+pub async fn revoke<'e>(ex: impl Exec<'e>, project_id: &str, id: &str, now: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE api_keys SET revoked_at = $1 WHERE project_id = $2 AND id = $3 AND revoked_at IS NULL",
+    )
+    .bind(now)
+    .bind(project_id)
+    .bind(id)
+    .execute(ex)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Records use, at most once per `granularity_ms` per key, so a busy key is not a write per call.
+pub async fn touch<'e>(ex: impl Exec<'e>, id: &str, now: i64, granularity_ms: i64) -> Result<()> {
+    sqlx::query(
+        "UPDATE api_keys SET last_used_at = $1 WHERE id = $2 \
+         AND (last_used_at IS NULL OR last_used_at < $3)",
+    )
+    .bind(now)
+    .bind(id)
+    .bind(now - granularity_ms)
+    .execute(ex)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,154 @@
+//! Storage: one `sqlx::Any` pool over SQLite (embedded default) or PostgreSQL (scale-out), one
+//! migrations folder, and one module of inline SQL per aggregate. No SQL lives outside this
+//! module tree.
+
+pub mod api_keys;
+pub mod projects;
+pub mod sessions;
+pub mod sign_in;
+pub mod users;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{Any, AnyPool, ConnectOptions, Executor, Transaction};
+
+use crate::{Error, Result};
+
+/// Which engine a URL selects. Only a handful of statements differ (how a write transaction
+/// begins); everything else is shared SQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    Sqlite,
+    Postgres,
+}
+
+/// A transaction on either engine.
+pub type Tx = Transaction<'static, Any>;
+
+#[derive(Clone, Debug)]
+pub struct Db {
+    pool: AnyPool,
+    engine: Engine,
+}
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+impl Db {
+    /// Opens a pool for `url` (`sqlite://path`, `postgres://…`). A SQLite file is created if
+    /// missing and runs in WAL mode with a 10 s busy timeout and foreign keys on.
+    pub async fn connect(url: &str) -> Result<Db> {
+        sqlx::any::install_default_drivers();
+        let engine = if url.starts_with("sqlite:") {
+            Engine::Sqlite
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Engine::Postgres
+        } else {
+            return Err(Error::invalid(format!(
+                "unsupported database url scheme in {:?}; use sqlite://FILE or postgres://USER@HOST/DB",
+                redact_url(url)
+            )));
+        };
+        let url = match engine {
+            Engine::Sqlite if !url.contains("mode=") => {
+                let sep = if url.contains('?') { '&' } else { '?' };
+                format!("{url}{sep}mode=rwc")
+            }
+            _ => url.to_string(),
+        };
+        let options = AnyConnectOptions::from_str(&url)
+            .map_err(|e| Error::invalid(format!("bad database url {:?}: {e}", redact_url(&url))))?
+            .disable_statement_logging();
+        let pool_options = match engine {
+            Engine::Sqlite => AnyPoolOptions::new()
+                .max_connections(8)
+                .min_connections(1)
+                .after_connect(|conn, _meta| {
+                    Box::pin(async move {
+                        conn.execute(
+                            "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000; \
+                             PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;",
+                        )
+                        .await?;
+                        Ok(())
+                    })
+                }),
+            Engine::Postgres => AnyPoolOptions::new().max_connections(16),
+        };
+        let pool = pool_options
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await
+            .map_err(|e| {
+                Error::invalid(format!("cannot open database {:?}: {e}", redact_url(&url)))
+            })?;
+        Ok(Db { pool, engine })
+    }
+
+    /// Applies every pending migration; a failure names the migration and stops.
+    pub async fn migrate(&self) -> Result<()> {
+        MIGRATOR
+            .run(&self.pool)
+            .await
+            .map_err(|e| Error::internal(format!("database migration failed: {e}")))
+    }
+
+    pub fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    /// A transaction for read-then-write work. On SQLite it takes the write lock up front
+    /// (`BEGIN IMMEDIATE`), so concurrent writers wait on the busy timeout instead of failing
+    /// with SQLITE_BUSY half-way; PostgreSQL uses its default isolation and the statements
+    /// themselves are written to be race-free (unique keys, `ON CONFLICT`, conditional updates).
+    pub async fn begin_write(&self) -> Result<Tx> {
+        let tx = match self.engine {
+            Engine::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            Engine::Postgres => self.pool.begin().await?,
+        };
+        Ok(tx)
+    }
+
+    /// True when the database answers a trivial query.
+    pub async fn ping(&self) -> bool {
+        sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// Hides a password in a database URL before it is shown anywhere.
+pub fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// Shorthand for the generic executor bound every store function takes.
+pub trait Exec<'e>: Executor<'e, Database = Any> {}
+impl<'e, T: Executor<'e, Database = Any>> Exec<'e> for T {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_url_hides_passwords() {
+        assert_eq!(
+            redact_url("postgres://u:secret@h/db"),
+            "postgres://u:***@h/db"
+        );
+        assert_eq!(redact_url("sqlite://x.db"), "sqlite://x.db");
+    }
+}

@@ -1,0 +1,163 @@
+//! The `workbench` command line: `serve` (the default), `migrate` and the `admin` commands that
+//! outside scripts call by these exact names. Every flag also reads a `WB_…` environment variable.
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use workbench_core::auth::Role;
+use workbench_core::store::Db;
+use workbench_core::{Workbench, WorkbenchOptions};
+
+use crate::config::ServeArgs;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "workbench",
+    version,
+    about = "Self-hostable tool gateway for AI agents: MCP meta-tools, REST tool API, credential proxy and admin portal",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Options of `serve`, which runs when no command is given.
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the portal, /mcp, /v1 and the /c proxy (the default command).
+    Serve(ServeArgs),
+    /// Apply pending database migrations and exit.
+    Migrate(DbArgs),
+    /// Operator commands: users and API keys.
+    #[command(subcommand)]
+    Admin(AdminCommand),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DbArgs {
+    /// Database URL: sqlite://FILE (embedded default) or postgres://USER@HOST/DB.
+    #[arg(long, env = "WB_DATABASE_URL", default_value = crate::config::DEFAULT_DATABASE_URL)]
+    pub database_url: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Create a user (and its project if needed). The password is read from standard input.
+    CreateUser {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The user's email address (their sign-in name).
+        #[arg(long, env = "WB_ADMIN_EMAIL")]
+        email: String,
+        /// Read the password from standard input (first line; at least 10 characters).
+        #[arg(long, required = true)]
+        password_stdin: bool,
+        /// Make the user an admin of the project.
+        #[arg(long)]
+        admin: bool,
+        /// Project to add the user to; created if missing. Defaults to the oldest project, or a
+        /// new project named "default".
+        #[arg(long, env = "WB_PROJECT")]
+        project: Option<String>,
+    },
+    /// Create an API key for a user; prints the key alone on one line of standard output.
+    CreateApiKey {
+        #[command(flatten)]
+        db: DbArgs,
+        /// Email of the user who will own the key.
+        #[arg(long)]
+        email: String,
+        /// A name that tells the key apart in the portal.
+        #[arg(long, default_value = "cli")]
+        name: String,
+    },
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("cannot start the tokio runtime")
+}
+
+pub fn run(cli: Cli) -> ExitCode {
+    crate::telemetry::init();
+    let result = runtime().block_on(async move {
+        match cli.command {
+            None => crate::serve_from_args(cli.serve).await,
+            Some(Command::Serve(args)) => crate::serve_from_args(args).await,
+            Some(Command::Migrate(db)) => migrate(db).await,
+            Some(Command::Admin(cmd)) => admin(cmd).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("workbench: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn migrate(args: DbArgs) -> Result<(), String> {
+    let db = Db::connect(&args.database_url).await.map_err(|e| e.to_string())?;
+    db.migrate().await.map_err(|e| e.to_string())?;
+    eprintln!("workbench: migrations applied");
+    Ok(())
+}
+
+async fn open(db: &DbArgs) -> Result<Workbench, String> {
+    Workbench::open(&db.database_url, WorkbenchOptions::default())
+        .await
+        .map_err(|e| e.to_string())
+}
+
+fn read_password_stdin() -> Result<String, String> {
+    let mut input = String::new();
+    std::io::stdin()
+        .take(64 * 1024)
+        .read_to_string(&mut input)
+        .map_err(|e| format!("cannot read the password from standard input: {e}"))?;
+    let line = input.lines().next().unwrap_or_default().to_string();
+    if line.is_empty() {
+        return Err("no password on standard input; pipe it in, e.g. `echo \"$PW\" | workbench admin create-user …`".into());
+    }
+    Ok(line)
+}
+
+async fn admin(cmd: AdminCommand) -> Result<(), String> {
+    match cmd {
+        AdminCommand::CreateUser { db, email, password_stdin: _, admin, project } => {
+            let password = read_password_stdin()?;
+            let wb = open(&db).await?;
+            let role = if admin { Role::Admin } else { Role::Member };
+            let (user, project) = wb
+                .accounts()
+                .create_user(&email, &password, project.as_deref(), role)
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!(
+                "workbench: created {} {} ({}) in project {}",
+                role.as_str(),
+                user.email,
+                user.id,
+                project.name
+            );
+            Ok(())
+        }
+        AdminCommand::CreateApiKey { db, email, name } => {
+            let wb = open(&db).await?;
+            let key = wb
+                .accounts()
+                .create_api_key_for_email(&email, &name)
+                .await
+                .map_err(|e| e.to_string())?;
+            println!("{}", key.secret.expose());
+            Ok(())
+        }
+    }
+}

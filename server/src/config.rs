@@ -1,0 +1,81 @@
+//! Server configuration: the `serve` flags (each with a `WB_…` variable) and what is derived
+//! from them once at start (public origin, cookie security, proxy trust).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+use url::Url;
+
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://workbench.db";
+pub const DEFAULT_DATA_DIR: &str = "workbench-data";
+pub const DEFAULT_BIND: &str = "127.0.0.1:3000";
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on.
+    #[arg(long, env = "WB_BIND", default_value = DEFAULT_BIND)]
+    pub bind: SocketAddr,
+    /// Database URL: sqlite://FILE (embedded default, created if missing) or
+    /// postgres://USER@HOST/DB (shared by several instances to scale out).
+    #[arg(long, env = "WB_DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
+    pub database_url: String,
+    /// The URL people and agents reach workbench at (links in connect URLs, cookie security).
+    /// Defaults to http://<bind>. An https URL turns on Secure, __Host- prefixed cookies.
+    #[arg(long, env = "WB_PUBLIC_URL")]
+    pub public_url: Option<Url>,
+    /// Directory for key files (master key, token signing key), created with mode 0700; the
+    /// files are created on first run with mode 0600 unless the keys come from the environment.
+    #[arg(long, env = "WB_DATA_DIR", default_value = DEFAULT_DATA_DIR)]
+    pub data_dir: PathBuf,
+    /// Directory with the built portal assets (pkg/ with JS, WASM, CSS, plus public files).
+    #[arg(long, env = "WB_SITE_ROOT", default_value = "target/site")]
+    pub site_root: PathBuf,
+    /// Trust the last X-Forwarded-For entry as the client address (only behind a proxy that
+    /// sets it); otherwise the socket peer address is used for sign-in throttling.
+    #[arg(long, env = "WB_TRUST_FORWARDED_FOR", default_value_t = false)]
+    pub trust_forwarded_for: bool,
+}
+
+/// What the running server needs from its configuration, derived once.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub bind: SocketAddr,
+    pub public_url: Url,
+    /// `scheme://host[:port]` of the public URL, as browsers send it in `Origin`.
+    pub public_origin: String,
+    pub secure_cookies: bool,
+    pub trust_forwarded_for: bool,
+    pub data_dir: PathBuf,
+    pub site_root: PathBuf,
+}
+
+impl ServerConfig {
+    pub fn from_args(args: &ServeArgs) -> Result<ServerConfig, String> {
+        let public_url = match &args.public_url {
+            Some(u) => u.clone(),
+            None => Url::parse(&format!("http://{}", args.bind))
+                .map_err(|e| format!("cannot derive a public url from --bind: {e}"))?,
+        };
+        if !matches!(public_url.scheme(), "http" | "https") || public_url.host_str().is_none() {
+            return Err(format!(
+                "invalid --public-url {public_url}; expected http(s)://host[:port]"
+            ));
+        }
+        let public_origin = public_url.origin().ascii_serialization();
+        Ok(ServerConfig {
+            bind: args.bind,
+            secure_cookies: public_url.scheme() == "https",
+            public_url,
+            public_origin,
+            trust_forwarded_for: args.trust_forwarded_for,
+            data_dir: args.data_dir.clone(),
+            site_root: args.site_root.clone(),
+        })
+    }
+
+    /// The public URL joined with an absolute path, without a doubled slash.
+    pub fn public_link(&self, path: &str) -> String {
+        format!("{}{}", self.public_url.as_str().trim_end_matches('/'), path)
+    }
+}

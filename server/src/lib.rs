@@ -1,0 +1,115 @@
+//! workbench-server: the one axum process that serves the Leptos portal, /mcp, the REST API
+//! (/v1) and health probes over the domain in `workbench-core`. `router` and `serve` are
+//! public so tests run the real application on port 0.
+
+pub mod api_auth;
+pub mod api_error;
+pub mod cli;
+pub mod client_ip;
+pub mod config;
+pub mod health;
+pub mod keys;
+pub mod portal;
+pub mod state;
+mod telemetry;
+pub mod v1;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::http::{header, HeaderValue};
+use axum::routing::get;
+use axum::{middleware, Router};
+use tokio::net::TcpListener;
+use tower_http::set_header::SetResponseHeaderLayer;
+use workbench_core::{Workbench, WorkbenchOptions};
+
+pub use config::{ServeArgs, ServerConfig};
+pub use state::AppState;
+
+/// The whole application as one router.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .merge(v1::routes())
+        .merge(portal::routes(&state))
+        .layer(middleware::from_fn_with_state(state.clone(), client_ip::layer))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("frame-ancestors 'none'"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_static("DENY"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("same-origin"),
+        ))
+        .with_state(state)
+}
+
+/// Serves `router(state)` on `listener` until `shutdown` resolves, with background upkeep
+/// (expired sessions, old sign-in failures) running alongside.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let upkeep = tokio::spawn(upkeep(state.wb.clone()));
+    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    let result = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    upkeep.abort();
+    result
+}
+
+async fn upkeep(wb: Workbench) {
+    let mut tick = tokio::time::interval(Duration::from_secs(600));
+    loop {
+        tick.tick().await;
+        if let Err(e) = wb.accounts().purge_expired().await {
+            tracing::warn!(error = %e, "upkeep failed");
+        }
+    }
+}
+
+/// `workbench serve`: open the database (migrating it), load keys, bind, serve until Ctrl-C or
+/// SIGTERM.
+pub async fn serve_from_args(args: ServeArgs) -> Result<(), String> {
+    let config = ServerConfig::from_args(&args)?;
+    let keys = keys::Keys::load_or_create(&config.data_dir)?;
+    let wb = Workbench::open(&args.database_url, WorkbenchOptions::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    let listener = TcpListener::bind(config.bind)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;
+    let public_url = config.public_url.clone();
+    let state = AppState::new(wb.clone(), config, keys);
+    tracing::info!(%public_url, "workbench listening on http://{}", listener.local_addr().map_err(|e| e.to_string())?);
+    serve(listener, state, shutdown_signal()).await.map_err(|e| e.to_string())?;
+    wb.db().close().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutting down");
+}

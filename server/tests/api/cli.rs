@@ -1,0 +1,106 @@
+//! The `workbench` binary's commands, as outside scripts call them.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use crate::helpers::{database_url, Backend, PASSWORD};
+use crate::db_test;
+
+fn workbench(args: &[&str], stdin: Option<&str>) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_workbench"))
+        .args(args)
+        .env_remove("WB_DATABASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().unwrap()
+}
+
+db_test!(cli_creates_users_and_prints_an_api_key_alone, |backend| {
+    let Some(url) = database_url(backend).await else { return };
+    let out = workbench(&["migrate", "--database-url", &url], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = workbench(
+        &["admin", "create-user", "--database-url", &url, "--email", "ops@example.com", "--password-stdin", "--admin", "--project", "ops"],
+        Some(&format!("{PASSWORD}\n")),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = workbench(&["admin", "create-api-key", "--database-url", &url, "--email", "ops@example.com", "--name", "deploy"], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{stdout:?}");
+    let key = lines[0];
+    assert!(key.starts_with("wb_") && key.len() == 43);
+
+    let wb = workbench_core::Workbench::open(&url, Default::default()).await.unwrap();
+    let p = wb.accounts().authenticate_api_key(key).await.unwrap();
+    assert_eq!(p.email, "ops@example.com");
+    assert_eq!(p.project_name, "ops");
+    assert!(p.is_admin());
+    assert!(wb.accounts().is_set_up().await.unwrap(), "the portal no longer offers setup");
+    let _ = Backend::Sqlite;
+});
+
+db_test!(cli_refuses_a_duplicate_user_and_an_unknown_email, |backend| {
+    let Some(url) = database_url(backend).await else { return };
+    let args = ["admin", "create-user", "--database-url", &url, "--email", "ops@example.com", "--password-stdin"];
+    assert!(workbench(&args, Some(PASSWORD)).status.success());
+    let out = workbench(&args, Some(PASSWORD));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
+    let out = workbench(&["admin", "create-api-key", "--database-url", &url, "--email", "nobody@example.com"], None);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no user with email"));
+    assert!(out.stdout.is_empty());
+});
+
+#[test]
+fn cli_password_must_come_on_stdin() {
+    let out = workbench(&["admin", "create-user", "--database-url", "sqlite://x.db", "--email", "a@example.com", "--password-stdin"], Some(""));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no password on standard input"));
+}
+
+#[test]
+fn a_bad_database_url_stops_the_process_with_a_clear_message() {
+    let out = workbench(&["migrate", "--database-url", "mysql://nope"], None);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unsupported database url scheme"), "{err}");
+    let out = workbench(&["migrate", "--database-url", "postgres://postgres:hunter2secret@127.0.0.1:1/nope"], None);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot open database"), "{err}");
+    assert!(!err.contains("hunter2secret"), "the password is redacted: {err}");
+}
+
+#[test]
+fn serve_stops_with_a_clear_message_when_the_port_is_taken() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = crate::helpers::temp_dir("cli");
+    let db = format!("sqlite://{}", dir.join("wb.db").display());
+    let data = dir.join("data");
+    let out = workbench(&["serve", "--bind", &addr, "--database-url", &db, "--data-dir", data.to_str().unwrap()], None);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot listen on"));
+}
+
+#[test]
+fn help_documents_every_serve_flag_and_its_variable() {
+    let out = workbench(&["serve", "--help"], None);
+    let help = String::from_utf8(out.stdout).unwrap();
+    for flag in ["--bind", "--database-url", "--public-url", "--data-dir", "--trust-forwarded-for"] {
+        assert!(help.contains(flag), "{flag} missing from help");
+    }
+    for var in ["WB_BIND", "WB_DATABASE_URL", "WB_PUBLIC_URL", "WB_DATA_DIR"] {
+        assert!(help.contains(var), "{var} missing from help");
+    }
+}

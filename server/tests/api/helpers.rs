@@ -1,0 +1,247 @@
+//! Test harness: `spawn_app` runs the real application (router + serve) on port 0 against a
+//! fresh database: a temporary SQLite file, or a new PostgreSQL database per test.
+//!
+//! PostgreSQL: `WB_TEST_POSTGRES_URL` (default postgres://postgres@127.0.0.1:5432/test) names
+//! the server; `WB_TEST_POSTGRES=required` (set by the test script and CI) turns "unreachable"
+//! into a failure instead of a skip.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::redirect::Policy;
+use sqlx::Connection;
+use tokio::sync::{oneshot, OnceCell};
+use workbench_core::auth::{Principal, Role};
+use workbench_core::clock::ManualClock;
+use workbench_core::{Workbench, WorkbenchOptions};
+use workbench_server::keys::Keys;
+use workbench_server::{AppState, ServeArgs, ServerConfig};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub public_url: Option<String>,
+    pub trust_forwarded_for: bool,
+    /// Reuse the database of another app (two instances behind a load balancer).
+    pub database_url: Option<String>,
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub wb: Workbench,
+    pub clock: ManualClock,
+    pub database_url: String,
+    _shutdown: oneshot::Sender<()>,
+}
+
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wb-test-{tag}-{}", workbench_core::crypto::random_base62(10)));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn pg_server_url() -> String {
+    std::env::var("WB_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+fn pg_required() -> bool {
+    std::env::var("WB_TEST_POSTGRES").map(|v| v == "required").unwrap_or(false)
+}
+
+/// Creates a fresh PostgreSQL database and returns its URL, or None (skip) when PostgreSQL is
+/// unreachable and not required.
+pub async fn fresh_pg_database() -> Option<String> {
+    static CLEANED: OnceCell<bool> = OnceCell::const_new();
+    let server = pg_server_url();
+    let mut conn = match sqlx::PgConnection::connect(&server).await {
+        Ok(c) => c,
+        Err(e) if pg_required() => panic!(
+            "PostgreSQL is required (WB_TEST_POSTGRES=required) but {server} is unreachable: {e}"
+        ),
+        Err(e) => {
+            eprintln!("skipping PostgreSQL test: {server} unreachable ({e}); set WB_TEST_POSTGRES=required to fail instead");
+            return None;
+        }
+    };
+    CLEANED
+        .get_or_init(|| async {
+            // Databases left behind by earlier runs (a test process cannot drop its own at exit).
+            let stale: Vec<(String,)> = sqlx::query_as(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'wbt\\_%' \
+                 AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = pg_database.datname)",
+            )
+            .fetch_all(&mut conn)
+            .await
+            .unwrap_or_default();
+            for (name,) in stale {
+                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\"")).execute(&mut conn).await;
+            }
+            true
+        })
+        .await;
+    let name = format!("wbt_{}_{}", std::process::id(), workbench_core::crypto::random_base62(10).to_lowercase());
+    sqlx::query(&format!("CREATE DATABASE \"{name}\"")).execute(&mut conn).await.expect("create test database");
+    let mut url = url::Url::parse(&server).unwrap();
+    url.set_path(&format!("/{name}"));
+    Some(url.to_string())
+}
+
+pub async fn database_url(backend: Backend) -> Option<String> {
+    match backend {
+        Backend::Sqlite => Some(format!("sqlite://{}", temp_dir("db").join("wb.db").display())),
+        Backend::Postgres => fresh_pg_database().await,
+    }
+}
+
+/// Spawns the app; None when the backend is PostgreSQL and it is unavailable (skipped).
+pub async fn spawn_app(backend: Backend) -> Option<TestApp> {
+    spawn_app_with(backend, Options::default()).await
+}
+
+pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestApp> {
+    let database_url = match options.database_url.clone() {
+        Some(u) => u,
+        None => database_url(backend).await?,
+    };
+    let clock = ManualClock::default();
+    let wb = Workbench::open(&database_url, WorkbenchOptions { clock: Arc::new(clock.clone()) })
+        .await
+        .expect("open test database");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let args = ServeArgs {
+        bind: addr,
+        database_url: database_url.clone(),
+        public_url: options.public_url.as_deref().map(|u| u.parse().unwrap()),
+        data_dir: temp_dir("data"),
+        site_root: temp_dir("site"),
+        trust_forwarded_for: options.trust_forwarded_for,
+    };
+    let config = ServerConfig::from_args(&args).unwrap();
+    let keys = Keys::load_or_create(&args.data_dir).unwrap();
+    let state = AppState::new(wb.clone(), config, keys);
+    let (tx, rx) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _ = workbench_server::serve(listener, state, async {
+            let _ = rx.await;
+        })
+        .await;
+    });
+    Some(TestApp {
+        base: format!("http://{addr}"),
+        wb,
+        clock,
+        database_url,
+        _shutdown: tx,
+    })
+}
+
+pub const PASSWORD: &str = "correct horse battery staple";
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// A user created the way the CLI does it; returns their principal.
+    pub async fn user(&self, email: &str, role: Role) -> Principal {
+        let (user, _) = self.wb.accounts().create_user(email, PASSWORD, Some("default"), role).await.unwrap();
+        self.wb.accounts().principal_for_user(&user.id).await.unwrap().unwrap()
+    }
+
+    pub async fn api_key(&self, who: &Principal) -> String {
+        self.wb.accounts().create_api_key(who, "test").await.unwrap().secret.expose().to_owned()
+    }
+
+    /// A plain HTTP client: no cookies, no redirects followed.
+    pub fn http(&self) -> reqwest::Client {
+        reqwest::Client::builder().redirect(Policy::none()).build().unwrap()
+    }
+
+    /// A browser-like client: keeps cookies, sends our Origin on every request, follows no
+    /// redirects (tests look at them).
+    pub fn browser(&self) -> Browser {
+        let mut headers = HeaderMap::new();
+        headers.insert("origin", HeaderValue::from_str(&self.base).unwrap());
+        let client = reqwest::Client::builder()
+            .redirect(Policy::none())
+            .cookie_store(true)
+            .default_headers(headers)
+            .build()
+            .unwrap();
+        Browser { client, base: self.base.clone() }
+    }
+}
+
+pub struct Browser {
+    pub client: reqwest::Client,
+    pub base: String,
+}
+
+impl Browser {
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(format!("{}{path}", self.base)).send().await.unwrap()
+    }
+
+    /// Calls a portal server function the way the hydrated page does (form-encoded body).
+    pub async fn call(&self, endpoint: &str, form: &[(&str, &str)]) -> reqwest::Response {
+        self.client
+            .post(format!("{}/api/{endpoint}", self.base))
+            .form(form)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn sign_in(&self, email: &str, password: &str) -> reqwest::Response {
+        self.call("sign_in", &[("email", email), ("password", password)]).await
+    }
+}
+
+/// Runs the body once on SQLite and once on PostgreSQL, as `<name>::sqlite` and
+/// `<name>::postgres`.
+#[macro_export]
+macro_rules! db_test {
+    ($name:ident, |$backend:ident| $body:block) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let $backend = $crate::helpers::Backend::Sqlite;
+                $body
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let $backend = $crate::helpers::Backend::Postgres;
+                $body
+            }
+        }
+    };
+}
+
+/// `spawn_app` or skip the test (PostgreSQL unavailable and not required).
+#[macro_export]
+macro_rules! app {
+    ($backend:expr) => {
+        match $crate::helpers::spawn_app($backend).await {
+            Some(app) => app,
+            None => return,
+        }
+    };
+    ($backend:expr, $options:expr) => {
+        match $crate::helpers::spawn_app_with($backend, $options).await {
+            Some(app) => app,
+            None => return,
+        }
+    };
+}

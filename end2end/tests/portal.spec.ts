@@ -1,0 +1,114 @@
+// The portal end to end in a real browser, in order on one fresh instance: first-admin setup,
+// sign out, a wrong password, sign in, API keys (created, used against /v1, revoked), a
+// cross-site form post that must be refused, and the same forms with JavaScript turned off.
+import { test, expect, type Page } from "@playwright/test";
+import * as http from "node:http";
+import { baseURL } from "../playwright.config";
+
+const ADMIN = "admin@example.com";
+const PASSWORD = "correct horse battery staple";
+
+test.describe.configure({ mode: "serial" });
+
+async function signIn(page: Page, email = ADMIN, password = PASSWORD) {
+  await page.goto("/login");
+  await page.getByLabel("Email").fill(email);
+  await page.getByLabel("Password").fill(password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+async function v1Me(key: string): Promise<number> {
+  const res = await fetch(`${baseURL}/v1/me`, { headers: { authorization: `Bearer ${key}` } });
+  return res.status;
+}
+
+test("an empty instance asks for the first admin and signs them in", async ({ page }) => {
+  const wasm = page.waitForResponse((r) => r.url().endsWith(".wasm") && r.status() === 200);
+  await page.goto("/");
+  await expect(page).toHaveURL(/\/setup$/);
+  await wasm; // the portal hydrates
+  await page.getByLabel("Email").fill(ADMIN);
+  await page.getByLabel("Password").fill(PASSWORD);
+  await page.getByLabel("Project name").fill("acme");
+  await page.getByRole("button", { name: "Create admin" }).click();
+  await expect(page.getByRole("heading", { name: "Overview" })).toBeVisible();
+  await expect(page.getByTestId("viewer-email")).toHaveText(ADMIN);
+  await expect(page.getByRole("navigation", { name: "Sections" })).toContainText("Confirmations");
+});
+
+test("sign out ends the session", async ({ page }) => {
+  await signIn(page);
+  await expect(page.getByTestId("viewer-email")).toHaveText(ADMIN);
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await expect(page).toHaveURL(/\/login/);
+  await page.goto("/api-keys");
+  await expect(page).toHaveURL(/\/login\?next=%2Fapi-keys$/);
+});
+
+test("a wrong password is refused with a message", async ({ page }) => {
+  await signIn(page, ADMIN, "not the password");
+  await expect(page.getByRole("alert")).toHaveText("invalid email or password");
+  await expect(page).toHaveURL(/\/login/);
+});
+
+test("an API key is shown once, works against /v1, and stops working when revoked", async ({ page }) => {
+  await signIn(page);
+  await page.getByRole("link", { name: "API keys" }).click();
+  await expect(page.getByRole("heading", { name: "API keys" })).toBeVisible();
+  await page.getByLabel("Name").fill("e2e agent");
+  await page.getByRole("button", { name: "Create key" }).click();
+  const secret = await page.getByTestId("new-key-secret").inputValue();
+  expect(secret).toMatch(/^wb_[0-9A-Za-z]{40}$/);
+  expect(await v1Me(secret)).toBe(200);
+
+  const row = page.getByTestId("api-key-row").filter({ hasText: "e2e agent" });
+  await expect(row).toBeVisible();
+  await row.getByRole("button", { name: "Revoke e2e agent" }).click();
+  await expect(row).toContainText("revoked");
+  expect(await v1Me(secret)).toBe(401);
+
+  await page.reload();
+  await expect(page.getByTestId("new-key-secret")).toHaveCount(0);
+});
+
+test("a cross-site form post is refused even with the session cookie", async ({ page }) => {
+  await signIn(page);
+  await expect(page.getByTestId("viewer-email")).toHaveText(ADMIN);
+  // Another origin on the same host (same site, so SameSite=Lax still sends the cookie).
+  const evil = http.createServer((_req, res) => {
+    res.setHeader("content-type", "text/html");
+    res.end(`<form id="f" method="post" action="${baseURL}/api/create_api_key">
+      <input name="name" value="planted"></form><script>document.getElementById("f").submit()</script>`);
+  });
+  await new Promise<void>((r) => evil.listen(0, "127.0.0.1", () => r()));
+  const port = (evil.address() as { port: number }).port;
+  const refused = page.waitForResponse((r) => r.url().endsWith("/api/create_api_key"));
+  await page.goto(`http://127.0.0.1:${port}/`);
+  expect((await refused).status()).toBe(403);
+  evil.close();
+
+  await page.goto("/api-keys");
+  await expect(page.getByRole("heading", { name: "API keys" })).toBeVisible();
+  await expect(page.getByTestId("api-key-row").filter({ hasText: "planted" })).toHaveCount(0);
+});
+
+test.describe("without JavaScript", () => {
+  test.use({ javaScriptEnabled: false });
+
+  test("sign-in, key creation and revocation still work as plain forms", async ({ page }) => {
+    await signIn(page, ADMIN, "still wrong password");
+    await expect(page.getByRole("alert")).toHaveText("invalid email or password");
+    await signIn(page);
+    await expect(page.getByTestId("viewer-email")).toHaveText(ADMIN);
+    await page.goto("/api-keys");
+    await page.getByLabel("Name").fill("no-js key");
+    await page.getByRole("button", { name: "Create key" }).click();
+    const secret = await page.getByTestId("new-key-secret").inputValue();
+    expect(secret).toMatch(/^wb_[0-9A-Za-z]{40}$/);
+    expect(await v1Me(secret)).toBe(200);
+    const row = page.getByTestId("api-key-row").filter({ hasText: "no-js key" });
+    await row.getByRole("button", { name: "Revoke no-js key" }).click();
+    await expect(page.getByTestId("api-key-row").filter({ hasText: "no-js key" })).toContainText("revoked");
+    expect(await v1Me(secret)).toBe(401);
+  });
+});

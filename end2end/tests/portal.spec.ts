@@ -53,7 +53,7 @@ test("a wrong password is refused with a message", async ({ page }) => {
 
 test("an API key is shown once, works against /v1, and stops working when revoked", async ({ page }) => {
   await signIn(page);
-  await page.getByRole("link", { name: "API keys" }).click();
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "API keys" }).click();
   await expect(page.getByRole("heading", { name: "API keys" })).toBeVisible();
   await page.getByLabel("Name").fill("e2e agent");
   await page.getByRole("button", { name: "Create key" }).click();

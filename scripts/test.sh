@@ -38,10 +38,13 @@ if [ "$rust_status" = 0 ]; then
   set -e
 fi
 
-passed=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
-failed=$(grep -Eo '[0-9]+ failed;' "$log" | awk '{s+=$1} END {print s+0}')
-e2e_passed=$(grep -Eo '^ +[0-9]+ passed' "$log" | awk '{s+=$1} END {print s+0}')
-e2e_failed=$(grep -Eo '^ +[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
+count() { # sum of the numbers in field $2 of lines matching $1
+  { grep -Eo "$1" "$log" || true; } | awk -v f="$2" '{s+=$f} END {print s+0}'
+}
+passed=$(count 'test result: [a-zA-Z]+\. [0-9]+ passed' 4)
+failed=$(count '[0-9]+ failed;' 1)
+e2e_passed=$(count '^ +[0-9]+ passed' 1)
+e2e_failed=$(count '^ +[0-9]+ failed' 1)
 echo
 echo "==================== test summary ===================="
 echo "rust (unit + API, SQLite + PostgreSQL): ${passed} passed, ${failed} failed"

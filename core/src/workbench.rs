@@ -1,21 +1,34 @@
 //! The services handle every surface holds: one database, one clock, and the domain services
-//! built on them. Cheap to clone.
+//! built on them (accounts, catalog and engine, egress rules, audit). Cheap to clone.
 
 use std::sync::Arc;
 
+use crate::audit::AuditLog;
 use crate::auth::Accounts;
+use crate::builtin::{self, BuiltinServices, ObjectStorage};
+use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
+use crate::egress::{AddrRange, EgressRules, GuardedClient, PrivateAllowance};
+use crate::engine::Engine;
 use crate::store::Db;
 use crate::Result;
 
 #[derive(Clone)]
 pub struct WorkbenchOptions {
     pub clock: Arc<dyn Clock>,
+    /// Where project storage keeps bytes (`file:///dir`, `s3://bucket/prefix`, `memory:///`).
+    pub object_store_url: String,
+    /// Addresses outbound requests may reach despite being private (operator setting).
+    pub egress_allow_private: Vec<AddrRange>,
 }
 
 impl Default for WorkbenchOptions {
     fn default() -> Self {
-        WorkbenchOptions { clock: Arc::new(SystemClock) }
+        WorkbenchOptions {
+            clock: Arc::new(SystemClock),
+            object_store_url: "memory:///".into(),
+            egress_allow_private: Vec::new(),
+        }
     }
 }
 
@@ -24,6 +37,9 @@ pub struct Workbench {
     db: Db,
     clock: Arc<dyn Clock>,
     accounts: Accounts,
+    engine: Engine,
+    egress: EgressRules,
+    audit: AuditLog,
 }
 
 impl Workbench {
@@ -31,12 +47,26 @@ impl Workbench {
     pub async fn open(database_url: &str, options: WorkbenchOptions) -> Result<Workbench> {
         let db = Db::connect(database_url).await?;
         db.migrate().await?;
-        Ok(Workbench::with_db(db, options))
+        Workbench::with_db(db, options)
     }
 
-    pub fn with_db(db: Db, options: WorkbenchOptions) -> Workbench {
+    pub fn with_db(db: Db, options: WorkbenchOptions) -> Result<Workbench> {
         let clock = options.clock;
-        Workbench { accounts: Accounts::new(db.clone(), clock.clone()), db, clock }
+        let storage = Arc::new(ObjectStorage::open(&options.object_store_url, db.clone(), clock.clone())?);
+        let services = BuiltinServices {
+            db: db.clone(),
+            http: GuardedClient::new(PrivateAllowance(options.egress_allow_private)),
+            storage,
+        };
+        let catalog = Arc::new(Catalog::new(builtin::tools(&services)?)?);
+        Ok(Workbench {
+            accounts: Accounts::new(db.clone(), clock.clone()),
+            engine: Engine::new(catalog, db.clone(), clock.clone()),
+            egress: EgressRules::new(db.clone(), clock.clone()),
+            audit: AuditLog::new(db.clone()),
+            db,
+            clock,
+        })
     }
 
     pub fn db(&self) -> &Db {
@@ -49,5 +79,17 @@ impl Workbench {
 
     pub fn accounts(&self) -> &Accounts {
         &self.accounts
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn egress(&self) -> &EgressRules {
+        &self.egress
+    }
+
+    pub fn audit(&self) -> &AuditLog {
+        &self.audit
     }
 }

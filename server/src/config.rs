@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use url::Url;
+use workbench_core::egress::AddrRange;
 
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://workbench.db";
 pub const DEFAULT_DATA_DIR: &str = "workbench-data";
@@ -35,6 +36,20 @@ pub struct ServeArgs {
     /// sets it); otherwise the socket peer address is used for sign-in throttling.
     #[arg(long, env = "WB_TRUST_FORWARDED_FOR", default_value_t = false)]
     pub trust_forwarded_for: bool,
+    /// Where project storage (storage.put/get) keeps objects: file:///DIR, s3://BUCKET/PREFIX
+    /// (AWS_* variables configure S3-compatible stores) or memory:///. Defaults to
+    /// <data-dir>/objects.
+    #[arg(long, env = "WB_OBJECT_STORE_URL")]
+    pub object_store_url: Option<String>,
+    /// Private addresses or CIDR blocks outbound requests (http.fetch) may reach anyway,
+    /// comma-separated, e.g. 10.0.0.5,192.168.7.0/24. Off by default: private, loopback,
+    /// link-local and metadata addresses are refused.
+    #[arg(long, env = "WB_EGRESS_ALLOW_PRIVATE", value_delimiter = ',')]
+    pub egress_allow_private: Vec<AddrRange>,
+    /// Extra Host names /mcp accepts besides the public URL's host and loopback names
+    /// (DNS-rebinding protection), comma-separated.
+    #[arg(long, env = "WB_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Vec<String>,
 }
 
 /// What the running server needs from its configuration, derived once.
@@ -48,6 +63,10 @@ pub struct ServerConfig {
     pub trust_forwarded_for: bool,
     pub data_dir: PathBuf,
     pub site_root: PathBuf,
+    pub object_store_url: String,
+    pub egress_allow_private: Vec<AddrRange>,
+    /// Host names /mcp answers to.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl ServerConfig {
@@ -63,7 +82,25 @@ impl ServerConfig {
             ));
         }
         let public_origin = public_url.origin().ascii_serialization();
+        let object_store_url = match &args.object_store_url {
+            Some(u) => u.clone(),
+            None => {
+                let dir = std::path::absolute(args.data_dir.join("objects"))
+                    .map_err(|e| format!("cannot resolve the data directory: {e}"))?;
+                Url::from_directory_path(&dir)
+                    .map_err(|_| format!("cannot use {} as an object store directory", dir.display()))?
+                    .to_string()
+            }
+        };
+        let mut allowed_hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+        if let Some(h) = public_url.host_str() {
+            allowed_hosts.push(h.trim_start_matches('[').trim_end_matches(']').to_owned());
+        }
+        allowed_hosts.extend(args.allowed_hosts.iter().map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()));
         Ok(ServerConfig {
+            object_store_url,
+            egress_allow_private: args.egress_allow_private.clone(),
+            allowed_hosts,
             bind: args.bind,
             secure_cookies: public_url.scheme() == "https",
             public_url,

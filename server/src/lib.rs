@@ -9,6 +9,7 @@ pub mod client_ip;
 pub mod config;
 pub mod health;
 pub mod keys;
+pub mod mcp;
 pub mod portal;
 pub mod state;
 mod telemetry;
@@ -34,6 +35,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .merge(v1::routes())
+        .merge(mcp::routes(&state))
         .merge(portal::routes(&state))
         .layer(middleware::from_fn_with_state(state.clone(), client_ip::layer))
         .layer(SetResponseHeaderLayer::if_not_present(
@@ -84,9 +86,12 @@ async fn upkeep(wb: Workbench) {
 pub async fn serve_from_args(args: ServeArgs) -> Result<(), String> {
     let config = ServerConfig::from_args(&args)?;
     let keys = keys::Keys::load_or_create(&config.data_dir)?;
-    let wb = Workbench::open(&args.database_url, WorkbenchOptions::default())
-        .await
-        .map_err(|e| e.to_string())?;
+    let options = WorkbenchOptions {
+        object_store_url: config.object_store_url.clone(),
+        egress_allow_private: config.egress_allow_private.clone(),
+        ..WorkbenchOptions::default()
+    };
+    let wb = Workbench::open(&args.database_url, options).await.map_err(|e| e.to_string())?;
     let listener = TcpListener::bind(config.bind)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;

@@ -390,7 +390,7 @@ impl Accounts {
     }
 }
 
-pub(crate) fn require_admin(who: &Principal) -> Result<()> {
+pub fn require_admin(who: &Principal) -> Result<()> {
     if who.is_admin() {
         Ok(())
     } else {

@@ -6,7 +6,7 @@ mod accounts;
 mod api_key;
 mod password;
 
-pub use accounts::{Accounts, ApiKeyInfo, Member, NewApiKey, User};
+pub use accounts::{require_admin, Accounts, ApiKeyInfo, Member, NewApiKey, User};
 pub use api_key::ApiKey;
 pub use password::{hash_password, validate_password, verify_password};
 

@@ -3,9 +3,14 @@
 //! module tree.
 
 pub mod api_keys;
+pub mod audit;
+pub mod egress;
 pub mod projects;
 pub mod sessions;
 pub mod sign_in;
+pub mod storage_objects;
+pub mod tool_calls;
+pub mod usage;
 pub mod users;
 
 use std::str::FromStr;

@@ -31,6 +31,8 @@ pub struct Options {
     pub trust_forwarded_for: bool,
     /// Reuse the database of another app (two instances behind a load balancer).
     pub database_url: Option<String>,
+    /// Private addresses http.fetch may reach (the operator setting), e.g. "127.0.0.1".
+    pub egress_allow_private: Vec<&'static str>,
 }
 
 pub struct TestApp {
@@ -111,18 +113,29 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         None => database_url(backend).await?,
     };
     let clock = ManualClock::default();
-    let wb = Workbench::open(&database_url, WorkbenchOptions { clock: Arc::new(clock.clone()) })
-        .await
-        .expect("open test database");
+    let data_dir = temp_dir("data");
+    let wb = Workbench::open(
+        &database_url,
+        WorkbenchOptions {
+            clock: Arc::new(clock.clone()),
+            object_store_url: url::Url::from_directory_path(data_dir.join("objects")).unwrap().to_string(),
+            egress_allow_private: options.egress_allow_private.iter().map(|r| r.parse().unwrap()).collect(),
+        },
+    )
+    .await
+    .expect("open test database");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let args = ServeArgs {
         bind: addr,
         database_url: database_url.clone(),
         public_url: options.public_url.as_deref().map(|u| u.parse().unwrap()),
-        data_dir: temp_dir("data"),
+        data_dir,
         site_root: temp_dir("site"),
         trust_forwarded_for: options.trust_forwarded_for,
+        object_store_url: None,
+        egress_allow_private: Vec::new(),
+        allowed_hosts: Vec::new(),
     };
     let config = ServerConfig::from_args(&args).unwrap();
     let keys = Keys::load_or_create(&args.data_dir).unwrap();

@@ -1,18 +1,39 @@
-//! The REST API under /v1 (tier 0). Every route needs a bearer API key.
+//! The REST API (tier 0, seed 004) under /v1, and the batch form `/rest/{integration}`. Every
+//! route needs a bearer API key; bodies are JSON and errors use the API's error shape.
 
-use axum::routing::get;
+mod body;
+mod openapi;
+mod rest_batch;
+mod tools;
+mod usage;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
+
+pub use body::JsonBody;
 
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
 use crate::state::AppState;
 
+/// Largest request body /v1 and /rest accept.
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/me", get(me))
+        .route("/v1/openapi.json", get(openapi::document))
+        .route("/v1/tools", get(tools::list))
+        .route("/v1/tools/invoke", post(tools::invoke))
+        .route("/v1/tools/calls/{id}", get(tools::get_call))
+        .route("/v1/tools/{name}", get(tools::get_one))
+        .route("/v1/usage", get(usage::usage))
+        .route("/rest/{integration}", post(rest_batch::execute))
         .route("/v1", get(not_found))
         .route("/v1/{*rest}", get(not_found).post(not_found).put(not_found).patch(not_found).delete(not_found))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
 }
 
 /// The identity behind the key: user, project and key ids.

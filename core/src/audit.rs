@@ -1,0 +1,96 @@
+//! Reading the audit log: admins see the whole project, members their own rows; newest first,
+//! filtered by tool, status and key, paged with an opaque cursor.
+
+use serde::{Deserialize, Serialize};
+
+use crate::auth::Principal;
+use crate::clock::rfc3339;
+use crate::store::{self, audit::AuditFilter, Db};
+use crate::{Error, Result};
+
+pub const PAGE_SIZE: i64 = 50;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditQuery {
+    pub tool: Option<String>,
+    pub status: Option<String>,
+    pub api_key_id: Option<String>,
+    /// The `next` cursor of the previous page.
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub id: String,
+    pub at: String,
+    pub at_ms: i64,
+    pub user_id: Option<String>,
+    pub api_key_id: Option<String>,
+    pub action: String,
+    pub tool: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub status: String,
+    pub error_code: Option<String>,
+    pub duration_ms: Option<i64>,
+    pub surface: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditPage {
+    pub entries: Vec<AuditEntry>,
+    pub next: Option<String>,
+}
+
+#[derive(Clone)]
+pub struct AuditLog {
+    db: Db,
+}
+
+fn parse_cursor(c: &str) -> Result<(i64, String)> {
+    let bad = || Error::invalid("invalid cursor; start again from the first page");
+    let (at, id) = c.split_once('.').ok_or_else(bad)?;
+    Ok((at.parse().map_err(|_| bad())?, id.to_owned()))
+}
+
+impl AuditLog {
+    pub fn new(db: Db) -> Self {
+        AuditLog { db }
+    }
+
+    pub async fn page(&self, who: &Principal, q: &AuditQuery) -> Result<AuditPage> {
+        let filter = AuditFilter {
+            tool: q.tool.clone().filter(|s| !s.is_empty()),
+            status: q.status.clone().filter(|s| !s.is_empty()),
+            api_key_id: q.api_key_id.clone().filter(|s| !s.is_empty()),
+            before: q.cursor.as_deref().filter(|s| !s.is_empty()).map(parse_cursor).transpose()?,
+            user_id: (!who.is_admin()).then(|| who.user_id.clone()),
+        };
+        let mut rows = store::audit::list(self.db.pool(), &who.project_id, &filter, PAGE_SIZE + 1).await?;
+        let next = if rows.len() as i64 > PAGE_SIZE {
+            rows.truncate(PAGE_SIZE as usize);
+            rows.last().map(|r| format!("{}.{}", r.created_at, r.id))
+        } else {
+            None
+        };
+        Ok(AuditPage {
+            entries: rows
+                .into_iter()
+                .map(|r| AuditEntry {
+                    id: r.id,
+                    at: rfc3339(r.created_at),
+                    at_ms: r.created_at,
+                    user_id: r.user_id,
+                    api_key_id: r.api_key_id,
+                    action: r.action,
+                    tool: r.tool,
+                    tool_call_id: r.tool_call_id,
+                    status: r.status,
+                    error_code: r.error_code,
+                    duration_ms: r.duration_ms,
+                    surface: r.surface,
+                })
+                .collect(),
+            next,
+        })
+    }
+}

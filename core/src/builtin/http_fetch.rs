@@ -1,0 +1,108 @@
+//! `http.fetch`: an HTTP request to a destination in the project's egress allowlist, through
+//! the SSRF-safe client. The input schema is seed 004's, word for word.
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use serde_json::{json, Map, Value};
+
+use super::make_spec;
+use crate::catalog::{SideEffects, ToolSpec};
+use crate::egress::{FetchError, FetchRequest, GuardedClient};
+use crate::engine::{CallContext, HandlerError, ToolHandler};
+use crate::store::{self, Db};
+use crate::Result;
+
+/// Largest response body read; larger responses fail rather than fill memory.
+pub const MAX_RESPONSE_BYTES: usize = 5 * 1024 * 1024;
+/// Largest request body sent.
+pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
+
+pub fn spec() -> Result<ToolSpec> {
+    make_spec(
+        "http.fetch",
+        "Perform an HTTP request to an allowlisted destination.",
+        SideEffects::Network,
+        json!({
+            "type": "object",
+            "required": ["url"],
+            "properties": {
+                "url": { "type": "string", "format": "uri" },
+                "method": { "type": "string", "enum": ["GET", "POST", "PUT", "PATCH", "DELETE"], "default": "GET" },
+                "headers": { "type": "object" },
+                "body": { "type": "string" }
+            }
+        }),
+        Some(json!({ "type": "object", "properties": { "status": { "type": "integer" }, "body": { "type": "string" } } })),
+    )
+}
+
+pub struct HttpFetch {
+    pub db: Db,
+    pub http: GuardedClient,
+}
+
+#[async_trait]
+impl ToolHandler for HttpFetch {
+    async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
+        let url = args["url"].as_str().unwrap_or_default().to_owned();
+        let method = args["method"].as_str().unwrap_or("GET");
+        let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| HandlerError::invalid("/method", "unknown method"))?;
+        let mut headers = Vec::new();
+        if let Some(h) = args.get("headers").and_then(Value::as_object) {
+            for (k, v) in h {
+                let v = v.as_str().ok_or_else(|| HandlerError::invalid(format!("/headers/{k}"), "header values must be strings"))?;
+                if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() || reqwest::header::HeaderValue::from_str(v).is_err() {
+                    return Err(HandlerError::invalid(format!("/headers/{k}"), "not a valid http header"));
+                }
+                headers.push((k.clone(), v.to_owned()));
+            }
+        }
+        let body = match args.get("body").and_then(Value::as_str) {
+            Some(b) if b.len() > MAX_REQUEST_BYTES => {
+                return Err(HandlerError::invalid("/body", format!("body larger than {MAX_REQUEST_BYTES} bytes")))
+            }
+            Some(b) => Some(bytes::Bytes::from(b.to_owned())),
+            None => None,
+        };
+        let patterns = store::egress::list(self.db.pool(), &ctx.principal.project_id)
+            .await
+            .map_err(|_| HandlerError::Unavailable("cannot read the egress allowlist".into()))?;
+        let res = self
+            .http
+            .fetch(FetchRequest { method, url, headers, body }, &patterns, MAX_RESPONSE_BYTES)
+            .await
+            .map_err(|e| match e {
+                FetchError::InvalidUrl(m) => HandlerError::invalid("/url", m),
+                other => HandlerError::Failed(other.to_string()),
+            })?;
+        ctx.add_egress(res.transferred);
+        let mut out = Map::new();
+        out.insert("status".into(), json!(res.status));
+        let mut hmap = Map::new();
+        for (k, v) in res.headers {
+            match hmap.get_mut(&k) {
+                Some(Value::String(existing)) => {
+                    existing.push_str(", ");
+                    existing.push_str(&v);
+                }
+                _ => {
+                    hmap.insert(k, Value::String(v));
+                }
+            }
+        }
+        out.insert("headers".into(), Value::Object(hmap));
+        match String::from_utf8(res.body.to_vec()) {
+            Ok(text) => {
+                out.insert("body".into(), json!(text));
+            }
+            Err(_) => {
+                out.insert("body".into(), json!(base64::engine::general_purpose::STANDARD.encode(&res.body)));
+                out.insert("body_encoding".into(), json!("base64"));
+            }
+        }
+        if res.final_url != args["url"].as_str().unwrap_or_default() {
+            out.insert("url".into(), json!(res.final_url));
+        }
+        Ok(Value::Object(out))
+    }
+}

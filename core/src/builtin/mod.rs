@@ -1,0 +1,50 @@
+//! Built-in tools (D8) that run in-process. Each declares its side effects honestly and gets
+//! the services it needs at construction.
+
+mod http_fetch;
+mod storage;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub use storage::{ObjectStorage, MAX_OBJECT_BYTES};
+
+use crate::catalog::{SideEffects, Tool, ToolName, ToolSource, ToolSpec};
+use crate::egress::GuardedClient;
+use crate::engine::ToolHandler;
+use crate::store::Db;
+use crate::Result;
+
+/// What the built-ins run on.
+pub struct BuiltinServices {
+    pub db: Db,
+    pub http: GuardedClient,
+    pub storage: Arc<ObjectStorage>,
+}
+
+fn make_spec(name: &str, description: &str, side_effects: SideEffects, input: Value, output: Option<Value>) -> Result<ToolSpec> {
+    let integration = name.split(['.', '_']).next().unwrap_or(name).to_owned();
+    Ok(ToolSpec {
+        name: ToolName::parse(name)?,
+        source: ToolSource::Builtin,
+        integration,
+        description: description.to_owned(),
+        input_schema: input,
+        output_schema: output,
+        side_effects,
+    })
+}
+
+fn tool(spec: ToolSpec, handler: impl ToolHandler) -> Result<Tool> {
+    Tool::new(spec, Arc::new(handler))
+}
+
+/// Every built-in tool, ready for the catalog.
+pub fn tools(services: &BuiltinServices) -> Result<Vec<Tool>> {
+    Ok(vec![
+        tool(http_fetch::spec()?, http_fetch::HttpFetch { db: services.db.clone(), http: services.http.clone() })?,
+        tool(storage::get_spec()?, storage::StorageGet(services.storage.clone()))?,
+        tool(storage::put_spec()?, storage::StoragePut(services.storage.clone()))?,
+    ])
+}

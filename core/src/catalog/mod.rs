@@ -1,0 +1,183 @@
+//! The tool catalog: one registry of every tool a project can reach, whatever its source
+//! (built-in, plugin integration, upstream MCP server, custom app), with compiled input schemas
+//! and a search index. Callers take an immutable `Snapshot` for a project and work on it, so a
+//! registration never changes a catalog under a running request.
+
+pub mod names;
+pub mod search;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, RwLock};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::engine::ToolHandler;
+use crate::{Error, Result};
+pub use names::ToolName;
+use search::{Hit, SearchDoc, SearchIndex};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SideEffects {
+    /// Reads only; safe to retry.
+    None,
+    /// Talks to the network but changes nothing of ours.
+    Network,
+    /// Changes stored state.
+    Write,
+    /// Hard or impossible to undo (sends, deletes, pays).
+    Destructive,
+}
+
+impl SideEffects {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SideEffects::None => "none",
+            SideEffects::Network => "network",
+            SideEffects::Write => "write",
+            SideEffects::Destructive => "destructive",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolStatus {
+    Available,
+    Unavailable,
+}
+
+/// Where a tool comes from; rendered as `builtin`, `plugin:<integration>`, `mcp:<server id>`,
+/// `app:<app id>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ToolSource {
+    Builtin,
+    Plugin(String),
+    Mcp(String),
+    App(String),
+}
+
+impl fmt::Display for ToolSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolSource::Builtin => f.write_str("builtin"),
+            ToolSource::Plugin(i) => write!(f, "plugin:{i}"),
+            ToolSource::Mcp(id) => write!(f, "mcp:{id}"),
+            ToolSource::App(id) => write!(f, "app:{id}"),
+        }
+    }
+}
+
+/// A tool's public definition.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    pub name: ToolName,
+    pub source: ToolSource,
+    /// The owning integration: what `connect` takes and `/rest/{integration}` selects.
+    pub integration: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub side_effects: SideEffects,
+}
+
+/// A tool ready to run: its spec, compiled input validator and handler.
+pub struct Tool {
+    pub spec: ToolSpec,
+    pub status: ToolStatus,
+    pub(crate) validator: jsonschema::Validator,
+    pub(crate) handler: Arc<dyn ToolHandler>,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool").field("name", &self.spec.name).field("status", &self.status).finish()
+    }
+}
+
+impl Tool {
+    /// Compiles the input schema (remote and file `$ref`s are never fetched) and pairs it with
+    /// the handler. A schema that does not compile is refused with the tool's name.
+    pub fn new(spec: ToolSpec, handler: Arc<dyn ToolHandler>) -> Result<Tool> {
+        if spec.input_schema.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(Error::invalid(format!(
+                "tool {}: input_schema must be a JSON Schema of type object",
+                spec.name
+            )));
+        }
+        let validator = jsonschema::options()
+            .should_validate_formats(true)
+            .build(&spec.input_schema)
+            .map_err(|e| Error::invalid(format!("tool {}: invalid input_schema: {e}", spec.name)))?;
+        Ok(Tool { spec, status: ToolStatus::Available, validator, handler })
+    }
+
+    pub fn name(&self) -> &str {
+        self.spec.name.as_str()
+    }
+}
+
+/// An immutable view of the tools one project can reach, with their search index.
+pub struct Snapshot {
+    tools: Vec<Arc<Tool>>,
+    by_name: HashMap<String, usize>,
+    index: SearchIndex,
+}
+
+impl Snapshot {
+    fn build(tools: Vec<Arc<Tool>>) -> Result<Snapshot> {
+        let mut by_name = HashMap::with_capacity(tools.len());
+        for (i, t) in tools.iter().enumerate() {
+            if by_name.insert(t.name().to_owned(), i).is_some() {
+                return Err(Error::Conflict(format!("tool name {} is registered twice", t.name())));
+            }
+        }
+        let docs: Vec<SearchDoc> = tools
+            .iter()
+            .map(|t| SearchDoc {
+                name: t.spec.name.as_str(),
+                integration: &t.spec.integration,
+                description: &t.spec.description,
+            })
+            .collect();
+        let index = SearchIndex::build(&docs);
+        Ok(Snapshot { tools, by_name, index })
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
+        self.by_name.get(name).map(|i| &self.tools[*i])
+    }
+
+    pub fn tools(&self) -> &[Arc<Tool>] {
+        &self.tools
+    }
+
+    /// Search among the tools `visible` admits; best first.
+    pub fn search(&self, query: &str, limit: usize, visible: impl Fn(&Tool) -> bool) -> Vec<(Arc<Tool>, f32)> {
+        self.index
+            .search(query, limit, |d| visible(&self.tools[d]))
+            .into_iter()
+            .map(|Hit { doc, score }| (self.tools[doc].clone(), score))
+            .collect()
+    }
+}
+
+/// The registry. Global tools (built-ins, plugins) are shared by every project; per-project
+/// sources register on top of them.
+pub struct Catalog {
+    global: RwLock<Arc<Snapshot>>,
+}
+
+impl Catalog {
+    pub fn new(tools: Vec<Tool>) -> Result<Catalog> {
+        let snapshot = Snapshot::build(tools.into_iter().map(Arc::new).collect())?;
+        Ok(Catalog { global: RwLock::new(Arc::new(snapshot)) })
+    }
+
+    /// The tools `project_id` can reach right now.
+    pub fn snapshot(&self, _project_id: &str) -> Arc<Snapshot> {
+        self.global.read().expect("catalog lock poisoned").clone()
+    }
+}

@@ -1,0 +1,205 @@
+//! The guarded HTTP client. DNS goes through a resolver that refuses the whole name if any of
+//! its addresses is in a blocked range and hands reqwest only checked addresses, so the address
+//! checked is the address dialled; IP-literal hosts (in any spelling the URL parser accepts:
+//! decimal, hex, octal, IPv6-mapped) are checked before the request. No proxy from the
+//! environment is used and redirects are followed here, one checked hop at a time.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+use super::allowlist::host_matches;
+use super::ranges::PrivateAllowance;
+
+pub const MAX_REDIRECTS: usize = 5;
+
+#[derive(Debug, Clone)]
+pub struct FetchRequest {
+    pub method: reqwest::Method,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Bytes>,
+}
+
+#[derive(Debug, Clone)]
+pub struct FetchResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Bytes,
+    pub final_url: String,
+    /// Bytes sent and received (bodies), for metering.
+    pub transferred: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FetchError {
+    #[error("invalid url: {0}")]
+    InvalidUrl(String),
+    #[error("{0} is not in this project's egress allowlist; an admin can add it on the Egress page")]
+    NotAllowlisted(String),
+    #[error("refusing to connect to {host}: {reason}")]
+    Blocked { host: String, reason: String },
+    #[error("response larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("more than {MAX_REDIRECTS} redirects")]
+    TooManyRedirects,
+    #[error("request failed: {0}")]
+    Transport(String),
+}
+
+#[derive(Debug)]
+struct BlockedAddress {
+    host: String,
+    reason: String,
+}
+
+impl std::fmt::Display for BlockedAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} resolves to a {}", self.host, self.reason)
+    }
+}
+
+impl std::error::Error for BlockedAddress {}
+
+struct CheckedResolver {
+    allowance: Arc<PrivateAllowance>,
+}
+
+impl Resolve for CheckedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let allowance = self.allowance.clone();
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if addrs.is_empty() {
+                return Err(format!("{host} has no addresses").into());
+            }
+            for a in &addrs {
+                if let Some(reason) = allowance.check(a.ip()) {
+                    return Err(Box::new(BlockedAddress { host, reason: reason.to_owned() }) as Box<dyn std::error::Error + Send + Sync>);
+                }
+            }
+            Ok(Box::new(addrs.into_iter()) as Addrs)
+        })
+    }
+}
+
+#[derive(Clone)]
+pub struct GuardedClient {
+    client: reqwest::Client,
+    allowance: Arc<PrivateAllowance>,
+}
+
+const FORBIDDEN_HEADERS: &[&str] = &["host", "connection", "content-length", "transfer-encoding", "upgrade", "te", "trailer", "proxy-authorization", "proxy-connection", "keep-alive"];
+
+impl GuardedClient {
+    pub fn new(allowance: PrivateAllowance) -> GuardedClient {
+        let allowance = Arc::new(allowance);
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .dns_resolver(Arc::new(CheckedResolver { allowance: allowance.clone() }))
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("workbench/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .expect("the HTTP client configuration is valid");
+        GuardedClient { client, allowance }
+    }
+
+    /// Checks a URL against the allowlist and, for IP literals, the address ranges.
+    pub fn check_url(&self, url: &url::Url, patterns: &[String]) -> Result<(), FetchError> {
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(FetchError::InvalidUrl("only http and https urls are allowed".into()));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(FetchError::InvalidUrl("credentials in the url are not allowed; send a header instead".into()));
+        }
+        let host = url.host().ok_or_else(|| FetchError::InvalidUrl("the url has no host".into()))?;
+        let port = url.port_or_known_default().unwrap_or(80);
+        let (name, ip) = match host {
+            url::Host::Domain(d) => (d.to_owned(), None),
+            url::Host::Ipv4(v4) => (v4.to_string(), Some(IpAddr::V4(v4))),
+            url::Host::Ipv6(v6) => (format!("[{v6}]"), Some(IpAddr::V6(v6))),
+        };
+        if !host_matches(patterns, &name, port) {
+            return Err(FetchError::NotAllowlisted(if url.port().is_some() { format!("{name}:{port}") } else { name }));
+        }
+        if let Some(ip) = ip {
+            if let Some(reason) = self.allowance.check(ip) {
+                return Err(FetchError::Blocked { host: name, reason: reason.to_owned() });
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends the request, following up to `MAX_REDIRECTS` redirects (each hop checked), and
+    /// reads at most `max_body` bytes of the response.
+    pub async fn fetch(&self, req: FetchRequest, patterns: &[String], max_body: usize) -> Result<FetchResponse, FetchError> {
+        let mut url = url::Url::parse(&req.url).map_err(|e| FetchError::InvalidUrl(e.to_string()))?;
+        let mut method = req.method.clone();
+        let mut body = req.body.clone();
+        let mut transferred: u64 = 0;
+        for _hop in 0..=MAX_REDIRECTS {
+            self.check_url(&url, patterns)?;
+            let mut builder = self.client.request(method.clone(), url.clone());
+            for (k, v) in &req.headers {
+                if FORBIDDEN_HEADERS.contains(&k.to_ascii_lowercase().as_str()) {
+                    continue;
+                }
+                builder = builder.header(k, v);
+            }
+            if let Some(b) = &body {
+                transferred += b.len() as u64;
+                builder = builder.body(b.clone());
+            }
+            let mut res = builder.send().await.map_err(|e| classify(&url, e))?;
+            let status = res.status();
+            if status.is_redirection() {
+                if let Some(loc) = res.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()) {
+                    url = url.join(loc).map_err(|e| FetchError::InvalidUrl(format!("bad redirect location: {e}")))?;
+                    if matches!(status.as_u16(), 301..=303) && method != reqwest::Method::HEAD {
+                        method = reqwest::Method::GET;
+                        body = None;
+                    }
+                    continue;
+                }
+            }
+            let headers = res
+                .headers()
+                .iter()
+                .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_owned(), v.to_owned())))
+                .collect();
+            let mut buf = BytesMut::new();
+            while let Some(chunk) = res.chunk().await.map_err(|e| classify(&url, e))? {
+                transferred += chunk.len() as u64;
+                if buf.len() + chunk.len() > max_body {
+                    return Err(FetchError::TooLarge(max_body));
+                }
+                buf.extend_from_slice(&chunk);
+            }
+            return Ok(FetchResponse { status: status.as_u16(), headers, body: buf.freeze(), final_url: url.to_string(), transferred });
+        }
+        Err(FetchError::TooManyRedirects)
+    }
+}
+
+fn classify(url: &url::Url, e: reqwest::Error) -> FetchError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(err) = source {
+        if let Some(b) = err.downcast_ref::<BlockedAddress>() {
+            return FetchError::Blocked { host: b.host.clone(), reason: b.reason.clone() };
+        }
+        source = err.source();
+    }
+    let host = url.host_str().unwrap_or("the host");
+    if e.is_timeout() {
+        FetchError::Transport(format!("{host} timed out"))
+    } else if e.is_connect() {
+        FetchError::Transport(format!("cannot connect to {host}"))
+    } else {
+        FetchError::Transport(format!("{host}: {}", e.without_url()))
+    }
+}

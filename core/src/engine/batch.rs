@@ -1,0 +1,156 @@
+//! `execute_tools` requests as every surface receives them (MCP execute_tools, REST
+//! `/rest/{integration}`): parsing and checking the request shape, running the executions as a
+//! batch, and shaping `{ results: [...] }` with index-aligned `{ result }` or flat error entries.
+
+use serde_json::{json, Map, Value};
+
+use super::{CallOptions, Engine, Invocation, ToolError, BATCH_MAX};
+use crate::auth::Principal;
+
+/// Ref ids: a letter or '_' then letters, digits, '_' or '-', up to 64 characters.
+pub fn valid_ref_id(s: &str) -> bool {
+    let mut chars = s.chars();
+    s.len() <= 64
+        && chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// One entry of `executions`.
+#[derive(Debug, Clone)]
+pub struct ExecutionSpec {
+    pub tool: String,
+    pub args: Value,
+    pub ref_id: Option<String>,
+}
+
+/// A parsed execute_tools request.
+#[derive(Debug, Clone)]
+pub struct ExecuteRequest {
+    pub executions: Vec<ExecutionSpec>,
+    pub compose: bool,
+    pub return_template: Option<Value>,
+}
+
+/// Checks the shape of an execute_tools request; the message says what to fix.
+pub fn parse_request(args: &Value) -> Result<ExecuteRequest, String> {
+    let obj = args.as_object().ok_or("arguments must be an object with an executions array")?;
+    for key in obj.keys() {
+        if !matches!(key.as_str(), "executions" | "compose" | "return") {
+            return Err(format!("unknown field {key:?}; expected executions, compose, return"));
+        }
+    }
+    let list = obj.get("executions").and_then(Value::as_array).ok_or("executions must be an array of { tool, args }")?;
+    if list.is_empty() {
+        return Err("executions is empty; pass at least one { tool, args }".into());
+    }
+    if list.len() > BATCH_MAX {
+        return Err(format!("too many executions: {} (at most {BATCH_MAX}); split the batch", list.len()));
+    }
+    let compose = match obj.get("compose") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err("compose must be true or false".into()),
+    };
+    let mut executions = Vec::with_capacity(list.len());
+    for (i, e) in list.iter().enumerate() {
+        let e = e.as_object().ok_or_else(|| format!("executions[{i}] must be an object {{ tool, args }}"))?;
+        for key in e.keys() {
+            if !matches!(key.as_str(), "tool" | "args" | "ref_id") {
+                return Err(format!("executions[{i}]: unknown field {key:?}; expected tool, args, ref_id"));
+            }
+        }
+        let tool = e.get("tool").and_then(Value::as_str).filter(|t| !t.is_empty()).ok_or_else(|| format!("executions[{i}].tool must be a tool name"))?;
+        let args = match e.get("args") {
+            None | Some(Value::Null) => json!({}),
+            Some(v @ Value::Object(_)) => v.clone(),
+            Some(_) => return Err(format!("executions[{i}].args must be an object")),
+        };
+        let ref_id = match e.get("ref_id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(r)) if valid_ref_id(r) => Some(r.clone()),
+            Some(_) => return Err(format!("executions[{i}].ref_id must start with a letter or '_' and use letters, digits, '_' or '-' (at most 64)")),
+        };
+        executions.push(ExecutionSpec { tool: tool.to_owned(), args, ref_id });
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, e) in executions.iter().enumerate() {
+        if let Some(r) = &e.ref_id {
+            if !seen.insert(r.as_str()) {
+                return Err(format!("executions[{i}].ref_id {r:?} is used twice; ref_id must be unique"));
+            }
+        }
+    }
+    Ok(ExecuteRequest { executions, compose, return_template: obj.get("return").cloned().filter(|v| !v.is_null()) })
+}
+
+/// A result entry as execute_tools shows it.
+pub fn entry(result: &Result<Value, ToolError>) -> Value {
+    match result {
+        Ok(v) => json!({ "result": v }),
+        Err(e) => e.to_mcp(),
+    }
+}
+
+impl Engine {
+    /// Runs a batch request (no compose, no return projection) and shapes `{ results }`.
+    /// `only_integration` restricts the tools to one integration (REST `/rest/{integration}`).
+    pub async fn execute_batch(
+        &self,
+        who: &Principal,
+        req: ExecuteRequest,
+        opts: &CallOptions,
+        only_integration: Option<&str>,
+    ) -> Value {
+        let snapshot = self.snapshot(who);
+        let mut entries: Vec<Option<Value>> = vec![None; req.executions.len()];
+        let mut runnable = Vec::new();
+        for (i, e) in req.executions.into_iter().enumerate() {
+            if let Some(integration) = only_integration {
+                let belongs = snapshot.get(&e.tool).is_some_and(|t| t.spec.integration == integration);
+                if !belongs {
+                    let mut err = ToolError::NotFound { tool: e.tool.clone() }.to_mcp();
+                    err["error"] = json!(format!("tool not found in integration {integration}: {}", e.tool));
+                    entries[i] = Some(err);
+                    continue;
+                }
+            }
+            runnable.push((i, Invocation { tool: e.tool, args: e.args }));
+        }
+        let (slots, invocations): (Vec<usize>, Vec<Invocation>) = runnable.into_iter().unzip();
+        let outcomes = self.run_batch(who, invocations, opts).await;
+        for (slot, outcome) in slots.into_iter().zip(outcomes) {
+            entries[slot] = Some(entry(&outcome.result));
+        }
+        let results: Vec<Value> = entries.into_iter().map(|e| e.unwrap_or(Value::Null)).collect();
+        let mut out = Map::new();
+        out.insert("results".into(), Value::Array(results));
+        Value::Object(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_checked_before_anything_runs() {
+        assert!(parse_request(&json!({ "executions": [{ "tool": "a", "args": {} }] })).is_ok());
+        for (bad, needle) in [
+            (json!([]), "object"),
+            (json!({}), "executions must be an array"),
+            (json!({ "executions": [] }), "empty"),
+            (json!({ "executions": [{ "args": {} }] }), "tool must be"),
+            (json!({ "executions": [{ "tool": "a", "args": 3 }] }), "args must be an object"),
+            (json!({ "executions": [{ "tool": "a", "extra": 1 }] }), "unknown field"),
+            (json!({ "executions": [{ "tool": "a" }], "bogus": 1 }), "unknown field"),
+            (json!({ "executions": [{ "tool": "a", "ref_id": "1x" }] }), "ref_id must start"),
+            (json!({ "executions": [{ "tool": "a", "ref_id": "x" }, { "tool": "b", "ref_id": "x" }] }), "used twice"),
+            (json!({ "executions": [{ "tool": "a" }], "compose": "yes" }), "compose must be"),
+        ] {
+            let err = parse_request(&bad).unwrap_err();
+            assert!(err.contains(needle), "{bad}: {err}");
+        }
+        let many: Vec<Value> = (0..51).map(|_| json!({ "tool": "a" })).collect();
+        assert!(parse_request(&json!({ "executions": many })).unwrap_err().contains("too many"));
+    }
+}

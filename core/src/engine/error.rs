@@ -1,0 +1,194 @@
+//! The one error of a tool execution, rendered two ways: the flat MCP entry of D3
+//! (`{ "error", "code", ...details }`) and the REST error of seed 004 / D4
+//! (`{ "error": { "code", "message", "meta" } }` with its HTTP status).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+/// A schema violation: where (a JSON Pointer into the arguments) and what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldError {
+    pub path: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ToolError {
+    NotFound { tool: String },
+    NotAllowed { tool: String, rule: String },
+    NotConnected { integration: String },
+    InvalidArguments { errors: Vec<FieldError> },
+    AwaitingConfirmation { confirmation_id: String, expires_at: String, url: String },
+    Timeout { timeout_ms: u64 },
+    Unavailable { reason: String },
+    Handler { handler_error: String },
+    BadRef { message: String, ref_id: Option<String> },
+    ResultTooLarge { size: usize },
+}
+
+/// Results above this many characters of JSON are replaced by `RESULT_TOO_LARGE` (D6).
+pub const RESULT_CAP_CHARS: usize = 60_000;
+
+impl ToolError {
+    /// The MCP code (D3).
+    pub fn code(&self) -> &'static str {
+        match self {
+            ToolError::NotFound { .. } => "TOOL_NOT_FOUND",
+            ToolError::NotAllowed { .. } => "NOT_ALLOWED",
+            ToolError::NotConnected { .. } => "NOT_CONNECTED",
+            ToolError::InvalidArguments { .. } => "INVALID_ARGUMENTS",
+            ToolError::AwaitingConfirmation { .. } => "AWAITING_CONFIRMATION",
+            ToolError::Timeout { .. } => "TIMEOUT",
+            ToolError::Unavailable { .. } => "UNAVAILABLE",
+            ToolError::Handler { .. } => "TOOL_ERROR",
+            ToolError::BadRef { .. } => "BAD_REF",
+            ToolError::ResultTooLarge { .. } => "RESULT_TOO_LARGE",
+        }
+    }
+
+    /// Lowercase, with a hint after `;` where the caller can act.
+    pub fn message(&self) -> String {
+        match self {
+            ToolError::NotFound { tool } => format!("tool not found: {tool}; use search_tools to find available tools"),
+            ToolError::NotAllowed { tool, .. } => format!("tool {tool} is not allowed by this key's policy"),
+            ToolError::NotConnected { integration } => format!(
+                "integration {integration} is not connected; call connect with integration \"{integration}\" and ask the user to open the link"
+            ),
+            ToolError::InvalidArguments { errors } => match errors.first() {
+                Some(e) if errors.len() == 1 => format!("invalid arguments: {} at {}", e.message, display_path(&e.path)),
+                _ => format!("invalid arguments ({} problems); see errors", errors.len()),
+            },
+            ToolError::AwaitingConfirmation { .. } => {
+                "this call needs a person's confirmation; ask the user to open the url and approve it".into()
+            }
+            ToolError::Timeout { timeout_ms } => format!("tool timed out after {timeout_ms} ms"),
+            ToolError::Unavailable { reason } => format!("tool unavailable: {reason}"),
+            ToolError::Handler { .. } => "tool failed; see handler_error".into(),
+            ToolError::BadRef { message, .. } => message.clone(),
+            ToolError::ResultTooLarge { size } => format!(
+                "result too large: {size} characters (limit {RESULT_CAP_CHARS}); use compose mode and a return projection to send back only what you need"
+            ),
+        }
+    }
+
+    fn details(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        match self {
+            ToolError::NotFound { tool } => {
+                m.insert("tool".into(), json!(tool));
+            }
+            ToolError::NotAllowed { rule, .. } => {
+                m.insert("rule".into(), json!(rule));
+            }
+            ToolError::NotConnected { integration } => {
+                m.insert("integration".into(), json!(integration));
+            }
+            ToolError::InvalidArguments { errors } => {
+                m.insert("errors".into(), json!(errors));
+            }
+            ToolError::AwaitingConfirmation { confirmation_id, expires_at, url } => {
+                m.insert("confirmation_id".into(), json!(confirmation_id));
+                m.insert("expires_at".into(), json!(expires_at));
+                m.insert("url".into(), json!(url));
+            }
+            ToolError::Timeout { timeout_ms } => {
+                m.insert("timeout_ms".into(), json!(timeout_ms));
+            }
+            ToolError::Unavailable { .. } => {}
+            ToolError::Handler { handler_error } => {
+                m.insert("handler_error".into(), json!(handler_error));
+            }
+            ToolError::BadRef { ref_id, .. } => {
+                if let Some(r) = ref_id {
+                    m.insert("ref_id".into(), json!(r));
+                }
+            }
+            ToolError::ResultTooLarge { size } => {
+                m.insert("size".into(), json!(size));
+            }
+        }
+        m
+    }
+
+    /// The flat MCP error entry of D3.
+    pub fn to_mcp(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("error".into(), json!(self.message()));
+        m.insert("code".into(), json!(self.code()));
+        m.extend(self.details());
+        Value::Object(m)
+    }
+
+    /// REST status and code (seed 004 / D4).
+    pub fn rest_status_and_code(&self) -> (u16, &'static str) {
+        match self {
+            ToolError::NotFound { .. } => (404, "tool_not_found"),
+            ToolError::NotAllowed { .. } => (403, "tool_not_allowed"),
+            ToolError::NotConnected { .. } => (409, "not_connected"),
+            ToolError::InvalidArguments { .. } => (422, "tool_invalid_arguments"),
+            ToolError::AwaitingConfirmation { .. } => (202, "awaiting_confirmation"),
+            ToolError::Timeout { .. } => (504, "tool_timeout"),
+            ToolError::Unavailable { .. } => (503, "tool_unavailable"),
+            ToolError::Handler { .. } => (502, "tool_error"),
+            ToolError::BadRef { .. } => (400, "bad_request"),
+            ToolError::ResultTooLarge { .. } => (502, "tool_result_too_large"),
+        }
+    }
+
+    /// The REST error body (seed 004): `{ "error": { "code", "message", "meta" } }`.
+    pub fn to_rest(&self) -> Value {
+        let (_, code) = self.rest_status_and_code();
+        json!({ "error": { "code": code, "message": self.message(), "meta": Value::Object(self.details()) } })
+    }
+
+    /// The tool_call status this outcome leaves.
+    pub fn call_status(&self) -> &'static str {
+        match self {
+            ToolError::NotAllowed { .. } => "denied",
+            ToolError::AwaitingConfirmation { .. } => "awaiting_confirmation",
+            _ => "failed",
+        }
+    }
+}
+
+fn display_path(p: &str) -> &str {
+    if p.is_empty() {
+        "/"
+    } else {
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_entries_are_flat_with_details() {
+        let e = ToolError::NotConnected { integration: "github".into() }.to_mcp();
+        assert_eq!(e["code"], "NOT_CONNECTED");
+        assert_eq!(e["integration"], "github");
+        assert!(e["error"].as_str().unwrap().starts_with("integration github is not connected"));
+        let e = ToolError::InvalidArguments {
+            errors: vec![FieldError { path: "/owner".into(), message: "\"owner\" is a required property".into() }],
+        }
+        .to_mcp();
+        assert_eq!(e["errors"][0]["path"], "/owner");
+        let e = ToolError::Handler { handler_error: "boom".into() }.to_mcp();
+        assert_eq!(e["handler_error"], "boom");
+        for err in [e, ToolError::ResultTooLarge { size: 70_000 }.to_mcp()] {
+            let msg = err["error"].as_str().unwrap();
+            assert_eq!(msg, msg.to_lowercase(), "messages are lowercase");
+            assert!(!msg.ends_with('.'));
+        }
+    }
+
+    #[test]
+    fn rest_errors_follow_seed_004() {
+        let e = ToolError::NotAllowed { tool: "x".into(), rule: "deny:x".into() };
+        assert_eq!(e.rest_status_and_code(), (403, "tool_not_allowed"));
+        assert_eq!(e.to_rest()["error"]["meta"]["rule"], "deny:x");
+        assert_eq!(ToolError::Timeout { timeout_ms: 5 }.rest_status_and_code(), (504, "tool_timeout"));
+        assert_eq!(ToolError::Unavailable { reason: "r".into() }.rest_status_and_code(), (503, "tool_unavailable"));
+    }
+}

@@ -1,0 +1,60 @@
+//! The seam between the pipeline and whatever runs a tool: built-in Rust code, a plugin's HTTP
+//! request, an upstream MCP server, a custom app. Handlers receive validated arguments (defaults
+//! applied, references resolved) and report failures in a few kinds the pipeline can render.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::auth::Principal;
+
+/// What a handler knows about the call it serves.
+pub struct CallContext<'a> {
+    pub call_id: &'a str,
+    pub tool: &'a str,
+    pub principal: &'a Principal,
+    /// The caller's end user (REST `end_user_id`), for handlers that authorise per end user.
+    pub end_user_id: Option<&'a str>,
+    egress: AtomicU64,
+}
+
+impl<'a> CallContext<'a> {
+    pub fn new(call_id: &'a str, tool: &'a str, principal: &'a Principal, end_user_id: Option<&'a str>) -> Self {
+        CallContext { call_id, tool, principal, end_user_id, egress: AtomicU64::new(0) }
+    }
+
+    /// Counts bytes the handler sent or received over the network (metered as egress).
+    pub fn add_egress(&self, bytes: u64) {
+        self.egress.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub fn egress_bytes(&self) -> u64 {
+        self.egress.load(Ordering::Relaxed)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HandlerError {
+    /// The tool ran and failed; the message goes to the caller as `handler_error`.
+    Failed(String),
+    /// The arguments are valid by schema but wrong in substance (`INVALID_ARGUMENTS`).
+    InvalidArgument { path: String, message: String },
+    /// The tool cannot run right now (`UNAVAILABLE`).
+    Unavailable(String),
+}
+
+impl HandlerError {
+    pub fn failed(msg: impl Into<String>) -> Self {
+        HandlerError::Failed(msg.into())
+    }
+
+    pub fn invalid(path: impl Into<String>, message: impl Into<String>) -> Self {
+        HandlerError::InvalidArgument { path: path.into(), message: message.into() }
+    }
+}
+
+#[async_trait]
+pub trait ToolHandler: Send + Sync + 'static {
+    async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError>;
+}

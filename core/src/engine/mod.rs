@@ -1,0 +1,298 @@
+//! The execution pipeline every surface calls (MCP execute_tools, REST invoke and batch, portal
+//! approvals): resolve → policy → connection → substitution → validation with defaults →
+//! handler under a timeout → size cap → one tool_call row, one audit row and usage counters.
+//! See README.md in this folder for the design.
+
+mod batch;
+mod error;
+mod handler;
+mod record;
+mod validate;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::stream::{self, StreamExt};
+use serde_json::{json, Value};
+
+pub use batch::{entry, parse_request, valid_ref_id, ExecuteRequest, ExecutionSpec};
+pub use error::{FieldError, ToolError, RESULT_CAP_CHARS};
+pub use handler::{CallContext, HandlerError, ToolHandler};
+pub use record::ToolCallView;
+pub use validate::{apply_defaults, violations};
+
+use crate::auth::Principal;
+use crate::catalog::{Catalog, Snapshot, Tool, ToolStatus};
+use crate::clock::Clock;
+use crate::ids::new_id;
+use crate::store::Db;
+use crate::Result;
+
+/// Executions per batch (D5).
+pub const BATCH_MAX: usize = 50;
+/// Executions of one batch running at once (D5).
+pub const POOL_SIZE: usize = 8;
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Most results search_tools returns.
+pub const SEARCH_LIMIT_MAX: usize = 50;
+pub const SEARCH_LIMIT_DEFAULT: usize = 10;
+
+/// One search_tools match.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SearchResult {
+    pub name: String,
+    pub description: String,
+    pub integration: String,
+    pub score: f32,
+}
+
+/// One usage counter.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct UsageRow {
+    pub day: String,
+    pub api_key_id: Option<String>,
+    pub tool: String,
+    pub meter: String,
+    pub value: i64,
+}
+
+/// Which surface asked, recorded in the audit log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    Mcp,
+    Rest,
+    RestBatch,
+    Portal,
+}
+
+impl Surface {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Surface::Mcp => "mcp",
+            Surface::Rest => "rest",
+            Surface::RestBatch => "rest_batch",
+            Surface::Portal => "portal",
+        }
+    }
+}
+
+/// One requested execution: a tool name and the caller's arguments.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    pub tool: String,
+    pub args: Value,
+}
+
+#[derive(Debug, Clone)]
+pub struct CallOptions {
+    pub timeout: Duration,
+    pub end_user_id: Option<String>,
+    pub surface: Surface,
+}
+
+impl CallOptions {
+    pub fn new(surface: Surface) -> Self {
+        CallOptions { timeout: DEFAULT_TIMEOUT, end_user_id: None, surface }
+    }
+}
+
+/// How one execution ended.
+#[derive(Debug, Clone)]
+pub struct CallOutcome {
+    pub id: String,
+    pub tool: String,
+    pub result: std::result::Result<Value, ToolError>,
+    /// Handler wall time (0 when the handler did not run).
+    pub duration_ms: u64,
+    pub egress_bytes: u64,
+}
+
+impl CallOutcome {
+    pub fn status(&self) -> &'static str {
+        match &self.result {
+            Ok(_) => "succeeded",
+            Err(e) => e.call_status(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Engine {
+    catalog: Arc<Catalog>,
+    db: Db,
+    clock: Arc<dyn Clock>,
+}
+
+impl Engine {
+    pub fn new(catalog: Arc<Catalog>, db: Db, clock: Arc<dyn Clock>) -> Engine {
+        Engine { catalog, db, clock }
+    }
+
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    pub fn snapshot(&self, who: &Principal) -> Arc<Snapshot> {
+        self.catalog.snapshot(&who.project_id)
+    }
+
+    /// Whether `who` may run `tool` (D2). Confirmation-gated tools count as runnable.
+    pub fn can_run(&self, _who: &Principal, _tool: &Tool) -> bool {
+        true
+    }
+
+    /// Runs one execution through the whole pipeline and records it.
+    pub async fn run(&self, who: &Principal, inv: Invocation, opts: &CallOptions) -> CallOutcome {
+        let id = new_id("tcall");
+        let started_at = self.clock.now_ms();
+        let snapshot = self.snapshot(who);
+        let mut outcome = CallOutcome { id, tool: inv.tool.clone(), result: Ok(Value::Null), duration_ms: 0, egress_bytes: 0 };
+        outcome.result = self.execute(who, &snapshot, &inv, opts, &mut outcome).await;
+        if let Ok(v) = &outcome.result {
+            let size = json!({ "result": v }).to_string().chars().count();
+            if size > RESULT_CAP_CHARS {
+                outcome.result = Err(ToolError::ResultTooLarge { size });
+            }
+        }
+        record::write(&self.db, who, &inv, opts, &outcome, started_at).await;
+        outcome
+    }
+
+    async fn execute(
+        &self,
+        who: &Principal,
+        snapshot: &Snapshot,
+        inv: &Invocation,
+        opts: &CallOptions,
+        outcome: &mut CallOutcome,
+    ) -> std::result::Result<Value, ToolError> {
+        let tool = snapshot
+            .get(&inv.tool)
+            .filter(|t| self.can_run(who, t))
+            .ok_or_else(|| ToolError::NotFound { tool: inv.tool.clone() })?;
+        if tool.status == ToolStatus::Unavailable {
+            return Err(ToolError::Unavailable { reason: "the tool's source no longer offers it".into() });
+        }
+        let mut args = match &inv.args {
+            Value::Null => json!({}),
+            other => other.clone(),
+        };
+        apply_defaults(&tool.spec.input_schema, &mut args);
+        let errors = violations(&tool.validator, &args);
+        if !errors.is_empty() {
+            return Err(ToolError::InvalidArguments { errors });
+        }
+        let ctx = CallContext::new(&outcome.id, tool.name(), who, opts.end_user_id.as_deref());
+        let started = Instant::now();
+        let result = tokio::time::timeout(opts.timeout, tool.handler.call(&ctx, args)).await;
+        outcome.duration_ms = started.elapsed().as_millis() as u64;
+        outcome.egress_bytes = ctx.egress_bytes();
+        match result {
+            Err(_) => Err(ToolError::Timeout { timeout_ms: opts.timeout.as_millis() as u64 }),
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(HandlerError::Failed(m))) => Err(ToolError::Handler { handler_error: m }),
+            Ok(Err(HandlerError::Unavailable(reason))) => Err(ToolError::Unavailable { reason }),
+            Ok(Err(HandlerError::InvalidArgument { path, message })) => {
+                Err(ToolError::InvalidArguments { errors: vec![FieldError { path, message }] })
+            }
+        }
+    }
+
+    /// Runs up to `BATCH_MAX` executions, at most `POOL_SIZE` at a time; outcomes are
+    /// index-aligned with `invocations` whatever the completion order, and one failure does not
+    /// stop the others.
+    pub async fn run_batch(&self, who: &Principal, invocations: Vec<Invocation>, opts: &CallOptions) -> Vec<CallOutcome> {
+        let n = invocations.len();
+        let mut slots: Vec<Option<CallOutcome>> = (0..n).map(|_| None).collect();
+        let mut done = stream::iter(invocations.into_iter().enumerate())
+            .map(|(i, inv)| async move { (i, self.run(who, inv, opts).await) })
+            .buffer_unordered(POOL_SIZE);
+        while let Some((i, outcome)) = done.next().await {
+            slots[i] = Some(outcome);
+        }
+        slots.into_iter().map(|o| o.expect("every execution yields an outcome")).collect()
+    }
+
+    /// The tools `who` can run that best match `query` (D2), best first; `limit` is 1..=50.
+    pub fn search(&self, who: &Principal, query: &str, limit: usize) -> Result<Vec<SearchResult>> {
+        if !(1..=SEARCH_LIMIT_MAX).contains(&limit) {
+            return Err(crate::Error::invalid(format!("limit must be between 1 and {SEARCH_LIMIT_MAX}")));
+        }
+        if query.trim().is_empty() {
+            return Err(crate::Error::invalid("query is empty; describe what you want to do, e.g. \"send email\""));
+        }
+        if query.len() > 1000 {
+            return Err(crate::Error::invalid("query too long; use at most 1000 characters"));
+        }
+        let snapshot = self.snapshot(who);
+        Ok(snapshot
+            .search(query, limit, |t| self.can_run(who, t))
+            .into_iter()
+            .map(|(t, score)| SearchResult {
+                name: t.spec.name.to_string(),
+                description: t.spec.description.clone(),
+                integration: t.spec.integration.clone(),
+                score,
+            })
+            .collect())
+    }
+
+    /// A tool `who` can run, by name (D2: others are "not found").
+    pub fn tool(&self, who: &Principal, name: &str) -> Option<Arc<Tool>> {
+        self.snapshot(who).get(name).filter(|t| self.can_run(who, t)).cloned()
+    }
+
+    /// Every tool `who` can run, in catalog order.
+    pub fn tools(&self, who: &Principal) -> Vec<Arc<Tool>> {
+        self.snapshot(who).tools().iter().filter(|t| self.can_run(who, t)).cloned().collect()
+    }
+
+    /// Measured mean handler time per tool over the last 30 days, in ms, for the project.
+    pub async fn average_latency_ms(&self, who: &Principal) -> Result<std::collections::HashMap<String, i64>> {
+        let since = &crate::clock::rfc3339(self.clock.now_ms() - 30 * 86_400_000)[..10];
+        let rows = crate::store::usage::totals_by_tool(self.db.pool(), &who.project_id, since).await?;
+        let mut calls = std::collections::HashMap::<String, i64>::new();
+        let mut ms = std::collections::HashMap::<String, i64>::new();
+        for (tool, meter, total) in rows {
+            match meter.as_str() {
+                "tool_call" => {
+                    calls.insert(tool, total);
+                }
+                "tool_call_ms" => {
+                    ms.insert(tool, total);
+                }
+                _ => {}
+            }
+        }
+        Ok(calls
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(tool, n)| {
+                let total = ms.get(&tool).copied().unwrap_or(0);
+                (tool, (total + n / 2) / n)
+            })
+            .collect())
+    }
+
+    /// Usage rows of the caller's project between two days (inclusive, `YYYY-MM-DD`).
+    pub async fn usage(&self, who: &Principal, from_day: &str, to_day: &str) -> Result<Vec<UsageRow>> {
+        let rows = crate::store::usage::rows(self.db.pool(), &who.project_id, from_day, to_day).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(day, key, tool, meter, value)| UsageRow {
+                day,
+                api_key_id: (!key.is_empty()).then_some(key),
+                tool,
+                meter,
+                value,
+            })
+            .collect())
+    }
+
+    /// A recorded call of the caller's project.
+    pub async fn get_call(&self, who: &Principal, id: &str) -> Result<Option<ToolCallView>> {
+        record::get(&self.db, who, id).await
+    }
+}

@@ -1,0 +1,122 @@
+//! The audit log: one row per execution attempt (tool calls, proxy requests, connections),
+//! whatever its outcome. Rows never hold secrets: callers scrub before writing.
+
+use sqlx::FromRow;
+
+use super::Exec;
+use crate::Result;
+
+#[derive(Debug, Clone, FromRow, PartialEq, Eq)]
+pub struct AuditRow {
+    pub id: String,
+    pub project_id: String,
+    pub user_id: Option<String>,
+    pub api_key_id: Option<String>,
+    pub action: String,
+    pub tool: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub status: String,
+    pub error_code: Option<String>,
+    pub duration_ms: Option<i64>,
+    pub end_user_id: Option<String>,
+    pub surface: String,
+    pub detail: Option<String>,
+    pub created_at: i64,
+}
+
+const COLUMNS: &str = "id, project_id, user_id, api_key_id, action, tool, tool_call_id, status, error_code, \
+     duration_ms, end_user_id, surface, detail, created_at";
+
+pub async fn insert<'e>(ex: impl Exec<'e>, r: &AuditRow) -> Result<()> {
+    sqlx::query(&format!(
+        "INSERT INTO audit_events ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+    ))
+    .bind(&r.id)
+    .bind(&r.project_id)
+    .bind(&r.user_id)
+    .bind(&r.api_key_id)
+    .bind(&r.action)
+    .bind(&r.tool)
+    .bind(&r.tool_call_id)
+    .bind(&r.status)
+    .bind(&r.error_code)
+    .bind(r.duration_ms)
+    .bind(&r.end_user_id)
+    .bind(&r.surface)
+    .bind(&r.detail)
+    .bind(r.created_at)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// Filters of the audit page; `None` means any.
+#[derive(Debug, Clone, Default)]
+pub struct AuditFilter {
+    pub tool: Option<String>,
+    pub status: Option<String>,
+    pub api_key_id: Option<String>,
+    /// Only this user's rows.
+    pub user_id: Option<String>,
+    /// Rows strictly older than this `(created_at, id)` cursor (newest-first paging).
+    pub before: Option<(i64, String)>,
+}
+
+/// Newest first, at most `limit` rows.
+pub async fn list<'e>(ex: impl Exec<'e>, project_id: &str, f: &AuditFilter, limit: i64) -> Result<Vec<AuditRow>> {
+    let mut sql = format!("SELECT {COLUMNS} FROM audit_events WHERE project_id = $1");
+    let mut n = 1;
+    let mut next = |sql: &mut String, clause: &str| {
+        n += 1;
+        sql.push_str(&clause.replace('?', &format!("${n}")));
+    };
+    if f.tool.is_some() {
+        next(&mut sql, " AND tool = ?");
+    }
+    if f.status.is_some() {
+        next(&mut sql, " AND status = ?");
+    }
+    if f.api_key_id.is_some() {
+        next(&mut sql, " AND api_key_id = ?");
+    }
+    if f.user_id.is_some() {
+        next(&mut sql, " AND user_id = ?");
+    }
+    if f.before.is_some() {
+        n += 1;
+        let a = n;
+        n += 1;
+        let b = n;
+        sql.push_str(&format!(" AND (created_at < ${a} OR (created_at = ${a} AND id < ${b}))"));
+    }
+    n += 1;
+    sql.push_str(&format!(" ORDER BY created_at DESC, id DESC LIMIT ${n}"));
+    let mut q = sqlx::query_as::<_, AuditRow>(&sql).bind(project_id);
+    if let Some(t) = &f.tool {
+        q = q.bind(t);
+    }
+    if let Some(s) = &f.status {
+        q = q.bind(s);
+    }
+    if let Some(k) = &f.api_key_id {
+        q = q.bind(k);
+    }
+    if let Some(u) = &f.user_id {
+        q = q.bind(u);
+    }
+    if let Some((at, id)) = &f.before {
+        q = q.bind(*at).bind(id);
+    }
+    Ok(q.bind(limit).fetch_all(ex).await?)
+}
+
+/// Audit rows of one tool call (normally exactly one).
+pub async fn for_tool_call<'e>(ex: impl Exec<'e>, project_id: &str, tool_call_id: &str) -> Result<Vec<AuditRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM audit_events WHERE project_id = $1 AND tool_call_id = $2 ORDER BY created_at"
+    ))
+    .bind(project_id)
+    .bind(tool_call_id)
+    .fetch_all(ex)
+    .await?)
+}

@@ -1,0 +1,90 @@
+//! The meta-tools as an MCP client sees them in tools/list: names, descriptions (seed 000's
+//! wording) and input schemas. Everything else is reached through these.
+
+use std::sync::Arc;
+
+use rmcp::model::{Tool, ToolAnnotations};
+use serde_json::{json, Value};
+
+pub const SEARCH_TOOLS: &str = "search_tools";
+pub const GET_TOOL_SCHEMA: &str = "get_tool_schema";
+pub const EXECUTE_TOOLS: &str = "execute_tools";
+pub const WHOAMI: &str = "whoami";
+
+const EXECUTE_DESCRIPTION: &str = "Execute one or more tools in a single call. Runs them concurrently (bounded) and returns a results array in the same order as executions. A single tool failing does not abort the others — its entry carries an error instead of a result. For a single tool, pass a one-element executions array.";
+
+fn object(v: Value) -> Arc<serde_json::Map<String, Value>> {
+    match v {
+        Value::Object(m) => Arc::new(m),
+        _ => unreachable!("tool schemas are objects"),
+    }
+}
+
+fn tool(name: &'static str, description: &'static str, schema: Value, read_only: bool) -> Tool {
+    Tool::new(name, description, object(schema)).with_annotations(ToolAnnotations::new().read_only(read_only))
+}
+
+/// The meta-tools, in the order tools/list returns them.
+pub fn list() -> Vec<Tool> {
+    vec![
+        tool(
+            SEARCH_TOOLS,
+            "Search available tools by what you want to do, e.g. \"create jira issue\" or \"send email\". Matches words in any order, tolerates typos and common synonyms, and returns the best matches first with a relevance score. Returns the top 10 by default; pass limit (max 50) for more.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": { "type": "string", "description": "What you want to do, in a few words" },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": 50, "default": 10, "description": "How many results (max 50)" }
+                },
+                "required": ["query"]
+            }),
+            true,
+        ),
+        tool(
+            GET_TOOL_SCHEMA,
+            "Get input schema for a specific tool",
+            json!({
+                "type": "object",
+                "properties": { "tool": { "type": "string", "description": "The tool's name, as search_tools returned it" } },
+                "required": ["tool"]
+            }),
+            true,
+        ),
+        tool(
+            EXECUTE_TOOLS,
+            EXECUTE_DESCRIPTION,
+            json!({
+                "type": "object",
+                "properties": {
+                    "executions": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": 50,
+                        "description": "The tools to run, each { tool, args }",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "tool": { "type": "string", "description": "Tool name" },
+                                "args": { "type": "object", "description": "Arguments matching the tool's input schema" },
+                                "ref_id": { "type": "string", "description": "Name for this execution's result, used by {{step:<ref_id>.<path>}} and return" }
+                            },
+                            "required": ["tool"],
+                            "additionalProperties": false
+                        }
+                    },
+                    "compose": { "type": "boolean", "default": false, "description": "Run executions in order, letting later args reference earlier results" },
+                    "return": { "description": "A template over results by ref_id; its shape is the response shape" }
+                },
+                "required": ["executions"],
+                "additionalProperties": false
+            }),
+            false,
+        ),
+        tool(
+            WHOAMI,
+            "Return the current authenticated workbench user (id + email). Like /me — identity only, not connected integrations.",
+            json!({ "type": "object", "properties": {} }),
+            true,
+        ),
+    ]
+}

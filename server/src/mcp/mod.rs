@@ -1,0 +1,149 @@
+//! `/mcp`: the MCP endpoint (streamable HTTP via rmcp, stateless so any instance can serve any
+//! request). A middleware authenticates the bearer API key first; the handler answers
+//! tools/list with the meta-tools and routes tools/call to core.
+
+mod meta_tools;
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer};
+use serde_json::{json, Value};
+use workbench_core::auth::Principal;
+use workbench_core::engine::{parse_request, CallOptions, Surface, SEARCH_LIMIT_DEFAULT};
+use workbench_core::Workbench;
+
+use crate::api_auth::ApiCaller;
+use crate::state::AppState;
+
+pub use meta_tools::list as meta_tool_list;
+
+/// Largest JSON-RPC request body accepted on /mcp.
+pub const MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
+
+#[derive(Clone)]
+pub struct McpHandler {
+    wb: Workbench,
+}
+
+impl McpHandler {
+    fn principal(context: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.extensions.get::<ApiCaller>())
+            .map(|c| c.0.clone())
+            .ok_or_else(|| ErrorData::invalid_request("unauthenticated", None))
+    }
+
+    async fn dispatch(&self, who: &Principal, name: &str, args: Value) -> Result<Value, Value> {
+        match name {
+            meta_tools::SEARCH_TOOLS => {
+                let query = args.get("query").and_then(Value::as_str).ok_or_else(|| invalid("query must be a string"))?;
+                let limit = match args.get("limit") {
+                    None | Some(Value::Null) => SEARCH_LIMIT_DEFAULT,
+                    Some(v) => v.as_u64().map(|n| n as usize).ok_or_else(|| invalid("limit must be an integer between 1 and 50"))?,
+                };
+                let hits = self.wb.engine().search(who, query, limit).map_err(|e| invalid(&e.to_string()))?;
+                Ok(json!({ "tools": hits }))
+            }
+            meta_tools::GET_TOOL_SCHEMA => {
+                let name = args.get("tool").and_then(Value::as_str).ok_or_else(|| invalid("tool must be a tool name"))?;
+                match self.wb.engine().tool(who, name) {
+                    Some(t) => Ok(json!({ "schema": t.spec.input_schema })),
+                    None => Err(json!({ "error": "Tool not found" })),
+                }
+            }
+            meta_tools::EXECUTE_TOOLS => {
+                let req = parse_request(&args).map_err(|m| invalid(&m))?;
+                if req.compose || req.return_template.is_some() {
+                    return Err(invalid("compose and return are not available on this server yet; run a plain batch"));
+                }
+                Ok(self.wb.engine().execute_batch(who, req, &CallOptions::new(Surface::Mcp), None).await)
+            }
+            meta_tools::WHOAMI => match self.wb.accounts().user(&who.user_id).await {
+                Ok(Some(u)) => Ok(json!({ "id": u.id, "email": u.email })),
+                _ => Err(json!({ "error": "User not found" })),
+            },
+            other => Err(json!({ "error": format!("unknown tool {other}; this server offers search_tools, get_tool_schema, execute_tools and whoami"), "code": "TOOL_NOT_FOUND" })),
+        }
+    }
+}
+
+fn invalid(message: &str) -> Value {
+    json!({ "error": message, "code": "INVALID_ARGUMENTS" })
+}
+
+impl ServerHandler for McpHandler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("workbench", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "workbench gives you every tool your project may use through a few meta-tools: search_tools to find a tool, get_tool_schema to read its arguments, execute_tools to run it.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(meta_tools::list()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let who = Self::principal(&context)?;
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let result = match self.dispatch(&who, &request.name, args).await {
+            Ok(v) => CallToolResult::structured(v),
+            Err(v) => CallToolResult::structured_error(v),
+        };
+        Ok(result.into())
+    }
+}
+
+/// The /mcp service, nested into the main router.
+pub fn routes(state: &AppState) -> Router<AppState> {
+    let handler = McpHandler { wb: state.wb.clone() };
+    let origins: Vec<String> = vec![
+        state.config.public_origin.clone(),
+        "http://localhost:*".into(),
+        "http://127.0.0.1:*".into(),
+        "http://[::1]:*".into(),
+    ];
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .with_allowed_hosts(state.config.allowed_hosts.clone())
+        .with_allowed_origins(origins)
+        .with_max_request_body_bytes(MAX_REQUEST_BYTES);
+    let service = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), config);
+    Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+}
+
+/// Bearer API key first: nothing reaches the MCP machinery without one.
+async fn authenticate(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let (mut parts, body) = req.into_parts();
+    match <ApiCaller as axum::extract::FromRequestParts<AppState>>::from_request_parts(&mut parts, &state).await {
+        Ok(_) => next.run(Request::from_parts(parts, body)).await,
+        Err(rejection) => rejection.into_response(),
+    }
+}

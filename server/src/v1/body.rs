@@ -1,0 +1,32 @@
+//! A JSON body extractor whose rejections (wrong content type, malformed or oversized JSON)
+//! answer in the API's error shape instead of axum's plain text.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use serde_json::Value;
+
+use crate::api_error::ApiError;
+
+pub struct JsonBody(pub Value);
+
+impl<S: Send + Sync> FromRequest<S> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<Value>::from_request(req, state).await {
+            Ok(axum::Json(v)) => Ok(JsonBody(v)),
+            Err(JsonRejection::MissingJsonContentType(_)) => {
+                Err(ApiError::bad_request("expected a JSON body; send Content-Type: application/json"))
+            }
+            Err(JsonRejection::JsonSyntaxError(e)) => Err(ApiError::bad_request(format!("malformed JSON: {}", e.body_text()))),
+            Err(JsonRejection::JsonDataError(e)) => Err(ApiError::bad_request(format!("unexpected JSON: {}", e.body_text()))),
+            Err(JsonRejection::BytesRejection(e)) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                format!("request body larger than {} bytes", super::MAX_BODY_BYTES),
+            )),
+            Err(e) => Err(ApiError::bad_request(format!("cannot read the request body: {}", e.body_text()))),
+        }
+    }
+}

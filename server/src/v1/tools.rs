@@ -1,0 +1,145 @@
+//! The catalog and invocation endpoints of seed 004: `GET /v1/tools`, `GET /v1/tools/{name}`,
+//! `POST /v1/tools/invoke` and `GET /v1/tools/calls/{id}`.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Map, Value};
+use workbench_core::catalog::Tool;
+use workbench_core::engine::{CallOptions, Invocation, Surface, MAX_TIMEOUT};
+
+use super::JsonBody;
+use crate::api_auth::ApiCaller;
+use crate::api_error::ApiError;
+use crate::state::AppState;
+
+/// A catalog entry as seed 004 shows it (plus integration and status).
+pub fn tool_json(t: &Tool, latency: &HashMap<String, i64>) -> Value {
+    let mut m = Map::new();
+    m.insert("name".into(), json!(t.spec.name.as_str()));
+    m.insert("source".into(), json!(t.spec.source.to_string()));
+    m.insert("integration".into(), json!(t.spec.integration));
+    m.insert("description".into(), json!(t.spec.description));
+    m.insert("input_schema".into(), t.spec.input_schema.clone());
+    if let Some(o) = &t.spec.output_schema {
+        m.insert("output_schema".into(), o.clone());
+    }
+    m.insert("side_effects".into(), json!(t.spec.side_effects.as_str()));
+    m.insert("avg_latency_ms".into(), json!(latency.get(t.name()).copied()));
+    m.insert("status".into(), json!(t.status));
+    Value::Object(m)
+}
+
+pub async fn list(State(state): State<AppState>, ApiCaller(who): ApiCaller) -> Result<Json<Value>, ApiError> {
+    let latency = state.wb.engine().average_latency_ms(&who).await?;
+    let data: Vec<Value> = state.wb.engine().tools(&who).iter().map(|t| tool_json(t, &latency)).collect();
+    Ok(Json(json!({ "object": "list", "data": data })))
+}
+
+pub async fn get_one(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let tool = state.wb.engine().tool(&who, &name).ok_or_else(|| tool_not_found(&name))?;
+    let latency = state.wb.engine().average_latency_ms(&who).await?;
+    Ok(Json(tool_json(&tool, &latency)))
+}
+
+fn tool_not_found(name: &str) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "tool_not_found", format!("tool not found: {name}"))
+}
+
+struct InvokeRequest {
+    tool: String,
+    arguments: Value,
+    end_user_id: Option<String>,
+    timeout: Duration,
+}
+
+fn parse_invoke(body: Value) -> Result<InvokeRequest, ApiError> {
+    let Value::Object(obj) = body else {
+        return Err(ApiError::bad_request("expected a JSON object { tool, arguments }"));
+    };
+    for key in obj.keys() {
+        if !matches!(key.as_str(), "tool" | "arguments" | "end_user_id" | "timeout_ms") {
+            return Err(ApiError::bad_request(format!("unknown field {key:?}; expected tool, arguments, end_user_id, timeout_ms")));
+        }
+    }
+    let tool = obj.get("tool").and_then(Value::as_str).filter(|t| !t.is_empty()).ok_or_else(|| ApiError::bad_request("tool must be a tool name"))?;
+    let arguments = match obj.get("arguments") {
+        None | Some(Value::Null) => json!({}),
+        Some(v @ Value::Object(_)) => v.clone(),
+        Some(_) => return Err(ApiError::bad_request("arguments must be an object")),
+    };
+    let end_user_id = match obj.get("end_user_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.is_empty() && s.len() <= 256 && !s.chars().any(char::is_control) => Some(s.clone()),
+        Some(_) => return Err(ApiError::bad_request("end_user_id must be a string of 1 to 256 printable characters")),
+    };
+    let max = MAX_TIMEOUT.as_millis() as u64;
+    let timeout = match obj.get("timeout_ms") {
+        None | Some(Value::Null) => workbench_core::engine::DEFAULT_TIMEOUT,
+        Some(v) => match v.as_u64() {
+            Some(ms) if (1..=max).contains(&ms) => Duration::from_millis(ms),
+            _ => return Err(ApiError::bad_request(format!("timeout_ms must be an integer from 1 to {max}"))),
+        },
+    };
+    Ok(InvokeRequest { tool: tool.to_owned(), arguments, end_user_id, timeout })
+}
+
+pub async fn invoke(State(state): State<AppState>, ApiCaller(who): ApiCaller, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+    let req = parse_invoke(body)?;
+    let opts = CallOptions { timeout: req.timeout, end_user_id: req.end_user_id, surface: Surface::Rest };
+    let outcome = state.wb.engine().run(&who, Invocation { tool: req.tool, args: req.arguments }, &opts).await;
+    let usage = json!({ "tool_call": 1, "tool_call_ms": outcome.duration_ms });
+    Ok(match outcome.result {
+        Ok(result) => Json(json!({
+            "id": outcome.id,
+            "object": "tool_call",
+            "tool": outcome.tool,
+            "status": "succeeded",
+            "result": result,
+            "duration_ms": outcome.duration_ms,
+            "usage": usage,
+        }))
+        .into_response(),
+        Err(e) => {
+            let (status, _) = e.rest_status_and_code();
+            let mut body = e.to_rest();
+            body["error"]["meta"]["tool_call_id"] = json!(outcome.id);
+            (StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY), Json(body)).into_response()
+        }
+    })
+}
+
+pub async fn get_call(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let call = state.wb.engine().get_call(&who, &id).await?.ok_or_else(ApiError::not_found)?;
+    let mut v = json!({
+        "id": call.id,
+        "object": "tool_call",
+        "tool": call.tool,
+        "status": call.status,
+        "duration_ms": call.duration_ms,
+        "created_at": call.created_at,
+        "usage": { "tool_call": 1, "tool_call_ms": call.duration_ms },
+    });
+    if let Some(r) = call.result {
+        v["result"] = r;
+    }
+    if let Some(e) = call.error {
+        v["error"] = e;
+    }
+    if let Some(u) = call.end_user_id {
+        v["end_user_id"] = json!(u);
+    }
+    Ok(Json(v))
+}

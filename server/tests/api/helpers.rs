@@ -5,7 +5,6 @@
 //! the server; `WB_TEST_POSTGRES=required` (set by the test script and CI) turns "unreachable"
 //! into a failure instead of a skip.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -257,4 +256,42 @@ macro_rules! app {
             None => return,
         }
     };
+}
+
+/// Calls an MCP method on /mcp with a bearer key and returns the HTTP response.
+pub async fn mcp_request(app: &TestApp, key: &str, method: &str, params: serde_json::Value) -> reqwest::Response {
+    app.http()
+        .post(app.url("/mcp"))
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream")
+        .json(&serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }))
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Calls a meta-tool and returns (structured content, is_error).
+pub async fn mcp_call(app: &TestApp, key: &str, tool: &str, args: serde_json::Value) -> (serde_json::Value, bool) {
+    let res = mcp_request(app, key, "tools/call", serde_json::json!({ "name": tool, "arguments": args })).await;
+    assert_eq!(res.status(), 200);
+    let body: serde_json::Value = res.json().await.unwrap();
+    let result = &body["result"];
+    assert!(result.is_object(), "no result in {body}");
+    let text = result["content"][0]["text"].as_str().expect("JSON text content");
+    let structured = result["structuredContent"].clone();
+    assert_eq!(serde_json::from_str::<serde_json::Value>(text).unwrap(), structured, "text and structured content agree");
+    (structured, result["isError"].as_bool().unwrap_or(false))
+}
+
+/// Runs execute_tools and returns the results array.
+pub async fn execute(app: &TestApp, key: &str, executions: serde_json::Value) -> Vec<serde_json::Value> {
+    let (out, _) = mcp_call(app, key, "execute_tools", serde_json::json!({ "executions": executions })).await;
+    out["results"].as_array().unwrap_or_else(|| panic!("no results in {out}")).clone()
+}
+
+/// An admin with an API key in a fresh project, ready to call tools.
+pub async fn admin_with_key(app: &TestApp) -> (Principal, String) {
+    let p = app.user("ada@example.com", Role::Admin).await;
+    let key = app.api_key(&p).await;
+    (p, key)
 }

@@ -3,9 +3,14 @@
 mod helpers;
 
 mod api_keys;
+mod fakes;
 mod cli;
+mod execute;
 mod health;
+mod http_fetch;
+mod mcp;
 mod members;
 mod portal_auth;
 mod scale_out;
 mod v1_auth;
+mod v1_tools;

@@ -1,0 +1,138 @@
+//! /mcp: authentication, origin and host checks, tools/list, and the meta-tools search_tools,
+//! get_tool_schema and whoami.
+
+use serde_json::{json, Value};
+
+use crate::helpers::{admin_with_key, mcp_call, mcp_request};
+use crate::{app, db_test};
+
+db_test!(mcp_requires_a_valid_bearer_key, |backend| {
+    let app = app!(backend);
+    let res = mcp_request(&app, "wb_0123456789012345678901234567890123456789", "tools/list", json!({})).await;
+    assert_eq!(res.status(), 401);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "unauthorized");
+    let res = app.http().post(app.url("/mcp")).json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).send().await.unwrap();
+    assert_eq!(res.status(), 401);
+});
+
+db_test!(mcp_refuses_a_foreign_origin_and_host, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {} });
+    let send = |origin: Option<&'static str>, host: Option<&'static str>| {
+        let mut req = app
+            .http()
+            .post(app.url("/mcp"))
+            .bearer_auth(&key)
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(o) = origin {
+            req = req.header("origin", o);
+        }
+        if let Some(h) = host {
+            req = req.header("host", h);
+        }
+        req.send()
+    };
+    assert_eq!(send(Some("https://evil.example"), None).await.unwrap().status(), 403);
+    assert_eq!(send(None, Some("evil.example")).await.unwrap().status(), 403);
+    assert_eq!(send(Some("http://127.0.0.1:1234"), None).await.unwrap().status(), 200);
+    assert_eq!(send(None, None).await.unwrap().status(), 200);
+});
+
+db_test!(tools_list_is_exactly_the_meta_tools_with_their_schemas, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let res = mcp_request(&app, &key, "tools/list", json!({})).await;
+    assert_eq!(res.status(), 200);
+    let body: Value = res.json().await.unwrap();
+    let tools = body["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["search_tools", "get_tool_schema", "execute_tools", "whoami"]);
+    let search = &tools[0];
+    assert!(search["description"].as_str().unwrap().starts_with("Search available tools by what you want to do"));
+    assert_eq!(search["inputSchema"]["required"], json!(["query"]));
+    assert_eq!(search["inputSchema"]["properties"]["limit"]["maximum"], 50);
+    assert_eq!(tools[1]["description"], "Get input schema for a specific tool");
+    assert!(tools[2]["description"].as_str().unwrap().contains("returns a results array in the same order as executions"));
+    assert_eq!(tools[2]["inputSchema"]["properties"]["executions"]["maxItems"], 50);
+    assert!(tools[3]["description"].as_str().unwrap().starts_with("Return the current authenticated workbench user (id + email)"));
+    // Built-in tools never appear in tools/list.
+    assert!(!names.contains(&"storage.get"));
+});
+
+db_test!(search_tools_ranks_matching_tools_with_scores, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let (out, is_error) = mcp_call(&app, &key, "search_tools", json!({ "query": "read a stored object" })).await;
+    assert!(!is_error);
+    let tools = out["tools"].as_array().unwrap();
+    assert_eq!(tools[0]["name"], "storage.get");
+    assert_eq!(tools[0]["integration"], "storage");
+    assert!(tools[0]["description"].as_str().unwrap().len() > 10);
+    let scores: Vec<f64> = tools.iter().map(|t| t["score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    assert!(scores.iter().all(|s| *s > 0.0 && *s <= 1.0));
+
+    let (out, _) = mcp_call(&app, &key, "search_tools", json!({ "query": "fetch http url", "limit": 1 })).await;
+    assert_eq!(out["tools"].as_array().unwrap().len(), 1);
+    assert_eq!(out["tools"][0]["name"], "http.fetch");
+    let (out, _) = mcp_call(&app, &key, "search_tools", json!({ "query": "stroage put" })).await;
+    assert_eq!(out["tools"][0]["name"], "storage.put", "typos are tolerated");
+});
+
+db_test!(search_tools_refuses_bad_limits_and_empty_queries, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    for args in [json!({ "query": "x", "limit": 51 }), json!({ "query": "x", "limit": 0 }), json!({ "query": "x", "limit": "ten" })] {
+        let (out, is_error) = mcp_call(&app, &key, "search_tools", args.clone()).await;
+        assert!(is_error, "{args}");
+        assert!(out["error"].as_str().unwrap().contains("limit must be"), "{out}");
+        assert_eq!(out["code"], "INVALID_ARGUMENTS");
+    }
+    let (out, is_error) = mcp_call(&app, &key, "search_tools", json!({ "query": "   " })).await;
+    assert!(is_error);
+    assert!(out["error"].as_str().unwrap().contains("query is empty"));
+    let (out, _) = mcp_call(&app, &key, "search_tools", json!({})).await;
+    assert!(out["error"].as_str().unwrap().contains("query must be a string"));
+});
+
+db_test!(get_tool_schema_returns_the_schema_or_tool_not_found, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let (out, is_error) = mcp_call(&app, &key, "get_tool_schema", json!({ "tool": "http.fetch" })).await;
+    assert!(!is_error);
+    assert_eq!(out["schema"]["required"], json!(["url"]));
+    assert_eq!(out["schema"]["properties"]["method"]["default"], "GET");
+    let (out, is_error) = mcp_call(&app, &key, "get_tool_schema", json!({ "tool": "nope_nothing" })).await;
+    assert!(is_error);
+    assert_eq!(out, json!({ "error": "Tool not found" }));
+});
+
+db_test!(whoami_names_the_user_behind_the_key, |backend| {
+    let app = app!(backend);
+    let (ada, key) = admin_with_key(&app).await;
+    let (out, is_error) = mcp_call(&app, &key, "whoami", json!({})).await;
+    assert!(!is_error);
+    assert_eq!(out, json!({ "id": ada.user_id, "email": "ada@example.com" }));
+});
+
+db_test!(unknown_meta_tools_and_malformed_requests_get_clear_errors, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let (out, is_error) = mcp_call(&app, &key, "storage.get", json!({ "key": "x" })).await;
+    assert!(is_error);
+    assert!(out["error"].as_str().unwrap().contains("unknown tool storage.get"));
+    let res = app
+        .http()
+        .post(app.url("/mcp"))
+        .bearer_auth(&key)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_client_error(), "{}", res.status());
+});

@@ -1,0 +1,201 @@
+//! The REST tool API of seed 004: catalog, invoke, calls, errors, /rest batch, usage, OpenAPI.
+
+use serde_json::{json, Value};
+use workbench_core::auth::Role;
+
+use crate::fakes;
+use crate::helpers::{admin_with_key, Options, PASSWORD};
+use crate::{app, db_test};
+
+async fn invoke(app: &crate::helpers::TestApp, key: &str, body: Value) -> (u16, Value) {
+    let res = app.http().post(app.url("/v1/tools/invoke")).bearer_auth(key).json(&body).send().await.unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap())
+}
+
+db_test!(the_catalog_lists_tools_with_seed_fields, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let res = app.http().get(app.url("/v1/tools")).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["object"], "list");
+    let data = body["data"].as_array().unwrap();
+    let fetch = data.iter().find(|t| t["name"] == "http.fetch").unwrap();
+    assert_eq!(fetch["source"], "builtin");
+    assert_eq!(fetch["side_effects"], "network");
+    assert_eq!(fetch["description"], "Perform an HTTP request to an allowlisted destination.");
+    assert_eq!(
+        fetch["input_schema"],
+        json!({
+            "type": "object", "required": ["url"],
+            "properties": {
+                "url": { "type": "string", "format": "uri" },
+                "method": { "type": "string", "enum": ["GET","POST","PUT","PATCH","DELETE"], "default": "GET" },
+                "headers": { "type": "object" },
+                "body": { "type": "string" }
+            }
+        })
+    );
+    assert_eq!(fetch["output_schema"]["properties"]["status"]["type"], "integer");
+    let get = data.iter().find(|t| t["name"] == "storage.get").unwrap();
+    assert_eq!(get["side_effects"], "none");
+    assert_eq!(get["status"], "available");
+    let put = data.iter().find(|t| t["name"] == "storage.put").unwrap();
+    assert_eq!(put["side_effects"], "write");
+
+    let one: Value = app.http().get(app.url("/v1/tools/storage.get")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(one["name"], "storage.get");
+    let res = app.http().get(app.url("/v1/tools/nope")).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(res.status(), 404);
+    assert_eq!(res.json::<Value>().await.unwrap()["error"]["code"], "tool_not_found");
+});
+
+db_test!(invoke_returns_a_tool_call_and_measures_latency, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let (status, body) = invoke(&app, &key, json!({ "tool": "storage.put", "arguments": { "key": "k", "content": "v" }, "end_user_id": "eu_42" })).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["object"], "tool_call");
+    assert_eq!(body["status"], "succeeded");
+    assert_eq!(body["tool"], "storage.put");
+    assert!(body["id"].as_str().unwrap().starts_with("tcall_"));
+    assert_eq!(body["result"]["size"], 1);
+    assert_eq!(body["usage"]["tool_call"], 1);
+    assert_eq!(body["usage"]["tool_call_ms"], body["duration_ms"]);
+
+    let id = body["id"].as_str().unwrap();
+    let call: Value = app.http().get(app.url(&format!("/v1/tools/calls/{id}"))).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(call["id"], id);
+    assert_eq!(call["status"], "succeeded");
+    assert_eq!(call["end_user_id"], "eu_42");
+    assert_eq!(call["result"]["size"], 1);
+
+    let tools: Value = app.http().get(app.url("/v1/tools/storage.put")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert!(tools["avg_latency_ms"].is_i64(), "latency is measured once the tool ran: {tools}");
+    let never: Value = app.http().get(app.url("/v1/tools/http.fetch")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert!(never["avg_latency_ms"].is_null());
+});
+
+db_test!(invoke_maps_failures_to_seed_errors, |backend| {
+    let app = app!(backend, Options { egress_allow_private: vec!["127.0.0.1"], ..Default::default() });
+    let (admin, key) = admin_with_key(&app).await;
+    let (status, body) = invoke(&app, &key, json!({ "tool": "nope" })).await;
+    assert_eq!((status, body["error"]["code"].as_str().unwrap()), (404, "tool_not_found"));
+    let (status, body) = invoke(&app, &key, json!({ "tool": "storage.put", "arguments": { "key": "k" } })).await;
+    assert_eq!((status, body["error"]["code"].as_str().unwrap()), (422, "tool_invalid_arguments"));
+    assert_eq!(body["error"]["meta"]["errors"][0]["path"], "/content");
+    let call_id = body["error"]["meta"]["tool_call_id"].as_str().unwrap().to_owned();
+    let call: Value = app.http().get(app.url(&format!("/v1/tools/calls/{call_id}"))).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(call["status"], "failed");
+    assert_eq!(call["error"]["code"], "INVALID_ARGUMENTS");
+    let (status, body) = invoke(&app, &key, json!({ "tool": "storage.get", "arguments": { "key": "missing" } })).await;
+    assert_eq!((status, body["error"]["code"].as_str().unwrap()), (502, "tool_error"));
+    assert!(body["error"]["meta"]["handler_error"].as_str().unwrap().contains("no object"));
+
+    let fake = fakes::start().await;
+    app.wb.egress().add(&admin, &format!("127.0.0.1:{}", fake.addr.port())).await.unwrap();
+    let (status, body) = invoke(&app, &key, json!({ "tool": "http.fetch", "arguments": { "url": fake.url("/delay?ms=3000") }, "timeout_ms": 100 })).await;
+    assert_eq!((status, body["error"]["code"].as_str().unwrap()), (504, "tool_timeout"));
+    assert_eq!(body["error"]["meta"]["timeout_ms"], 100);
+});
+
+db_test!(invoke_refuses_malformed_bodies_with_the_error_shape, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    for body in [
+        json!({}),
+        json!({ "tool": 5 }),
+        json!({ "tool": "storage.get", "arguments": [] }),
+        json!({ "tool": "storage.get", "timeout_ms": 300001 }),
+        json!({ "tool": "storage.get", "timeout_ms": 0 }),
+        json!({ "tool": "storage.get", "end_user_id": "" }),
+        json!({ "tool": "storage.get", "surprise": 1 }),
+        json!([1, 2]),
+    ] {
+        let (status, out) = invoke(&app, &key, body.clone()).await;
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(out["error"]["code"], "bad_request", "{body}");
+    }
+    let res = app.http().post(app.url("/v1/tools/invoke")).bearer_auth(&key).header("content-type", "application/json").body("{oops").send().await.unwrap();
+    assert_eq!(res.status(), 400);
+    assert!(res.json::<Value>().await.unwrap()["error"]["message"].as_str().unwrap().starts_with("malformed JSON"));
+    let huge = "x".repeat(5 * 1024 * 1024);
+    let res = app.http().post(app.url("/v1/tools/invoke")).bearer_auth(&key).header("content-type", "application/json").body(huge).send().await.unwrap();
+    assert_eq!(res.status(), 413);
+    assert_eq!(res.json::<Value>().await.unwrap()["error"]["code"], "payload_too_large");
+});
+
+db_test!(calls_of_another_project_are_not_found, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let (_, body) = invoke(&app, &key, json!({ "tool": "storage.put", "arguments": { "key": "k", "content": "v" } })).await;
+    let id = body["id"].as_str().unwrap();
+    let (eve, _) = app.wb.accounts().create_user("eve@example.com", PASSWORD, Some("other"), Role::Admin).await.unwrap();
+    let eve = app.wb.accounts().principal_for_user(&eve.id).await.unwrap().unwrap();
+    let eve_key = app.api_key(&eve).await;
+    let res = app.http().get(app.url(&format!("/v1/tools/calls/{id}"))).bearer_auth(&eve_key).send().await.unwrap();
+    assert_eq!(res.status(), 404);
+});
+
+db_test!(rest_batch_runs_one_integrations_tools_and_refuses_compose, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let post = |path: &'static str, body: Value| {
+        let req = app.http().post(app.url(path)).bearer_auth(&key).json(&body);
+        async move {
+            let res = req.send().await.unwrap();
+            (res.status().as_u16(), res.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, out) = post(
+        "/rest/storage",
+        json!({ "executions": [
+            { "tool": "storage.put", "args": { "key": "r", "content": "rest" } },
+            { "tool": "http.fetch", "args": { "url": "https://example.org" } },
+            { "tool": "storage.get", "args": { "key": "r" } }
+        ] }),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let results = out["results"].as_array().unwrap();
+    assert_eq!(results[0]["result"]["key"], "r");
+    assert_eq!(results[1]["code"], "TOOL_NOT_FOUND");
+    assert!(results[1]["error"].as_str().unwrap().contains("integration storage"));
+    assert!(results[2]["result"].is_object() || results[2]["code"].is_string());
+    for body in [
+        json!({ "compose": true, "executions": [{ "tool": "storage.get", "args": { "key": "r" }, "ref_id": "a" }] }),
+        json!({ "executions": [{ "tool": "storage.get", "args": { "key": "r" }, "ref_id": "a" }], "return": "{{step:a.content}}" }),
+        json!({ "executions": [] }),
+    ] {
+        let (status, out) = post("/rest/storage", body.clone()).await;
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(out["error"]["code"], "bad_request");
+    }
+});
+
+db_test!(usage_reports_meters_per_day_key_and_tool, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    for _ in 0..3 {
+        invoke(&app, &key, json!({ "tool": "storage.put", "arguments": { "key": "k", "content": "v" } })).await;
+    }
+    let body: Value = app.http().get(app.url("/v1/usage?from=2000-01-01&to=2999-12-31")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    let rows = body["data"].as_array().unwrap();
+    let calls = rows.iter().find(|r| r["meter"] == "tool_call" && r["tool"] == "storage.put").unwrap();
+    assert_eq!(calls["value"], 3);
+    assert!(calls["api_key_id"].as_str().unwrap().starts_with("key_"));
+    let res = app.http().get(app.url("/v1/usage?from=yesterday")).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(res.status(), 400);
+});
+
+db_test!(the_openapi_document_describes_every_route, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let doc: Value = app.http().get(app.url("/v1/openapi.json")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    for path in ["/v1/tools", "/v1/tools/{name}", "/v1/tools/invoke", "/v1/tools/calls/{id}", "/v1/usage", "/rest/{integration}", "/v1/me"] {
+        assert!(doc["paths"][path].is_object(), "{path} missing");
+    }
+    assert_eq!(doc["paths"]["/v1/tools/invoke"]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]["timeout_ms"]["maximum"], 300000);
+});

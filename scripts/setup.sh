@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing workbench needs, skipping whatever is already there:
 # the wasm32 target, cargo-leptos 0.3.10, wasm-bindgen-cli matching Cargo.lock, the npm build
-# tools (Tailwind, wasm-opt) and, with --with-browser, Playwright and Debian's chromium.
+# tools (Tailwind, wasm-opt) and, with --with-browser, the test tools: Playwright, the MCP
+# conformance suite, the official MCP Python SDK (in .venv) and Debian's chromium.
 # Nothing here downloads from GitHub.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,13 @@ npm_ci .
 
 if [ "$with_browser" = 1 ]; then
   npm_ci end2end
+  req=server/tests/mcp_sdk/requirements.txt
+  if [ ! -f .venv/.installed ] || [ "$req" -nt .venv/.installed ]; then
+    step "installing the official MCP Python SDK into .venv"
+    python3 -m venv .venv
+    .venv/bin/pip install -q --disable-pip-version-check -r "$req"
+    touch .venv/.installed
+  fi
   if [ ! -x /usr/bin/chromium ]; then
     step "installing Debian's chromium"
     if [ "$(id -u)" = 0 ]; then

@@ -8,6 +8,7 @@ start=$(date +%s)
 scripts/setup.sh --with-browser
 
 export WB_TEST_POSTGRES=required
+export WB_TEST_MCP_SDK=required
 export WB_TEST_POSTGRES_URL="${WB_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
 pg_up() { pg_isready -q -d "$WB_TEST_POSTGRES_URL" 2>/dev/null; }
 if ! pg_up && command -v pg_ctlcluster >/dev/null && [ -d /etc/postgresql ]; then
@@ -28,9 +29,16 @@ rust_status=${PIPESTATUS[0]}
 set -e
 
 e2e_status=0
+conformance_status=skipped
 if [ "$rust_status" = 0 ]; then
   echo "==> release build for the browser tests" >&2
   cargo leptos build --release
+  echo "==> MCP conformance suite (server scenarios)" >&2
+  if end2end/conformance/run.sh target/release/workbench 2>&1 | tee "$log.conformance" | tail -n 12; then
+    conformance_status=passed
+  else
+    conformance_status=failed
+  fi
   echo "==> Playwright (chromium)" >&2
   set +e
   (cd end2end && npx playwright test) 2>&1 | tee -a "$log"
@@ -53,7 +61,10 @@ if [ "$rust_status" = 0 ]; then
 else
   echo "browser (Playwright, chromium):         not run (rust tests failed)"
 fi
+if [ -f "$log.conformance" ]; then
+  echo "MCP conformance suite:                  $conformance_status ($(grep -Eo 'Total: [0-9]+ passed' "$log.conformance" | grep -Eo '[0-9]+' || echo 0) checks passed; the rest are listed with reasons in end2end/conformance/expected-failures.yml)"
+fi
 echo "total time: $(( $(date +%s) - start )) s"
 echo "======================================================"
-rm -f "$log"
-[ "$rust_status" = 0 ] && [ "$e2e_status" = 0 ]
+rm -f "$log" "$log.conformance"
+[ "$rust_status" = 0 ] && [ "$e2e_status" = 0 ] && [ "$conformance_status" != failed ]

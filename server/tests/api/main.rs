@@ -9,6 +9,7 @@ mod execute;
 mod health;
 mod http_fetch;
 mod mcp;
+mod mcp_sdk;
 mod members;
 mod portal_auth;
 mod scale_out;

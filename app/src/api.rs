@@ -184,3 +184,144 @@ pub async fn add_member(email: String, password: String, role: String) -> Result
     ssr::wb()?.accounts().add_member(&p, &email, &password, role).await?;
     Ok(())
 }
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolView {
+    pub name: String,
+    pub integration: String,
+    pub source: String,
+    pub description: String,
+    pub side_effects: String,
+    pub status: String,
+    pub avg_latency_ms: Option<i64>,
+    pub input_schema: String,
+    pub score: Option<f32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolsData {
+    pub tools: Vec<ToolView>,
+    pub total: usize,
+}
+
+/// The catalog as the signed-in person's project sees it; with a query, the search_tools
+/// ranking (up to 50), otherwise every tool.
+#[server(endpoint = "tools_page")]
+pub async fn tools_page(query: Option<String>) -> Result<ToolsData, AppError> {
+    let p = ssr::principal().await?;
+    let wb = ssr::wb()?;
+    let engine = wb.engine();
+    let latency = engine.average_latency_ms(&p).await?;
+    let all = engine.tools(&p);
+    let total = all.len();
+    let view = |t: &workbench_core::catalog::Tool, score: Option<f32>| ToolView {
+        name: t.spec.name.to_string(),
+        integration: t.spec.integration.clone(),
+        source: t.spec.source.to_string(),
+        description: t.spec.description.clone(),
+        side_effects: t.spec.side_effects.as_str().to_owned(),
+        status: if t.status == workbench_core::catalog::ToolStatus::Available { "available".into() } else { "unavailable".into() },
+        avg_latency_ms: latency.get(t.name()).copied(),
+        input_schema: serde_json::to_string_pretty(&t.spec.input_schema).unwrap_or_default(),
+        score,
+    };
+    let tools = match query.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+        Some(q) => engine
+            .search(&p, q, workbench_core::engine::SEARCH_LIMIT_MAX)?
+            .into_iter()
+            .filter_map(|hit| engine.tool(&p, &hit.name).map(|t| view(&t, Some(hit.score))))
+            .collect(),
+        None => all.iter().map(|t| view(t, None)).collect(),
+    };
+    Ok(ToolsData { tools, total })
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EgressData {
+    pub patterns: Vec<String>,
+    pub can_manage: bool,
+}
+
+#[server(endpoint = "egress_page")]
+pub async fn egress_page() -> Result<EgressData, AppError> {
+    let p = ssr::principal().await?;
+    let patterns = ssr::wb()?.egress().list(&p).await?;
+    Ok(EgressData { patterns, can_manage: p.is_admin() })
+}
+
+#[server(endpoint = "add_egress_rule")]
+pub async fn add_egress_rule(pattern: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    ssr::wb()?.egress().add(&p, &pattern).await?;
+    Ok(())
+}
+
+#[server(endpoint = "remove_egress_rule")]
+pub async fn remove_egress_rule(pattern: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    ssr::wb()?.egress().remove(&p, &pattern).await?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRowView {
+    pub at: String,
+    pub action: String,
+    pub tool: String,
+    pub status: String,
+    pub error_code: String,
+    pub duration_ms: Option<i64>,
+    pub key: String,
+    pub surface: String,
+    pub call_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditData {
+    pub rows: Vec<AuditRowView>,
+    pub next: Option<String>,
+    /// (id, label) of the keys the filter offers.
+    pub keys: Vec<(String, String)>,
+    pub is_admin: bool,
+}
+
+/// A page of the audit log, newest first; admins see the project, members their own calls.
+#[server(endpoint = "audit_page")]
+pub async fn audit_page(
+    tool: Option<String>,
+    status: Option<String>,
+    key: Option<String>,
+    cursor: Option<String>,
+) -> Result<AuditData, AppError> {
+    use workbench_core::audit::AuditQuery;
+    use workbench_core::clock::display_time;
+    let p = ssr::principal().await?;
+    let wb = ssr::wb()?;
+    let keys = wb.accounts().list_api_keys(&p).await?;
+    let label = |id: &Option<String>| match id {
+        Some(id) => keys.iter().find(|k| &k.id == id).map(|k| format!("{} ({})", k.name, k.prefix)).unwrap_or_else(|| id.clone()),
+        None => "portal".to_owned(),
+    };
+    let page = wb.audit().page(&p, &AuditQuery { tool, status, api_key_id: key, cursor }).await?;
+    let rows = page
+        .entries
+        .into_iter()
+        .map(|e| AuditRowView {
+            at: display_time(e.at_ms),
+            key: label(&e.api_key_id),
+            action: e.action,
+            tool: e.tool.unwrap_or_default(),
+            status: e.status,
+            error_code: e.error_code.unwrap_or_default(),
+            duration_ms: e.duration_ms,
+            surface: e.surface,
+            call_id: e.tool_call_id.unwrap_or_default(),
+        })
+        .collect();
+    Ok(AuditData {
+        rows,
+        next: page.next,
+        keys: keys.iter().map(|k| (k.id.clone(), format!("{} ({})", k.name, k.prefix))).collect(),
+        is_admin: p.is_admin(),
+    })
+}

@@ -9,13 +9,14 @@ use crate::AppError;
 /// The sections of the portal. Those without a page yet are shown, but not as links.
 const SECTIONS: &[(&str, Option<&str>)] = &[
     ("Overview", Some("/")),
-    ("Tools", None),
+    ("Tools", Some("/tools")),
     ("Connections", None),
     ("Confirmations", None),
     ("Vault", None),
     ("MCP servers", None),
     ("Policies", None),
-    ("Audit", None),
+    ("Egress", Some("/egress")),
+    ("Audit", Some("/audit")),
     ("Usage", None),
     ("API keys", Some("/api-keys")),
     ("Members", Some("/members")),

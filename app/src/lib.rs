@@ -48,6 +48,9 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/setup") view=pages::Setup ssr=SsrMode::Async/>
                 <Route path=path!("/api-keys") view=pages::ApiKeys ssr=SsrMode::Async/>
                 <Route path=path!("/members") view=pages::Members ssr=SsrMode::Async/>
+                <Route path=path!("/tools") view=pages::Tools ssr=SsrMode::Async/>
+                <Route path=path!("/egress") view=pages::Egress ssr=SsrMode::Async/>
+                <Route path=path!("/audit") view=pages::Audit ssr=SsrMode::Async/>
             </Routes>
         </Router>
     }

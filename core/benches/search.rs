@@ -1,1 +1,87 @@
-fn main(){}
+//! search_tools latency over generated catalogues of 200, 2,000 and 20,000 tools, with a mix
+//! of exact, reordered, synonym and typo queries. `cargo bench -p workbench-core --bench search`.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use workbench_core::catalog::search::{SearchDoc, SearchIndex};
+
+const INTEGRATIONS: &[&str] = &[
+    "github", "slack", "jira", "linear", "notion", "gdrive", "gmail", "calendar", "hubspot", "stripe", "salesforce",
+    "zendesk", "confluence", "trello", "asana", "superset", "dropbox", "box", "airtable", "shopify", "twilio",
+    "sendgrid", "pagerduty", "datadog", "sentry", "gitlab", "bitbucket", "figma", "miro", "intercom",
+];
+const ACTIONS: &[&str] = &["create", "get", "list", "update", "delete", "search", "send", "archive", "assign", "export"];
+const OBJECTS: &[&str] = &[
+    "issue", "message", "file", "user", "channel", "comment", "project", "invoice", "contact", "deal", "ticket",
+    "event", "page", "record", "task", "board", "report", "customer", "order", "alert", "incident", "repo",
+    "branch", "folder", "note", "label", "team", "webhook", "subscription", "dashboard", "query", "sheet", "form",
+    "campaign", "product", "payment", "refund", "meeting", "article", "attachment", "release", "build", "deploy",
+    "metric", "log", "segment", "list", "template", "workflow", "role", "group", "space", "doc", "email", "thread",
+    "reply", "sprint", "epic", "milestone", "review", "pull", "commit", "tag", "pipeline", "job", "runner",
+    "variable", "secret", "key", "token",
+];
+
+struct Generated {
+    names: Vec<String>,
+    integrations: Vec<String>,
+    descriptions: Vec<String>,
+}
+
+fn catalogue(n: usize) -> Generated {
+    let mut g = Generated { names: vec![], integrations: vec![], descriptions: vec![] };
+    let mut i = 0usize;
+    'outer: for round in 0.. {
+        for integ in INTEGRATIONS {
+            for obj in OBJECTS {
+                for act in ACTIONS {
+                    if g.names.len() == n {
+                        break 'outer;
+                    }
+                    i += 1;
+                    let suffix = if round == 0 { String::new() } else { format!("_v{round}") };
+                    g.names.push(format!("{integ}_{act}_{obj}{suffix}"));
+                    g.integrations.push((*integ).to_string());
+                    g.descriptions.push(format!(
+                        "{} a {obj} in {integ}. Returns the {obj} with its id, title, owner and timestamps (variant {i}).",
+                        act[..1].to_uppercase() + &act[1..]
+                    ));
+                }
+            }
+        }
+    }
+    g
+}
+
+const QUERIES: &[&str] = &[
+    "create jira issue",
+    "issue jira create",
+    "send a slack message to a channel",
+    "new github pull request",
+    "delete stripe refund",
+    "craete jria isue",
+    "list hubspot contacts",
+    "search zendesk tickets for customer",
+    "export superset dashboard as csv",
+    "archive trello board",
+];
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("search_tools");
+    for n in [200usize, 2_000, 20_000] {
+        let g = catalogue(n);
+        let docs: Vec<SearchDoc> = (0..n)
+            .map(|i| SearchDoc { name: &g.names[i], integration: &g.integrations[i], description: &g.descriptions[i] })
+            .collect();
+        let index = SearchIndex::build(&docs);
+        group.bench_with_input(BenchmarkId::from_parameter(n), &index, |b, index| {
+            let mut q = 0usize;
+            b.iter(|| {
+                q = (q + 1) % QUERIES.len();
+                std::hint::black_box(index.search(QUERIES[q], 10, |_| true))
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -71,6 +71,23 @@ test("an API key is shown once, works against /v1, and stops working when revoke
   await expect(page.getByTestId("new-key-secret")).toHaveCount(0);
 });
 
+test("the tools page searches the catalog and the egress page edits the allowlist", async ({ page }) => {
+  await signIn(page);
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Tools" }).click();
+  await page.getByRole("searchbox", { name: "Search tools" }).fill("read a stored object");
+  await page.getByRole("button", { name: "Search" }).click();
+  await expect(page.getByTestId("tool-row").first()).toContainText("storage.get");
+  await page.getByTestId("tool-row").first().getByText("Input schema").click();
+  await expect(page.getByTestId("tool-row").first()).toContainText('"key"');
+
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Egress" }).click();
+  await page.getByLabel("Host pattern").fill("api.example.com");
+  await page.getByRole("button", { name: "Allow" }).click();
+  await expect(page.getByTestId("egress-row")).toContainText("api.example.com");
+  await page.getByRole("button", { name: "Remove api.example.com" }).click();
+  await expect(page.getByTestId("egress-row")).toHaveCount(0);
+});
+
 test("a cross-site form post is refused even with the session cookie", async ({ page }) => {
   await signIn(page);
   await expect(page.getByTestId("viewer-email")).toHaveText(ADMIN);

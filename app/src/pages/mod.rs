@@ -1,14 +1,20 @@
 //! One module per portal page.
 
 mod api_keys;
+mod audit;
 mod auth;
+mod egress;
 mod members;
 mod overview;
+mod tools;
 
 pub use api_keys::ApiKeys;
+pub use audit::Audit;
+pub use egress::Egress;
 pub use auth::{Login, Setup};
 pub use members::Members;
 pub use overview::Overview;
+pub use tools::Tools;
 
 use leptos::prelude::*;
 

@@ -359,24 +359,20 @@ impl Accounts {
     pub async fn authenticate_api_key(&self, raw: &str) -> Result<Principal> {
         const BAD: Error = Error::Unauthorized("invalid or revoked api key");
         let key = ApiKey::parse(raw).ok_or(BAD)?;
-        let row = store::api_keys::by_hash(self.db.pool(), &key.hash()).await?.ok_or(BAD)?;
+        let row = store::api_keys::principal_by_hash(self.db.pool(), &key.hash()).await?.ok_or(BAD)?;
         if row.revoked_at.is_some() {
             return Err(BAD);
         }
-        let membership = store::projects::membership(self.db.pool(), &row.project_id, &row.user_id)
-            .await?
-            .ok_or(BAD)?;
-        let user = store::users::by_id(self.db.pool(), &row.user_id).await?.ok_or(BAD)?;
         let now = self.now();
         if row.last_used_at.is_none_or(|t| t < now - KEY_TOUCH_GRANULARITY_MS) {
             store::api_keys::touch(self.db.pool(), &row.id, now, KEY_TOUCH_GRANULARITY_MS).await?;
         }
         Ok(Principal {
-            user_id: user.id,
-            email: user.email,
+            user_id: row.user_id,
+            email: row.email,
             project_id: row.project_id,
-            project_name: membership.project_name,
-            role: Role::parse(&membership.role).unwrap_or(Role::Member),
+            project_name: row.project_name,
+            role: Role::parse(&row.role).unwrap_or(Role::Member),
             api_key_id: Some(row.id),
         })
     }

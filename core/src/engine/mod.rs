@@ -106,6 +106,8 @@ pub struct CallOutcome {
     pub result: std::result::Result<Value, ToolError>,
     /// Handler wall time (0 when the handler did not run).
     pub duration_ms: u64,
+    /// The same in microseconds, for measurements.
+    pub duration_us: u64,
     pub egress_bytes: u64,
 }
 
@@ -148,7 +150,7 @@ impl Engine {
         let id = new_id("tcall");
         let started_at = self.clock.now_ms();
         let snapshot = self.snapshot(who);
-        let mut outcome = CallOutcome { id, tool: inv.tool.clone(), result: Ok(Value::Null), duration_ms: 0, egress_bytes: 0 };
+        let mut outcome = CallOutcome { id, tool: inv.tool.clone(), result: Ok(Value::Null), duration_ms: 0, duration_us: 0, egress_bytes: 0 };
         outcome.result = self.execute(who, &snapshot, &inv, opts, &mut outcome).await;
         if let Ok(v) = &outcome.result {
             let size = json!({ "result": v }).to_string().chars().count();
@@ -187,7 +189,8 @@ impl Engine {
         let ctx = CallContext::new(&outcome.id, tool.name(), who, opts.end_user_id.as_deref());
         let started = Instant::now();
         let result = tokio::time::timeout(opts.timeout, tool.handler.call(&ctx, args)).await;
-        outcome.duration_ms = started.elapsed().as_millis() as u64;
+        outcome.duration_us = started.elapsed().as_micros() as u64;
+        outcome.duration_ms = outcome.duration_us / 1000;
         outcome.egress_bytes = ctx.egress_bytes();
         match result {
             Err(_) => Err(ToolError::Timeout { timeout_ms: opts.timeout.as_millis() as u64 }),

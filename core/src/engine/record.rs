@@ -42,7 +42,8 @@ async fn try_write(db: &Db, who: &Principal, inv: &Invocation, opts: &CallOption
     };
     let error_code = o.result.as_ref().err().map(|e| e.code().to_owned());
     let key = who.api_key_id.clone().unwrap_or_default();
-    let mut tx = db.begin_write().await?;
+    // Write-only: a deferred transaction takes the write lock at its first insert.
+    let mut tx = db.pool().begin().await?;
     store::tool_calls::insert(
         &mut *tx,
         &ToolCallRow {
@@ -85,11 +86,11 @@ async fn try_write(db: &Db, who: &Principal, inv: &Invocation, opts: &CallOption
     let d = day(now);
     // Unknown tools are not metered: there is nothing to bill them to.
     if !matches!(o.result, Err(ToolError::NotFound { .. })) {
-        store::usage::add(&mut *tx, &who.project_id, &key, &o.tool, &d, "tool_call", 1).await?;
-        store::usage::add(&mut *tx, &who.project_id, &key, &o.tool, &d, "tool_call_ms", o.duration_ms as i64).await?;
+        let mut meters = vec![("tool_call", 1), ("tool_call_ms", o.duration_ms as i64)];
         if o.egress_bytes > 0 {
-            store::usage::add(&mut *tx, &who.project_id, &key, &o.tool, &d, "egress_bytes", o.egress_bytes as i64).await?;
+            meters.push(("egress_bytes", o.egress_bytes as i64));
         }
+        store::usage::add_many(&mut *tx, &who.project_id, &key, &o.tool, &d, &meters).await?;
     }
     tx.commit().await?;
     Ok(())

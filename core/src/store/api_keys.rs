@@ -115,3 +115,31 @@ pub async fn touch<'e>(ex: impl Exec<'e>, id: &str, now: i64, granularity_ms: i6
     .await?;
     Ok(())
 }
+
+/// Everything authentication needs about a key, in one query: the key, its owner and the
+/// owner's membership in the key's project (None when any of them is gone).
+#[derive(Debug, Clone, FromRow)]
+pub struct KeyPrincipalRow {
+    pub id: String,
+    pub project_id: String,
+    pub project_name: String,
+    pub user_id: String,
+    pub email: String,
+    pub role: String,
+    pub last_used_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+pub async fn principal_by_hash<'e>(ex: impl Exec<'e>, key_hash: &str) -> Result<Option<KeyPrincipalRow>> {
+    Ok(sqlx::query_as(
+        "SELECT k.id, k.project_id, p.name AS project_name, k.user_id, u.email, m.role, k.last_used_at, k.revoked_at \
+         FROM api_keys k \
+         JOIN users u ON u.id = k.user_id \
+         JOIN memberships m ON m.project_id = k.project_id AND m.user_id = k.user_id \
+         JOIN projects p ON p.id = k.project_id \
+         WHERE k.key_hash = $1",
+    )
+    .bind(key_hash)
+    .fetch_optional(ex)
+    .await?)
+}

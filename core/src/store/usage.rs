@@ -3,27 +3,32 @@
 use super::Exec;
 use crate::Result;
 
-pub async fn add<'e>(
+/// Adds several meters of one project, key, tool and day in one statement.
+pub async fn add_many<'e>(
     ex: impl Exec<'e>,
     project_id: &str,
     api_key_id: &str,
     tool: &str,
     day: &str,
-    meter: &str,
-    value: i64,
+    meters: &[(&str, i64)],
 ) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO usage_counters (project_id, api_key_id, tool, day, meter, value) VALUES ($1, $2, $3, $4, $5, $6) \
-         ON CONFLICT (project_id, api_key_id, tool, day, meter) DO UPDATE SET value = usage_counters.value + excluded.value",
-    )
-    .bind(project_id)
-    .bind(api_key_id)
-    .bind(tool)
-    .bind(day)
-    .bind(meter)
-    .bind(value)
-    .execute(ex)
-    .await?;
+    if meters.is_empty() {
+        return Ok(());
+    }
+    let mut sql = String::from("INSERT INTO usage_counters (project_id, api_key_id, tool, day, meter, value) VALUES ");
+    for i in 0..meters.len() {
+        let b = 5 + i * 2;
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!("($1, $2, $3, $4, ${b}, ${})", b + 1));
+    }
+    sql.push_str(" ON CONFLICT (project_id, api_key_id, tool, day, meter) DO UPDATE SET value = usage_counters.value + excluded.value");
+    let mut q = sqlx::query(&sql).bind(project_id).bind(api_key_id).bind(tool).bind(day);
+    for (meter, value) in meters {
+        q = q.bind(*meter).bind(*value);
+    }
+    q.execute(ex).await?;
     Ok(())
 }
 

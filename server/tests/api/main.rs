@@ -12,6 +12,7 @@ mod mcp;
 mod mcp_sdk;
 mod members;
 mod portal_auth;
+mod portal_tools;
 mod scale_out;
 mod v1_auth;
 mod v1_tools;

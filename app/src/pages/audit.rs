@@ -1,0 +1,132 @@
+//! Audit: one row per execution attempt, newest first, filtered by tool, status and key, paged
+//! with the cursor the previous page returned.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+use crate::api::audit_page;
+use crate::components::{Layout, LoadError, PageHeader, BUTTON, CARD, INPUT, LABEL};
+
+const STATUSES: &[&str] = &["succeeded", "failed", "denied", "awaiting_confirmation", "expired"];
+
+#[component]
+pub fn Audit() -> impl IntoView {
+    let query = use_query_map();
+    let param = move |k: &str| query.read().get(k).filter(|v| !v.is_empty());
+    let data = Resource::new(
+        move || (param("tool"), param("status"), param("key"), param("cursor")),
+        |(tool, status, key, cursor)| audit_page(tool, status, key, cursor),
+    );
+    view! {
+        <Title text="Audit"/>
+        <Layout current="/audit">
+            <PageHeader title="Audit log" subtitle="Every tool execution attempt, whatever its outcome."/>
+            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Err(error) => view! { <LoadError error/> }.into_any(),
+                        Ok(d) => {
+                            let tool = param("tool").unwrap_or_default();
+                            let status = param("status").unwrap_or_default();
+                            let key = param("key").unwrap_or_default();
+                            let next_href = d.next.clone().map(|c| {
+                                let mut q = url_query(&[("tool", &tool), ("status", &status), ("key", &key)]);
+                                q.push_str(&format!("{}cursor={}", if q.is_empty() { "?" } else { "&" }, c));
+                                format!("/audit{q}")
+                            });
+                            let empty = d.rows.is_empty();
+                            let rows = d.rows.into_iter().map(|r| {
+                                let status_class = if r.status == "succeeded" { "text-emerald-700" } else { "text-red-700" };
+                                view! {
+                                <tr class="border-t border-slate-100" data-testid="audit-row">
+                                    <td class="py-2 pr-3 whitespace-nowrap text-slate-600">{r.at}</td>
+                                    <td class="py-2 pr-3 font-mono text-xs">{r.tool}</td>
+                                    <td class="py-2 pr-3">
+                                        <span class=status_class>{r.status}</span>
+                                        {(!r.error_code.is_empty()).then(|| view! { <span class="ml-1 text-xs text-slate-500">{r.error_code}</span> })}
+                                    </td>
+                                    <td class="py-2 pr-3 text-slate-600">{r.duration_ms.map(|ms| format!("{ms} ms")).unwrap_or_default()}</td>
+                                    <td class="py-2 pr-3 text-slate-600">{r.key}</td>
+                                    <td class="py-2 pr-3 text-slate-600">{r.surface}</td>
+                                    <td class="py-2 font-mono text-xs text-slate-400">{r.call_id}</td>
+                                </tr>
+                            }}).collect_view();
+                            let key_options = d.keys.into_iter().map(|(id, label)| {
+                                let selected = id == key;
+                                view! { <option value=id selected=selected>{label}</option> }
+                            }).collect_view();
+                            let status_options = STATUSES.iter().map(|s| {
+                                let selected = *s == status;
+                                view! { <option value=*s selected=selected>{*s}</option> }
+                            }).collect_view();
+                            view! {
+                                <form method="get" action="/audit" class="mb-6 flex flex-wrap items-end gap-3" aria-label="Filter">
+                                    <div>
+                                        <label for="f-tool" class=LABEL>"Tool"</label>
+                                        <input id="f-tool" name="tool" type="text" value=tool.clone() class=INPUT/>
+                                    </div>
+                                    <div>
+                                        <label for="f-status" class=LABEL>"Status"</label>
+                                        <select id="f-status" name="status" class=INPUT>
+                                            <option value="">"any"</option>
+                                            {status_options}
+                                        </select>
+                                    </div>
+                                    <div>
+                                        <label for="f-key" class=LABEL>"Key"</label>
+                                        <select id="f-key" name="key" class=INPUT>
+                                            <option value="">"any"</option>
+                                            {key_options}
+                                        </select>
+                                    </div>
+                                    <button type="submit" class=BUTTON>"Filter"</button>
+                                </form>
+                                <section class=CARD>
+                                    {if empty {
+                                        view! { <p class="text-sm text-slate-600">"No executions match."</p> }.into_any()
+                                    } else {
+                                        view! {
+                                            <table class="w-full text-left text-sm">
+                                                <thead class="text-xs uppercase tracking-wide text-slate-500">
+                                                    <tr>
+                                                        <th class="pb-2 pr-3">"When"</th><th class="pb-2 pr-3">"Tool"</th><th class="pb-2 pr-3">"Outcome"</th>
+                                                        <th class="pb-2 pr-3">"Time"</th><th class="pb-2 pr-3">"Key"</th><th class="pb-2 pr-3">"Via"</th><th class="pb-2">"Call"</th>
+                                                    </tr>
+                                                </thead>
+                                                <tbody>{rows}</tbody>
+                                            </table>
+                                        }.into_any()
+                                    }}
+                                    {next_href.map(|href| view! { <a href=href class="mt-4 inline-block text-sm text-indigo-600 underline">"Older entries →"</a> })}
+                                </section>
+                            }.into_any()
+                        }
+                    }
+                })}
+            </Suspense>
+        </Layout>
+    }
+}
+
+fn url_query(pairs: &[(&str, &str)]) -> String {
+    let parts: Vec<String> = pairs
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| format!("{k}={}", encode(v)))
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", parts.join("&"))
+    }
+}
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -1,0 +1,91 @@
+//! The portal's Tools, Egress and Audit pages (their server functions and rendered HTML).
+
+use serde_json::{json, Value};
+use workbench_core::auth::Role;
+
+use crate::helpers::{admin_with_key, execute, PASSWORD};
+use crate::{app, db_test};
+
+db_test!(the_tools_page_searches_like_search_tools, |backend| {
+    let app = app!(backend);
+    admin_with_key(&app).await;
+    let b = app.browser();
+    b.sign_in("ada@example.com", PASSWORD).await;
+    let all: Value = b.call("tools_page", &[]).await.json().await.unwrap();
+    assert_eq!(all["total"], all["tools"].as_array().unwrap().len());
+    assert!(all["tools"].as_array().unwrap().iter().any(|t| t["name"] == "http.fetch"));
+    let hits: Value = b.call("tools_page", &[("query", "read stored object")]).await.json().await.unwrap();
+    assert_eq!(hits["tools"][0]["name"], "storage.get");
+    assert!(hits["tools"][0]["score"].as_f64().unwrap() > 0.0);
+    assert!(hits["tools"][0]["input_schema"].as_str().unwrap().contains("\"key\""));
+    let html = b.get("/tools?q=fetch+url").await.text().await.unwrap();
+    assert!(html.contains("http.fetch"));
+    assert!(html.contains("Input schema"));
+});
+
+db_test!(admins_manage_the_egress_allowlist_in_the_portal, |backend| {
+    let app = app!(backend);
+    admin_with_key(&app).await;
+    app.user("bob@example.com", Role::Member).await;
+    let a = app.browser();
+    a.sign_in("ada@example.com", PASSWORD).await;
+    assert_eq!(a.call("add_egress_rule", &[("pattern", "api.example.com")]).await.status(), 200);
+    let res = a.call("add_egress_rule", &[("pattern", "http://nope/")]).await;
+    assert!(res.text().await.unwrap().contains("invalid egress pattern"));
+    let page: Value = a.call("egress_page", &[]).await.json().await.unwrap();
+    assert_eq!(page, json!({ "patterns": ["api.example.com"], "can_manage": true }));
+    assert!(a.get("/egress").await.text().await.unwrap().contains("api.example.com"));
+
+    let b = app.browser();
+    b.sign_in("bob@example.com", PASSWORD).await;
+    let res = b.call("remove_egress_rule", &[("pattern", "api.example.com")]).await;
+    assert!(res.text().await.unwrap().contains("only project admins"));
+    let page: Value = b.call("egress_page", &[]).await.json().await.unwrap();
+    assert_eq!(page["can_manage"], false);
+
+    assert_eq!(a.call("remove_egress_rule", &[("pattern", "api.example.com")]).await.status(), 200);
+    let page: Value = a.call("egress_page", &[]).await.json().await.unwrap();
+    assert_eq!(page["patterns"], json!([]));
+});
+
+db_test!(the_audit_page_filters_pages_and_limits_members_to_their_own_calls, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let bob = app.user("bob@example.com", Role::Member).await;
+    let bob_key = app.api_key(&bob).await;
+    for i in 0..55 {
+        execute(&app, &key, json!([{ "tool": "storage.put", "args": { "key": format!("k{i}"), "content": "x" } }])).await;
+        app.clock.advance_ms(1);
+    }
+    execute(&app, &key, json!([{ "tool": "storage.get", "args": { "key": "missing" } }])).await;
+    app.clock.advance_ms(1);
+    execute(&app, &bob_key, json!([{ "tool": "storage.put", "args": { "key": "bob", "content": "x" } }])).await;
+
+    let a = app.browser();
+    a.sign_in("ada@example.com", PASSWORD).await;
+    let first: Value = a.call("audit_page", &[]).await.json().await.unwrap();
+    assert_eq!(first["rows"].as_array().unwrap().len(), 50);
+    assert_eq!(first["rows"][0]["tool"], "storage.put", "newest first: bob's call");
+    let cursor = first["next"].as_str().unwrap().to_owned();
+    let second: Value = a.call("audit_page", &[("cursor", cursor.as_str())]).await.json().await.unwrap();
+    assert_eq!(second["rows"].as_array().unwrap().len(), 7);
+    assert!(second["next"].is_null());
+    let failed: Value = a.call("audit_page", &[("status", "failed")]).await.json().await.unwrap();
+    assert_eq!(failed["rows"].as_array().unwrap().len(), 1);
+    assert_eq!(failed["rows"][0]["tool"], "storage.get");
+    assert_eq!(failed["rows"][0]["error_code"], "TOOL_ERROR");
+    let by_tool: Value = a.call("audit_page", &[("tool", "storage.get")]).await.json().await.unwrap();
+    assert_eq!(by_tool["rows"].as_array().unwrap().len(), 1);
+    let bob_key_id = app.wb.accounts().authenticate_api_key(&bob_key).await.unwrap().api_key_id.unwrap();
+    let by_key: Value = a.call("audit_page", &[("key", bob_key_id.as_str())]).await.json().await.unwrap();
+    assert_eq!(by_key["rows"].as_array().unwrap().len(), 1);
+    let res = a.call("audit_page", &[("cursor", "garbage")]).await;
+    assert!(res.text().await.unwrap().contains("invalid cursor"));
+    let html = a.get("/audit?status=failed").await.text().await.unwrap();
+    assert!(html.contains("TOOL_ERROR"));
+
+    let b = app.browser();
+    b.sign_in("bob@example.com", PASSWORD).await;
+    let own: Value = b.call("audit_page", &[]).await.json().await.unwrap();
+    assert_eq!(own["rows"].as_array().unwrap().len(), 1, "members see their own calls only");
+});

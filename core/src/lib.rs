@@ -13,6 +13,7 @@ pub mod engine;
 pub mod error;
 pub mod ids;
 pub mod store;
+pub mod vault;
 mod workbench;
 
 pub use error::{Error, Result};

@@ -9,8 +9,9 @@ use crate::builtin::{self, BuiltinServices, ObjectStorage};
 use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
 use crate::egress::{AddrRange, EgressRules, GuardedClient, PrivateAllowance};
-use crate::engine::Engine;
+use crate::engine::{Engine, Idempotency};
 use crate::store::Db;
+use crate::vault::{KeyRing, Vault};
 use crate::Result;
 
 #[derive(Clone)]
@@ -20,6 +21,8 @@ pub struct WorkbenchOptions {
     pub object_store_url: String,
     /// Addresses outbound requests may reach despite being private (operator setting).
     pub egress_allow_private: Vec<AddrRange>,
+    /// Master keys sealing the vault (empty: vault operations fail with a clear error).
+    pub master_keys: KeyRing,
 }
 
 impl Default for WorkbenchOptions {
@@ -28,6 +31,7 @@ impl Default for WorkbenchOptions {
             clock: Arc::new(SystemClock),
             object_store_url: "memory:///".into(),
             egress_allow_private: Vec::new(),
+            master_keys: KeyRing::new(),
         }
     }
 }
@@ -40,6 +44,8 @@ pub struct Workbench {
     engine: Engine,
     egress: EgressRules,
     audit: AuditLog,
+    vault: Vault,
+    idempotency: Idempotency,
 }
 
 impl Workbench {
@@ -53,15 +59,19 @@ impl Workbench {
     pub fn with_db(db: Db, options: WorkbenchOptions) -> Result<Workbench> {
         let clock = options.clock;
         let storage = Arc::new(ObjectStorage::open(&options.object_store_url, db.clone(), clock.clone())?);
+        let vault = Vault::new(db.clone(), clock.clone(), options.master_keys);
         let services = BuiltinServices {
             db: db.clone(),
             http: GuardedClient::new(PrivateAllowance(options.egress_allow_private)),
             storage,
+            vault: vault.clone(),
         };
         let catalog = Arc::new(Catalog::new(builtin::tools(&services)?)?);
         Ok(Workbench {
             accounts: Accounts::new(db.clone(), clock.clone()),
-            engine: Engine::new(catalog, db.clone(), clock.clone()),
+            engine: Engine::new(catalog, db.clone(), clock.clone(), vault.clone()),
+            idempotency: Idempotency::new(db.clone(), clock.clone()),
+            vault,
             egress: EgressRules::new(db.clone(), clock.clone()),
             audit: AuditLog::new(db.clone()),
             db,
@@ -91,5 +101,13 @@ impl Workbench {
 
     pub fn audit(&self) -> &AuditLog {
         &self.audit
+    }
+
+    pub fn vault(&self) -> &Vault {
+        &self.vault
+    }
+
+    pub fn idempotency(&self) -> &Idempotency {
+        &self.idempotency
     }
 }

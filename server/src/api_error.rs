@@ -36,6 +36,11 @@ impl ApiError {
     pub fn bad_request(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
     }
+
+    /// The JSON body this error renders to.
+    pub fn body(&self) -> serde_json::Value {
+        json!({ "error": { "code": self.code, "message": self.message, "meta": self.meta } })
+    }
 }
 
 impl From<Error> for ApiError {
@@ -66,8 +71,7 @@ impl From<Error> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({ "error": { "code": self.code, "message": self.message, "meta": self.meta } });
-        let mut res = (self.status, Json(body)).into_response();
+        let mut res = (self.status, Json(self.body())).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             res.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

@@ -64,6 +64,15 @@ pub enum AdminCommand {
         #[arg(long, env = "WB_PROJECT")]
         project: Option<String>,
     },
+    /// Re-encrypt every vault secret under a new master key version (or, after an interrupted
+    /// run, finish re-encrypting under the newest one). Safe to run again.
+    RotateMasterKey {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The data directory holding master.key (ignored when WB_MASTER_KEY is set).
+        #[arg(long, env = "WB_DATA_DIR", default_value = crate::config::DEFAULT_DATA_DIR)]
+        data_dir: std::path::PathBuf,
+    },
     /// Create an API key for a user; prints the key alone on one line of standard output.
     CreateApiKey {
         #[command(flatten)]
@@ -147,6 +156,27 @@ async fn admin(cmd: AdminCommand) -> Result<(), String> {
                 user.id,
                 project.name
             );
+            Ok(())
+        }
+        AdminCommand::RotateMasterKey { db, data_dir } => {
+            let keys = crate::keys::Keys::load_or_create(&data_dir)?;
+            let wb = Workbench::open(&db.database_url, WorkbenchOptions { master_keys: keys.master.clone(), ..WorkbenchOptions::default() })
+                .await
+                .map_err(|e| e.to_string())?;
+            // First finish anything an interrupted rotation left on older versions.
+            let resumed = wb.vault().reseal_all().await.map_err(|e| e.to_string())?;
+            if resumed > 0 {
+                eprintln!(
+                    "workbench: finished an earlier rotation: re-encrypted {resumed} secrets under key version {}",
+                    keys.master.current_version().unwrap_or(0)
+                );
+                return Ok(());
+            }
+            let ring = crate::keys::add_master_key_version(&data_dir)?;
+            let version = ring.current_version().unwrap_or(0);
+            wb.vault().set_ring(ring);
+            let n = wb.vault().reseal_all().await.map_err(|e| e.to_string())?;
+            eprintln!("workbench: re-encrypted {n} secrets under new master key version {version}");
             Ok(())
         }
         AdminCommand::CreateApiKey { db, email, name } => {

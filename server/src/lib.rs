@@ -78,6 +78,9 @@ async fn upkeep(wb: Workbench) {
         if let Err(e) = wb.accounts().purge_expired().await {
             tracing::warn!(error = %e, "upkeep failed");
         }
+        if let Err(e) = wb.idempotency().purge_expired().await {
+            tracing::warn!(error = %e, "upkeep failed");
+        }
     }
 }
 
@@ -89,6 +92,7 @@ pub async fn serve_from_args(args: ServeArgs) -> Result<(), String> {
     let options = WorkbenchOptions {
         object_store_url: config.object_store_url.clone(),
         egress_allow_private: config.egress_allow_private.clone(),
+        master_keys: keys.master.clone(),
         ..WorkbenchOptions::default()
     };
     let wb = Workbench::open(&args.database_url, options).await.map_err(|e| e.to_string())?;

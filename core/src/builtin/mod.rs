@@ -3,6 +3,7 @@
 
 mod http_fetch;
 mod storage;
+mod vault_tools;
 
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use crate::catalog::{SideEffects, Tool, ToolName, ToolSource, ToolSpec};
 use crate::egress::GuardedClient;
 use crate::engine::ToolHandler;
 use crate::store::Db;
+use crate::vault::Vault;
 use crate::Result;
 
 /// What the built-ins run on.
@@ -21,6 +23,12 @@ pub struct BuiltinServices {
     pub db: Db,
     pub http: GuardedClient,
     pub storage: Arc<ObjectStorage>,
+    pub vault: Vault,
+}
+
+/// Tools whose arguments are taken literally: no `{{…}}` resolution (D7, D8).
+pub fn takes_names_literally(tool: &str) -> bool {
+    tool.starts_with("vault_")
 }
 
 fn make_spec(name: &str, description: &str, side_effects: SideEffects, input: Value, output: Option<Value>) -> Result<ToolSpec> {
@@ -42,9 +50,19 @@ fn tool(spec: ToolSpec, handler: impl ToolHandler) -> Result<Tool> {
 
 /// Every built-in tool, ready for the catalog.
 pub fn tools(services: &BuiltinServices) -> Result<Vec<Tool>> {
-    Ok(vec![
+    let mut tools = vec![
         tool(http_fetch::spec()?, http_fetch::HttpFetch { db: services.db.clone(), http: services.http.clone() })?,
         tool(storage::get_spec()?, storage::StorageGet(services.storage.clone()))?,
         tool(storage::put_spec()?, storage::StoragePut(services.storage.clone()))?,
-    ])
+    ];
+    for spec in vault_tools::specs()? {
+        let op = match spec.name.as_str() {
+            "vault_list" => "vault_list",
+            "vault_set" => "vault_set",
+            "vault_delete" => "vault_delete",
+            _ => "vault_describe",
+        };
+        tools.push(tool(spec, vault_tools::VaultTool { vault: services.vault.clone(), op })?);
+    }
+    Ok(tools)
 }

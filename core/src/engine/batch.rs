@@ -1,11 +1,10 @@
 //! `execute_tools` requests as every surface receives them (MCP execute_tools, REST
-//! `/rest/{integration}`): parsing and checking the request shape, running the executions as a
-//! batch, and shaping `{ results: [...] }` with index-aligned `{ result }` or flat error entries.
+//! `/rest/{integration}`): parsing and checking the request shape (including the compose rules,
+//! which are schema rules: nothing runs when they are broken), and the result entry shape.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::{CallOptions, Engine, Invocation, ToolError, BATCH_MAX};
-use crate::auth::Principal;
+use super::{ToolError, BATCH_MAX, COMPOSE_MAX};
 
 /// Ref ids: a letter or '_' then letters, digits, '_' or '-', up to 64 characters.
 pub fn valid_ref_id(s: &str) -> bool {
@@ -72,6 +71,14 @@ pub fn parse_request(args: &Value) -> Result<ExecuteRequest, String> {
         };
         executions.push(ExecutionSpec { tool: tool.to_owned(), args, ref_id });
     }
+    if compose {
+        if executions.len() > COMPOSE_MAX {
+            return Err(format!("too many executions for compose: {} (at most {COMPOSE_MAX})", executions.len()));
+        }
+        if let Some(i) = executions.iter().position(|e| e.ref_id.is_none()) {
+            return Err(format!("executions[{i}] needs a ref_id: every execution of a compose run has one"));
+        }
+    }
     let mut seen = std::collections::HashSet::new();
     for (i, e) in executions.iter().enumerate() {
         if let Some(r) = &e.ref_id {
@@ -88,43 +95,6 @@ pub fn entry(result: &Result<Value, ToolError>) -> Value {
     match result {
         Ok(v) => json!({ "result": v }),
         Err(e) => e.to_mcp(),
-    }
-}
-
-impl Engine {
-    /// Runs a batch request (no compose, no return projection) and shapes `{ results }`.
-    /// `only_integration` restricts the tools to one integration (REST `/rest/{integration}`).
-    pub async fn execute_batch(
-        &self,
-        who: &Principal,
-        req: ExecuteRequest,
-        opts: &CallOptions,
-        only_integration: Option<&str>,
-    ) -> Value {
-        let snapshot = self.snapshot(who);
-        let mut entries: Vec<Option<Value>> = vec![None; req.executions.len()];
-        let mut runnable = Vec::new();
-        for (i, e) in req.executions.into_iter().enumerate() {
-            if let Some(integration) = only_integration {
-                let belongs = snapshot.get(&e.tool).is_some_and(|t| t.spec.integration == integration);
-                if !belongs {
-                    let mut err = ToolError::NotFound { tool: e.tool.clone() }.to_mcp();
-                    err["error"] = json!(format!("tool not found in integration {integration}: {}", e.tool));
-                    entries[i] = Some(err);
-                    continue;
-                }
-            }
-            runnable.push((i, Invocation { tool: e.tool, args: e.args }));
-        }
-        let (slots, invocations): (Vec<usize>, Vec<Invocation>) = runnable.into_iter().unzip();
-        let outcomes = self.run_batch(who, invocations, opts).await;
-        for (slot, outcome) in slots.into_iter().zip(outcomes) {
-            entries[slot] = Some(entry(&outcome.result));
-        }
-        let results: Vec<Value> = entries.into_iter().map(|e| e.unwrap_or(Value::Null)).collect();
-        let mut out = Map::new();
-        out.insert("results".into(), Value::Array(results));
-        Value::Object(out)
     }
 }
 
@@ -152,5 +122,10 @@ mod tests {
         }
         let many: Vec<Value> = (0..51).map(|_| json!({ "tool": "a" })).collect();
         assert!(parse_request(&json!({ "executions": many })).unwrap_err().contains("too many"));
+        let nine: Vec<Value> = (0..9).map(|i| json!({ "tool": "a", "ref_id": format!("s{i}") })).collect();
+        assert!(parse_request(&json!({ "compose": true, "executions": nine })).unwrap_err().contains("at most 8"));
+        let err = parse_request(&json!({ "compose": true, "executions": [{ "tool": "a", "ref_id": "x" }, { "tool": "b" }] })).unwrap_err();
+        assert!(err.contains("executions[1] needs a ref_id"), "{err}");
+        assert!(parse_request(&json!({ "executions": [{ "tool": "b" }] , "return": "{{step:x.y}}" })).is_ok());
     }
 }

@@ -141,6 +141,17 @@ impl ToolError {
         json!({ "error": { "code": code, "message": self.message(), "meta": Value::Object(self.details()) } })
     }
 
+    /// Redacts secrets from every text the error carries.
+    pub fn scrub(&mut self, scrubber: &super::Scrubber) {
+        if scrubber.is_empty() {
+            return;
+        }
+        if let Ok(mut v) = serde_json::to_value(&*self) {
+            scrubber.scrub(&mut v);
+            *self = serde_json::from_value(v).unwrap_or(ToolError::Handler { handler_error: "[redacted]".into() });
+        }
+    }
+
     /// The tool_call status this outcome leaves.
     pub fn call_status(&self) -> &'static str {
         match self {

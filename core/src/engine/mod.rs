@@ -4,9 +4,13 @@
 //! See README.md in this folder for the design.
 
 mod batch;
+mod compose;
 mod error;
 mod handler;
+mod idempotency;
 mod record;
+mod scrub;
+pub mod template;
 mod validate;
 
 use std::sync::Arc;
@@ -18,18 +22,25 @@ use serde_json::{json, Value};
 pub use batch::{entry, parse_request, valid_ref_id, ExecuteRequest, ExecutionSpec};
 pub use error::{FieldError, ToolError, RESULT_CAP_CHARS};
 pub use handler::{CallContext, HandlerError, ToolHandler};
+pub use compose::ExecuteOutcome;
+pub use idempotency::{Begin, Idempotency, IDEMPOTENCY_TTL_MS};
 pub use record::ToolCallView;
+pub use scrub::Scrubber;
 pub use validate::{apply_defaults, violations};
 
 use crate::auth::Principal;
+use crate::builtin;
 use crate::catalog::{Catalog, Snapshot, Tool, ToolStatus};
 use crate::clock::Clock;
 use crate::ids::new_id;
 use crate::store::Db;
+use crate::vault::Vault;
 use crate::Result;
 
 /// Executions per batch (D5).
 pub const BATCH_MAX: usize = 50;
+/// Executions per compose run (D5).
+pub const COMPOSE_MAX: usize = 8;
 /// Executions of one batch running at once (D5).
 pub const POOL_SIZE: usize = 8;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -120,16 +131,31 @@ impl CallOutcome {
     }
 }
 
+/// Earlier results a step may reference (compose) and the ref_ids that failed.
+pub(crate) struct Steps<'a> {
+    results: Option<&'a std::collections::HashMap<String, Value>>,
+    failed: &'a std::collections::HashSet<String>,
+}
+
+static NO_FAILURES: std::sync::LazyLock<std::collections::HashSet<String>> = std::sync::LazyLock::new(Default::default);
+
+impl Steps<'static> {
+    fn none() -> Steps<'static> {
+        Steps { results: None, failed: &NO_FAILURES }
+    }
+}
+
 #[derive(Clone)]
 pub struct Engine {
     catalog: Arc<Catalog>,
     db: Db,
     clock: Arc<dyn Clock>,
+    vault: Vault,
 }
 
 impl Engine {
-    pub fn new(catalog: Arc<Catalog>, db: Db, clock: Arc<dyn Clock>) -> Engine {
-        Engine { catalog, db, clock }
+    pub fn new(catalog: Arc<Catalog>, db: Db, clock: Arc<dyn Clock>, vault: Vault) -> Engine {
+        Engine { catalog, db, clock, vault }
     }
 
     pub fn catalog(&self) -> &Arc<Catalog> {
@@ -147,27 +173,55 @@ impl Engine {
 
     /// Runs one execution through the whole pipeline and records it.
     pub async fn run(&self, who: &Principal, inv: Invocation, opts: &CallOptions) -> CallOutcome {
+        self.run_step(who, inv, opts, &Steps::none(), true, &mut Scrubber::new()).await
+    }
+
+    /// One execution with what a compose run adds: earlier step results to reference, whether
+    /// the result cap applies (compose intermediates are not capped, D6), and the secrets the
+    /// run has used so far (a compose run is one call: every secret any step used is scrubbed
+    /// from every later result). Secrets this step reveals are added to `scrubber`.
+    pub(crate) async fn run_step(
+        &self,
+        who: &Principal,
+        inv: Invocation,
+        opts: &CallOptions,
+        steps: &Steps<'_>,
+        cap: bool,
+        scrubber: &mut Scrubber,
+    ) -> CallOutcome {
         let id = new_id("tcall");
         let started_at = self.clock.now_ms();
         let snapshot = self.snapshot(who);
-        let mut outcome = CallOutcome { id, tool: inv.tool.clone(), result: Ok(Value::Null), duration_ms: 0, duration_us: 0, egress_bytes: 0 };
-        outcome.result = self.execute(who, &snapshot, &inv, opts, &mut outcome).await;
-        if let Ok(v) = &outcome.result {
-            let size = json!({ "result": v }).to_string().chars().count();
-            if size > RESULT_CAP_CHARS {
-                outcome.result = Err(ToolError::ResultTooLarge { size });
+        let mut outcome =
+            CallOutcome { id, tool: inv.tool.clone(), result: Ok(Value::Null), duration_ms: 0, duration_us: 0, egress_bytes: 0 };
+        outcome.result = self.execute(who, &snapshot, &inv, opts, steps, scrubber, &mut outcome).await;
+        match &mut outcome.result {
+            Ok(v) => scrubber.scrub(v),
+            Err(e) => e.scrub(&scrubber),
+        }
+        if cap {
+            if let Ok(v) = &outcome.result {
+                let size = json!({ "result": v }).to_string().chars().count();
+                if size > RESULT_CAP_CHARS {
+                    outcome.result = Err(ToolError::ResultTooLarge { size });
+                }
             }
         }
-        record::write(&self.db, who, &inv, opts, &outcome, started_at).await;
+        let mut recorded_args = inv.args.clone();
+        scrubber.scrub(&mut recorded_args);
+        record::write(&self.db, who, &recorded_args, opts, &outcome, started_at).await;
         outcome
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn execute(
         &self,
         who: &Principal,
         snapshot: &Snapshot,
         inv: &Invocation,
         opts: &CallOptions,
+        steps: &Steps<'_>,
+        scrubber: &mut Scrubber,
         outcome: &mut CallOutcome,
     ) -> std::result::Result<Value, ToolError> {
         let tool = snapshot
@@ -177,9 +231,18 @@ impl Engine {
         if tool.status == ToolStatus::Unavailable {
             return Err(ToolError::Unavailable { reason: "the tool's source no longer offers it".into() });
         }
-        let mut args = match &inv.args {
+        let template = match &inv.args {
             Value::Null => json!({}),
             other => other.clone(),
+        };
+        let mut args = if builtin::takes_names_literally(tool.name()) {
+            // vault_* tools take names (and values) literally; the value being stored is a secret.
+            if let (Some(name), Some(value)) = (template.get("name").and_then(Value::as_str), template.get("value").and_then(Value::as_str)) {
+                scrubber.add_exact(name, value);
+            }
+            template
+        } else {
+            self.substitute(who, &template, steps, scrubber).await?
         };
         apply_defaults(&tool.spec.input_schema, &mut args);
         let errors = violations(&tool.validator, &args);
@@ -201,6 +264,36 @@ impl Engine {
                 Err(ToolError::InvalidArguments { errors: vec![FieldError { path, message }] })
             }
         }
+    }
+
+    /// `{{vault:…}}` and `{{step:…}}` in one pass over the agent's template (D7); every secret
+    /// revealed is registered with the scrubber.
+    async fn substitute(
+        &self,
+        who: &Principal,
+        template: &Value,
+        steps: &Steps<'_>,
+        scrubber: &mut Scrubber,
+    ) -> std::result::Result<Value, ToolError> {
+        let names = template::vault_names(template);
+        let values = if names.is_empty() {
+            Default::default()
+        } else {
+            self.vault.reveal(&who.project_id, &names).await.map_err(|e| {
+                tracing::error!(error = ?e, "vault read failed");
+                ToolError::Unavailable { reason: "the vault cannot be read right now".into() }
+            })?
+        };
+        for (name, value) in &values {
+            scrubber.add(name, value);
+        }
+        let ctx = template::Context { vault: Some(&values), steps: steps.results, failed: steps.failed };
+        template::resolve(template, &ctx).map_err(|e| match e {
+            template::TemplateError::BadRef(message) => ToolError::BadRef { message, ref_id: None },
+            template::TemplateError::UnknownSecret { path, message } => {
+                ToolError::InvalidArguments { errors: vec![FieldError { path, message }] }
+            }
+        })
     }
 
     /// Runs up to `BATCH_MAX` executions, at most `POOL_SIZE` at a time; outcomes are

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{CallOptions, CallOutcome, Invocation, ToolError};
+use super::{CallOptions, CallOutcome, ToolError};
 use crate::auth::Principal;
 use crate::clock::rfc3339;
 use crate::ids::new_id;
@@ -24,8 +24,8 @@ pub struct ToolCallView {
     pub created_at: String,
 }
 
-pub(super) async fn write(db: &Db, who: &Principal, inv: &Invocation, opts: &CallOptions, o: &CallOutcome, now: i64) {
-    if let Err(e) = try_write(db, who, inv, opts, o, now).await {
+pub(super) async fn write(db: &Db, who: &Principal, args: &Value, opts: &CallOptions, o: &CallOutcome, now: i64) {
+    if let Err(e) = try_write(db, who, args, opts, o, now).await {
         tracing::error!(error = %e, call_id = %o.id, tool = %o.tool, "could not record a tool call");
     }
 }
@@ -34,7 +34,7 @@ fn day(ms: i64) -> String {
     rfc3339(ms)[..10].to_owned()
 }
 
-async fn try_write(db: &Db, who: &Principal, inv: &Invocation, opts: &CallOptions, o: &CallOutcome, now: i64) -> Result<()> {
+async fn try_write(db: &Db, who: &Principal, args: &Value, opts: &CallOptions, o: &CallOutcome, now: i64) -> Result<()> {
     let status = o.status();
     let (result, error) = match &o.result {
         Ok(v) => (Some(v.to_string()), None),
@@ -53,7 +53,7 @@ async fn try_write(db: &Db, who: &Principal, inv: &Invocation, opts: &CallOption
             api_key_id: who.api_key_id.clone(),
             tool: o.tool.clone(),
             status: status.to_owned(),
-            arguments: inv.args.to_string(),
+            arguments: args.to_string(),
             result,
             error,
             duration_ms: o.duration_ms as i64,

@@ -5,6 +5,7 @@
 pub mod api_keys;
 pub mod audit;
 pub mod egress;
+pub mod idempotency;
 pub mod projects;
 pub mod sessions;
 pub mod sign_in;
@@ -12,6 +13,7 @@ pub mod storage_objects;
 pub mod tool_calls;
 pub mod usage;
 pub mod users;
+pub mod vault;
 
 use std::str::FromStr;
 use std::time::Duration;

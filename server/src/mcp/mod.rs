@@ -21,7 +21,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{json, Value};
 use workbench_core::auth::Principal;
-use workbench_core::engine::{parse_request, CallOptions, Surface, SEARCH_LIMIT_DEFAULT};
+use workbench_core::engine::{parse_request, CallOptions, ExecuteOutcome, Surface, SEARCH_LIMIT_DEFAULT};
 use workbench_core::Workbench;
 
 use crate::api_auth::ApiCaller;
@@ -67,10 +67,10 @@ impl McpHandler {
             }
             meta_tools::EXECUTE_TOOLS => {
                 let req = parse_request(&args).map_err(|m| invalid(&m))?;
-                if req.compose || req.return_template.is_some() {
-                    return Err(invalid("compose and return are not available on this server yet; run a plain batch"));
+                match self.wb.engine().execute_tools(who, req, &CallOptions::new(Surface::Mcp), None).await {
+                    ExecuteOutcome::Ok(v) => Ok(v),
+                    ExecuteOutcome::Failed(v) => Err(v),
                 }
-                Ok(self.wb.engine().execute_batch(who, req, &CallOptions::new(Surface::Mcp), None).await)
             }
             meta_tools::WHOAMI => match self.wb.accounts().user(&who.user_id).await {
                 Ok(Some(u)) => Ok(json!({ "id": u.id, "email": u.email })),

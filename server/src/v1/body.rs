@@ -30,3 +30,27 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
         }
     }
 }
+
+/// Reads a JSON request body (checking the content type and the size limit) as raw bytes, for
+/// handlers that need the exact bytes (idempotency hashes them).
+pub async fn read_json_bytes(headers: &axum::http::HeaderMap, body: axum::body::Body) -> Result<axum::body::Bytes, ApiError> {
+    let is_json = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| {
+            let v = v.trim().to_ascii_lowercase();
+            v == "application/json" || (v.starts_with("application/") && v.ends_with("+json"))
+        })
+        .unwrap_or(false);
+    if !is_json {
+        return Err(ApiError::bad_request("expected a JSON body; send Content-Type: application/json"));
+    }
+    axum::body::to_bytes(body, super::MAX_BODY_BYTES).await.map_err(|_| {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("request body larger than {} bytes", super::MAX_BODY_BYTES))
+    })
+}
+
+pub fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))
+}

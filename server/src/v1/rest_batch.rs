@@ -21,6 +21,6 @@ pub async fn execute(
         return Err(ApiError::bad_request("compose and return are MCP-only; POST /rest/{integration} runs a plain batch of executions"));
     }
     let req = parse_request(&body).map_err(ApiError::bad_request)?;
-    let out = state.wb.engine().execute_batch(&who, req, &CallOptions::new(Surface::RestBatch), Some(&integration)).await;
-    Ok(Json(out))
+    let out = state.wb.engine().execute_tools(&who, req, &CallOptions::new(Surface::RestBatch), Some(&integration)).await;
+    Ok(Json(out.into_value()))
 }

@@ -10,9 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
 use workbench_core::catalog::Tool;
-use workbench_core::engine::{CallOptions, Invocation, Surface, MAX_TIMEOUT};
-
-use super::JsonBody;
+use workbench_core::engine::{Begin, CallOptions, Idempotency, Invocation, Surface, MAX_TIMEOUT};
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
 use crate::state::AppState;
@@ -92,29 +90,80 @@ fn parse_invoke(body: Value) -> Result<InvokeRequest, ApiError> {
     Ok(InvokeRequest { tool: tool.to_owned(), arguments, end_user_id, timeout })
 }
 
-pub async fn invoke(State(state): State<AppState>, ApiCaller(who): ApiCaller, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
-    let req = parse_invoke(body)?;
+/// Runs one invoke request and renders the response: status and the exact body bytes.
+async fn run_invoke(state: &AppState, who: &workbench_core::auth::Principal, body: Value) -> (StatusCode, String) {
+    let req = match parse_invoke(body) {
+        Ok(r) => r,
+        Err(e) => return (e.status, e.body().to_string()),
+    };
     let opts = CallOptions { timeout: req.timeout, end_user_id: req.end_user_id, surface: Surface::Rest };
-    let outcome = state.wb.engine().run(&who, Invocation { tool: req.tool, args: req.arguments }, &opts).await;
+    let outcome = state.wb.engine().run(who, Invocation { tool: req.tool, args: req.arguments }, &opts).await;
     let usage = json!({ "tool_call": 1, "tool_call_ms": outcome.duration_ms });
-    Ok(match outcome.result {
-        Ok(result) => Json(json!({
-            "id": outcome.id,
-            "object": "tool_call",
-            "tool": outcome.tool,
-            "status": "succeeded",
-            "result": result,
-            "duration_ms": outcome.duration_ms,
-            "usage": usage,
-        }))
-        .into_response(),
+    match outcome.result {
+        Ok(result) => (
+            StatusCode::OK,
+            json!({
+                "id": outcome.id,
+                "object": "tool_call",
+                "tool": outcome.tool,
+                "status": "succeeded",
+                "result": result,
+                "duration_ms": outcome.duration_ms,
+                "usage": usage,
+            })
+            .to_string(),
+        ),
         Err(e) => {
             let (status, _) = e.rest_status_and_code();
             let mut body = e.to_rest();
             body["error"]["meta"]["tool_call_id"] = json!(outcome.id);
-            (StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY), Json(body)).into_response()
+            (StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY), body.to_string())
         }
-    })
+    }
+}
+
+fn json_response(status: StatusCode, body: String, replayed: bool) -> Response {
+    let mut res = (status, [(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response();
+    if replayed {
+        res.headers_mut().insert("idempotent-replayed", axum::http::HeaderValue::from_static("true"));
+    }
+    res
+}
+
+/// `POST /v1/tools/invoke`, with `Idempotency-Key` (D13): the first request with a key runs
+/// and its response is stored; the same key and body replay it byte for byte.
+pub async fn invoke(State(state): State<AppState>, ApiCaller(who): ApiCaller, req: axum::extract::Request) -> Result<Response, ApiError> {
+    let idempotency_key = req.headers().get("idempotency-key").map(|v| v.to_str().map(str::to_owned));
+    let (parts, body) = req.into_parts();
+    let bytes = super::body::read_json_bytes(&parts.headers, body).await?;
+    let value: Value = super::body::parse_json(&bytes)?;
+    let Some(key) = idempotency_key else {
+        let (status, body) = run_invoke(&state, &who, value).await;
+        return Ok(json_response(status, body, false));
+    };
+    let key = key.map_err(|_| ApiError::bad_request("invalid Idempotency-Key; use visible ASCII characters"))?;
+    let api_key_id = who.api_key_id.clone().ok_or_else(|| ApiError::unauthorized("an api key is required"))?;
+    let hash = Idempotency::request_hash("POST /v1/tools/invoke", &bytes);
+    match state.wb.idempotency().begin(&api_key_id, &key, &hash).await? {
+        Begin::Proceed => {
+            let (status, body) = run_invoke(&state, &who, value).await;
+            state.wb.idempotency().complete(&api_key_id, &key, status.as_u16(), &body).await?;
+            Ok(json_response(status, body, false))
+        }
+        Begin::Replay { status, body } => {
+            Ok(json_response(StatusCode::from_u16(status).unwrap_or(StatusCode::OK), body, true))
+        }
+        Begin::InFlight => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "idempotency_key_in_use",
+            "a request with this Idempotency-Key is still running; retry after it finishes",
+        )),
+        Begin::Reused => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "idempotency_key_reused",
+            "this Idempotency-Key was used with a different request body; use a new key",
+        )),
+    }
 }
 
 pub async fn get_call(

@@ -104,3 +104,34 @@ fn help_documents_every_serve_flag_and_its_variable() {
         assert!(help.contains(var), "{var} missing from help");
     }
 }
+
+db_test!(rotate_master_key_re_encrypts_every_secret_and_can_run_again, |backend| {
+    let Some(url) = database_url(backend).await else { return };
+    let dir = crate::helpers::temp_dir("rotate");
+    let data = dir.join("data");
+    let data = data.to_str().unwrap();
+    assert!(workbench(&["migrate", "--database-url", &url], None).status.success());
+    assert!(workbench(&["admin", "create-user", "--database-url", &url, "--email", "ops@example.com", "--password-stdin", "--admin"], Some(PASSWORD)).status.success());
+    let keys = workbench_server::keys::Keys::load_or_create(std::path::Path::new(data)).unwrap();
+    let options = workbench_core::WorkbenchOptions { master_keys: keys.master.clone(), ..Default::default() };
+    let wb = workbench_core::Workbench::open(&url, options).await.unwrap();
+    let user = wb.accounts().create_api_key_for_email("ops@example.com", "k").await.unwrap();
+    let who = wb.accounts().authenticate_api_key(user.secret.expose()).await.unwrap();
+    for i in 0..3 {
+        wb.vault().set(&who, &format!("S{i}"), &format!("secret-value-{i}")).await.unwrap();
+    }
+    for expected_version in [2, 3] {
+        let out = workbench(&["admin", "rotate-master-key", "--database-url", &url, "--data-dir", data], None);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("re-encrypted 3 secrets under new master key version {expected_version}")));
+        let ring = workbench_server::keys::Keys::load_or_create(std::path::Path::new(data)).unwrap().master;
+        let wb = workbench_core::Workbench::open(&url, workbench_core::WorkbenchOptions { master_keys: ring, ..Default::default() }).await.unwrap();
+        for i in 0..3 {
+            let name = format!("S{i}");
+            let row = workbench_core::store::vault::get(wb.db().pool(), &who.project_id, &name).await.unwrap().unwrap();
+            assert_eq!(row.key_version, expected_version);
+            let values = wb.vault().reveal(&who.project_id, &[name.clone()]).await.unwrap();
+            assert_eq!(values[&name].as_str(), format!("secret-value-{i}"));
+        }
+    }
+});

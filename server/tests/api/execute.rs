@@ -177,17 +177,3 @@ db_test!(every_execution_leaves_one_audit_row_and_usage, |backend| {
     assert_eq!(calls, 2, "both storage.put attempts are metered");
     assert!(!usage.iter().any(|u| u.tool == "nope_missing"), "unknown tools are not metered");
 });
-
-db_test!(compose_and_return_are_refused_until_supported, |backend| {
-    let app = app!(backend);
-    let (_, key) = admin_with_key(&app).await;
-    let (out, is_error) = mcp_call(
-        &app,
-        &key,
-        "execute_tools",
-        json!({ "compose": true, "executions": [{ "ref_id": "a", "tool": "storage.get", "args": { "key": "k" } }] }),
-    )
-    .await;
-    assert!(is_error);
-    assert!(out["error"].as_str().unwrap().contains("compose"));
-});

@@ -20,6 +20,8 @@ pub struct FakeState {
     pub in_flight: AtomicUsize,
     pub max_in_flight: AtomicUsize,
     pub requests: AtomicUsize,
+    /// Headers and body of the last /echo or /reflect request, as received.
+    pub last: std::sync::Mutex<Option<(HeaderMap, String)>>,
 }
 
 pub struct FakeApi {
@@ -57,12 +59,24 @@ async fn delay(State(s): State<Arc<FakeState>>, Query(q): Query<DelayQ>) -> Json
     Json(json!({ "ms": q.ms }))
 }
 
-async fn echo(method: Method, headers: HeaderMap, body: Bytes) -> Json<serde_json::Value> {
+async fn echo(State(s): State<Arc<FakeState>>, method: Method, headers: HeaderMap, body: Bytes) -> Json<serde_json::Value> {
+    *s.last.lock().unwrap() = Some((headers.clone(), String::from_utf8_lossy(&body).into_owned()));
     let h: serde_json::Map<String, serde_json::Value> = headers
         .iter()
         .map(|(k, v)| (k.as_str().to_owned(), json!(v.to_str().unwrap_or(""))))
         .collect();
     Json(json!({ "method": method.as_str(), "headers": h, "body": String::from_utf8_lossy(&body) }))
+}
+
+/// Returns the `x-secret` header in several encodings, as a careless API might.
+async fn reflect(State(s): State<Arc<FakeState>>, headers: HeaderMap) -> Json<serde_json::Value> {
+    use base64::Engine as _;
+    *s.last.lock().unwrap() = Some((headers.clone(), String::new()));
+    let x = headers.get("x-secret").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&x);
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("user:{x}"));
+    let url: String = url::form_urlencoded::byte_serialize(x.as_bytes()).collect();
+    Json(json!({ "raw": x, "b64": b64, "basic": format!("Basic {basic}"), "url": format!("https://x.example/?t={url}"), "json": serde_json::to_string(&json!({ "t": x })).unwrap() }))
 }
 
 async fn big(Query(q): Query<SizeQ>) -> String {
@@ -82,6 +96,7 @@ pub async fn start() -> FakeApi {
     let app = Router::new()
         .route("/delay", get(delay))
         .route("/echo", any(echo))
+        .route("/reflect", get(reflect))
         .route("/big", get(big))
         .route("/redirect", get(redirect))
         .route("/binary", get(binary))

@@ -113,12 +113,14 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
     };
     let clock = ManualClock::default();
     let data_dir = temp_dir("data");
+    let keys = Keys::load_or_create(&data_dir).unwrap();
     let wb = Workbench::open(
         &database_url,
         WorkbenchOptions {
             clock: Arc::new(clock.clone()),
             object_store_url: url::Url::from_directory_path(data_dir.join("objects")).unwrap().to_string(),
             egress_allow_private: options.egress_allow_private.iter().map(|r| r.parse().unwrap()).collect(),
+            master_keys: keys.master.clone(),
         },
     )
     .await
@@ -137,7 +139,6 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         allowed_hosts: Vec::new(),
     };
     let config = ServerConfig::from_args(&args).unwrap();
-    let keys = Keys::load_or_create(&args.data_dir).unwrap();
     let state = AppState::new(wb.clone(), config, keys);
     let (tx, rx) = oneshot::channel::<()>();
     tokio::spawn(async move {

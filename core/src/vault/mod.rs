@@ -1,0 +1,181 @@
+//! The vault: project-scoped secrets with `sec_` ids and unique names, sealed at rest under the
+//! versioned master key (see keyring.rs). Values leave this module only to be substituted into
+//! a tool call (`{{vault:NAME}}`), and the pipeline scrubs them from everything it returns or
+//! records. See README.md in this folder.
+
+mod keyring;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use serde::{Deserialize, Serialize};
+use zeroize::Zeroizing;
+
+pub use keyring::{format_keyring, parse_keyring, KeyRing, MasterKey, Sealed};
+
+use crate::auth::Principal;
+use crate::clock::{rfc3339, Clock};
+use crate::ids::new_id;
+use crate::store::{self, vault::SecretRow, Db};
+use crate::{Error, Result};
+
+/// Values shorter than this are refused (D7): too short to scrub reliably.
+pub const MIN_SECRET_CHARS: usize = 6;
+pub const MAX_SECRET_BYTES: usize = 64 * 1024;
+pub const MAX_NAME_CHARS: usize = 64;
+
+/// A secret's name: a letter or '_' first, then letters, digits, '_', '.' or '-' (≤ 64).
+pub fn validate_name(name: &str) -> Result<()> {
+    let mut chars = name.chars();
+    let ok = name.len() <= MAX_NAME_CHARS
+        && chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "invalid secret name {name:?}; start with a letter or '_' and use letters, digits, '_', '.' or '-' (at most {MAX_NAME_CHARS})"
+        )))
+    }
+}
+
+/// What anyone may know about a secret: never its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretInfo {
+    pub id: String,
+    pub name: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+impl From<&SecretRow> for SecretInfo {
+    fn from(r: &SecretRow) -> Self {
+        SecretInfo {
+            id: r.id.clone(),
+            name: r.name.clone(),
+            created_at: rfc3339(r.created_at),
+            updated_at: rfc3339(r.updated_at),
+            created_at_ms: r.created_at,
+            updated_at_ms: r.updated_at,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Vault {
+    db: Db,
+    clock: Arc<dyn Clock>,
+    ring: Arc<RwLock<KeyRing>>,
+}
+
+impl Vault {
+    pub fn new(db: Db, clock: Arc<dyn Clock>, ring: KeyRing) -> Vault {
+        Vault { db, clock, ring: Arc::new(RwLock::new(ring)) }
+    }
+
+    fn ring(&self) -> std::sync::RwLockReadGuard<'_, KeyRing> {
+        self.ring.read().expect("key ring lock poisoned")
+    }
+
+    /// Replaces the loaded key ring (after a rotation added a version).
+    pub fn set_ring(&self, ring: KeyRing) {
+        *self.ring.write().expect("key ring lock poisoned") = ring;
+    }
+
+    pub async fn list(&self, who: &Principal) -> Result<Vec<SecretInfo>> {
+        let rows = store::vault::list(self.db.pool(), &who.project_id).await?;
+        Ok(rows.iter().map(SecretInfo::from).collect())
+    }
+
+    pub async fn describe(&self, who: &Principal, name: &str) -> Result<SecretInfo> {
+        validate_name(name)?;
+        let row = store::vault::get(self.db.pool(), &who.project_id, name).await?.ok_or(Error::NotFound)?;
+        Ok(SecretInfo::from(&row))
+    }
+
+    /// Creates or replaces a secret.
+    pub async fn set(&self, who: &Principal, name: &str, value: &str) -> Result<SecretInfo> {
+        validate_name(name)?;
+        if value.chars().count() < MIN_SECRET_CHARS {
+            return Err(Error::invalid(format!("secret value too short; use at least {MIN_SECRET_CHARS} characters")));
+        }
+        if value.len() > MAX_SECRET_BYTES {
+            return Err(Error::invalid(format!("secret value too long; use at most {MAX_SECRET_BYTES} bytes")));
+        }
+        let sealed = self.ring().seal(&who.project_id, name, value.as_bytes())?;
+        let now = self.clock.now_ms();
+        let row = store::vault::upsert(
+            self.db.pool(),
+            &SecretRow {
+                id: new_id("sec"),
+                project_id: who.project_id.clone(),
+                name: name.to_owned(),
+                ciphertext: sealed.ciphertext,
+                nonce: sealed.nonce,
+                key_version: sealed.key_version,
+                created_at: now,
+                updated_at: now,
+            },
+        )
+        .await?;
+        tracing::info!(project_id = %who.project_id, secret = %name, by = %who.user_id, "vault secret set");
+        Ok(SecretInfo::from(&row))
+    }
+
+    pub async fn delete(&self, who: &Principal, name: &str) -> Result<()> {
+        validate_name(name)?;
+        if !store::vault::delete(self.db.pool(), &who.project_id, name).await? {
+            return Err(Error::NotFound);
+        }
+        tracing::info!(project_id = %who.project_id, secret = %name, by = %who.user_id, "vault secret deleted");
+        Ok(())
+    }
+
+    /// The values of `names` in `project_id`; names that do not exist are absent from the map.
+    pub async fn reveal(&self, project_id: &str, names: &[String]) -> Result<HashMap<String, Zeroizing<String>>> {
+        let mut out = HashMap::new();
+        for name in names {
+            if out.contains_key(name) || validate_name(name).is_err() {
+                continue;
+            }
+            if let Some(row) = store::vault::get(self.db.pool(), project_id, name).await? {
+                let plain = self.ring().open(project_id, name, &sealed_of(&row))?;
+                let text = String::from_utf8(plain.to_vec()).map_err(|_| Error::internal("secret is not UTF-8"))?;
+                out.insert(name.clone(), Zeroizing::new(text));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Re-seals every secret that is not under the newest key version. Safe to run again: rows
+    /// already on the newest version are skipped, and a row changed meanwhile is left to the
+    /// next run. Returns how many rows were re-sealed.
+    pub async fn reseal_all(&self) -> Result<u64> {
+        let version = self.ring().current_version().ok_or_else(|| Error::internal("no master key configured"))? as i64;
+        let mut done = 0u64;
+        loop {
+            let batch = store::vault::not_on_version(self.db.pool(), version, 200).await?;
+            if batch.is_empty() {
+                return Ok(done);
+            }
+            let mut progressed = false;
+            for row in &batch {
+                let plain = self.ring().open(&row.project_id, &row.name, &sealed_of(row))?;
+                let sealed = self.ring().seal(&row.project_id, &row.name, &plain)?;
+                if store::vault::reseal(self.db.pool(), &row.id, &row.ciphertext, &sealed.ciphertext, &sealed.nonce, sealed.key_version).await? {
+                    done += 1;
+                    progressed = true;
+                }
+            }
+            if !progressed {
+                return Ok(done);
+            }
+        }
+    }
+}
+
+fn sealed_of(row: &SecretRow) -> Sealed {
+    Sealed { ciphertext: row.ciphertext.clone(), nonce: row.nonce.clone(), key_version: row.key_version }
+}

@@ -12,7 +12,7 @@ const SECTIONS: &[(&str, Option<&str>)] = &[
     ("Tools", Some("/tools")),
     ("Connections", None),
     ("Confirmations", None),
-    ("Vault", None),
+    ("Vault", Some("/vault")),
     ("MCP servers", None),
     ("Policies", None),
     ("Egress", Some("/egress")),

@@ -88,6 +88,20 @@ test("the tools page searches the catalog and the egress page edits the allowlis
   await expect(page.getByTestId("egress-row")).toHaveCount(0);
 });
 
+test("a vault secret is saved, listed without its value, and deleted", async ({ page }) => {
+  await signIn(page);
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Vault" }).click();
+  await page.getByLabel("Name").fill("E2E_TOKEN");
+  await page.getByLabel("Value").fill("e2e-secret-value-123");
+  await page.getByRole("button", { name: "Save secret" }).click();
+  await expect(page.getByRole("status")).toContainText("will not be shown again");
+  await expect(page.getByTestId("secret-row")).toContainText("E2E_TOKEN");
+  await expect(page.getByLabel("Value")).toHaveValue("");
+  expect(await page.content()).not.toContain("e2e-secret-value-123");
+  await page.getByRole("button", { name: "Delete E2E_TOKEN" }).click();
+  await expect(page.getByTestId("secret-row")).toHaveCount(0);
+});
+
 test("a cross-site form post is refused even with the session cookie", async ({ page }) => {
   await signIn(page);
   await expect(page.getByTestId("viewer-email")).toHaveText(ADMIN);

@@ -7,6 +7,7 @@ mod egress;
 mod members;
 mod overview;
 mod tools;
+mod vault;
 
 pub use api_keys::ApiKeys;
 pub use audit::Audit;
@@ -15,6 +16,7 @@ pub use auth::{Login, Setup};
 pub use members::Members;
 pub use overview::Overview;
 pub use tools::Tools;
+pub use vault::Vault;
 
 use leptos::prelude::*;
 

@@ -19,6 +19,9 @@ use crate::ids::new_id;
 use crate::store::{self, vault::SecretRow, Db};
 use crate::{Error, Result};
 
+/// A secret value in transit (a form field, say): wiped from memory when dropped.
+pub type Secret = Zeroizing<String>;
+
 /// Values shorter than this are refused (D7): too short to scrub reliably.
 pub const MIN_SECRET_CHARS: usize = 6;
 pub const MAX_SECRET_BYTES: usize = 64 * 1024;

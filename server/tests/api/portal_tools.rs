@@ -89,3 +89,30 @@ db_test!(the_audit_page_filters_pages_and_limits_members_to_their_own_calls, |ba
     let own: Value = b.call("audit_page", &[]).await.json().await.unwrap();
     assert_eq!(own["rows"].as_array().unwrap().len(), 1, "members see their own calls only");
 });
+
+db_test!(the_vault_page_saves_replaces_and_deletes_without_showing_values, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let b = app.browser();
+    b.sign_in("ada@example.com", PASSWORD).await;
+    assert_eq!(b.call("set_secret", &[("name", "GITHUB_TOKEN"), ("value", "ghp_portal_value_1")]).await.status(), 200);
+    let res = b.call("set_secret", &[("name", "SHORT"), ("value", "12345")]).await;
+    assert!(res.text().await.unwrap().contains("too short"));
+    let page: Value = b.call("vault_page", &[]).await.json().await.unwrap();
+    assert_eq!(page.as_array().unwrap().len(), 1);
+    assert_eq!(page[0]["name"], "GITHUB_TOKEN");
+    let first_id = page[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(b.call("set_secret", &[("name", "GITHUB_TOKEN"), ("value", "ghp_portal_value_2")]).await.status(), 200);
+    let page: Value = b.call("vault_page", &[]).await.json().await.unwrap();
+    assert_eq!(page[0]["id"], first_id.as_str(), "replacing keeps the secret's id");
+    let html = b.get("/vault").await.text().await.unwrap();
+    assert!(html.contains("GITHUB_TOKEN"));
+    assert!(!html.contains("ghp_portal_value"), "values are never shown");
+    assert!(!page.to_string().contains("ghp_portal_value"));
+    // Agents see the new value.
+    let out = execute(&app, &key, json!([{ "tool": "storage.put", "args": { "key": "t", "content": "{{vault:GITHUB_TOKEN}}" } }])).await;
+    assert_eq!(out[0]["result"]["size"], "ghp_portal_value_2".len());
+    assert_eq!(b.call("delete_secret", &[("name", "GITHUB_TOKEN")]).await.status(), 200);
+    let page: Value = b.call("vault_page", &[]).await.json().await.unwrap();
+    assert_eq!(page, json!([]));
+});

@@ -9,7 +9,9 @@ use crate::builtin::{self, BuiltinServices, ObjectStorage};
 use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
 use crate::egress::{AddrRange, EgressRules, GuardedClient, PrivateAllowance};
+use crate::connections::{Connections, ProxyTokens, DEFAULT_CONNECT_TTL_SECS};
 use crate::engine::{Engine, Idempotency};
+use crate::plugins::{IntegrationSettings, Integrations};
 use crate::store::Db;
 use crate::vault::{KeyRing, Vault};
 use crate::Result;
@@ -23,6 +25,12 @@ pub struct WorkbenchOptions {
     pub egress_allow_private: Vec<AddrRange>,
     /// Master keys sealing the vault (empty: vault operations fail with a clear error).
     pub master_keys: KeyRing,
+    /// Operator settings per integration (base URLs, OAuth clients).
+    pub integrations: std::collections::BTreeMap<String, IntegrationSettings>,
+    /// Signing key of curl_session proxy tokens.
+    pub proxy_token_key: [u8; 32],
+    /// Lifetime of pending connections (`CONNECT_TTL_SECONDS`).
+    pub connect_ttl_secs: i64,
 }
 
 impl Default for WorkbenchOptions {
@@ -32,6 +40,9 @@ impl Default for WorkbenchOptions {
             object_store_url: "memory:///".into(),
             egress_allow_private: Vec::new(),
             master_keys: KeyRing::new(),
+            integrations: Default::default(),
+            proxy_token_key: crate::crypto::random_bytes::<32>(),
+            connect_ttl_secs: DEFAULT_CONNECT_TTL_SECS,
         }
     }
 }
@@ -46,6 +57,8 @@ pub struct Workbench {
     audit: AuditLog,
     vault: Vault,
     idempotency: Idempotency,
+    connections: Connections,
+    proxy_tokens: ProxyTokens,
 }
 
 impl Workbench {
@@ -66,10 +79,18 @@ impl Workbench {
             storage,
             vault: vault.clone(),
         };
-        let catalog = Arc::new(Catalog::new(builtin::tools(&services)?)?);
+        let integrations = Arc::new(Integrations::load(&options.integrations)?);
+        let api = crate::plugins::api_client();
+        let connections =
+            Connections::new(db.clone(), clock.clone(), vault.clone(), integrations.clone(), api.clone(), options.connect_ttl_secs);
+        let mut tools = builtin::tools(&services)?;
+        tools.extend(integrations.tools(&api, &connections)?);
+        let catalog = Arc::new(Catalog::new(tools)?);
         Ok(Workbench {
             accounts: Accounts::new(db.clone(), clock.clone()),
-            engine: Engine::new(catalog, db.clone(), clock.clone(), vault.clone()),
+            engine: Engine::new(catalog, db.clone(), clock.clone(), vault.clone(), connections.clone()),
+            proxy_tokens: ProxyTokens::new(db.clone(), clock.clone(), options.proxy_token_key),
+            connections,
             idempotency: Idempotency::new(db.clone(), clock.clone()),
             vault,
             egress: EgressRules::new(db.clone(), clock.clone()),
@@ -109,5 +130,17 @@ impl Workbench {
 
     pub fn idempotency(&self) -> &Idempotency {
         &self.idempotency
+    }
+
+    pub fn connections(&self) -> &Connections {
+        &self.connections
+    }
+
+    pub fn integrations(&self) -> &Arc<Integrations> {
+        self.connections.integrations()
+    }
+
+    pub fn proxy_tokens(&self) -> &ProxyTokens {
+        &self.proxy_tokens
     }
 }

@@ -16,7 +16,12 @@ pub struct FieldError {
 pub enum ToolError {
     NotFound { tool: String },
     NotAllowed { tool: String, rule: String },
-    NotConnected { integration: String },
+    NotConnected {
+        integration: String,
+        /// The connection existed but its token could not be refreshed.
+        #[serde(default)]
+        expired: bool,
+    },
     InvalidArguments { errors: Vec<FieldError> },
     AwaitingConfirmation { confirmation_id: String, expires_at: String, url: String },
     Timeout { timeout_ms: u64 },
@@ -51,8 +56,11 @@ impl ToolError {
         match self {
             ToolError::NotFound { tool } => format!("tool not found: {tool}; use search_tools to find available tools"),
             ToolError::NotAllowed { tool, .. } => format!("tool {tool} is not allowed by this key's policy"),
-            ToolError::NotConnected { integration } => format!(
+            ToolError::NotConnected { integration, expired: false } => format!(
                 "integration {integration} is not connected; call connect with integration \"{integration}\" and ask the user to open the link"
+            ),
+            ToolError::NotConnected { integration, expired: true } => format!(
+                "the connection to {integration} expired and could not be refreshed; call connect with integration \"{integration}\" to reconnect"
             ),
             ToolError::InvalidArguments { errors } => match errors.first() {
                 Some(e) if errors.len() == 1 => format!("invalid arguments: {} at {}", e.message, display_path(&e.path)),
@@ -80,7 +88,7 @@ impl ToolError {
             ToolError::NotAllowed { rule, .. } => {
                 m.insert("rule".into(), json!(rule));
             }
-            ToolError::NotConnected { integration } => {
+            ToolError::NotConnected { integration, .. } => {
                 m.insert("integration".into(), json!(integration));
             }
             ToolError::InvalidArguments { errors } => {
@@ -176,7 +184,7 @@ mod tests {
 
     #[test]
     fn mcp_entries_are_flat_with_details() {
-        let e = ToolError::NotConnected { integration: "github".into() }.to_mcp();
+        let e = ToolError::NotConnected { integration: "github".into(), expired: false }.to_mcp();
         assert_eq!(e["code"], "NOT_CONNECTED");
         assert_eq!(e["integration"], "github");
         assert!(e["error"].as_str().unwrap().starts_with("integration github is not connected"));

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::auth::Principal;
+use crate::connections::Credential;
 
 /// What a handler knows about the call it serves.
 pub struct CallContext<'a> {
@@ -16,12 +17,14 @@ pub struct CallContext<'a> {
     pub principal: &'a Principal,
     /// The caller's end user (REST `end_user_id`), for handlers that authorise per end user.
     pub end_user_id: Option<&'a str>,
+    /// The user's credential for the tool's integration (checked and refreshed by the pipeline).
+    pub credential: Option<Credential>,
     egress: AtomicU64,
 }
 
 impl<'a> CallContext<'a> {
     pub fn new(call_id: &'a str, tool: &'a str, principal: &'a Principal, end_user_id: Option<&'a str>) -> Self {
-        CallContext { call_id, tool, principal, end_user_id, egress: AtomicU64::new(0) }
+        CallContext { call_id, tool, principal, end_user_id, credential: None, egress: AtomicU64::new(0) }
     }
 
     /// Counts bytes the handler sent or received over the network (metered as egress).
@@ -42,6 +45,8 @@ pub enum HandlerError {
     InvalidArgument { path: String, message: String },
     /// The tool cannot run right now (`UNAVAILABLE`).
     Unavailable(String),
+    /// The user's connection is missing or expired (`NOT_CONNECTED`).
+    NotConnected { integration: String, expired: bool },
 }
 
 impl HandlerError {

@@ -151,11 +151,12 @@ pub struct Engine {
     db: Db,
     clock: Arc<dyn Clock>,
     vault: Vault,
+    connections: crate::connections::Connections,
 }
 
 impl Engine {
-    pub fn new(catalog: Arc<Catalog>, db: Db, clock: Arc<dyn Clock>, vault: Vault) -> Engine {
-        Engine { catalog, db, clock, vault }
+    pub fn new(catalog: Arc<Catalog>, db: Db, clock: Arc<dyn Clock>, vault: Vault, connections: crate::connections::Connections) -> Engine {
+        Engine { catalog, db, clock, vault, connections }
     }
 
     pub fn catalog(&self) -> &Arc<Catalog> {
@@ -231,6 +232,7 @@ impl Engine {
         if tool.status == ToolStatus::Unavailable {
             return Err(ToolError::Unavailable { reason: "the tool's source no longer offers it".into() });
         }
+        let credential = self.connection_check(who, tool, scrubber).await?;
         let template = match &inv.args {
             Value::Null => json!({}),
             other => other.clone(),
@@ -249,7 +251,8 @@ impl Engine {
         if !errors.is_empty() {
             return Err(ToolError::InvalidArguments { errors });
         }
-        let ctx = CallContext::new(&outcome.id, tool.name(), who, opts.end_user_id.as_deref());
+        let mut ctx = CallContext::new(&outcome.id, tool.name(), who, opts.end_user_id.as_deref());
+        ctx.credential = credential;
         let started = Instant::now();
         let result = tokio::time::timeout(opts.timeout, tool.handler.call(&ctx, args)).await;
         outcome.duration_us = started.elapsed().as_micros() as u64;
@@ -262,6 +265,40 @@ impl Engine {
             Ok(Err(HandlerError::Unavailable(reason))) => Err(ToolError::Unavailable { reason }),
             Ok(Err(HandlerError::InvalidArgument { path, message })) => {
                 Err(ToolError::InvalidArguments { errors: vec![FieldError { path, message }] })
+            }
+            Ok(Err(HandlerError::NotConnected { integration, expired })) => Err(ToolError::NotConnected { integration, expired }),
+        }
+    }
+
+    /// The connection step (D5): a tool of an integration that needs a connection gets the
+    /// user's credential (refreshed if due), or NOT_CONNECTED. Its secrets join the scrubber.
+    async fn connection_check(
+        &self,
+        who: &Principal,
+        tool: &Tool,
+        scrubber: &mut Scrubber,
+    ) -> std::result::Result<Option<crate::connections::Credential>, ToolError> {
+        let integration = match &tool.spec.source {
+            crate::catalog::ToolSource::Plugin(name) => self.connections.integrations().get(name).cloned(),
+            _ => None,
+        };
+        let Some(i) = integration.filter(|i| i.needs_connection()) else {
+            return Ok(None);
+        };
+        match self.connections.credential(who, &i).await {
+            Ok(Ok(c)) => {
+                for secret in c.secrets() {
+                    scrubber.add(&format!("{}_credential", i.name()), secret);
+                }
+                Ok(Some(c))
+            }
+            Ok(Err(problem)) => Err(ToolError::NotConnected {
+                integration: i.name().to_owned(),
+                expired: problem == crate::connections::ConnectionProblem::Expired,
+            }),
+            Err(e) => {
+                tracing::error!(error = ?e, "connection lookup failed");
+                Err(ToolError::Unavailable { reason: "connections cannot be read right now".into() })
             }
         }
     }

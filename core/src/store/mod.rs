@@ -4,6 +4,7 @@
 
 pub mod api_keys;
 pub mod audit;
+pub mod connections;
 pub mod egress;
 pub mod idempotency;
 pub mod projects;

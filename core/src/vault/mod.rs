@@ -87,6 +87,16 @@ impl Vault {
         *self.ring.write().expect("key ring lock poisoned") = ring;
     }
 
+    /// Seals bytes that belong to something other than a vault secret (a connection's
+    /// credential), bound to `project_id` and `context` the same way.
+    pub fn seal(&self, project_id: &str, context: &str, bytes: &[u8]) -> Result<Sealed> {
+        self.ring().seal(project_id, context, bytes)
+    }
+
+    pub fn open(&self, project_id: &str, context: &str, sealed: &Sealed) -> Result<Zeroizing<Vec<u8>>> {
+        self.ring().open(project_id, context, sealed)
+    }
+
     pub async fn list(&self, who: &Principal) -> Result<Vec<SecretInfo>> {
         let rows = store::vault::list(self.db.pool(), &who.project_id).await?;
         Ok(rows.iter().map(SecretInfo::from).collect())

@@ -1,0 +1,124 @@
+//! The OAuth 2 authorization-code flow with PKCE S256 (via the oauth2 crate), token refresh,
+//! and credential probes. The HTTP client follows no redirects.
+
+use oauth2::basic::BasicClient;
+use oauth2::{
+    AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl,
+    RefreshToken, Scope, TokenResponse, TokenUrl,
+};
+
+use super::Credential;
+use crate::plugins::definition::Probe;
+use crate::plugins::{request, Integration, OAuthConfig};
+use crate::{Error, Result};
+
+fn client_parts(cfg: &OAuthConfig) -> std::result::Result<(ClientId, Option<ClientSecret>, AuthUrl, TokenUrl), String> {
+    let id = cfg.client_id.clone().ok_or("no OAuth client id is configured")?;
+    Ok((
+        ClientId::new(id),
+        cfg.client_secret.clone().map(ClientSecret::new),
+        AuthUrl::new(cfg.authorize_url.clone()).map_err(|e| e.to_string())?,
+        TokenUrl::new(cfg.token_url.clone()).map_err(|e| e.to_string())?,
+    ))
+}
+
+/// The authorization URL, the state and the PKCE verifier for a new attempt.
+pub fn authorization(cfg: &OAuthConfig, integration: &str, redirect_uri: &str) -> Result<(String, String, String)> {
+    let (id, secret, auth, token) = client_parts(cfg).map_err(|why| {
+        Error::invalid(format!(
+            "{integration} is not configured for OAuth ({why}); an operator sets WB_INTEGRATION_{}_CLIENT_ID and _CLIENT_SECRET",
+            integration.to_ascii_uppercase()
+        ))
+    })?;
+    let mut client = BasicClient::new(id).set_auth_uri(auth).set_token_uri(token);
+    if let Some(s) = secret {
+        client = client.set_client_secret(s);
+    }
+    let client = client.set_redirect_uri(RedirectUrl::new(redirect_uri.to_owned()).map_err(|e| Error::internal(e.to_string()))?);
+    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+    let state = crate::crypto::random_base62(43);
+    let state_for_request = state.clone();
+    let mut req = client.authorize_url(move || CsrfToken::new(state_for_request)).set_pkce_challenge(challenge);
+    match &cfg.scope_separator {
+        Some(sep) if !cfg.scopes.is_empty() => req = req.add_extra_param("scope", cfg.scopes.join(sep)),
+        _ => {
+            for s in &cfg.scopes {
+                req = req.add_scope(Scope::new(s.clone()));
+            }
+        }
+    }
+    let (url, _) = req.url();
+    Ok((url.to_string(), state, verifier.secret().to_owned()))
+}
+
+fn credential_of(t: &oauth2::basic::BasicTokenResponse, now: i64) -> Credential {
+    Credential::Oauth2 {
+        access_token: t.access_token().secret().to_owned(),
+        refresh_token: t.refresh_token().map(|r| r.secret().to_owned()),
+        expires_at: t.expires_in().map(|d| now + d.as_millis() as i64),
+    }
+}
+
+pub async fn exchange(http: &reqwest::Client, cfg: &OAuthConfig, code: &str, verifier: &str, redirect_uri: &str, now: i64) -> std::result::Result<Credential, String> {
+    let (id, secret, auth, token) = client_parts(cfg)?;
+    let mut client = BasicClient::new(id).set_auth_uri(auth).set_token_uri(token);
+    if let Some(s) = secret {
+        client = client.set_client_secret(s);
+    }
+    let client = client.set_redirect_uri(RedirectUrl::new(redirect_uri.to_owned()).map_err(|e| e.to_string())?);
+    let t = client
+        .exchange_code(AuthorizationCode::new(code.to_owned()))
+        .set_pkce_verifier(PkceCodeVerifier::new(verifier.to_owned()))
+        .request_async(http)
+        .await
+        .map_err(describe)?;
+    Ok(credential_of(&t, now))
+}
+
+pub async fn refresh(http: &reqwest::Client, cfg: &OAuthConfig, refresh_token: &str, now: i64) -> std::result::Result<Credential, String> {
+    let (id, secret, auth, token) = client_parts(cfg)?;
+    let mut client = BasicClient::new(id).set_auth_uri(auth).set_token_uri(token);
+    if let Some(s) = secret {
+        client = client.set_client_secret(s);
+    }
+    let rt = RefreshToken::new(refresh_token.to_owned());
+    let t = client.exchange_refresh_token(&rt).request_async(http).await.map_err(describe)?;
+    Ok(credential_of(&t, now))
+}
+
+fn describe<RE: std::error::Error + 'static, T: oauth2::ErrorResponse + 'static>(e: oauth2::RequestTokenError<RE, T>) -> String {
+    match e {
+        oauth2::RequestTokenError::ServerResponse(r) => format!("the token endpoint refused: {}", serde_json::to_string(&r).unwrap_or_default()),
+        oauth2::RequestTokenError::Request(_) => "the token endpoint is unreachable".into(),
+        oauth2::RequestTokenError::Parse(_, _) => "the token endpoint sent an unexpected answer".into(),
+        oauth2::RequestTokenError::Other(m) => m,
+    }
+}
+
+/// Sends the integration's probe with the credential; Ok for a 2xx answer.
+pub async fn probe(http: &reqwest::Client, i: &Integration, probe: &Probe, c: &Credential) -> std::result::Result<(), String> {
+    let mut p = request::Prepared {
+        method: reqwest::Method::from_bytes(probe.method.as_bytes()).unwrap_or(reqwest::Method::GET),
+        url: request::join(&i.base_url, &probe.path),
+        headers: Vec::new(),
+        body: probe.body.clone(),
+    };
+    match &i.def.auth {
+        crate::plugins::AuthDef::ApiKey { inject, .. } => request::inject(&mut p, inject, c.token()),
+        crate::plugins::AuthDef::Cookie { cookie_name, .. } => p.headers.push(("Cookie".into(), format!("{cookie_name}={}", c.token()))),
+        _ => {}
+    }
+    let mut b = http.request(p.method, p.url);
+    for (k, v) in i.def.headers.iter().map(|(k, v)| (k.clone(), v.clone())).chain(p.headers) {
+        b = b.header(k, v);
+    }
+    if let Some(body) = p.body {
+        b = b.json(&body);
+    }
+    let res = b.send().await.map_err(|_| format!("{} is unreachable", i.def.display_name))?;
+    if res.status().is_success() {
+        Ok(())
+    } else {
+        Err(format!("the check answered {}", res.status().as_u16()))
+    }
+}

@@ -1,0 +1,291 @@
+//! The integration format: a declarative definition (name, display name, version, logo, auth,
+//! API base URL, curl proxy switch, tools with JSON Schema inputs, HTTP request templates and
+//! result shaping). Plugins ship as JSON files in `core/plugins/`; custom apps use the same
+//! format through the API. `validate` refuses a broken definition with a message naming it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::catalog::{SideEffects, ToolName};
+use crate::{Error, Result};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntegrationDef {
+    /// Lowercase identifier: what `connect` takes and tool names start with.
+    pub name: String,
+    pub display_name: String,
+    pub version: String,
+    #[serde(default)]
+    pub description: String,
+    /// Path of the logo under the site root (`/logos/<name>.svg`).
+    #[serde(default)]
+    pub logo: Option<String>,
+    /// API base URL; operators override it per integration (tests point it at fakes).
+    pub base_url: String,
+    /// Whether curl_session may mint tokens for it.
+    #[serde(default)]
+    pub curl_proxy: bool,
+    pub auth: AuthDef,
+    /// Headers sent with every request (e.g. `Accept`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    pub tools: Vec<ToolDef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AuthDef {
+    None,
+    Oauth2 {
+        authorize_url: String,
+        token_url: String,
+        #[serde(default)]
+        scopes: Vec<String>,
+        /// How scopes are joined in the authorize URL (space by default; Slack uses ',').
+        #[serde(default)]
+        scope_separator: Option<String>,
+        #[serde(default)]
+        inject: Inject,
+    },
+    ApiKey {
+        #[serde(default)]
+        inject: Inject,
+        probe: Probe,
+        /// What the form asks for ("API key", "Personal access token").
+        #[serde(default)]
+        label: Option<String>,
+        /// Where to get one.
+        #[serde(default)]
+        help: Option<String>,
+    },
+    Cookie {
+        cookie_name: String,
+        /// The domain whose session cookie this is (shown on the form).
+        domain: String,
+        probe: Probe,
+        #[serde(default)]
+        help: Option<String>,
+    },
+}
+
+impl AuthDef {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AuthDef::None => "none",
+            AuthDef::Oauth2 { .. } => "oauth2",
+            AuthDef::ApiKey { .. } => "api_key",
+            AuthDef::Cookie { .. } => "cookie",
+        }
+    }
+}
+
+/// Where a credential goes: a header with a format (`{token}` is replaced), or a query parameter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Inject {
+    #[serde(default = "default_header")]
+    pub header: String,
+    #[serde(default = "default_format")]
+    pub format: String,
+    #[serde(default)]
+    pub query: Option<String>,
+}
+
+fn default_header() -> String {
+    "Authorization".into()
+}
+
+fn default_format() -> String {
+    "Bearer {token}".into()
+}
+
+impl Default for Inject {
+    fn default() -> Self {
+        Inject { header: default_header(), format: default_format(), query: None }
+    }
+}
+
+/// A request that answers 2xx only when a credential works.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Probe {
+    #[serde(default = "default_get")]
+    pub method: String,
+    pub path: String,
+    #[serde(default)]
+    pub body: Option<Value>,
+}
+
+fn default_get() -> String {
+    "GET".into()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDef {
+    pub name: String,
+    pub description: String,
+    pub side_effects: SideEffects,
+    pub input_schema: Value,
+    #[serde(default)]
+    pub output_schema: Option<Value>,
+    /// The HTTP request this tool makes.
+    #[serde(default)]
+    pub request: Option<RequestDef>,
+    /// A Rust handler registered under this name, for tools that need logic.
+    #[serde(default)]
+    pub handler: Option<String>,
+    #[serde(default)]
+    pub result: Option<ResultDef>,
+}
+
+/// `path` and `query` values use `{arg}` placeholders (path segments are percent-encoded;
+/// absent arguments drop the query parameter); in `body`, a string that is exactly `$arg` is
+/// replaced by the argument's value (type kept) and dropped when the argument is absent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestDef {
+    pub method: String,
+    pub path: String,
+    #[serde(default)]
+    pub query: BTreeMap<String, String>,
+    #[serde(default)]
+    pub body: Option<Value>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+/// Shapes the response: take the value at `path` (dotted), keep only `fields` (dotted paths,
+/// applied to each element of an array), and treat `{ error_field: false }` bodies as failures.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResultDef {
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub fields: Vec<String>,
+    /// A boolean field that is `false` on failure (Slack's `ok`), with the message field.
+    #[serde(default)]
+    pub ok_field: Option<String>,
+    #[serde(default)]
+    pub error_field: Option<String>,
+}
+
+const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE"];
+
+/// The placeholders of a template string: `{name}` → name.
+pub fn placeholders(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(i) = rest.find('{') {
+        let tail = &rest[i + 1..];
+        match tail.find('}') {
+            Some(j) => {
+                out.push(&tail[..j]);
+                rest = &tail[j + 1..];
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+impl IntegrationDef {
+    pub fn parse(json: &str, origin: &str) -> Result<IntegrationDef> {
+        let def: IntegrationDef =
+            serde_json::from_str(json).map_err(|e| Error::invalid(format!("integration definition {origin}: {e}")))?;
+        def.validate()?;
+        Ok(def)
+    }
+
+    /// Checks everything the loader relies on; the message names the integration and tool.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |what: String| Error::invalid(format!("integration {}: {what}", self.name));
+        let name_ok = !self.name.is_empty()
+            && self.name.len() <= 40
+            && self.name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+            && self.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !name_ok {
+            return Err(bad("name must be lowercase letters, digits and '_' (starting with a letter, at most 40)".into()));
+        }
+        if self.display_name.trim().is_empty() || self.version.trim().is_empty() {
+            return Err(bad("display_name and version are required".into()));
+        }
+        let base = url::Url::parse(&self.base_url).map_err(|e| bad(format!("base_url: {e}")))?;
+        if !matches!(base.scheme(), "http" | "https") || base.host_str().is_none() {
+            return Err(bad("base_url must be an http(s) URL".into()));
+        }
+        match &self.auth {
+            AuthDef::Oauth2 { authorize_url, token_url, .. } => {
+                for (what, u) in [("authorize_url", authorize_url), ("token_url", token_url)] {
+                    url::Url::parse(u).map_err(|e| bad(format!("{what}: {e}")))?;
+                }
+            }
+            AuthDef::ApiKey { probe, inject, .. } => {
+                check_request_line(&probe.method, &probe.path).map_err(|m| bad(format!("probe: {m}")))?;
+                if !inject.format.contains("{token}") {
+                    return Err(bad("inject.format must contain {token}".into()));
+                }
+            }
+            AuthDef::Cookie { probe, cookie_name, .. } => {
+                check_request_line(&probe.method, &probe.path).map_err(|m| bad(format!("probe: {m}")))?;
+                if cookie_name.is_empty() || cookie_name.contains(['=', ';', ' ']) {
+                    return Err(bad("cookie_name is not a valid cookie name".into()));
+                }
+            }
+            AuthDef::None => {}
+        }
+        if self.tools.is_empty() {
+            return Err(bad("has no tools".into()));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for t in &self.tools {
+            let tbad = |what: String| Error::invalid(format!("integration {} tool {}: {what}", self.name, t.name));
+            ToolName::parse(&t.name).map_err(|e| tbad(e.to_string()))?;
+            if !t.name.starts_with(&format!("{}_", self.name)) {
+                return Err(tbad(format!("tool names must start with \"{}_\"", self.name)));
+            }
+            if !seen.insert(&t.name) {
+                return Err(tbad("defined twice".into()));
+            }
+            if t.description.trim().is_empty() {
+                return Err(tbad("description is required".into()));
+            }
+            if t.input_schema.get("type").and_then(Value::as_str) != Some("object") {
+                return Err(tbad("input_schema must be a JSON Schema of type object".into()));
+            }
+            match (&t.request, &t.handler) {
+                (Some(r), None) => {
+                    check_request_line(&r.method, &r.path).map_err(tbad)?;
+                    let props = t.input_schema.get("properties").and_then(Value::as_object);
+                    let known = |p: &str| props.is_some_and(|m| m.contains_key(p));
+                    for p in placeholders(&r.path).into_iter().chain(r.query.values().flat_map(|v| placeholders(v))) {
+                        if !known(p) {
+                            return Err(tbad(format!("request uses {{{p}}} but the input schema has no such property")));
+                        }
+                    }
+                }
+                (None, Some(_)) => {}
+                _ => return Err(tbad("needs exactly one of request or handler".into())),
+            }
+        }
+        Ok(())
+    }
+
+    pub fn tool(&self, name: &str) -> Option<&ToolDef> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+fn check_request_line(method: &str, path: &str) -> std::result::Result<(), String> {
+    if !METHODS.contains(&method) {
+        return Err(format!("method {method:?} is not one of {METHODS:?}"));
+    }
+    if !path.starts_with('/') || path.contains("..") || path.contains("//") {
+        return Err(format!("path {path:?} must start with '/' and contain no '..' or '//'"));
+    }
+    Ok(())
+}

@@ -46,6 +46,10 @@ pub async fn sign_in(email: String, password: String, next: Option<String>) -> R
 /// Ends the session on the server (the row is deleted, the cookie cleared).
 #[server(endpoint = "sign_out")]
 pub async fn sign_out() -> Result<(), AppError> {
+    // Outstanding curl_session tokens of this person stop working too (D11).
+    if let Ok(p) = ssr::principal().await {
+        ssr::wb()?.proxy_tokens().revoke_all(&p.user_id).await?;
+    }
     let session = ssr::session().await?;
     session.flush().await.map_err(|_| AppError::Message("cannot end the session; try again".into()))?;
     leptos_axum::redirect("/login");
@@ -364,5 +368,125 @@ fn zeroize_on_drop(s: String) -> workbench_core::vault::Secret {
 pub async fn delete_secret(name: String) -> Result<(), AppError> {
     let p = ssr::principal().await?;
     ssr::wb()?.vault().delete(&p, &name).await?;
+    Ok(())
+}
+
+/// What /connect/<id> shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConnectView {
+    /// Not this user's, unknown or expired: all look the same.
+    NotFound,
+    /// Off to the provider (OAuth).
+    Redirecting { display_name: String },
+    /// A key or cookie form.
+    Form { display_name: String, auth_type: String, label: String, help: Option<String> },
+    Connected { display_name: String },
+}
+
+/// Redeems a connect link: the same signed-in user only. OAuth redirects to the provider with
+/// PKCE and a fresh single-use state; API key and cookie integrations show a form.
+#[server(endpoint = "open_connect_link")]
+pub async fn open_connect_link(id: String) -> Result<ConnectView, AppError> {
+    use workbench_core::plugins::AuthDef;
+    let p = ssr::principal().await?;
+    let wb = ssr::wb()?;
+    let page = match wb.connections().link(&p.user_id, &id).await {
+        Ok(page) => page,
+        Err(workbench_core::Error::NotFound) => {
+            ssr::not_found_status();
+            return Ok(ConnectView::NotFound);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let display_name = page.integration.def.display_name.clone();
+    if page.pending.status == "connected" {
+        return Ok(ConnectView::Connected { display_name });
+    }
+    Ok(match &page.integration.def.auth {
+        AuthDef::Oauth2 { .. } => {
+            let url = wb.connections().authorization_url(&p.user_id, &id, &ssr::oauth_redirect_uri()?).await?;
+            leptos_axum::redirect(&url);
+            ConnectView::Redirecting { display_name }
+        }
+        AuthDef::ApiKey { label, help, .. } => ConnectView::Form {
+            display_name,
+            auth_type: "api_key".into(),
+            label: label.clone().unwrap_or_else(|| "API key".into()),
+            help: help.clone(),
+        },
+        AuthDef::Cookie { cookie_name, domain, help, .. } => ConnectView::Form {
+            display_name,
+            auth_type: "cookie".into(),
+            label: format!("Value of the \"{cookie_name}\" cookie of {domain}"),
+            help: help.clone(),
+        },
+        AuthDef::None => ConnectView::Connected { display_name },
+    })
+}
+
+/// The API key / cookie form of a connect link; the value is checked by the integration's
+/// probe before it is stored, and never shown again.
+#[server(endpoint = "submit_connection")]
+pub async fn submit_connection(id: String, value: String) -> Result<String, AppError> {
+    let p = ssr::principal().await?;
+    let value = workbench_core::vault::Secret::from(value);
+    match ssr::wb()?.connections().submit_secret(&p.user_id, &id, &value).await {
+        Err(workbench_core::Error::NotFound) => Err(AppError::Message("not found".into())),
+        other => Ok(other?),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IntegrationView {
+    pub name: String,
+    pub display_name: String,
+    pub description: String,
+    pub logo: Option<String>,
+    pub auth_type: String,
+    pub tool_count: usize,
+    /// connected, expired, revoked, not connected, or "no account needed".
+    pub status: String,
+}
+
+#[server(endpoint = "connections_page")]
+pub async fn connections_page() -> Result<Vec<IntegrationView>, AppError> {
+    let p = ssr::principal().await?;
+    let wb = ssr::wb()?;
+    let mine = wb.connections().list(&p).await?;
+    Ok(wb
+        .integrations()
+        .all()
+        .iter()
+        .map(|i| IntegrationView {
+            name: i.name().to_owned(),
+            display_name: i.def.display_name.clone(),
+            description: i.def.description.clone(),
+            logo: i.def.logo.clone(),
+            auth_type: i.def.auth.kind().to_owned(),
+            tool_count: i.def.tools.len(),
+            status: if !i.needs_connection() {
+                "no account needed".into()
+            } else {
+                mine.iter().find(|c| c.integration == i.name()).map(|c| c.status.clone()).unwrap_or_else(|| "not connected".into())
+            },
+        })
+        .collect())
+}
+
+/// Starts connecting from the portal: a pending connection, then its connect page.
+#[server(endpoint = "start_connection")]
+pub async fn start_connection(integration: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    let wb = ssr::wb()?;
+    let i = wb.integrations().get(&integration).cloned().ok_or_else(|| AppError::Message("unknown integration".into()))?;
+    let pending = wb.connections().begin(&p, &i).await?;
+    leptos_axum::redirect(&format!("/connect/{}", pending.id));
+    Ok(())
+}
+
+#[server(endpoint = "disconnect")]
+pub async fn disconnect(integration: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    ssr::wb()?.connections().disconnect(&p, &integration).await?;
     Ok(())
 }

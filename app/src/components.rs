@@ -10,7 +10,7 @@ use crate::AppError;
 const SECTIONS: &[(&str, Option<&str>)] = &[
     ("Overview", Some("/")),
     ("Tools", Some("/tools")),
-    ("Connections", None),
+    ("Connections", Some("/connections")),
     ("Confirmations", None),
     ("Vault", Some("/vault")),
     ("MCP servers", None),

@@ -8,6 +8,8 @@ mod error;
 mod pages;
 #[cfg(feature = "ssr")]
 mod ssr;
+#[cfg(feature = "ssr")]
+pub use ssr::PortalConfig;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Title};
@@ -52,6 +54,9 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/egress") view=pages::Egress ssr=SsrMode::Async/>
                 <Route path=path!("/audit") view=pages::Audit ssr=SsrMode::Async/>
                 <Route path=path!("/vault") view=pages::Vault ssr=SsrMode::Async/>
+                <Route path=path!("/connections") view=pages::ConnectionsPage ssr=SsrMode::Async/>
+                <Route path=path!("/connect/:id") view=pages::Connect ssr=SsrMode::Async/>
+                <Route path=path!("/connected") view=pages::Connected ssr=SsrMode::Async/>
             </Routes>
         </Router>
     }

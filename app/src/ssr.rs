@@ -50,3 +50,23 @@ pub fn safe_next(next: Option<&str>) -> &str {
         _ => "/",
     }
 }
+
+/// Marks the response 404 (pages that show "not found").
+pub fn not_found_status() {
+    if let Some(res) = use_context::<leptos_axum::ResponseOptions>() {
+        res.set_status(http::StatusCode::NOT_FOUND);
+    }
+}
+
+/// Where OAuth providers send the browser back: `<public url>/oauth/callback`.
+pub fn oauth_redirect_uri() -> Result<String, AppError> {
+    use_context::<PortalConfig>()
+        .map(|c| format!("{}/oauth/callback", c.public_url.trim_end_matches('/')))
+        .ok_or_else(|| AppError::Message("portal configuration missing".into()))
+}
+
+/// What the server tells the portal about itself.
+#[derive(Clone, Debug)]
+pub struct PortalConfig {
+    pub public_url: String,
+}

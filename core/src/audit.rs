@@ -94,3 +94,49 @@ impl AuditLog {
         })
     }
 }
+
+/// One proxied request, as the audit log and the meters see it.
+#[derive(Debug, Clone)]
+pub struct ProxyEvent<'a> {
+    pub who: &'a Principal,
+    pub integration: &'a str,
+    pub method: &'a str,
+    pub path: &'a str,
+    pub status: u16,
+    pub egress_bytes: u64,
+    pub duration_ms: u64,
+    pub at_ms: i64,
+}
+
+impl AuditLog {
+    /// Records a curl proxy request: one audit row (method, path and status, never headers or
+    /// bodies) and its egress bytes under the meter of `curl:<integration>`.
+    pub async fn record_proxy(&self, e: &ProxyEvent<'_>) -> Result<()> {
+        let status = if (200..400).contains(&e.status) { "succeeded" } else { "failed" };
+        let mut tx = self.db.pool().begin().await?;
+        store::audit::insert(
+            &mut *tx,
+            &store::audit::AuditRow {
+                id: crate::ids::new_id("aud"),
+                project_id: e.who.project_id.clone(),
+                user_id: Some(e.who.user_id.clone()),
+                api_key_id: None,
+                action: "proxy.request".into(),
+                tool: Some(format!("curl:{}", e.integration)),
+                tool_call_id: None,
+                status: status.into(),
+                error_code: (status == "failed").then(|| format!("HTTP_{}", e.status)),
+                duration_ms: Some(e.duration_ms as i64),
+                end_user_id: None,
+                surface: "proxy".into(),
+                detail: Some(format!("{} {} → {}", e.method, e.path.chars().take(300).collect::<String>(), e.status)),
+                created_at: e.at_ms,
+            },
+        )
+        .await?;
+        let day = &rfc3339(e.at_ms)[..10];
+        store::usage::add_many(&mut *tx, &e.who.project_id, "", &format!("curl:{}", e.integration), day, &[("egress_bytes", e.egress_bytes as i64)]).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}

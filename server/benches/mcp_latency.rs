@@ -52,6 +52,7 @@ async fn main() {
         object_store_url: None,
         egress_allow_private: vec![],
         allowed_hosts: vec![],
+        connect_ttl_seconds: 600,
     };
     let state = AppState::new(wb.clone(), ServerConfig::from_args(&args).unwrap(), Keys::load_or_create(&args.data_dir).unwrap());
     tokio::spawn(workbench_server::serve(listener, state, std::future::pending()));

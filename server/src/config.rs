@@ -50,6 +50,9 @@ pub struct ServeArgs {
     /// (DNS-rebinding protection), comma-separated.
     #[arg(long, env = "WB_ALLOWED_HOSTS", value_delimiter = ',')]
     pub allowed_hosts: Vec<String>,
+    /// How long a connect link (pending connection) stays valid, in seconds.
+    #[arg(long, env = "CONNECT_TTL_SECONDS", default_value_t = 600, value_parser = clap::value_parser!(i64).range(30..=86400))]
+    pub connect_ttl_seconds: i64,
 }
 
 /// What the running server needs from its configuration, derived once.
@@ -67,6 +70,7 @@ pub struct ServerConfig {
     pub egress_allow_private: Vec<AddrRange>,
     /// Host names /mcp answers to.
     pub allowed_hosts: Vec<String>,
+    pub connect_ttl_secs: i64,
 }
 
 impl ServerConfig {
@@ -101,6 +105,7 @@ impl ServerConfig {
             object_store_url,
             egress_allow_private: args.egress_allow_private.clone(),
             allowed_hosts,
+            connect_ttl_secs: args.connect_ttl_seconds,
             bind: args.bind,
             secure_cookies: public_url.scheme() == "https",
             public_url,

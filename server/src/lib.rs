@@ -11,6 +11,7 @@ pub mod health;
 pub mod keys;
 pub mod mcp;
 pub mod portal;
+pub mod proxy;
 pub mod state;
 mod telemetry;
 pub mod v1;
@@ -36,6 +37,7 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(health::readyz))
         .merge(v1::routes())
         .merge(mcp::routes(&state))
+        .merge(proxy::routes())
         .merge(portal::routes(&state))
         .layer(middleware::from_fn_with_state(state.clone(), client_ip::layer))
         .layer(SetResponseHeaderLayer::if_not_present(
@@ -93,6 +95,9 @@ pub async fn serve_from_args(args: ServeArgs) -> Result<(), String> {
         object_store_url: config.object_store_url.clone(),
         egress_allow_private: config.egress_allow_private.clone(),
         master_keys: keys.master.clone(),
+        integrations: workbench_core::plugins::IntegrationSettings::from_env(std::env::vars()),
+        proxy_token_key: *keys.jwt.bytes(),
+        connect_ttl_secs: config.connect_ttl_secs,
         ..WorkbenchOptions::default()
     };
     let wb = Workbench::open(&args.database_url, options).await.map_err(|e| e.to_string())?;

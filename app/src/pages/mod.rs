@@ -3,6 +3,7 @@
 mod api_keys;
 mod audit;
 mod auth;
+mod connections;
 mod egress;
 mod members;
 mod overview;
@@ -13,6 +14,7 @@ pub use api_keys::ApiKeys;
 pub use audit::Audit;
 pub use egress::Egress;
 pub use auth::{Login, Setup};
+pub use connections::{Connect, Connected, ConnectionsPage};
 pub use members::Members;
 pub use overview::Overview;
 pub use tools::Tools;

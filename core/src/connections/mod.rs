@@ -267,8 +267,18 @@ impl Connections {
     /// The pending connection `id` if it is `user_id`'s, unexpired and still pending; anything
     /// else is `NotFound` (no existence oracle).
     pub async fn page(&self, user_id: &str, id: &str) -> Result<ConnectPage> {
+        let page = self.link(user_id, id).await?;
+        if page.pending.status != "pending" {
+            return Err(Error::NotFound);
+        }
+        Ok(page)
+    }
+
+    /// The pending connection `id` if it is `user_id`'s and unexpired, pending or already
+    /// connected (the page says so); anything else is `NotFound`.
+    pub async fn link(&self, user_id: &str, id: &str) -> Result<ConnectPage> {
         let row = store::connections::get_pending(self.db.pool(), id).await?.ok_or(Error::NotFound)?;
-        if row.user_id != user_id || row.expires_at <= self.now() || row.status != "pending" {
+        if row.user_id != user_id || row.expires_at <= self.now() {
             return Err(Error::NotFound);
         }
         let integration = self.integrations.get(&row.integration).cloned().ok_or(Error::NotFound)?;
@@ -286,7 +296,7 @@ impl Connections {
     }
 
     /// The OAuth callback: consumes the state (once), checks the user and `iss`, exchanges the
-    /// code with PKCE and stores the tokens. Returns the integration's display name.
+    /// code with PKCE and stores the tokens. Returns the pending connection's id.
     pub async fn complete_oauth(&self, user_id: &str, state: &str, code: &str, iss: Option<&str>, redirect_uri: &str) -> Result<String> {
         let row = store::connections::take_by_state(self.db.pool(), state).await?.ok_or(Error::NotFound)?;
         let now = self.now();
@@ -307,7 +317,7 @@ impl Connections {
         self.store(&row.project_id, &row.user_id, &row.integration, &credential).await?;
         store::connections::mark_pending_connected(self.db.pool(), &row.id).await?;
         tracing::info!(integration = %row.integration, %user_id, "connected with oauth");
-        Ok(integration.def.display_name.clone())
+        Ok(row.id)
     }
 
     /// The API key / cookie form: the value is checked with the integration's probe before it
@@ -361,5 +371,59 @@ impl Connections {
     /// Removes pending connections long past their expiry.
     pub async fn purge_expired(&self) -> Result<u64> {
         store::connections::delete_pending_before(self.db.pool(), self.now() - 24 * 3600 * 1000).await
+    }
+}
+
+/// One entry of list_integrations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IntegrationStatus {
+    pub name: String,
+    pub version: String,
+    pub connected: bool,
+}
+
+impl Connections {
+    /// list_integrations: every integration with the user's connection state.
+    pub async fn statuses(&self, who: &Principal) -> Result<Vec<IntegrationStatus>> {
+        let mut out = Vec::new();
+        for i in self.integrations.all() {
+            out.push(IntegrationStatus {
+                name: i.name().to_owned(),
+                version: i.def.version.clone(),
+                connected: self.is_connected(who, i).await?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Checks a curl_session request: every name must be a known integration with the curl
+    /// proxy enabled that the user has connected. All-or-nothing: the failures are joined by
+    /// "; ".
+    pub async fn check_proxy_request(&self, who: &Principal, names: &[String]) -> std::result::Result<Vec<String>, String> {
+        let mut problems = Vec::new();
+        let mut ok = Vec::new();
+        if names.is_empty() {
+            return Err("integrations is empty; name at least one".into());
+        }
+        for name in names {
+            if ok.contains(name) {
+                continue;
+            }
+            match self.integrations.get(name) {
+                None => problems.push(format!("unknown integration {name}")),
+                Some(i) if !i.def.curl_proxy => problems.push(format!("{name} does not have the curl proxy enabled")),
+                Some(i) if i.needs_connection() => match self.credential(who, i).await {
+                    Ok(Ok(_)) => ok.push(name.clone()),
+                    Ok(Err(_)) => problems.push(format!("{name} is not connected; call connect first")),
+                    Err(_) => problems.push(format!("{name}: connections cannot be read right now")),
+                },
+                Some(_) => ok.push(name.clone()),
+            }
+        }
+        if problems.is_empty() {
+            Ok(ok)
+        } else {
+            Err(problems.join("; "))
+        }
     }
 }

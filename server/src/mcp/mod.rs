@@ -21,6 +21,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{json, Value};
 use workbench_core::auth::Principal;
+use workbench_core::connections::WaitOutcome;
 use workbench_core::engine::{parse_request, CallOptions, ExecuteOutcome, Surface, SEARCH_LIMIT_DEFAULT};
 use workbench_core::Workbench;
 
@@ -35,6 +36,7 @@ pub const MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 #[derive(Clone)]
 pub struct McpHandler {
     wb: Workbench,
+    config: Arc<crate::config::ServerConfig>,
 }
 
 impl McpHandler {
@@ -76,9 +78,112 @@ impl McpHandler {
                 Ok(Some(u)) => Ok(json!({ "id": u.id, "email": u.email })),
                 _ => Err(json!({ "error": "User not found" })),
             },
-            other => Err(json!({ "error": format!("unknown tool {other}; this server offers search_tools, get_tool_schema, execute_tools and whoami"), "code": "TOOL_NOT_FOUND" })),
+            meta_tools::LIST_INTEGRATIONS => {
+                let list = self.wb.connections().statuses(who).await.map_err(|_| unavailable())?;
+                Ok(json!({ "integrations": list }))
+            }
+            meta_tools::CONNECT | meta_tools::GET_AUTH_URL => self.connect(who, &args).await,
+            meta_tools::WAIT_FOR_CONNECTION => {
+                let id = args.get("connectionId").and_then(Value::as_str).ok_or_else(|| invalid("connectionId must be a string"))?;
+                let timeout = match args.get("timeoutSec") {
+                    None | Some(Value::Null) => workbench_core::connections::MAX_WAIT_SECS,
+                    Some(v) => v
+                        .as_u64()
+                        .filter(|n| (1..=workbench_core::connections::MAX_WAIT_SECS).contains(n))
+                        .ok_or_else(|| invalid("timeoutSec must be an integer from 1 to 600"))?,
+                };
+                match self.wb.connections().wait(who, id, std::time::Duration::from_secs(timeout)).await.map_err(|_| unavailable())? {
+                    WaitOutcome::Connected => Ok(json!({ "status": "CONNECTED" })),
+                    WaitOutcome::Timeout => Ok(json!({ "status": "TIMEOUT" })),
+                    WaitOutcome::Expired => Ok(json!({ "status": "EXPIRED" })),
+                    WaitOutcome::Unknown => Err(json!({ "error": "Unknown connectionId" })),
+                }
+            }
+            meta_tools::CURL_SESSION => self.curl_session(who, &args).await,
+            other => Err(json!({ "error": format!("unknown tool {other}; this server offers {}", meta_tools::list().iter().map(|t| t.name.to_string()).collect::<Vec<_>>().join(", ")), "code": "TOOL_NOT_FOUND" })),
         }
     }
+}
+
+impl McpHandler {
+    async fn connect(&self, who: &Principal, args: &Value) -> Result<Value, Value> {
+        let name = args.get("integration").and_then(Value::as_str).ok_or_else(|| invalid("integration must be a string"))?;
+        let integrations = self.wb.integrations();
+        let Some(i) = integrations.get(name) else {
+            let known: Vec<&str> = integrations.all().iter().map(|i| i.name()).collect();
+            return Err(json!({ "error": format!("unknown integration {name}; known: {}", known.join(", ")) }));
+        };
+        if !i.needs_connection() {
+            return Ok(json!({ "status": "CONNECTED" }));
+        }
+        let pending = self.wb.connections().begin(who, i).await.map_err(|_| unavailable())?;
+        Ok(json!({
+            "connectionId": pending.id,
+            "url": self.config.public_link(&format!("/connect/{}", pending.id)),
+            "expiresAt": workbench_core::clock::rfc3339(pending.expires_at),
+            "integration": pending.integration,
+            "authType": pending.auth_type,
+        }))
+    }
+
+    async fn curl_session(&self, who: &Principal, args: &Value) -> Result<Value, Value> {
+        use workbench_core::connections::proxy_token::{DEFAULT_TTL_SECS, MAX_TTL_SECS, MIN_TTL_SECS};
+        let mut problems = Vec::new();
+        let names: Vec<String> = match args.get("integrations").and_then(Value::as_array) {
+            Some(list) => list
+                .iter()
+                .filter_map(|v| {
+                    let s = v.as_str().map(str::to_owned);
+                    if s.is_none() {
+                        problems.push(format!("integration names must be strings, got {v}"));
+                    }
+                    s
+                })
+                .collect(),
+            None => {
+                problems.push("integrations must be an array of integration names".to_string());
+                Vec::new()
+            }
+        };
+        let ttl = match args.get("expiresInSeconds") {
+            None | Some(Value::Null) => DEFAULT_TTL_SECS,
+            Some(v) => match v.as_u64().filter(|n| (MIN_TTL_SECS..=MAX_TTL_SECS).contains(n)) {
+                Some(n) => n,
+                None => {
+                    problems.push(format!("expiresInSeconds must be an integer from {MIN_TTL_SECS} to {MAX_TTL_SECS}"));
+                    DEFAULT_TTL_SECS
+                }
+            },
+        };
+        let checked = if names.is_empty() && !problems.is_empty() {
+            Err(String::new())
+        } else {
+            self.wb.connections().check_proxy_request(who, &names).await
+        };
+        match checked {
+            Ok(valid) if problems.is_empty() => {
+                let (token, _) = self.wb.proxy_tokens().mint(who, valid, ttl).await.map_err(|_| unavailable())?;
+                let base = self.config.public_link("/c");
+                Ok(json!({
+                    "token": token,
+                    "expiresIn": ttl,
+                    "proxyBaseUrl": base,
+                    "usage": format!("Send requests to {base}/<integration>/<path> with Authorization: Bearer <token>"),
+                }))
+            }
+            Ok(_) => Err(json!({ "error": problems.join("; ") })),
+            Err(more) => {
+                if !more.is_empty() {
+                    problems.push(more);
+                }
+                Err(json!({ "error": problems.join("; ") }))
+            }
+        }
+    }
+}
+
+fn unavailable() -> Value {
+    json!({ "error": "workbench cannot answer right now; try again", "code": "UNAVAILABLE" })
 }
 
 fn invalid(message: &str) -> Value {
@@ -119,7 +224,7 @@ impl ServerHandler for McpHandler {
 
 /// The /mcp service, nested into the main router.
 pub fn routes(state: &AppState) -> Router<AppState> {
-    let handler = McpHandler { wb: state.wb.clone() };
+    let handler = McpHandler { wb: state.wb.clone(), config: state.config.clone() };
     let origins: Vec<String> = vec![
         state.config.public_origin.clone(),
         "http://localhost:*".into(),

@@ -4,6 +4,7 @@
 mod csrf;
 mod gate;
 mod json;
+mod oauth;
 mod session_store;
 
 use axum::middleware;
@@ -25,7 +26,11 @@ pub const SESSION_IDLE_HOURS: i64 = 12;
 
 pub fn routes(state: &AppState) -> Router<AppState> {
     let wb = state.wb.clone();
-    let context = move || provide_context(wb.clone());
+    let portal = workbench_app::PortalConfig { public_url: state.config.public_url.to_string() };
+    let context = move || {
+        provide_context(wb.clone());
+        provide_context(portal.clone());
+    };
     let leptos_routes = generate_route_list(App);
     let pages = Router::new()
         .leptos_routes_with_context(state, leptos_routes, context.clone(), {
@@ -43,6 +48,8 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .with_expiry(Expiry::OnInactivity(time::Duration::hours(SESSION_IDLE_HOURS)));
     Router::new()
         .route("/me", get(json::me))
+        .route("/api/integrations", get(json::integrations))
+        .route("/oauth/callback", get(oauth::callback))
         .merge(pages)
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
         .layer(middleware::from_fn_with_state(state.clone(), csrf::layer))

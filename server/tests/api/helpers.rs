@@ -32,6 +32,9 @@ pub struct Options {
     pub database_url: Option<String>,
     /// Private addresses http.fetch may reach (the operator setting), e.g. "127.0.0.1".
     pub egress_allow_private: Vec<&'static str>,
+    /// Integration settings (base URLs of fakes, OAuth clients).
+    pub integrations: std::collections::BTreeMap<String, workbench_core::plugins::IntegrationSettings>,
+    pub connect_ttl_secs: Option<i64>,
 }
 
 pub struct TestApp {
@@ -121,6 +124,9 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
             object_store_url: url::Url::from_directory_path(data_dir.join("objects")).unwrap().to_string(),
             egress_allow_private: options.egress_allow_private.iter().map(|r| r.parse().unwrap()).collect(),
             master_keys: keys.master.clone(),
+            integrations: options.integrations.clone(),
+            proxy_token_key: *keys.jwt.bytes(),
+            connect_ttl_secs: options.connect_ttl_secs.unwrap_or(600),
         },
     )
     .await
@@ -137,6 +143,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         object_store_url: None,
         egress_allow_private: Vec::new(),
         allowed_hosts: Vec::new(),
+        connect_ttl_seconds: 600,
     };
     let config = ServerConfig::from_args(&args).unwrap();
     let state = AppState::new(wb.clone(), config, keys);

@@ -49,7 +49,10 @@ db_test!(tools_list_is_exactly_the_meta_tools_with_their_schemas, |backend| {
     let body: Value = res.json().await.unwrap();
     let tools = body["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["search_tools", "get_tool_schema", "execute_tools", "whoami"]);
+    assert_eq!(
+        names,
+        ["search_tools", "get_tool_schema", "execute_tools", "whoami", "list_integrations", "connect", "wait_for_connection", "get_auth_url", "curl_session"]
+    );
     let search = &tools[0];
     assert!(search["description"].as_str().unwrap().starts_with("Search available tools by what you want to do"));
     assert_eq!(search["inputSchema"]["required"], json!(["query"]));
@@ -58,6 +61,14 @@ db_test!(tools_list_is_exactly_the_meta_tools_with_their_schemas, |backend| {
     assert!(tools[2]["description"].as_str().unwrap().contains("returns a results array in the same order as executions"));
     assert_eq!(tools[2]["inputSchema"]["properties"]["executions"]["maxItems"], 50);
     assert!(tools[3]["description"].as_str().unwrap().starts_with("Return the current authenticated workbench user (id + email)"));
+    assert_eq!(tools[4]["description"], "List all available integrations and connection status");
+    assert!(tools[5]["description"].as_str().unwrap().ends_with("Call wait_for_connection afterward."));
+    assert_eq!(tools[6]["description"], "Block until a connection started by connect() completes. Returns status CONNECTED, TIMEOUT, or EXPIRED.");
+    assert_eq!(tools[7]["description"], "Deprecated alias of connect(). Get a URL to connect an integration.");
+    let curl = tools[8]["description"].as_str().unwrap();
+    assert!(curl.starts_with("HIGH RISK — do not call without explicit user approval."));
+    assert!(curl.ends_with("Only integrations that have curl proxy enabled are accepted."));
+    assert_eq!(tools[8]["inputSchema"]["properties"]["expiresInSeconds"]["maximum"], 3600);
     // Built-in tools never appear in tools/list.
     assert!(!names.contains(&"storage.get"));
 });

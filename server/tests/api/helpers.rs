@@ -206,8 +206,14 @@ pub struct Browser {
 }
 
 impl Browser {
+    /// A page navigation, with the Accept header browsers send.
     pub async fn get(&self, path: &str) -> reqwest::Response {
-        self.client.get(format!("{}{path}", self.base)).send().await.unwrap()
+        self.client
+            .get(format!("{}{path}", self.base))
+            .header("accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+            .send()
+            .await
+            .unwrap()
     }
 
     /// Calls a portal server function the way the hydrated page does (form-encoded body).

@@ -3,9 +3,11 @@
 mod helpers;
 
 mod api_keys;
+mod fake_provider;
 mod fakes;
 mod cli;
 mod compose;
+mod connections;
 mod execute;
 mod health;
 mod http_fetch;

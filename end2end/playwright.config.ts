@@ -6,6 +6,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 
 const port = Number(process.env.WB_E2E_PORT ?? 3217);
+const providerPort = port + 3;
+const apiPort = port + 4;
+export const providerURL = `http://127.0.0.1:${providerPort}`;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wb-e2e-"));
 export const baseURL = `http://127.0.0.1:${port}`;
 
@@ -15,6 +18,11 @@ export default defineConfig({
   fullyParallel: false,
   workers: 1,
   reporter: [["list"]],
+  // The portal spec starts from an empty instance; the connect spec reuses its admin.
+  projects: [
+    { name: "portal", testMatch: /portal\.spec\.ts/ },
+    { name: "connect", testMatch: /connect\.spec\.ts/, dependencies: ["portal"] },
+  ],
   use: {
     baseURL,
     launchOptions: {
@@ -30,18 +38,36 @@ export default defineConfig({
       ],
     },
   },
-  webServer: {
-    command: [
-      "../target/release/workbench serve",
-      `--bind 127.0.0.1:${port}`,
-      `--database-url sqlite://${dir}/e2e.db`,
-      `--data-dir ${dir}/data`,
-      "--site-root ../target/site",
-    ].join(" "),
-    url: `${baseURL}/healthz`,
-    reuseExistingServer: false,
-    timeout: 60_000,
-    stdout: "pipe",
-    stderr: "pipe",
-  },
+  webServer: [
+    {
+      // A real OAuth authorization server and a fake GitHub API for the connect flow.
+      command: `node oauth/provider.mjs ${providerPort} ${apiPort} ${baseURL}`,
+      url: `${providerURL}/.well-known/openid-configuration`,
+      reuseExistingServer: false,
+      timeout: 30_000,
+    },
+    {
+      command: [
+        "../target/release/workbench serve",
+        `--bind 127.0.0.1:${port}`,
+        `--database-url sqlite://${dir}/e2e.db`,
+        `--data-dir ${dir}/data`,
+        "--site-root ../target/site",
+        `--public-url ${baseURL}`,
+      ].join(" "),
+      env: {
+        WB_INTEGRATION_GITHUB_BASE_URL: `http://127.0.0.1:${apiPort}`,
+        WB_INTEGRATION_GITHUB_AUTHORIZE_URL: `${providerURL}/auth`,
+        WB_INTEGRATION_GITHUB_TOKEN_URL: `${providerURL}/token`,
+        WB_INTEGRATION_GITHUB_CLIENT_ID: "wb-e2e-client",
+        WB_INTEGRATION_GITHUB_CLIENT_SECRET: "wb-e2e-client-secret-0123456789",
+        WB_INTEGRATION_GITHUB_ISSUER: providerURL,
+      },
+      url: `${baseURL}/healthz`,
+      reuseExistingServer: false,
+      timeout: 60_000,
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  ],
 });

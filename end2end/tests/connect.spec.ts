@@ -1,0 +1,94 @@
+// The whole connect flow with real parts: the official MCP TypeScript SDK calls connect, the
+// browser opens the link, signs in to workbench, signs in and consents at a real OAuth 2
+// authorization server (oidc-provider), wait_for_connection answers CONNECTED, execute_tools
+// runs a GitHub tool whose request reaches the fake API with the issued token, and a
+// curl_session token reaches the same API through /c.
+import { test, expect, type Page } from "@playwright/test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { baseURL, providerURL } from "../playwright.config";
+
+// The admin the portal spec created (this project runs after it).
+const ADMIN = "admin@example.com";
+const PASSWORD = "correct horse battery staple";
+
+test.describe.configure({ mode: "serial" });
+
+async function signIn(page: Page) {
+  await page.goto("/login");
+  await page.getByLabel("Email").fill(ADMIN);
+  await page.getByLabel("Password").fill(PASSWORD);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByTestId("viewer-email")).toHaveText(ADMIN);
+}
+
+async function apiKey(page: Page): Promise<string> {
+  await page.goto("/api-keys");
+  await page.getByLabel("Name").fill("mcp e2e");
+  await page.getByRole("button", { name: "Create key" }).click();
+  return page.getByTestId("new-key-secret").inputValue();
+}
+
+async function mcpClient(key: string): Promise<Client> {
+  const client = new Client({ name: "workbench-e2e", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(new URL(`${baseURL}/mcp`), {
+    requestInit: { headers: { Authorization: `Bearer ${key}` } },
+  });
+  await client.connect(transport);
+  return client;
+}
+
+function structured(result: unknown): any {
+  return (result as { structuredContent: unknown }).structuredContent;
+}
+
+test("an agent connects GitHub through a real OAuth server and uses the token", async ({ page }) => {
+  await signIn(page);
+  const key = await apiKey(page);
+  const mcp = await mcpClient(key);
+
+  const tools = await mcp.listTools();
+  expect(tools.tools.map((t) => t.name)).toEqual([
+    "search_tools", "get_tool_schema", "execute_tools", "whoami", "list_integrations",
+    "connect", "wait_for_connection", "get_auth_url", "curl_session",
+  ]);
+
+  const before = structured(await mcp.callTool({ name: "execute_tools", arguments: { executions: [{ tool: "github_get_user", args: {} }] } }));
+  expect(before.results[0].code).toBe("NOT_CONNECTED");
+
+  const link = structured(await mcp.callTool({ name: "connect", arguments: { integration: "github" } }));
+  expect(link.url).toBe(`${baseURL}/connect/${link.connectionId}`);
+  const waiting = mcp.callTool({ name: "wait_for_connection", arguments: { connectionId: link.connectionId, timeoutSec: 60 } }, undefined, { timeout: 90_000 });
+
+  // The person opens the link: off to the authorization server's login and consent pages.
+  await page.goto(link.url);
+  await expect(page).toHaveURL(new RegExp(`^${providerURL}/interaction/`));
+  await page.locator("input[name=login]").fill("octo-e2e");
+  await page.locator("input[name=password]").fill("any password");
+  await page.locator("button[type=submit]").click();
+  await page.locator("button[type=submit]").click(); // consent
+  await expect(page.getByTestId("connect-done")).toHaveText("GitHub is connected");
+
+  expect(structured(await waiting)).toEqual({ status: "CONNECTED" });
+  const listed = structured(await mcp.callTool({ name: "list_integrations", arguments: {} }));
+  expect(listed.integrations.find((i: any) => i.name === "github").connected).toBe(true);
+
+  const run = structured(await mcp.callTool({ name: "execute_tools", arguments: { executions: [{ tool: "github_get_user", args: {} }] } }));
+  expect(run.results[0].result.login).toBe("octo-e2e");
+
+  const session = structured(await mcp.callTool({ name: "curl_session", arguments: { integrations: ["github"], expiresInSeconds: 300 } }));
+  expect(session.expiresIn).toBe(300);
+  const viaProxy = await fetch(`${session.proxyBaseUrl}/github/user`, { headers: { Authorization: `Bearer ${session.token}` } });
+  expect(viaProxy.status).toBe(200);
+  expect((await viaProxy.json()).login).toBe("octo-e2e");
+
+  // The Connections page shows it, and disconnecting revokes the proxy token.
+  await page.goto("/connections");
+  const row = page.getByTestId("integration-row").filter({ hasText: "GitHub" });
+  await expect(row.getByTestId("integration-status")).toHaveText("connected");
+  await row.getByRole("button", { name: "Disconnect GitHub" }).click();
+  await expect(row.getByTestId("integration-status")).toHaveText("revoked");
+  const revoked = await fetch(`${session.proxyBaseUrl}/github/user`, { headers: { Authorization: `Bearer ${session.token}` } });
+  expect(revoked.status).toBe(401);
+  await mcp.close();
+});

@@ -490,3 +490,58 @@ pub async fn disconnect(integration: String) -> Result<(), AppError> {
     ssr::wb()?.connections().disconnect(&p, &integration).await?;
     Ok(())
 }
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppView {
+    pub id: String,
+    pub name: String,
+    pub display_name: String,
+    pub auth_type: String,
+    pub base_url: String,
+    pub tools: Vec<String>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppsData {
+    pub apps: Vec<AppView>,
+    pub can_manage: bool,
+}
+
+#[server(endpoint = "apps_page")]
+pub async fn apps_page() -> Result<AppsData, AppError> {
+    let p = ssr::principal().await?;
+    let apps = ssr::wb()?.apps().list(&p).await?;
+    Ok(AppsData {
+        apps: apps
+            .into_iter()
+            .map(|a| AppView {
+                id: a.id,
+                name: a.name,
+                display_name: a.display_name,
+                auth_type: a.auth_type.to_owned(),
+                base_url: a.base_url,
+                tools: a.tools,
+                created_at: a.created_at,
+            })
+            .collect(),
+        can_manage: p.is_admin(),
+    })
+}
+
+/// Creates a custom app from its JSON definition (the plugin format).
+#[server(endpoint = "create_app")]
+pub async fn create_app(definition: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    let value: serde_json::Value =
+        serde_json::from_str(&definition).map_err(|e| AppError::Message(format!("the definition is not valid JSON: {e}")))?;
+    ssr::wb()?.apps().create(&p, &value).await?;
+    Ok(())
+}
+
+#[server(endpoint = "delete_app")]
+pub async fn delete_app(id: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    ssr::wb()?.apps().delete(&p, &id).await?;
+    Ok(())
+}

@@ -14,6 +14,7 @@ const SECTIONS: &[(&str, Option<&str>)] = &[
     ("Confirmations", None),
     ("Vault", Some("/vault")),
     ("MCP servers", None),
+    ("Apps", Some("/apps")),
     ("Policies", None),
     ("Egress", Some("/egress")),
     ("Audit", Some("/audit")),

@@ -11,7 +11,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::egress::{AddrRange, EgressRules, GuardedClient, PrivateAllowance};
 use crate::connections::{Connections, ProxyTokens, DEFAULT_CONNECT_TTL_SECS};
 use crate::engine::{Engine, Idempotency};
-use crate::plugins::{IntegrationSettings, Integrations};
+use crate::plugins::{AppRegistry, Apps, IntegrationSettings, Integrations};
 use crate::store::Db;
 use crate::vault::{KeyRing, Vault};
 use crate::Result;
@@ -59,6 +59,7 @@ pub struct Workbench {
     idempotency: Idempotency,
     connections: Connections,
     proxy_tokens: ProxyTokens,
+    apps: Apps,
 }
 
 impl Workbench {
@@ -66,27 +67,45 @@ impl Workbench {
     pub async fn open(database_url: &str, options: WorkbenchOptions) -> Result<Workbench> {
         let db = Db::connect(database_url).await?;
         db.migrate().await?;
-        Workbench::with_db(db, options)
+        let wb = Workbench::with_db(db, options)?;
+        wb.apps.reload_all().await?;
+        Ok(wb)
     }
 
     pub fn with_db(db: Db, options: WorkbenchOptions) -> Result<Workbench> {
         let clock = options.clock;
         let storage = Arc::new(ObjectStorage::open(&options.object_store_url, db.clone(), clock.clone())?);
         let vault = Vault::new(db.clone(), clock.clone(), options.master_keys);
-        let services = BuiltinServices {
-            db: db.clone(),
-            http: GuardedClient::new(PrivateAllowance(options.egress_allow_private)),
-            storage,
-            vault: vault.clone(),
-        };
+        let allowance = PrivateAllowance(options.egress_allow_private);
+        let guarded = GuardedClient::new(allowance.clone());
+        let services = BuiltinServices { db: db.clone(), http: guarded.clone(), storage, vault: vault.clone() };
         let integrations = Arc::new(Integrations::load(&options.integrations)?);
+        let registry = Arc::new(AppRegistry::default());
         let api = crate::plugins::api_client();
-        let connections =
-            Connections::new(db.clone(), clock.clone(), vault.clone(), integrations.clone(), api.clone(), options.connect_ttl_secs);
+        let connections = Connections::new(
+            db.clone(),
+            clock.clone(),
+            vault.clone(),
+            integrations.clone(),
+            registry.clone(),
+            api.clone(),
+            options.connect_ttl_secs,
+        );
         let mut tools = builtin::tools(&services)?;
         tools.extend(integrations.tools(&api, &connections)?);
         let catalog = Arc::new(Catalog::new(tools)?);
+        let apps = Apps::new(
+            db.clone(),
+            clock.clone(),
+            registry,
+            catalog.clone(),
+            integrations.clone(),
+            connections.clone(),
+            guarded.reqwest(),
+            allowance,
+        );
         Ok(Workbench {
+            apps,
             accounts: Accounts::new(db.clone(), clock.clone()),
             engine: Engine::new(catalog, db.clone(), clock.clone(), vault.clone(), connections.clone()),
             proxy_tokens: ProxyTokens::new(db.clone(), clock.clone(), options.proxy_token_key),
@@ -138,6 +157,10 @@ impl Workbench {
 
     pub fn integrations(&self) -> &Arc<Integrations> {
         self.connections.integrations()
+    }
+
+    pub fn apps(&self) -> &Apps {
+        &self.apps
     }
 
     pub fn proxy_tokens(&self) -> &ProxyTokens {

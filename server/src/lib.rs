@@ -75,12 +75,25 @@ pub async fn serve(
 
 async fn upkeep(wb: Workbench) {
     let mut tick = tokio::time::interval(Duration::from_secs(600));
+    let mut apps = tokio::time::interval(Duration::from_secs(15));
     loop {
-        tick.tick().await;
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = apps.tick() => {
+                // Other instances may have added or removed custom apps.
+                if let Err(e) = wb.apps().reload_all().await {
+                    tracing::warn!(error = %e, "reloading custom apps failed");
+                }
+                continue;
+            }
+        }
         if let Err(e) = wb.accounts().purge_expired().await {
             tracing::warn!(error = %e, "upkeep failed");
         }
         if let Err(e) = wb.idempotency().purge_expired().await {
+            tracing::warn!(error = %e, "upkeep failed");
+        }
+        if let Err(e) = wb.connections().purge_expired().await {
             tracing::warn!(error = %e, "upkeep failed");
         }
     }

@@ -74,13 +74,6 @@ async fn handle(state: AppState, req: Request) -> Result<Response, ApiError> {
     if !claims.integrations.iter().any(|i| *i == integration_name) {
         return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", format!("this proxy token does not cover {integration_name}")));
     }
-    let integration = state
-        .wb
-        .integrations()
-        .get(&integration_name)
-        .filter(|i| i.def.curl_proxy)
-        .cloned()
-        .ok_or_else(|| ApiError::new(StatusCode::FORBIDDEN, "forbidden", format!("{integration_name} does not have the curl proxy enabled")))?;
     let who: Principal = state
         .wb
         .accounts()
@@ -88,6 +81,12 @@ async fn handle(state: AppState, req: Request) -> Result<Response, ApiError> {
         .await?
         .filter(|p| p.project_id == claims.prj)
         .ok_or_else(|| ApiError::unauthorized("the token's user is no longer in the project"))?;
+    let integration = state
+        .wb
+        .connections()
+        .lookup(&who.project_id, &integration_name)
+        .filter(|i| i.def.curl_proxy)
+        .ok_or_else(|| ApiError::new(StatusCode::FORBIDDEN, "forbidden", format!("{integration_name} does not have the curl proxy enabled")))?;
     let credential = match state.wb.connections().credential(&who, &integration).await? {
         Ok(c) => Some(c),
         Err(problem) if integration.needs_connection() => {

@@ -1,6 +1,7 @@
 //! One module per portal page.
 
 mod api_keys;
+mod apps;
 mod audit;
 mod auth;
 mod connections;
@@ -11,6 +12,7 @@ mod tools;
 mod vault;
 
 pub use api_keys::ApiKeys;
+pub use apps::Apps;
 pub use audit::Audit;
 pub use egress::Egress;
 pub use auth::{Login, Setup};

@@ -168,16 +168,36 @@ impl Snapshot {
 /// sources register on top of them.
 pub struct Catalog {
     global: RwLock<Arc<Snapshot>>,
+    /// Projects with tools of their own (custom apps): global tools plus theirs.
+    projects: RwLock<HashMap<String, Arc<Snapshot>>>,
 }
 
 impl Catalog {
     pub fn new(tools: Vec<Tool>) -> Result<Catalog> {
         let snapshot = Snapshot::build(tools.into_iter().map(Arc::new).collect())?;
-        Ok(Catalog { global: RwLock::new(Arc::new(snapshot)) })
+        Ok(Catalog { global: RwLock::new(Arc::new(snapshot)), projects: RwLock::new(HashMap::new()) })
     }
 
     /// The tools `project_id` can reach right now.
-    pub fn snapshot(&self, _project_id: &str) -> Arc<Snapshot> {
+    pub fn snapshot(&self, project_id: &str) -> Arc<Snapshot> {
+        if let Some(s) = self.projects.read().expect("catalog lock poisoned").get(project_id) {
+            return s.clone();
+        }
         self.global.read().expect("catalog lock poisoned").clone()
+    }
+
+    /// Replaces a project's own tools (none: the project sees the global catalog). A name
+    /// that collides with a global tool is refused.
+    pub fn set_project_tools(&self, project_id: &str, tools: Vec<Tool>) -> Result<()> {
+        if tools.is_empty() {
+            self.projects.write().expect("catalog lock poisoned").remove(project_id);
+            return Ok(());
+        }
+        let global = self.global.read().expect("catalog lock poisoned").clone();
+        let mut all: Vec<Arc<Tool>> = global.tools().to_vec();
+        all.extend(tools.into_iter().map(Arc::new));
+        let snapshot = Snapshot::build(all)?;
+        self.projects.write().expect("catalog lock poisoned").insert(project_id.to_owned(), Arc::new(snapshot));
+        Ok(())
     }
 }

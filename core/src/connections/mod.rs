@@ -20,7 +20,7 @@ use crate::auth::Principal;
 use crate::clock::{rfc3339, Clock};
 use crate::engine::HandlerError;
 use crate::ids::new_id;
-use crate::plugins::{AuthDef, Integration, Integrations};
+use crate::plugins::{AppRegistry, AuthDef, Integration, Integrations};
 use crate::store::{self, connections::ConnectionRow, connections::PendingRow, Db};
 use crate::vault::{Sealed, Vault};
 use crate::{Error, Result};
@@ -78,6 +78,7 @@ pub struct Connections {
     clock: Arc<dyn Clock>,
     vault: Vault,
     integrations: Arc<Integrations>,
+    apps: Arc<AppRegistry>,
     http: reqwest::Client,
     connect_ttl_secs: i64,
 }
@@ -87,8 +88,28 @@ fn context(user_id: &str, integration: &str) -> String {
 }
 
 impl Connections {
-    pub fn new(db: Db, clock: Arc<dyn Clock>, vault: Vault, integrations: Arc<Integrations>, http: reqwest::Client, connect_ttl_secs: i64) -> Self {
-        Connections { db, clock, vault, integrations, http, connect_ttl_secs }
+    pub fn new(
+        db: Db,
+        clock: Arc<dyn Clock>,
+        vault: Vault,
+        integrations: Arc<Integrations>,
+        apps: Arc<AppRegistry>,
+        http: reqwest::Client,
+        connect_ttl_secs: i64,
+    ) -> Self {
+        Connections { db, clock, vault, integrations, apps, http, connect_ttl_secs }
+    }
+
+    /// An integration a project can connect: a shipped plugin or one of its custom apps.
+    pub fn lookup(&self, project_id: &str, name: &str) -> Option<Arc<Integration>> {
+        self.integrations.get(name).cloned().or_else(|| self.apps.get(project_id, name))
+    }
+
+    /// Every integration of a project: plugins, then its apps.
+    pub fn all_for(&self, project_id: &str) -> Vec<Arc<Integration>> {
+        let mut all: Vec<Arc<Integration>> = self.integrations.all().to_vec();
+        all.extend(self.apps.all(project_id));
+        all
     }
 
     fn now(&self) -> i64 {
@@ -281,7 +302,7 @@ impl Connections {
         if row.user_id != user_id || row.expires_at <= self.now() {
             return Err(Error::NotFound);
         }
-        let integration = self.integrations.get(&row.integration).cloned().ok_or(Error::NotFound)?;
+        let integration = self.lookup(&row.project_id, &row.integration).ok_or(Error::NotFound)?;
         Ok(ConnectPage { pending: row, integration })
     }
 
@@ -303,7 +324,7 @@ impl Connections {
         if row.user_id != user_id || row.state_expires_at.is_none_or(|t| t <= now) || row.expires_at <= now {
             return Err(Error::NotFound);
         }
-        let integration = self.integrations.get(&row.integration).cloned().ok_or(Error::NotFound)?;
+        let integration = self.lookup(&row.project_id, &row.integration).ok_or(Error::NotFound)?;
         let cfg = integration.oauth.clone().ok_or(Error::NotFound)?;
         if let Some(expected) = &cfg.issuer {
             if iss != Some(expected.as_str()) {
@@ -386,7 +407,7 @@ impl Connections {
     /// list_integrations: every integration with the user's connection state.
     pub async fn statuses(&self, who: &Principal) -> Result<Vec<IntegrationStatus>> {
         let mut out = Vec::new();
-        for i in self.integrations.all() {
+        for i in &self.all_for(&who.project_id) {
             out.push(IntegrationStatus {
                 name: i.name().to_owned(),
                 version: i.def.version.clone(),
@@ -409,7 +430,7 @@ impl Connections {
             if ok.contains(name) {
                 continue;
             }
-            match self.integrations.get(name) {
+            match self.lookup(&who.project_id, name).as_deref() {
                 None => problems.push(format!("unknown integration {name}")),
                 Some(i) if !i.def.curl_proxy => problems.push(format!("{name} does not have the curl proxy enabled")),
                 Some(i) if i.needs_connection() => match self.credential(who, i).await {

@@ -109,6 +109,12 @@ impl GuardedClient {
         GuardedClient { client, allowance }
     }
 
+    /// The underlying client (checked resolver, no redirects, no proxy) for callers that build
+    /// requests themselves; they must check IP-literal hosts on their own.
+    pub fn reqwest(&self) -> reqwest::Client {
+        self.client.clone()
+    }
+
     /// Checks a URL against the allowlist and, for IP literals, the address ranges.
     pub fn check_url(&self, url: &url::Url, patterns: &[String]) -> Result<(), FetchError> {
         if !matches!(url.scheme(), "http" | "https") {
@@ -186,13 +192,21 @@ impl GuardedClient {
     }
 }
 
-fn classify(url: &url::Url, e: reqwest::Error) -> FetchError {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+/// The host and reason when a request failed because the checked resolver refused the name.
+pub fn blocked_cause(e: &reqwest::Error) -> Option<(String, String)> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = source {
         if let Some(b) = err.downcast_ref::<BlockedAddress>() {
-            return FetchError::Blocked { host: b.host.clone(), reason: b.reason.clone() };
+            return Some((b.host.clone(), b.reason.clone()));
         }
         source = err.source();
+    }
+    None
+}
+
+fn classify(url: &url::Url, e: reqwest::Error) -> FetchError {
+    if let Some((host, reason)) = blocked_cause(&e) {
+        return FetchError::Blocked { host, reason };
     }
     let host = url.host_str().unwrap_or("the host");
     if e.is_timeout() {

@@ -10,6 +10,6 @@ mod ranges;
 mod rules;
 
 pub use allowlist::{host_matches, validate_pattern};
-pub use fetch::{FetchError, FetchRequest, FetchResponse, GuardedClient, MAX_REDIRECTS};
+pub use fetch::{blocked_cause, FetchError, FetchRequest, FetchResponse, GuardedClient, MAX_REDIRECTS};
 pub use ranges::{blocked_reason, AddrRange, PrivateAllowance};
 pub use rules::EgressRules;

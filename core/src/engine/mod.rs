@@ -279,7 +279,9 @@ impl Engine {
         scrubber: &mut Scrubber,
     ) -> std::result::Result<Option<crate::connections::Credential>, ToolError> {
         let integration = match &tool.spec.source {
-            crate::catalog::ToolSource::Plugin(name) => self.connections.integrations().get(name).cloned(),
+            crate::catalog::ToolSource::Plugin(_) | crate::catalog::ToolSource::App(_) => {
+                self.connections.lookup(&who.project_id, &tool.spec.integration)
+            }
             _ => None,
         };
         let Some(i) = integration.filter(|i| i.needs_connection()) else {

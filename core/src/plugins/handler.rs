@@ -22,6 +22,9 @@ pub struct PluginTool {
     pub(super) tool: ToolDef,
     pub(super) http: reqwest::Client,
     pub(super) connections: Connections,
+    /// For custom apps: refuse IP-literal destinations in blocked ranges (names are checked by
+    /// the guarded client's resolver).
+    pub(super) guard: Option<crate::egress::PrivateAllowance>,
 }
 
 /// A response as read: status and body.
@@ -32,7 +35,7 @@ pub struct Reply {
 
 impl PluginTool {
     pub fn new(integration: Arc<Integration>, tool: ToolDef, http: reqwest::Client, connections: Connections) -> Self {
-        PluginTool { integration, tool, http, connections }
+        PluginTool { integration, tool, http, connections, guard: None }
     }
 
     fn display(&self) -> &str {
@@ -48,6 +51,16 @@ impl PluginTool {
                 AuthDef::None => {}
             }
         }
+        if let Some(guard) = &self.guard {
+            let ip = match p.url.host() {
+                Some(url::Host::Ipv4(v4)) => Some(std::net::IpAddr::V4(v4)),
+                Some(url::Host::Ipv6(v6)) => Some(std::net::IpAddr::V6(v6)),
+                _ => None,
+            };
+            if let Some(reason) = ip.and_then(|ip| guard.check(ip)) {
+                return Err(HandlerError::failed(format!("refusing to connect to {}: {reason}", p.url.host_str().unwrap_or_default())));
+            }
+        }
         let mut builder = self.http.request(p.method.clone(), p.url.clone());
         for (k, v) in &self.integration.def.headers {
             builder = builder.header(k, v);
@@ -61,6 +74,9 @@ impl PluginTool {
             builder = builder.header("content-type", "application/json").body(bytes);
         }
         let mut res = builder.send().await.map_err(|e| {
+            if let Some((host, reason)) = crate::egress::blocked_cause(&e) {
+                return HandlerError::failed(format!("refusing to connect to {host}: {reason}"));
+            }
             let why = if e.is_timeout() { "timed out".to_string() } else if e.is_connect() { "cannot connect".to_string() } else { e.without_url().to_string() };
             HandlerError::Unavailable(format!("{} is unreachable: {why}", self.display()))
         })?;

@@ -2,6 +2,7 @@
 //! their tools, which make HTTP requests with the user's injected credential. Custom apps use
 //! the same format (see apps.rs). See definition.rs for the format.
 
+mod apps;
 pub mod definition;
 mod handler;
 mod logic;
@@ -10,6 +11,7 @@ pub mod request;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+pub use apps::{AppInfo, AppRegistry, Apps};
 pub use definition::{AuthDef, IntegrationDef, ToolDef};
 pub use handler::PluginTool;
 
@@ -194,17 +196,24 @@ impl Integrations {
     pub fn tools(&self, http: &reqwest::Client, connections: &crate::connections::Connections) -> Result<Vec<Tool>> {
         let mut tools = Vec::new();
         for i in &self.list {
-            tools.extend(plugin_tools(i, http, connections)?);
+            tools.extend(plugin_tools(i, http, connections, None)?);
         }
         Ok(tools)
     }
 }
 
-/// The catalog tools of one integration (plugin or custom app).
-pub fn plugin_tools(i: &Arc<Integration>, http: &reqwest::Client, connections: &crate::connections::Connections) -> Result<Vec<Tool>> {
+/// The catalog tools of one integration (plugin or custom app). `guard` refuses blocked
+/// addresses for destinations the operator did not choose (custom apps).
+pub fn plugin_tools(
+    i: &Arc<Integration>,
+    http: &reqwest::Client,
+    connections: &crate::connections::Connections,
+    guard: Option<crate::egress::PrivateAllowance>,
+) -> Result<Vec<Tool>> {
     let mut tools = Vec::new();
     for (spec, def) in i.specs()?.into_iter().zip(i.def.tools.iter()) {
-        let handler = PluginTool::new(i.clone(), def.clone(), http.clone(), connections.clone());
+        let mut handler = PluginTool::new(i.clone(), def.clone(), http.clone(), connections.clone());
+        handler.guard = guard.clone();
         tools.push(Tool::new(spec, Arc::new(handler))?);
     }
     Ok(tools)

@@ -290,3 +290,9 @@ pub async fn delete_app<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Re
     let r = sqlx::query("DELETE FROM apps WHERE project_id = $1 AND id = $2").bind(project_id).bind(id).execute(ex).await?;
     Ok(r.rows_affected() == 1)
 }
+
+/// Projects that have at least one custom app.
+pub async fn projects_with_apps<'e>(ex: impl Exec<'e>) -> Result<Vec<String>> {
+    let rows: Vec<(String,)> = sqlx::query_as("SELECT DISTINCT project_id FROM apps").fetch_all(ex).await?;
+    Ok(rows.into_iter().map(|(p,)| p).collect())
+}

@@ -108,15 +108,14 @@ impl McpHandler {
 impl McpHandler {
     async fn connect(&self, who: &Principal, args: &Value) -> Result<Value, Value> {
         let name = args.get("integration").and_then(Value::as_str).ok_or_else(|| invalid("integration must be a string"))?;
-        let integrations = self.wb.integrations();
-        let Some(i) = integrations.get(name) else {
-            let known: Vec<&str> = integrations.all().iter().map(|i| i.name()).collect();
+        let Some(i) = self.wb.connections().lookup(&who.project_id, name) else {
+            let known: Vec<String> = self.wb.connections().all_for(&who.project_id).iter().map(|i| i.name().to_owned()).collect();
             return Err(json!({ "error": format!("unknown integration {name}; known: {}", known.join(", ")) }));
         };
         if !i.needs_connection() {
             return Ok(json!({ "status": "CONNECTED" }));
         }
-        let pending = self.wb.connections().begin(who, i).await.map_err(|_| unavailable())?;
+        let pending = self.wb.connections().begin(who, &i).await.map_err(|_| unavailable())?;
         Ok(json!({
             "connectionId": pending.id,
             "url": self.config.public_link(&format!("/connect/{}", pending.id)),

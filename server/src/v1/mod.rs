@@ -1,6 +1,7 @@
 //! The REST API (tier 0, seed 004) under /v1, and the batch form `/rest/{integration}`. Every
 //! route needs a bearer API key; bodies are JSON and errors use the API's error shape.
 
+mod apps;
 mod body;
 mod openapi;
 mod rest_batch;
@@ -30,6 +31,8 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/tools/calls/{id}", get(tools::get_call))
         .route("/v1/tools/{name}", get(tools::get_one))
         .route("/v1/usage", get(usage::usage))
+        .route("/v1/apps", get(apps::list).post(apps::create))
+        .route("/v1/apps/{id}", axum::routing::delete(apps::delete))
         .route("/rest/{integration}", post(rest_batch::execute))
         .route("/v1", get(not_found))
         .route("/v1/{*rest}", get(not_found).post(not_found).put(not_found).patch(not_found).delete(not_found))

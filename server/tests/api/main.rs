@@ -3,6 +3,7 @@
 mod helpers;
 
 mod api_keys;
+mod apps;
 mod fake_provider;
 mod fakes;
 mod cli;

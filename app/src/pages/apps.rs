@@ -1,0 +1,86 @@
+//! Apps: the project's own integrations, defined in the plugin format (name, auth, base URL,
+//! tools with JSON Schema inputs and request templates). Their tools join the catalog.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::api::{apps_page, CreateApp, DeleteApp};
+use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, LABEL};
+
+const EXAMPLE: &str = r#"{
+  "name": "status",
+  "display_name": "Status page",
+  "version": "1.0.0",
+  "base_url": "https://status.example.com",
+  "auth": { "type": "none" },
+  "tools": [{
+    "name": "status_get_summary",
+    "description": "Get the current status summary.",
+    "side_effects": "none",
+    "input_schema": { "type": "object", "properties": {} },
+    "request": { "method": "GET", "path": "/api/v2/summary.json" }
+  }]
+}"#;
+
+#[component]
+pub fn Apps() -> impl IntoView {
+    let create = ServerAction::<CreateApp>::new();
+    let delete = ServerAction::<DeleteApp>::new();
+    let data = Resource::new(move || (create.version().get(), delete.version().get()), |_| apps_page());
+    view! {
+        <Title text="Apps"/>
+        <Layout current="/apps">
+            <PageHeader title="Apps" subtitle="Your project's own integrations. Their tools appear in search_tools like any plugin's."/>
+            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Err(error) => view! { <LoadError error/> }.into_any(),
+                        Ok(d) => {
+                            let can_manage = d.can_manage;
+                            view! {
+                                {can_manage.then(|| view! {
+                                    <section class=format!("{CARD} mb-6 max-w-3xl")>
+                                        <ActionForm action=create attr:class="space-y-3">
+                                            <label for="definition" class=LABEL>"Definition (JSON)"</label>
+                                            <textarea id="definition" name="definition" rows="14" required class="block w-full rounded-md border border-slate-300 p-3 font-mono text-xs">{EXAMPLE}</textarea>
+                                            <button type="submit" class=BUTTON>"Create app"</button>
+                                        </ActionForm>
+                                        <ActionError value=create.value()/>
+                                        <ActionError value=delete.value()/>
+                                    </section>
+                                })}
+                                <section class=format!("{CARD} max-w-3xl")>
+                                    {if d.apps.is_empty() {
+                                        view! { <p class="text-sm text-slate-600">"No apps yet."</p> }.into_any()
+                                    } else {
+                                        view! {
+                                            <ul class="divide-y divide-slate-100">
+                                                {d.apps.into_iter().map(|a| view! {
+                                                    <li class="py-3" data-testid="app-row">
+                                                        <div class="flex items-center justify-between">
+                                                            <div>
+                                                                <p class="font-medium">{a.display_name.clone()} <span class="font-mono text-xs text-slate-500">{format!(" {} · {}", a.name, a.id)}</span></p>
+                                                                <p class="text-xs text-slate-500">{format!("{} · auth {} · {}", a.base_url, a.auth_type, a.created_at)}</p>
+                                                            </div>
+                                                            {can_manage.then(|| view! {
+                                                                <ActionForm action=delete>
+                                                                    <input type="hidden" name="id" value=a.id.clone()/>
+                                                                    <button type="submit" class=BUTTON_DANGER aria-label=format!("Delete {}", a.name)>"Delete"</button>
+                                                                </ActionForm>
+                                                            })}
+                                                        </div>
+                                                        <p class="mt-1 font-mono text-xs text-slate-600">{a.tools.join(", ")}</p>
+                                                    </li>
+                                                }).collect_view()}
+                                            </ul>
+                                        }.into_any()
+                                    }}
+                                </section>
+                            }.into_any()
+                        }
+                    }
+                })}
+            </Suspense>
+        </Layout>
+    }
+}

@@ -1,0 +1,198 @@
+//! Custom apps: a project's own integrations, defined in the plugin format through
+//! `POST /v1/apps` or the portal. Their tools join that project's catalog as `app:<id>`.
+//! Their base URL is the project's choice, so their requests go through the SSRF guard
+//! (private and metadata addresses refused unless the operator allows them).
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{plugin_tools, AuthDef, Integration, IntegrationDef, Integrations};
+use crate::auth::{require_admin, Principal};
+use crate::catalog::{Catalog, ToolSource};
+use crate::clock::{rfc3339, Clock};
+use crate::connections::Connections;
+use crate::egress::PrivateAllowance;
+use crate::ids::new_id;
+use crate::store::{self, connections::AppRow, Db};
+use crate::{Error, Result};
+
+/// The apps of every project, as loaded integrations.
+#[derive(Debug, Default)]
+pub struct AppRegistry {
+    projects: RwLock<HashMap<String, Vec<Arc<Integration>>>>,
+}
+
+impl AppRegistry {
+    pub fn get(&self, project_id: &str, name: &str) -> Option<Arc<Integration>> {
+        self.projects.read().expect("app registry lock").get(project_id)?.iter().find(|i| i.name() == name).cloned()
+    }
+
+    pub fn all(&self, project_id: &str) -> Vec<Arc<Integration>> {
+        self.projects.read().expect("app registry lock").get(project_id).cloned().unwrap_or_default()
+    }
+
+    fn set(&self, project_id: &str, list: Vec<Arc<Integration>>) {
+        let mut map = self.projects.write().expect("app registry lock");
+        if list.is_empty() {
+            map.remove(project_id);
+        } else {
+            map.insert(project_id.to_owned(), list);
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AppInfo {
+    pub id: String,
+    pub object: &'static str,
+    pub name: String,
+    pub display_name: String,
+    pub version: String,
+    pub auth_type: &'static str,
+    pub base_url: String,
+    pub tools: Vec<String>,
+    pub created_at: String,
+}
+
+fn info(row: &AppRow, def: &IntegrationDef) -> AppInfo {
+    AppInfo {
+        id: row.id.clone(),
+        object: "app",
+        name: def.name.clone(),
+        display_name: def.display_name.clone(),
+        version: def.version.clone(),
+        auth_type: def.auth.kind(),
+        base_url: def.base_url.clone(),
+        tools: def.tools.iter().map(|t| t.name.clone()).collect(),
+        created_at: rfc3339(row.created_at),
+    }
+}
+
+#[derive(Clone)]
+pub struct Apps {
+    db: Db,
+    clock: Arc<dyn Clock>,
+    registry: Arc<AppRegistry>,
+    catalog: Arc<Catalog>,
+    plugins: Arc<Integrations>,
+    connections: Connections,
+    http: reqwest::Client,
+    allowance: PrivateAllowance,
+}
+
+impl Apps {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        db: Db,
+        clock: Arc<dyn Clock>,
+        registry: Arc<AppRegistry>,
+        catalog: Arc<Catalog>,
+        plugins: Arc<Integrations>,
+        connections: Connections,
+        http: reqwest::Client,
+        allowance: PrivateAllowance,
+    ) -> Apps {
+        Apps { db, clock, registry, catalog, plugins, connections, http, allowance }
+    }
+
+    fn load(&self, row: &AppRow) -> Result<Arc<Integration>> {
+        let def = IntegrationDef::parse(&row.definition, &format!("app {}", row.id))?;
+        Ok(Arc::new(Integration::new(def, None, ToolSource::App(row.id.clone()))?))
+    }
+
+    /// Rebuilds a project's catalog from its apps in the database.
+    pub async fn reload_project(&self, project_id: &str) -> Result<()> {
+        let rows = store::connections::list_apps(self.db.pool(), project_id).await?;
+        let mut integrations = Vec::new();
+        let mut tools = Vec::new();
+        for row in &rows {
+            match self.load(row) {
+                Ok(i) => {
+                    tools.extend(plugin_tools(&i, &self.http, &self.connections, Some(self.allowance.clone()))?);
+                    integrations.push(i);
+                }
+                Err(e) => tracing::error!(app = %row.id, error = %e, "custom app skipped"),
+            }
+        }
+        self.catalog.set_project_tools(project_id, tools)?;
+        self.registry.set(project_id, integrations);
+        Ok(())
+    }
+
+    /// Loads every project's apps (at start, and periodically so instances converge).
+    pub async fn reload_all(&self) -> Result<()> {
+        let projects = store::connections::projects_with_apps(self.db.pool()).await?;
+        let known: Vec<String> = self.registry.projects.read().expect("app registry lock").keys().cloned().collect();
+        for p in projects.iter().chain(known.iter().filter(|k| !projects.contains(k))) {
+            self.reload_project(p).await?;
+        }
+        Ok(())
+    }
+
+    /// Creates an app from a definition. Refused: OAuth apps (no place for client secrets yet),
+    /// a name or tool name that collides with the project's catalog (409), a base URL on a
+    /// blocked address.
+    pub async fn create(&self, admin: &Principal, definition: &Value) -> Result<AppInfo> {
+        require_admin(admin)?;
+        let def: IntegrationDef = serde_json::from_value(definition.clone()).map_err(|e| Error::invalid(format!("invalid app definition: {e}")))?;
+        def.validate()?;
+        if matches!(def.auth, AuthDef::Oauth2 { .. }) {
+            return Err(Error::invalid("custom apps use auth none, api_key or cookie; OAuth apps are not supported yet"));
+        }
+        if let Some(t) = def.tools.iter().find(|t| t.handler.is_some()) {
+            return Err(Error::invalid(format!("tool {}: custom apps describe requests; Rust handlers are for shipped plugins", t.name)));
+        }
+        let base = url::Url::parse(&def.base_url).map_err(|e| Error::invalid(e.to_string()))?;
+        let literal = match base.host() {
+            Some(url::Host::Ipv4(v4)) => Some(std::net::IpAddr::V4(v4)),
+            Some(url::Host::Ipv6(v6)) => Some(std::net::IpAddr::V6(v6)),
+            _ => None,
+        };
+        if let Some(reason) = literal.and_then(|ip| self.allowance.check(ip)) {
+            return Err(Error::invalid(format!("base_url points at a {reason}; apps must call public APIs")));
+        }
+        if self.plugins.get(&def.name).is_some() || self.registry.get(&admin.project_id, &def.name).is_some() {
+            return Err(Error::Conflict(format!("an integration named {} already exists", def.name)));
+        }
+        let snapshot = self.catalog.snapshot(&admin.project_id);
+        if let Some(t) = def.tools.iter().find(|t| snapshot.get(&t.name).is_some()) {
+            return Err(Error::Conflict(format!("a tool named {} already exists in this project", t.name)));
+        }
+        let row = AppRow {
+            id: new_id("app"),
+            project_id: admin.project_id.clone(),
+            name: def.name.clone(),
+            definition: serde_json::to_string(&def).map_err(|e| Error::internal(e.to_string()))?,
+            created_at: self.clock.now_ms(),
+        };
+        store::connections::insert_app(self.db.pool(), &row).await.map_err(|e| {
+            if e.is_unique_violation() {
+                Error::Conflict(format!("an integration named {} already exists", def.name))
+            } else {
+                e
+            }
+        })?;
+        self.reload_project(&admin.project_id).await?;
+        tracing::info!(app = %row.id, name = %def.name, by = %admin.user_id, "custom app created");
+        Ok(info(&row, &def))
+    }
+
+    pub async fn list(&self, who: &Principal) -> Result<Vec<AppInfo>> {
+        let rows = store::connections::list_apps(self.db.pool(), &who.project_id).await?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| serde_json::from_str::<IntegrationDef>(&r.definition).ok().map(|d| info(r, &d)))
+            .collect())
+    }
+
+    pub async fn delete(&self, admin: &Principal, id: &str) -> Result<()> {
+        require_admin(admin)?;
+        if !store::connections::delete_app(self.db.pool(), &admin.project_id, id).await? {
+            return Err(Error::NotFound);
+        }
+        self.reload_project(&admin.project_id).await
+    }
+}

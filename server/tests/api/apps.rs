@@ -1,0 +1,110 @@
+//! Custom apps: a project's own integrations in the plugin format, through /v1/apps.
+
+use serde_json::{json, Value};
+use workbench_core::auth::Role;
+
+use crate::fakes;
+use crate::helpers::{admin_with_key, execute, mcp_call, Options, PASSWORD};
+use crate::{app, db_test};
+
+fn definition(name: &str, base: &str) -> Value {
+    json!({
+        "name": name,
+        "display_name": "Echo service",
+        "version": "2.1.0",
+        "base_url": base,
+        "auth": { "type": "none" },
+        "tools": [{
+            "name": format!("{name}_echo_message"),
+            "description": "Echo a message back through the team's echo service.",
+            "side_effects": "none",
+            "input_schema": { "type": "object", "required": ["message"], "properties": { "message": { "type": "string" }, "loud": { "type": "boolean", "default": false } } },
+            "request": { "method": "POST", "path": "/echo", "body": { "message": "$message", "loud": "$loud" } },
+            "result": { "fields": ["method", "body"] }
+        }]
+    })
+}
+
+async fn post_app(app: &crate::helpers::TestApp, key: &str, def: &Value) -> (u16, Value) {
+    let res = app.http().post(app.url("/v1/apps")).bearer_auth(key).json(def).send().await.unwrap();
+    (res.status().as_u16(), res.json().await.unwrap_or(Value::Null))
+}
+
+db_test!(an_app_adds_tools_to_its_projects_catalog, |backend| {
+    let app = app!(backend, Options { egress_allow_private: vec!["127.0.0.1"], ..Default::default() });
+    let (_, key) = admin_with_key(&app).await;
+    let fake = fakes::start().await;
+    let (status, created) = post_app(&app, &key, &definition("teamecho", &fake.url(""))).await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("app_"));
+    assert_eq!(created["tools"], json!(["teamecho_echo_message"]));
+
+    let tool: Value = app.http().get(app.url("/v1/tools/teamecho_echo_message")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(tool["source"], format!("app:{id}"));
+    assert_eq!(tool["integration"], "teamecho");
+    let (found, _) = mcp_call(&app, &key, "search_tools", json!({ "query": "echo a message" })).await;
+    assert_eq!(found["tools"][0]["name"], "teamecho_echo_message");
+    let out = execute(&app, &key, json!([{ "tool": "teamecho_echo_message", "args": { "message": "hi" } }])).await;
+    assert_eq!(out[0]["result"]["method"], "POST");
+    let sent: Value = serde_json::from_str(out[0]["result"]["body"].as_str().unwrap()).unwrap();
+    assert_eq!(sent, json!({ "message": "hi", "loud": false }), "defaults applied, $args filled");
+    let (listed, _) = mcp_call(&app, &key, "list_integrations", json!({})).await;
+    assert!(listed["integrations"].as_array().unwrap().iter().any(|i| i["name"] == "teamecho" && i["version"] == "2.1.0" && i["connected"] == true));
+
+    // Another project sees none of it.
+    let (other, _) = app.wb.accounts().create_user("eve@example.com", PASSWORD, Some("other"), Role::Admin).await.unwrap();
+    let eve = app.wb.accounts().principal_for_user(&other.id).await.unwrap().unwrap();
+    let eve_key = app.api_key(&eve).await;
+    let out = execute(&app, &eve_key, json!([{ "tool": "teamecho_echo_message", "args": { "message": "hi" } }])).await;
+    assert_eq!(out[0]["code"], "TOOL_NOT_FOUND");
+
+    let list: Value = app.http().get(app.url("/v1/apps")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(list["data"][0]["id"], id.as_str());
+    let res = app.http().delete(app.url(&format!("/v1/apps/{id}"))).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(res.status(), 204);
+    let out = execute(&app, &key, json!([{ "tool": "teamecho_echo_message", "args": { "message": "hi" } }])).await;
+    assert_eq!(out[0]["code"], "TOOL_NOT_FOUND");
+    let res = app.http().delete(app.url(&format!("/v1/apps/{id}"))).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(res.status(), 404);
+});
+
+db_test!(apps_are_refused_when_they_collide_break_the_format_or_point_inward, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let (status, out) = post_app(&app, &key, &definition("github", "https://api.example.com")).await;
+    assert_eq!(status, 409, "{out}");
+    assert_eq!(post_app(&app, &key, &definition("teamecho", "https://api.example.com")).await.0, 201);
+    assert_eq!(post_app(&app, &key, &definition("teamecho", "https://api.example.com")).await.0, 409);
+    let mut broken = definition("broken", "https://api.example.com");
+    broken["tools"][0]["name"] = json!("other_tool");
+    let (status, out) = post_app(&app, &key, &broken).await;
+    assert_eq!(status, 400);
+    assert!(out["error"]["message"].as_str().unwrap().contains("integration broken tool other_tool"), "{out}");
+    let mut oauth = definition("oauthy", "https://api.example.com");
+    oauth["auth"] = json!({ "type": "oauth2", "authorize_url": "https://x.example/a", "token_url": "https://x.example/t" });
+    let (status, out) = post_app(&app, &key, &oauth).await;
+    assert_eq!(status, 400);
+    assert!(out["error"]["message"].as_str().unwrap().contains("OAuth"));
+    let (status, out) = post_app(&app, &key, &definition("inward", "http://169.254.169.254/")).await;
+    assert_eq!(status, 400);
+    assert!(out["error"]["message"].as_str().unwrap().contains("link-local"), "{out}");
+    let (status, _) = post_app(&app, &key, &json!({ "name": "x" })).await;
+    assert_eq!(status, 400);
+    let bob = app.user("bob@example.com", Role::Member).await;
+    let bob_key = app.api_key(&bob).await;
+    let (status, out) = post_app(&app, &bob_key, &definition("bobs", "https://api.example.com")).await;
+    assert_eq!(status, 403, "{out}");
+});
+
+db_test!(an_apps_requests_to_private_names_are_refused_at_call_time, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let fake = fakes::start().await;
+    let (status, _) = post_app(&app, &key, &definition("local", &format!("http://localhost:{}", fake.addr.port()))).await;
+    assert_eq!(status, 201);
+    let out = execute(&app, &key, json!([{ "tool": "local_echo_message", "args": { "message": "hi" } }])).await;
+    assert_eq!(out[0]["code"], "TOOL_ERROR");
+    assert!(out[0]["handler_error"].as_str().unwrap().contains("refusing to connect"), "{:?}", out[0]);
+    assert!(fake.state.last.lock().unwrap().is_none(), "nothing reached the service");
+});

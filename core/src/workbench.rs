@@ -79,9 +79,9 @@ impl Workbench {
         let allowance = PrivateAllowance(options.egress_allow_private);
         let guarded = GuardedClient::new(allowance.clone());
         let services = BuiltinServices { db: db.clone(), http: guarded.clone(), storage, vault: vault.clone() };
-        let integrations = Arc::new(Integrations::load(&options.integrations)?);
-        let registry = Arc::new(AppRegistry::default());
         let api = crate::plugins::api_client();
+        let integrations = Arc::new(Integrations::load(&options.integrations, &api)?);
+        let registry = Arc::new(AppRegistry::default());
         let connections = Connections::new(
             db.clone(),
             clock.clone(),
@@ -92,7 +92,7 @@ impl Workbench {
             options.connect_ttl_secs,
         );
         let mut tools = builtin::tools(&services)?;
-        tools.extend(integrations.tools(&api, &connections)?);
+        tools.extend(integrations.tools(&connections)?);
         let catalog = Arc::new(Catalog::new(tools)?);
         let apps = Apps::new(
             db.clone(),

@@ -165,9 +165,10 @@ async fn admin(cmd: AdminCommand) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
             // First finish anything an interrupted rotation left on older versions.
             let resumed = wb.vault().reseal_all().await.map_err(|e| e.to_string())?;
-            if resumed > 0 {
+            let resumed_conns = wb.connections().reseal_all().await.map_err(|e| e.to_string())?;
+            if resumed + resumed_conns > 0 {
                 eprintln!(
-                    "workbench: finished an earlier rotation: re-encrypted {resumed} secrets under key version {}",
+                    "workbench: finished an earlier rotation: re-encrypted {resumed} secrets and {resumed_conns} connection credentials under key version {}",
                     keys.master.current_version().unwrap_or(0)
                 );
                 return Ok(());
@@ -176,7 +177,8 @@ async fn admin(cmd: AdminCommand) -> Result<(), String> {
             let version = ring.current_version().unwrap_or(0);
             wb.vault().set_ring(ring);
             let n = wb.vault().reseal_all().await.map_err(|e| e.to_string())?;
-            eprintln!("workbench: re-encrypted {n} secrets under new master key version {version}");
+            let c = wb.connections().reseal_all().await.map_err(|e| e.to_string())?;
+            eprintln!("workbench: re-encrypted {n} secrets and {c} connection credentials under new master key version {version}");
             Ok(())
         }
         AdminCommand::CreateApiKey { db, email, name } => {

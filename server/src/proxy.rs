@@ -20,7 +20,7 @@ use futures::Stream;
 use workbench_core::audit::ProxyEvent;
 use workbench_core::auth::Principal;
 use workbench_core::connections::ConnectionProblem;
-use workbench_core::plugins::{request, AuthDef};
+use workbench_core::plugins::{request, SendError};
 
 use crate::api_error::ApiError;
 use crate::state::AppState;
@@ -122,23 +122,14 @@ async fn handle(state: AppState, req: Request) -> Result<Response, ApiError> {
         }
     }
     if let Some(c) = &credential {
-        match &integration.def.auth {
-            AuthDef::Oauth2 { inject, .. } | AuthDef::ApiKey { inject, .. } => request::inject(&mut prepared, inject, c.token()),
-            AuthDef::Cookie { cookie_name, .. } => prepared.headers.push(("Cookie".into(), format!("{cookie_name}={}", c.token()))),
-            AuthDef::None => {}
-        }
+        integration.authorize(&mut prepared, c);
     }
     let body = axum::body::to_bytes(req.into_body(), MAX_PROXY_BODY)
         .await
         .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("request body larger than {MAX_PROXY_BODY} bytes")))?;
     let sent = body.len() as u64;
-    let mut builder = state.proxy_http.request(prepared.method.clone(), prepared.url.clone());
-    for (k, v) in &prepared.headers {
-        builder = builder.header(k, v);
-    }
-    let upstream = builder.body(body).send().await.map_err(|e| {
-        ApiError::new(StatusCode::BAD_GATEWAY, "upstream_unreachable", format!("{} is unreachable: {}", integration.def.display_name, e.without_url()))
-    })?;
+    let builder = integration.builder(&prepared).map_err(proxy_send_error)?;
+    let upstream = integration.send(builder.body(body)).await.map_err(proxy_send_error)?;
     let status = upstream.status().as_u16();
     let mut headers = HeaderMap::new();
     for (k, v) in upstream.headers() {
@@ -210,6 +201,13 @@ impl Drop for Metered {
         if let Some(f) = self.finish.take() {
             f(self.counter.load(Ordering::Relaxed));
         }
+    }
+}
+
+fn proxy_send_error(e: SendError) -> ApiError {
+    match e {
+        SendError::Blocked(m) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", m),
+        SendError::Unreachable(m) => ApiError::new(StatusCode::BAD_GATEWAY, "upstream_unreachable", m),
     }
 }
 

@@ -23,8 +23,6 @@ pub struct AppState {
     pub leptos: LeptosOptions,
     /// Caches "the first admin exists" once true (it never becomes false again).
     set_up: Arc<AtomicBool>,
-    /// HTTP client of the /c proxy: no redirects followed, no proxy from the environment.
-    pub proxy_http: reqwest::Client,
 }
 
 impl AppState {
@@ -42,7 +40,6 @@ impl AppState {
             keys: Arc::new(keys),
             leptos,
             set_up: Arc::new(AtomicBool::new(false)),
-            proxy_http: workbench_core::plugins::api_client(),
         }
     }
 

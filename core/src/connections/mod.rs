@@ -140,6 +140,32 @@ impl Connections {
         serde_json::from_slice(&bytes).map_err(|e| Error::internal(format!("stored credential does not parse: {e}")))
     }
 
+    /// Re-seals every stored credential that is not under the vault's newest key version (the
+    /// second half of `rotate-master-key`). Re-runnable like the vault's; returns the count.
+    pub async fn reseal_all(&self) -> Result<u64> {
+        let version = self.vault.current_key_version().ok_or_else(|| Error::internal("no master key configured"))?;
+        let mut done = 0u64;
+        loop {
+            let batch = store::connections::not_on_version(self.db.pool(), version, 200).await?;
+            let mut progressed = false;
+            for row in &batch {
+                let credential = self.open(row)?;
+                let mut next = row.clone();
+                self.seal(&mut next, &credential)?;
+                let (Some(old), Some(ct), Some(nonce), Some(v)) = (&row.ciphertext, &next.ciphertext, &next.nonce, next.key_version) else {
+                    continue;
+                };
+                if store::connections::reseal(self.db.pool(), &row.id, old, ct, nonce, v).await? {
+                    done += 1;
+                    progressed = true;
+                }
+            }
+            if !progressed {
+                return Ok(done);
+            }
+        }
+    }
+
     /// Stores a credential as the user's connection to `integration`.
     pub async fn store(&self, project_id: &str, user_id: &str, integration: &str, c: &Credential) -> Result<()> {
         let now = self.now();
@@ -245,7 +271,7 @@ impl Connections {
         match &i.def.auth {
             AuthDef::None => Ok(true),
             AuthDef::Cookie { probe, .. } => match self.credential(who, i).await? {
-                Ok(c) => Ok(oauth::probe(&self.http, i, probe, &c).await.is_ok()),
+                Ok(c) => Ok(oauth::probe(i, probe, &c).await.is_ok()),
                 Err(_) => Ok(false),
             },
             _ => Ok(matches!(
@@ -355,9 +381,9 @@ impl Connections {
             AuthDef::Cookie { probe, .. } => (Credential::Cookie { value: value.to_owned() }, probe),
             _ => return Err(Error::invalid("this integration does not take a key")),
         };
-        oauth::probe(&self.http, i, probe, &credential)
+        oauth::probe(i, probe, &credential)
             .await
-            .map_err(|why| Error::invalid(format!("{} did not accept it: {why}", i.def.display_name)))?;
+            .map_err(|why| Error::invalid(format!("{} {why}", i.def.display_name)))?;
         self.store(&page.pending.project_id, user_id, i.name(), &credential).await?;
         store::connections::mark_pending_connected(self.db.pool(), id).await?;
         Ok(i.def.display_name.clone())

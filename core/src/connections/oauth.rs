@@ -95,30 +95,24 @@ fn describe<RE: std::error::Error + 'static, T: oauth2::ErrorResponse + 'static>
     }
 }
 
-/// Sends the integration's probe with the credential; Ok for a 2xx answer.
-pub async fn probe(http: &reqwest::Client, i: &Integration, probe: &Probe, c: &Credential) -> std::result::Result<(), String> {
+/// Sends the integration's probe with the credential; Ok for a 2xx answer, else why not
+/// ("did not accept it: …" or "could not be checked: …").
+pub async fn probe(i: &Integration, probe: &Probe, c: &Credential) -> std::result::Result<(), String> {
     let mut p = request::Prepared {
         method: reqwest::Method::from_bytes(probe.method.as_bytes()).unwrap_or(reqwest::Method::GET),
         url: request::join(&i.base_url, &probe.path),
         headers: Vec::new(),
         body: probe.body.clone(),
     };
-    match &i.def.auth {
-        crate::plugins::AuthDef::ApiKey { inject, .. } => request::inject(&mut p, inject, c.token()),
-        crate::plugins::AuthDef::Cookie { cookie_name, .. } => p.headers.push(("Cookie".into(), format!("{cookie_name}={}", c.token()))),
-        _ => {}
+    i.authorize(&mut p, c);
+    let mut b = i.builder(&p).map_err(|e| format!("could not be checked: {e}"))?;
+    if let Some(body) = &p.body {
+        b = b.json(body);
     }
-    let mut b = http.request(p.method, p.url);
-    for (k, v) in i.def.headers.iter().map(|(k, v)| (k.clone(), v.clone())).chain(p.headers) {
-        b = b.header(k, v);
-    }
-    if let Some(body) = p.body {
-        b = b.json(&body);
-    }
-    let res = b.send().await.map_err(|_| format!("{} is unreachable", i.def.display_name))?;
+    let res = i.send(b).await.map_err(|e| format!("could not be checked: {e}"))?;
     if res.status().is_success() {
         Ok(())
     } else {
-        Err(format!("the check answered {}", res.status().as_u16()))
+        Err(format!("did not accept it: the check answered {}", res.status().as_u16()))
     }
 }

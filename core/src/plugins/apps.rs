@@ -9,7 +9,7 @@ use std::sync::{Arc, RwLock};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{plugin_tools, AuthDef, Integration, IntegrationDef, Integrations};
+use super::{plugin_tools, AuthDef, Integration, IntegrationDef, Integrations, Outbound};
 use crate::auth::{require_admin, Principal};
 use crate::catalog::{Catalog, ToolSource};
 use crate::clock::{rfc3339, Clock};
@@ -100,7 +100,8 @@ impl Apps {
 
     fn load(&self, row: &AppRow) -> Result<Arc<Integration>> {
         let def = IntegrationDef::parse(&row.definition, &format!("app {}", row.id))?;
-        Ok(Arc::new(Integration::new(def, None, ToolSource::App(row.id.clone()))?))
+        let outbound = Outbound::guarded(self.http.clone(), self.allowance.clone());
+        Ok(Arc::new(Integration::new(def, None, ToolSource::App(row.id.clone()), outbound)?))
     }
 
     /// Rebuilds a project's catalog from its apps in the database.
@@ -111,7 +112,7 @@ impl Apps {
         for row in &rows {
             match self.load(row) {
                 Ok(i) => {
-                    tools.extend(plugin_tools(&i, &self.http, &self.connections, Some(self.allowance.clone()))?);
+                    tools.extend(plugin_tools(&i, &self.connections)?);
                     integrations.push(i);
                 }
                 Err(e) => tracing::error!(app = %row.id, error = %e, "custom app skipped"),

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::definition::{AuthDef, ToolDef};
 use super::request::{self, Prepared};
-use super::Integration;
+use super::{Integration, SendError};
 use crate::connections::{Connections, Credential};
 use crate::engine::{CallContext, HandlerError, ToolHandler};
 
@@ -20,11 +20,7 @@ pub const MAX_RESPONSE_BYTES: usize = 5 * 1024 * 1024;
 pub struct PluginTool {
     pub(super) integration: Arc<Integration>,
     pub(super) tool: ToolDef,
-    pub(super) http: reqwest::Client,
     pub(super) connections: Connections,
-    /// For custom apps: refuse IP-literal destinations in blocked ranges (names are checked by
-    /// the guarded client's resolver).
-    pub(super) guard: Option<crate::egress::PrivateAllowance>,
 }
 
 /// A response as read: status and body.
@@ -34,8 +30,8 @@ pub struct Reply {
 }
 
 impl PluginTool {
-    pub fn new(integration: Arc<Integration>, tool: ToolDef, http: reqwest::Client, connections: Connections) -> Self {
-        PluginTool { integration, tool, http, connections, guard: None }
+    pub fn new(integration: Arc<Integration>, tool: ToolDef, connections: Connections) -> Self {
+        PluginTool { integration, tool, connections }
     }
 
     fn display(&self) -> &str {
@@ -45,41 +41,15 @@ impl PluginTool {
     /// Sends a prepared request with the integration's headers and the credential.
     pub async fn send(&self, ctx: &CallContext<'_>, mut p: Prepared, credential: Option<&Credential>) -> Result<Reply, HandlerError> {
         if let Some(c) = credential {
-            match &self.integration.def.auth {
-                AuthDef::Oauth2 { inject, .. } | AuthDef::ApiKey { inject, .. } => request::inject(&mut p, inject, c.token()),
-                AuthDef::Cookie { cookie_name, .. } => p.headers.push(("Cookie".into(), format!("{cookie_name}={}", c.token()))),
-                AuthDef::None => {}
-            }
+            self.integration.authorize(&mut p, c);
         }
-        if let Some(guard) = &self.guard {
-            let ip = match p.url.host() {
-                Some(url::Host::Ipv4(v4)) => Some(std::net::IpAddr::V4(v4)),
-                Some(url::Host::Ipv6(v6)) => Some(std::net::IpAddr::V6(v6)),
-                _ => None,
-            };
-            if let Some(reason) = ip.and_then(|ip| guard.check(ip)) {
-                return Err(HandlerError::failed(format!("refusing to connect to {}: {reason}", p.url.host_str().unwrap_or_default())));
-            }
-        }
-        let mut builder = self.http.request(p.method.clone(), p.url.clone());
-        for (k, v) in &self.integration.def.headers {
-            builder = builder.header(k, v);
-        }
-        for (k, v) in &p.headers {
-            builder = builder.header(k, v);
-        }
+        let mut builder = self.integration.builder(&p).map_err(send_error)?;
         if let Some(body) = &p.body {
             let bytes = serde_json::to_vec(body).unwrap_or_default();
             ctx.add_egress(bytes.len() as u64);
             builder = builder.header("content-type", "application/json").body(bytes);
         }
-        let mut res = builder.send().await.map_err(|e| {
-            if let Some((host, reason)) = crate::egress::blocked_cause(&e) {
-                return HandlerError::failed(format!("refusing to connect to {host}: {reason}"));
-            }
-            let why = if e.is_timeout() { "timed out".to_string() } else if e.is_connect() { "cannot connect".to_string() } else { e.without_url().to_string() };
-            HandlerError::Unavailable(format!("{} is unreachable: {why}", self.display()))
-        })?;
+        let mut res = self.integration.send(builder).await.map_err(send_error)?;
         let status = res.status().as_u16();
         let mut buf = bytes::BytesMut::new();
         while let Some(chunk) = res.chunk().await.map_err(|e| HandlerError::failed(format!("{}: reading the response failed: {}", self.display(), e.without_url())))? {
@@ -134,5 +104,13 @@ impl ToolHandler for PluginTool {
         let reply = self.send_authorized(ctx, || request::prepare(&base, req, &args)).await?;
         let body = self.body_of(reply)?;
         request::shape(self.display(), self.tool.result.as_ref(), body)
+    }
+}
+
+/// A refused destination is the tool's failure; an unreachable API is unavailability.
+fn send_error(e: SendError) -> HandlerError {
+    match e {
+        SendError::Blocked(m) => HandlerError::failed(m),
+        SendError::Unreachable(m) => HandlerError::Unavailable(m),
     }
 }

@@ -6,6 +6,7 @@ mod apps;
 pub mod definition;
 mod handler;
 mod logic;
+mod outbound;
 pub mod request;
 
 use std::collections::{BTreeMap, HashMap};
@@ -14,6 +15,7 @@ use std::sync::Arc;
 pub use apps::{AppInfo, AppRegistry, Apps};
 pub use definition::{AuthDef, IntegrationDef, ToolDef};
 pub use handler::PluginTool;
+pub use outbound::{Outbound, SendError};
 
 use crate::catalog::{Tool, ToolName, ToolSource, ToolSpec};
 use crate::{Error, Result};
@@ -92,10 +94,12 @@ pub struct Integration {
     pub base_url: url::Url,
     pub oauth: Option<OAuthConfig>,
     pub source: ToolSource,
+    /// The client its requests go through (guarded for custom apps).
+    pub outbound: Outbound,
 }
 
 impl Integration {
-    pub fn new(def: IntegrationDef, settings: Option<&IntegrationSettings>, source: ToolSource) -> Result<Integration> {
+    pub fn new(def: IntegrationDef, settings: Option<&IntegrationSettings>, source: ToolSource, outbound: Outbound) -> Result<Integration> {
         let s = settings.cloned().unwrap_or_default();
         let base = s.base_url.clone().unwrap_or_else(|| def.base_url.clone());
         let base_url = url::Url::parse(&base).map_err(|e| Error::invalid(format!("integration {}: base url {base:?}: {e}", def.name)))?;
@@ -111,7 +115,7 @@ impl Integration {
             }),
             _ => None,
         };
-        Ok(Integration { def, base_url, oauth, source })
+        Ok(Integration { def, base_url, oauth, source, outbound })
     }
 
     pub fn name(&self) -> &str {
@@ -152,7 +156,7 @@ pub struct Integrations {
 impl Integrations {
     /// Parses and validates the shipped definitions and applies operator settings. A broken
     /// definition stops start-up with a message naming it.
-    pub fn load(settings: &BTreeMap<String, IntegrationSettings>) -> Result<Integrations> {
+    pub fn load(settings: &BTreeMap<String, IntegrationSettings>, http: &reqwest::Client) -> Result<Integrations> {
         let mut out = Integrations::default();
         for (file, json) in BUILTIN_DEFINITIONS {
             let def = IntegrationDef::parse(json, file)?;
@@ -165,7 +169,7 @@ impl Integrations {
             }
             let source = ToolSource::Plugin(def.name.clone());
             let settings = settings.get(&def.name);
-            out.push(Integration::new(def, settings, source)?)?;
+            out.push(Integration::new(def, settings, source, Outbound::trusted(http.clone()))?)?;
         }
         for name in settings.keys() {
             if !out.by_name.contains_key(name) {
@@ -193,27 +197,20 @@ impl Integrations {
     }
 
     /// Catalog tools of every plugin.
-    pub fn tools(&self, http: &reqwest::Client, connections: &crate::connections::Connections) -> Result<Vec<Tool>> {
+    pub fn tools(&self, connections: &crate::connections::Connections) -> Result<Vec<Tool>> {
         let mut tools = Vec::new();
         for i in &self.list {
-            tools.extend(plugin_tools(i, http, connections, None)?);
+            tools.extend(plugin_tools(i, connections)?);
         }
         Ok(tools)
     }
 }
 
-/// The catalog tools of one integration (plugin or custom app). `guard` refuses blocked
-/// addresses for destinations the operator did not choose (custom apps).
-pub fn plugin_tools(
-    i: &Arc<Integration>,
-    http: &reqwest::Client,
-    connections: &crate::connections::Connections,
-    guard: Option<crate::egress::PrivateAllowance>,
-) -> Result<Vec<Tool>> {
+/// The catalog tools of one integration (plugin or custom app).
+pub fn plugin_tools(i: &Arc<Integration>, connections: &crate::connections::Connections) -> Result<Vec<Tool>> {
     let mut tools = Vec::new();
     for (spec, def) in i.specs()?.into_iter().zip(i.def.tools.iter()) {
-        let mut handler = PluginTool::new(i.clone(), def.clone(), http.clone(), connections.clone());
-        handler.guard = guard.clone();
+        let handler = PluginTool::new(i.clone(), def.clone(), connections.clone());
         tools.push(Tool::new(spec, Arc::new(handler))?);
     }
     Ok(tools)
@@ -237,7 +234,7 @@ mod tests {
 
     #[test]
     fn the_shipped_definitions_load() {
-        let all = Integrations::load(&BTreeMap::new()).unwrap();
+        let all = Integrations::load(&BTreeMap::new(), &api_client()).unwrap();
         for name in ["github", "slack", "linear", "superset", "hackernews"] {
             assert!(all.get(name).is_some(), "{name}");
         }
@@ -256,7 +253,7 @@ mod tests {
         ]);
         assert_eq!(s["github"].base_url.as_deref(), Some("http://127.0.0.1:9/"));
         assert_eq!(s["github"].client_id.as_deref(), Some("id"));
-        let all = Integrations::load(&s).unwrap();
+        let all = Integrations::load(&s, &api_client()).unwrap();
         assert_eq!(all.get("github").unwrap().base_url.as_str(), "http://127.0.0.1:9/");
     }
 

@@ -85,6 +85,32 @@ pub async fn set_status<'e>(ex: impl Exec<'e>, id: &str, status: &str, now: i64)
     Ok(())
 }
 
+/// Connections sealed with another key version than `version` (rotation work list), a batch
+/// at a time.
+pub async fn not_on_version<'e>(ex: impl Exec<'e>, version: i64, limit: i64) -> Result<Vec<ConnectionRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {CONN_COLUMNS} FROM connections WHERE ciphertext IS NOT NULL AND key_version <> $1 ORDER BY id LIMIT $2"
+    ))
+    .bind(version)
+    .bind(limit)
+    .fetch_all(ex)
+    .await?)
+}
+
+/// Re-seals a credential under a new key version, status untouched, only if it is still what
+/// the caller read.
+pub async fn reseal<'e>(ex: impl Exec<'e>, id: &str, old_ciphertext: &str, ciphertext: &str, nonce: &str, version: i64) -> Result<bool> {
+    let r = sqlx::query("UPDATE connections SET ciphertext = $1, nonce = $2, key_version = $3 WHERE id = $4 AND ciphertext = $5")
+        .bind(ciphertext)
+        .bind(nonce)
+        .bind(version)
+        .bind(id)
+        .bind(old_ciphertext)
+        .execute(ex)
+        .await?;
+    Ok(r.rows_affected() == 1)
+}
+
 /// Replaces the sealed credential of a connection only if it is still the one the caller read
 /// (two instances refreshing at once: one wins, the other re-reads).
 pub async fn replace_credential<'e>(

@@ -83,6 +83,11 @@ impl Vault {
     }
 
     /// Replaces the loaded key ring (after a rotation added a version).
+    /// The key version new seals use.
+    pub fn current_key_version(&self) -> Option<i64> {
+        self.ring().current_version().map(|v| v as i64)
+    }
+
     pub fn set_ring(&self, ring: KeyRing) {
         *self.ring.write().expect("key ring lock poisoned") = ring;
     }
@@ -166,7 +171,7 @@ impl Vault {
     /// already on the newest version are skipped, and a row changed meanwhile is left to the
     /// next run. Returns how many rows were re-sealed.
     pub async fn reseal_all(&self) -> Result<u64> {
-        let version = self.ring().current_version().ok_or_else(|| Error::internal("no master key configured"))? as i64;
+        let version = self.current_key_version().ok_or_else(|| Error::internal("no master key configured"))?;
         let mut done = 0u64;
         loop {
             let batch = store::vault::not_on_version(self.db.pool(), version, 200).await?;

@@ -3,6 +3,7 @@
 use serde_json::{json, Value};
 use workbench_core::auth::Role;
 
+use crate::fake_provider::{self, LINEAR_KEY};
 use crate::fakes;
 use crate::helpers::{admin_with_key, execute, mcp_call, Options, PASSWORD};
 use crate::{app, db_test};
@@ -107,4 +108,101 @@ db_test!(an_apps_requests_to_private_names_are_refused_at_call_time, |backend| {
     assert_eq!(out[0]["code"], "TOOL_ERROR");
     assert!(out[0]["handler_error"].as_str().unwrap().contains("refusing to connect"), "{:?}", out[0]);
     assert!(fake.state.last.lock().unwrap().is_none(), "nothing reached the service");
+});
+
+fn keyed_definition(base: &str) -> Value {
+    json!({
+        "name": "teamgraph",
+        "display_name": "Team graph",
+        "version": "1.0.0",
+        "base_url": base,
+        "curl_proxy": true,
+        "auth": {
+            "type": "api_key",
+            "inject": { "header": "Authorization", "format": "{token}" },
+            "probe": { "method": "POST", "path": "/graphql", "body": { "query": "{ viewer { id } }" } },
+            "label": "Team graph key"
+        },
+        "tools": [{
+            "name": "teamgraph_viewer",
+            "description": "Get the signed-in viewer of the team graph.",
+            "side_effects": "none",
+            "input_schema": { "type": "object", "properties": {} },
+            "request": { "method": "POST", "path": "/graphql", "body": { "query": "{ viewer { id name } }" } },
+            "result": { "path": "data.viewer" }
+        }]
+    })
+}
+
+db_test!(an_api_key_app_connects_through_its_probe_and_its_proxy_injects_the_key, |backend| {
+    let app = app!(backend, Options { egress_allow_private: vec!["127.0.0.1"], ..Default::default() });
+    let (_, key) = admin_with_key(&app).await;
+    let fake = fake_provider::start().await;
+    let (status, created) = post_app(&app, &key, &keyed_definition(&fake.url(""))).await;
+    assert_eq!(status, 201, "{created}");
+    let out = execute(&app, &key, json!([{ "tool": "teamgraph_viewer", "args": {} }])).await;
+    assert_eq!(out[0]["code"], "NOT_CONNECTED");
+    assert_eq!(out[0]["integration"], "teamgraph");
+
+    let (link, _) = mcp_call(&app, &key, "connect", json!({ "integration": "teamgraph" })).await;
+    assert_eq!(link["authType"], "api_key");
+    let id = link["connectionId"].as_str().unwrap().to_owned();
+    let b = app.browser();
+    assert!(b.sign_in("ada@example.com", PASSWORD).await.status().is_success());
+    let path = url::Url::parse(link["url"].as_str().unwrap()).unwrap().path().to_owned();
+    assert!(b.get(&path).await.text().await.unwrap().contains("Team graph key"));
+    assert!(b.call("submit_connection", &[("id", &id), ("value", "not-the-key")]).await.text().await.unwrap().contains("did not accept it"));
+    assert_eq!(b.call("submit_connection", &[("id", &id), ("value", LINEAR_KEY)]).await.status(), 200);
+    let (out, _) = mcp_call(&app, &key, "wait_for_connection", json!({ "connectionId": id, "timeoutSec": 2 })).await;
+    assert_eq!(out["status"], "CONNECTED");
+
+    let out = execute(&app, &key, json!([{ "tool": "teamgraph_viewer", "args": {} }])).await;
+    assert_eq!(out[0]["result"]["name"], "Lin Ear", "{out:?}");
+    let (session, is_error) = mcp_call(&app, &key, "curl_session", json!({ "integrations": ["teamgraph"] })).await;
+    assert!(!is_error, "{session}");
+    let token = session["token"].as_str().unwrap();
+    let res = app
+        .http()
+        .post(app.url("/c/teamgraph/graphql"))
+        .bearer_auth(token)
+        .header("authorization-extra", "x")
+        .json(&json!({ "query": "{ viewer { email } }" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["data"]["viewer"]["email"], "lin@example.com");
+    assert_eq!(fake.state.last_headers.lock().unwrap().as_ref().unwrap().get("authorization").unwrap(), LINEAR_KEY);
+});
+
+db_test!(an_apps_probe_and_proxy_refuse_private_destinations, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let fake = fake_provider::start().await;
+    let base = format!("http://localhost:{}", fake.addr.port());
+    assert_eq!(post_app(&app, &key, &keyed_definition(&base)).await.0, 201);
+    let (link, _) = mcp_call(&app, &key, "connect", json!({ "integration": "teamgraph" })).await;
+    let id = link["connectionId"].as_str().unwrap().to_owned();
+    let b = app.browser();
+    assert!(b.sign_in("ada@example.com", PASSWORD).await.status().is_success());
+    let text = b.call("submit_connection", &[("id", &id), ("value", LINEAR_KEY)]).await.text().await.unwrap();
+    assert!(text.contains("Team graph could not be checked: refusing to connect to localhost"), "{text}");
+    assert!(fake.state.last_headers.lock().unwrap().is_none(), "the key never left workbench");
+    let (out, _) = mcp_call(&app, &key, "wait_for_connection", json!({ "connectionId": id, "timeoutSec": 1 })).await;
+    assert_eq!(out["status"], "TIMEOUT");
+
+    // Even with a stored key, neither a tool nor the proxy reaches the private address.
+    let who = app.wb.accounts().authenticate_api_key(&key).await.unwrap();
+    let credential = workbench_core::connections::Credential::ApiKey { key: LINEAR_KEY.into() };
+    app.wb.connections().store(&who.project_id, &who.user_id, "teamgraph", &credential).await.unwrap();
+    let out = execute(&app, &key, json!([{ "tool": "teamgraph_viewer", "args": {} }])).await;
+    assert!(out[0]["handler_error"].as_str().unwrap().contains("refusing to connect to localhost"), "{out:?}");
+    let (session, is_error) = mcp_call(&app, &key, "curl_session", json!({ "integrations": ["teamgraph"] })).await;
+    assert!(!is_error, "{session}");
+    let res = app.http().post(app.url("/c/teamgraph/graphql")).bearer_auth(session["token"].as_str().unwrap()).json(&json!({})).send().await.unwrap();
+    assert_eq!(res.status(), 403);
+    let body: Value = res.json().await.unwrap();
+    assert!(body["error"]["message"].as_str().unwrap().contains("refusing to connect to localhost"), "{body}");
+    assert!(fake.state.last_headers.lock().unwrap().is_none(), "the key never left workbench");
 });

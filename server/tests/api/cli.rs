@@ -3,6 +3,9 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+use workbench_core::connections::Credential;
+use workbench_core::vault::KeyRing;
+
 use crate::helpers::{database_url, Backend, PASSWORD};
 use crate::db_test;
 
@@ -105,7 +108,7 @@ fn help_documents_every_serve_flag_and_its_variable() {
     }
 }
 
-db_test!(rotate_master_key_re_encrypts_every_secret_and_can_run_again, |backend| {
+db_test!(rotate_master_key_re_encrypts_every_secret_and_connection_and_can_run_again, |backend| {
     let Some(url) = database_url(backend).await else { return };
     let dir = crate::helpers::temp_dir("rotate");
     let data = dir.join("data");
@@ -120,12 +123,27 @@ db_test!(rotate_master_key_re_encrypts_every_secret_and_can_run_again, |backend|
     for i in 0..3 {
         wb.vault().set(&who, &format!("S{i}"), &format!("secret-value-{i}")).await.unwrap();
     }
+    let linear_key = Credential::ApiKey { key: "lin_api_rotate_me".into() };
+    wb.connections().store(&who.project_id, &who.user_id, "linear", &linear_key).await.unwrap();
     for expected_version in [2, 3] {
         let out = workbench(&["admin", "rotate-master-key", "--database-url", &url, "--data-dir", data], None);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("re-encrypted 3 secrets under new master key version {expected_version}")));
-        let ring = workbench_server::keys::Keys::load_or_create(std::path::Path::new(data)).unwrap().master;
+        assert!(
+            String::from_utf8_lossy(&out.stderr)
+                .contains(&format!("re-encrypted 3 secrets and 1 connection credentials under new master key version {expected_version}")),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Only the newest key: everything must have moved to it.
+        let full = workbench_server::keys::Keys::load_or_create(std::path::Path::new(data)).unwrap().master;
+        let (v, k) = full.versions().last().unwrap();
+        let mut ring = KeyRing::new();
+        ring.insert(*v, k.clone());
         let wb = workbench_core::Workbench::open(&url, workbench_core::WorkbenchOptions { master_keys: ring, ..Default::default() }).await.unwrap();
+        let linear = wb.integrations().get("linear").unwrap().clone();
+        assert_eq!(wb.connections().credential(&who, &linear).await.unwrap().ok(), Some(linear_key.clone()));
+        let row = workbench_core::store::connections::get(wb.db().pool(), &who.project_id, &who.user_id, "linear").await.unwrap().unwrap();
+        assert_eq!((row.key_version, row.status.as_str()), (Some(expected_version), "connected"));
         for i in 0..3 {
             let name = format!("S{i}");
             let row = workbench_core::store::vault::get(wb.db().pool(), &who.project_id, &name).await.unwrap().unwrap();

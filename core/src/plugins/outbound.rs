@@ -1,0 +1,100 @@
+//! Requests to an integration's API, built in one place: the integration's fixed headers, the
+//! user's credential injected per auth type, and for custom apps (whose base URL the operator
+//! did not choose) the SSRF guard. Plugin tools, connection probes and the curl proxy all send
+//! through here.
+
+use crate::connections::Credential;
+use crate::egress::{blocked_cause, PrivateAllowance};
+
+use super::request::{self, Prepared};
+use super::{AuthDef, Integration};
+
+/// The HTTP client an integration talks through.
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    http: reqwest::Client,
+    /// Custom apps: IP-literal hosts in blocked ranges are refused here; names are refused by
+    /// the guarded client's resolver.
+    guard: Option<PrivateAllowance>,
+}
+
+impl Outbound {
+    /// For shipped plugins: the operator configured their base URLs.
+    pub fn trusted(http: reqwest::Client) -> Outbound {
+        Outbound { http, guard: None }
+    }
+
+    /// For custom apps: `http` must be the guarded client (checked resolver, no redirects).
+    pub fn guarded(http: reqwest::Client, allowance: PrivateAllowance) -> Outbound {
+        Outbound { http, guard: Some(allowance) }
+    }
+}
+
+/// Why a request did not get an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendError {
+    /// The destination is on a blocked address (custom apps only).
+    Blocked(String),
+    /// Transport failure: refused, timed out, reset.
+    Unreachable(String),
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SendError::Blocked(m) | SendError::Unreachable(m) => f.write_str(m),
+        }
+    }
+}
+
+impl Integration {
+    /// Adds the credential where the integration's auth type puts it.
+    pub fn authorize(&self, p: &mut Prepared, credential: &Credential) {
+        match &self.def.auth {
+            AuthDef::Oauth2 { inject, .. } | AuthDef::ApiKey { inject, .. } => request::inject(p, inject, credential.token()),
+            AuthDef::Cookie { cookie_name, .. } => p.headers.push(("Cookie".into(), format!("{cookie_name}={}", credential.token()))),
+            AuthDef::None => {}
+        }
+    }
+
+    /// A request builder for `p` (method, URL, the integration's headers, then `p`'s); the body
+    /// is the caller's. Refuses blocked IP-literal destinations of custom apps.
+    pub fn builder(&self, p: &Prepared) -> Result<reqwest::RequestBuilder, SendError> {
+        if let Some(guard) = &self.outbound.guard {
+            let ip = match p.url.host() {
+                Some(url::Host::Ipv4(v4)) => Some(std::net::IpAddr::V4(v4)),
+                Some(url::Host::Ipv6(v6)) => Some(std::net::IpAddr::V6(v6)),
+                _ => None,
+            };
+            if let Some(reason) = ip.and_then(|ip| guard.check(ip)) {
+                return Err(SendError::Blocked(format!("refusing to connect to {}: {reason}", p.url.host_str().unwrap_or_default())));
+            }
+        }
+        let mut builder = self.outbound.http.request(p.method.clone(), p.url.clone());
+        for (k, v) in &self.def.headers {
+            builder = builder.header(k, v);
+        }
+        for (k, v) in &p.headers {
+            builder = builder.header(k, v);
+        }
+        Ok(builder)
+    }
+
+    /// Sends `builder`, naming a refused destination or a transport failure without the URL
+    /// (which can carry a credential in its query).
+    pub async fn send(&self, builder: reqwest::RequestBuilder) -> Result<reqwest::Response, SendError> {
+        builder.send().await.map_err(|e| {
+            if let Some((host, reason)) = blocked_cause(&e) {
+                return SendError::Blocked(format!("refusing to connect to {host}: {reason}"));
+            }
+            let why = if e.is_timeout() {
+                "timed out".to_string()
+            } else if e.is_connect() {
+                "cannot connect".to_string()
+            } else {
+                e.without_url().to_string()
+            };
+            SendError::Unreachable(format!("{} is unreachable: {why}", self.def.display_name))
+        })
+    }
+}

@@ -15,6 +15,7 @@ mod http_fetch;
 mod idempotency;
 mod mcp;
 mod mcp_sdk;
+mod plugin_requests;
 mod members;
 mod portal_auth;
 mod portal_tools;

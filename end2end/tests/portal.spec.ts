@@ -102,6 +102,48 @@ test("a vault secret is saved, listed without its value, and deleted", async ({ 
   await expect(page.getByTestId("secret-row")).toHaveCount(0);
 });
 
+test("a custom app's tools join the catalog until the app is deleted", async ({ page }) => {
+  await signIn(page);
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Apps" }).click();
+  await page.getByLabel("Definition (JSON)").fill("{ not json");
+  await page.getByRole("button", { name: "Create app" }).click();
+  await expect(page.getByRole("alert")).toContainText("not valid JSON");
+  const definition = {
+    name: "statuspage",
+    display_name: "Status page",
+    version: "1.2.0",
+    base_url: "https://status.example.com",
+    auth: { type: "none" },
+    tools: [
+      {
+        name: "statuspage_get_incidents",
+        description: "List the open incidents on the company status page.",
+        side_effects: "none",
+        input_schema: { type: "object", properties: {} },
+        request: { method: "GET", path: "/api/v2/incidents/unresolved.json" },
+        result: { path: "incidents", fields: ["id", "name", "status"] },
+      },
+    ],
+  };
+  await page.getByLabel("Definition (JSON)").fill(JSON.stringify(definition, null, 2));
+  await page.getByRole("button", { name: "Create app" }).click();
+  await expect(page.getByTestId("app-row")).toContainText("statuspage_get_incidents");
+  await expect(page.getByTestId("app-row")).toContainText("Status page");
+
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Tools" }).click();
+  await page.getByRole("searchbox", { name: "Search tools" }).fill("open incidents on the status page");
+  await page.getByRole("button", { name: "Search" }).click();
+  await expect(page.getByTestId("tool-row").first()).toContainText("statuspage_get_incidents");
+
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Apps" }).click();
+  await page.getByRole("button", { name: "Delete statuspage" }).click();
+  await expect(page.getByTestId("app-row")).toHaveCount(0);
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Tools" }).click();
+  await page.getByRole("searchbox", { name: "Search tools" }).fill("open incidents on the status page");
+  await page.getByRole("button", { name: "Search" }).click();
+  await expect(page.getByTestId("tool-row").filter({ hasText: "statuspage_get_incidents" })).toHaveCount(0);
+});
+
 test("a cross-site form post is refused even with the session cookie", async ({ page }) => {
   await signIn(page);
   await expect(page.getByTestId("viewer-email")).toHaveText(ADMIN);

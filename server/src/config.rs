@@ -71,6 +71,8 @@ pub struct ServerConfig {
     /// Host names /mcp answers to.
     pub allowed_hosts: Vec<String>,
     pub connect_ttl_secs: i64,
+    /// How often an instance picks up custom apps other instances added or removed.
+    pub apps_reload_every: std::time::Duration,
 }
 
 impl ServerConfig {
@@ -106,6 +108,7 @@ impl ServerConfig {
             egress_allow_private: args.egress_allow_private.clone(),
             allowed_hosts,
             connect_ttl_secs: args.connect_ttl_seconds,
+            apps_reload_every: std::time::Duration::from_secs(15),
             bind: args.bind,
             secure_cookies: public_url.scheme() == "https",
             public_url,

@@ -66,16 +66,17 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let upkeep = tokio::spawn(upkeep(state.wb.clone()));
+    let upkeep = tokio::spawn(upkeep(state.wb.clone(), state.config.apps_reload_every));
     let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
     let result = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     upkeep.abort();
     result
 }
 
-async fn upkeep(wb: Workbench) {
+async fn upkeep(wb: Workbench, apps_reload_every: Duration) {
     let mut tick = tokio::time::interval(Duration::from_secs(600));
-    let mut apps = tokio::time::interval(Duration::from_secs(15));
+    let mut apps = tokio::time::interval(apps_reload_every);
+    apps.tick().await; // the first tick is immediate, and open() has just loaded them
     loop {
         tokio::select! {
             _ = tick.tick() => {}

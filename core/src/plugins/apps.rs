@@ -23,6 +23,8 @@ use crate::{Error, Result};
 #[derive(Debug, Default)]
 pub struct AppRegistry {
     projects: RwLock<HashMap<String, Vec<Arc<Integration>>>>,
+    /// The stored app ids each project's entry was built from (broken ones included).
+    ids: RwLock<HashMap<String, Vec<String>>>,
 }
 
 impl AppRegistry {
@@ -34,12 +36,20 @@ impl AppRegistry {
         self.projects.read().expect("app registry lock").get(project_id).cloned().unwrap_or_default()
     }
 
-    fn set(&self, project_id: &str, list: Vec<Arc<Integration>>) {
+    /// The app ids (loaded or skipped as broken) of each project, sorted.
+    fn loaded_ids(&self) -> HashMap<String, Vec<String>> {
+        self.ids.read().expect("app registry lock").clone()
+    }
+
+    fn set(&self, project_id: &str, ids: Vec<String>, list: Vec<Arc<Integration>>) {
         let mut map = self.projects.write().expect("app registry lock");
-        if list.is_empty() {
+        let mut id_map = self.ids.write().expect("app registry lock");
+        if ids.is_empty() {
             map.remove(project_id);
+            id_map.remove(project_id);
         } else {
             map.insert(project_id.to_owned(), list);
+            id_map.insert(project_id.to_owned(), ids);
         }
     }
 }
@@ -119,18 +129,27 @@ impl Apps {
             }
         }
         self.catalog.set_project_tools(project_id, tools)?;
-        self.registry.set(project_id, integrations);
+        let mut ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+        ids.sort();
+        self.registry.set(project_id, ids, integrations);
         Ok(())
     }
 
-    /// Loads every project's apps (at start, and periodically so instances converge).
-    pub async fn reload_all(&self) -> Result<()> {
-        let projects = store::connections::projects_with_apps(self.db.pool()).await?;
-        let known: Vec<String> = self.registry.projects.read().expect("app registry lock").keys().cloned().collect();
-        for p in projects.iter().chain(known.iter().filter(|k| !projects.contains(k))) {
+    /// Loads the apps of every project whose set of apps differs from what this instance has
+    /// loaded (at start, and periodically so instances converge; apps are never edited in
+    /// place, so ids tell). Returns how many projects were reloaded.
+    pub async fn reload_all(&self) -> Result<usize> {
+        let mut stored: HashMap<String, Vec<String>> = HashMap::new();
+        for (project, id) in store::connections::app_ids(self.db.pool()).await? {
+            stored.entry(project).or_default().push(id);
+        }
+        let loaded = self.registry.loaded_ids();
+        let mut changed: Vec<&String> = stored.iter().filter(|(p, ids)| loaded.get(*p) != Some(ids)).map(|(p, _)| p).collect();
+        changed.extend(loaded.keys().filter(|p| !stored.contains_key(*p)));
+        for p in &changed {
             self.reload_project(p).await?;
         }
-        Ok(())
+        Ok(changed.len())
     }
 
     /// Creates an app from a definition. Refused: OAuth apps (no place for client secrets yet),

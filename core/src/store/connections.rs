@@ -317,8 +317,7 @@ pub async fn delete_app<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Re
     Ok(r.rows_affected() == 1)
 }
 
-/// Projects that have at least one custom app.
-pub async fn projects_with_apps<'e>(ex: impl Exec<'e>) -> Result<Vec<String>> {
-    let rows: Vec<(String,)> = sqlx::query_as("SELECT DISTINCT project_id FROM apps").fetch_all(ex).await?;
-    Ok(rows.into_iter().map(|(p,)| p).collect())
+/// Every app's (project id, app id), ordered: what each instance compares with what it loaded.
+pub async fn app_ids<'e>(ex: impl Exec<'e>) -> Result<Vec<(String, String)>> {
+    Ok(sqlx::query_as("SELECT project_id, id FROM apps ORDER BY project_id, id").fetch_all(ex).await?)
 }

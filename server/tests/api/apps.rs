@@ -206,3 +206,24 @@ db_test!(an_apps_probe_and_proxy_refuse_private_destinations, |backend| {
     assert!(body["error"]["message"].as_str().unwrap().contains("refusing to connect to localhost"), "{body}");
     assert!(fake.state.last_headers.lock().unwrap().is_none(), "the key never left workbench");
 });
+
+db_test!(an_app_created_on_one_instance_reaches_another_on_its_next_reload, |backend| {
+    let a = app!(backend);
+    let b = app!(backend, Options { database_url: Some(a.database_url.clone()), ..Default::default() });
+    let (_, key) = admin_with_key(&a).await;
+    let (status, created) = post_app(&a, &key, &definition("teamecho", "https://echo.example.com")).await;
+    assert_eq!(status, 201);
+    let found = |app: &crate::helpers::TestApp| {
+        let app = app.http().get(app.url("/v1/tools/teamecho_echo_message")).bearer_auth(&key).send();
+        async move { app.await.unwrap().status().as_u16() }
+    };
+    assert_eq!(found(&b).await, 404, "B has not reloaded yet");
+    assert_eq!(b.wb.apps().reload_all().await.unwrap(), 1);
+    assert_eq!(found(&b).await, 200);
+    assert_eq!(b.wb.apps().reload_all().await.unwrap(), 0, "nothing changed: nothing rebuilt");
+    let id = created["id"].as_str().unwrap();
+    assert_eq!(a.http().delete(a.url(&format!("/v1/apps/{id}"))).bearer_auth(&key).send().await.unwrap().status(), 204);
+    assert_eq!(b.wb.apps().reload_all().await.unwrap(), 1);
+    assert_eq!(found(&b).await, 404);
+    assert_eq!(b.wb.apps().reload_all().await.unwrap(), 0);
+});

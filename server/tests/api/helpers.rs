@@ -145,7 +145,9 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         allowed_hosts: Vec::new(),
         connect_ttl_seconds: 600,
     };
-    let config = ServerConfig::from_args(&args).unwrap();
+    let mut config = ServerConfig::from_args(&args).unwrap();
+    // Tests reload custom apps explicitly (see apps.rs), never behind their back.
+    config.apps_reload_every = std::time::Duration::from_secs(3600);
     let state = AppState::new(wb.clone(), config, keys);
     let (tx, rx) = oneshot::channel::<()>();
     tokio::spawn(async move {

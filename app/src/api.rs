@@ -454,8 +454,8 @@ pub async fn connections_page() -> Result<Vec<IntegrationView>, AppError> {
     let wb = ssr::wb()?;
     let mine = wb.connections().list(&p).await?;
     Ok(wb
-        .integrations()
-        .all()
+        .connections()
+        .all_for(&p.project_id)
         .iter()
         .map(|i| IntegrationView {
             name: i.name().to_owned(),
@@ -478,7 +478,7 @@ pub async fn connections_page() -> Result<Vec<IntegrationView>, AppError> {
 pub async fn start_connection(integration: String) -> Result<(), AppError> {
     let p = ssr::principal().await?;
     let wb = ssr::wb()?;
-    let i = wb.integrations().get(&integration).cloned().ok_or_else(|| AppError::Message("unknown integration".into()))?;
+    let i = wb.connections().lookup(&p.project_id, &integration).ok_or_else(|| AppError::Message("unknown integration".into()))?;
     let pending = wb.connections().begin(&p, &i).await?;
     leptos_axum::redirect(&format!("/connect/{}", pending.id));
     Ok(())

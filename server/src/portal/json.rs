@@ -30,8 +30,8 @@ pub async fn integrations(State(state): State<AppState>, session: Session) -> Re
     let statuses = state.wb.connections().statuses(&p).await?;
     let list: Vec<Value> = state
         .wb
-        .integrations()
-        .all()
+        .connections()
+        .all_for(&p.project_id)
         .iter()
         .map(|i| {
             json!({

@@ -53,6 +53,12 @@ db_test!(an_app_adds_tools_to_its_projects_catalog, |backend| {
     let (listed, _) = mcp_call(&app, &key, "list_integrations", json!({})).await;
     assert!(listed["integrations"].as_array().unwrap().iter().any(|i| i["name"] == "teamecho" && i["version"] == "2.1.0" && i["connected"] == true));
 
+    let b = app.browser();
+    assert!(b.sign_in("ada@example.com", PASSWORD).await.status().is_success());
+    let portal: Value = b.get("/api/integrations").await.json().await.unwrap();
+    let mine = portal.as_array().unwrap().iter().find(|i| i["name"] == "teamecho").expect("the app is listed");
+    assert_eq!((mine["displayName"].as_str(), mine["authType"].as_str(), mine["toolCount"].as_u64()), (Some("Echo service"), Some("none"), Some(1)));
+
     // Another project sees none of it.
     let (other, _) = app.wb.accounts().create_user("eve@example.com", PASSWORD, Some("other"), Role::Admin).await.unwrap();
     let eve = app.wb.accounts().principal_for_user(&other.id).await.unwrap().unwrap();

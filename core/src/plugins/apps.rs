@@ -19,6 +19,10 @@ use crate::ids::new_id;
 use crate::store::{self, connections::AppRow, Db};
 use crate::{Error, Result};
 
+/// At most this many apps per project, and tools per app: each rebuilds the project's catalog.
+pub const MAX_APPS_PER_PROJECT: usize = 50;
+pub const MAX_TOOLS_PER_APP: usize = 100;
+
 /// The apps of every project, as loaded integrations.
 #[derive(Debug, Default)]
 pub struct AppRegistry {
@@ -159,6 +163,12 @@ impl Apps {
         require_admin(admin)?;
         let def: IntegrationDef = serde_json::from_value(definition.clone()).map_err(|e| Error::invalid(format!("invalid app definition: {e}")))?;
         def.validate()?;
+        if def.tools.len() > MAX_TOOLS_PER_APP {
+            return Err(Error::invalid(format!("an app has at most {MAX_TOOLS_PER_APP} tools; this one has {}", def.tools.len())));
+        }
+        if store::connections::list_apps(self.db.pool(), &admin.project_id).await?.len() >= MAX_APPS_PER_PROJECT {
+            return Err(Error::Conflict(format!("this project already has {MAX_APPS_PER_PROJECT} apps, the most it may have; delete one first")));
+        }
         if matches!(def.auth, AuthDef::Oauth2 { .. }) {
             return Err(Error::invalid("custom apps use auth none, api_key or cookie; OAuth apps are not supported yet"));
         }

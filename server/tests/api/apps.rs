@@ -98,6 +98,12 @@ db_test!(apps_are_refused_when_they_collide_break_the_format_or_point_inward, |b
     assert!(out["error"]["message"].as_str().unwrap().contains("link-local"), "{out}");
     let (status, _) = post_app(&app, &key, &json!({ "name": "x" })).await;
     assert_eq!(status, 400);
+    let mut huge = definition("huge", "https://api.example.com");
+    let tool = huge["tools"][0].clone();
+    huge["tools"] = json!((0..101).map(|i| { let mut t = tool.clone(); t["name"] = json!(format!("huge_tool_{i}")); t }).collect::<Vec<_>>());
+    let (status, out) = post_app(&app, &key, &huge).await;
+    assert_eq!(status, 400);
+    assert!(out["error"]["message"].as_str().unwrap().contains("at most 100 tools"), "{out}");
     let bob = app.user("bob@example.com", Role::Member).await;
     let bob_key = app.api_key(&bob).await;
     let (status, out) = post_app(&app, &bob_key, &definition("bobs", "https://api.example.com")).await;
@@ -232,4 +238,19 @@ db_test!(an_app_created_on_one_instance_reaches_another_on_its_next_reload, |bac
     assert_eq!(b.wb.apps().reload_all().await.unwrap(), 1);
     assert_eq!(found(&b).await, 404);
     assert_eq!(b.wb.apps().reload_all().await.unwrap(), 0);
+});
+
+db_test!(a_project_has_at_most_fifty_apps, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    for i in 0..50 {
+        let (status, out) = post_app(&app, &key, &definition(&format!("app{i}"), "https://api.example.com")).await;
+        assert_eq!(status, 201, "{out}");
+    }
+    let (status, out) = post_app(&app, &key, &definition("app50", "https://api.example.com")).await;
+    assert_eq!(status, 409);
+    assert!(out["error"]["message"].as_str().unwrap().contains("already has 50 apps"), "{out}");
+    let tools: Value = app.http().get(app.url("/v1/tools")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    let names: Vec<&str> = tools["data"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.contains(&"app0_echo_message") && names.contains(&"app49_echo_message"));
 });

@@ -88,7 +88,6 @@ impl Workbench {
             vault.clone(),
             integrations.clone(),
             registry.clone(),
-            api.clone(),
             options.connect_ttl_secs,
         );
         let mut tools = builtin::tools(&services)?;
@@ -101,6 +100,7 @@ impl Workbench {
             catalog.clone(),
             integrations.clone(),
             connections.clone(),
+            vault.clone(),
             guarded.reqwest(),
             allowance,
         );

@@ -43,6 +43,9 @@ pub fn Apps() -> impl IntoView {
                                         <ActionForm action=create attr:class="space-y-3">
                                             <label for="definition" class=LABEL>"Definition (JSON)"</label>
                                             <textarea id="definition" name="definition" rows="14" required class="block w-full rounded-md border border-slate-300 p-3 font-mono text-xs">{EXAMPLE}</textarea>
+                                            <p class="text-xs text-slate-500">
+                                                "The plugin format: auth "<code>"none"</code>", "<code>"api_key"</code>" or "<code>"cookie"</code>" (with a "<code>"probe"</code>" request), or "<code>"oauth2"</code>" with "<code>"client_id"</code>" and "<code>"client_secret_vault"</code>", the name of a Vault secret holding the client secret. Redirect URI at the provider: "<code>"/oauth/callback"</code>" on this site. Tools take a JSON Schema input and a request template: "<code>"{arg}"</code>" in path and query, "<code>"\"$arg\""</code>" in the body."
+                                            </p>
                                             <button type="submit" class=BUTTON>"Create app"</button>
                                         </ActionForm>
                                         <ActionError value=create.value()/>

@@ -20,7 +20,7 @@ use crate::auth::Principal;
 use crate::clock::{rfc3339, Clock};
 use crate::engine::HandlerError;
 use crate::ids::new_id;
-use crate::plugins::{AppRegistry, AuthDef, Integration, Integrations};
+use crate::plugins::{AppRegistry, AuthDef, Integration, Integrations, OAuthConfig};
 use crate::store::{self, connections::ConnectionRow, connections::PendingRow, Db};
 use crate::vault::{Sealed, Vault};
 use crate::{Error, Result};
@@ -79,7 +79,6 @@ pub struct Connections {
     vault: Vault,
     integrations: Arc<Integrations>,
     apps: Arc<AppRegistry>,
-    http: reqwest::Client,
     connect_ttl_secs: i64,
 }
 
@@ -94,10 +93,9 @@ impl Connections {
         vault: Vault,
         integrations: Arc<Integrations>,
         apps: Arc<AppRegistry>,
-        http: reqwest::Client,
         connect_ttl_secs: i64,
     ) -> Self {
-        Connections { db, clock, vault, integrations, apps, http, connect_ttl_secs }
+        Connections { db, clock, vault, integrations, apps, connect_ttl_secs }
     }
 
     /// An integration a project can connect: a shipped plugin or one of its custom apps.
@@ -222,9 +220,25 @@ impl Connections {
         }
     }
 
+    /// The integration's OAuth settings with the client secret filled in: the operator's, or
+    /// for a custom app the project's vault secret it names.
+    async fn oauth_config(&self, project_id: &str, i: &Integration) -> std::result::Result<Option<OAuthConfig>, String> {
+        let Some(mut cfg) = i.oauth.clone() else { return Ok(None) };
+        if let Some(name) = cfg.client_secret_vault.clone() {
+            let mut found = self.vault.reveal(project_id, std::slice::from_ref(&name)).await.map_err(|e| e.to_string())?;
+            let secret = found.remove(&name).ok_or_else(|| format!("the vault secret {name} (the OAuth client secret) is missing"))?;
+            cfg.client_secret = Some(secret.to_string());
+        }
+        Ok(Some(cfg))
+    }
+
     async fn refresh(&self, i: &Integration, row: ConnectionRow, c: Credential) -> Result<std::result::Result<Credential, ConnectionProblem>> {
-        let refreshed = match (&c, &i.oauth) {
-            (Credential::Oauth2 { refresh_token: Some(rt), .. }, Some(cfg)) => oauth::refresh(&self.http, cfg, rt, self.now()).await,
+        let refreshed = match (&c, self.oauth_config(&row.project_id, i).await) {
+            (Credential::Oauth2 { refresh_token: Some(rt), .. }, Ok(Some(cfg))) => match i.token_client(&cfg.token_url) {
+                Ok(http) => oauth::refresh(http, &cfg, rt, self.now()).await,
+                Err(e) => Err(e.to_string()),
+            },
+            (_, Err(why)) => Err(why),
             _ => Err("no refresh token".into()),
         };
         match refreshed {
@@ -351,16 +365,22 @@ impl Connections {
             return Err(Error::NotFound);
         }
         let integration = self.lookup(&row.project_id, &row.integration).ok_or(Error::NotFound)?;
-        let cfg = integration.oauth.clone().ok_or(Error::NotFound)?;
+        let display = &integration.def.display_name;
+        let cfg = self
+            .oauth_config(&row.project_id, &integration)
+            .await
+            .map_err(|why| Error::invalid(format!("{display} cannot finish connecting: {why}")))?
+            .ok_or(Error::NotFound)?;
         if let Some(expected) = &cfg.issuer {
             if iss != Some(expected.as_str()) {
                 return Err(Error::invalid("the authorization server's issuer does not match; connection refused"));
             }
         }
         let verifier = row.pkce_verifier.clone().ok_or(Error::NotFound)?;
-        let credential = oauth::exchange(&self.http, &cfg, code, &verifier, redirect_uri, now)
+        let http = integration.token_client(&cfg.token_url).map_err(|e| Error::invalid(format!("{display} did not issue a token: {e}")))?;
+        let credential = oauth::exchange(http, &cfg, code, &verifier, redirect_uri, now)
             .await
-            .map_err(|why| Error::invalid(format!("{} did not issue a token: {why}", integration.def.display_name)))?;
+            .map_err(|why| Error::invalid(format!("{display} did not issue a token: {why}")))?;
         self.store(&row.project_id, &row.user_id, &row.integration, &credential).await?;
         store::connections::mark_pending_connected(self.db.pool(), &row.id).await?;
         tracing::info!(integration = %row.integration, %user_id, "connected with oauth");

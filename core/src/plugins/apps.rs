@@ -17,6 +17,7 @@ use crate::connections::Connections;
 use crate::egress::PrivateAllowance;
 use crate::ids::new_id;
 use crate::store::{self, connections::AppRow, Db};
+use crate::vault::Vault;
 use crate::{Error, Result};
 
 /// At most this many apps per project, and tools per app: each rebuilds the project's catalog.
@@ -93,6 +94,7 @@ pub struct Apps {
     catalog: Arc<Catalog>,
     plugins: Arc<Integrations>,
     connections: Connections,
+    vault: Vault,
     http: reqwest::Client,
     allowance: PrivateAllowance,
 }
@@ -106,10 +108,11 @@ impl Apps {
         catalog: Arc<Catalog>,
         plugins: Arc<Integrations>,
         connections: Connections,
+        vault: Vault,
         http: reqwest::Client,
         allowance: PrivateAllowance,
     ) -> Apps {
-        Apps { db, clock, registry, catalog, plugins, connections, http, allowance }
+        Apps { db, clock, registry, catalog, plugins, connections, vault, http, allowance }
     }
 
     fn load(&self, row: &AppRow) -> Result<Arc<Integration>> {
@@ -156,9 +159,9 @@ impl Apps {
         Ok(changed.len())
     }
 
-    /// Creates an app from a definition. Refused: OAuth apps (no place for client secrets yet),
-    /// a name or tool name that collides with the project's catalog (409), a base URL on a
-    /// blocked address.
+    /// Creates an app from a definition. Refused: an OAuth app without its client id, or naming
+    /// a client secret missing from the project's vault; a name or tool name that collides with
+    /// the project's catalog (409); a base or token URL on a blocked address.
     pub async fn create(&self, admin: &Principal, definition: &Value) -> Result<AppInfo> {
         require_admin(admin)?;
         let def: IntegrationDef = serde_json::from_value(definition.clone()).map_err(|e| Error::invalid(format!("invalid app definition: {e}")))?;
@@ -169,20 +172,33 @@ impl Apps {
         if store::connections::list_apps(self.db.pool(), &admin.project_id).await?.len() >= MAX_APPS_PER_PROJECT {
             return Err(Error::Conflict(format!("this project already has {MAX_APPS_PER_PROJECT} apps, the most it may have; delete one first")));
         }
-        if matches!(def.auth, AuthDef::Oauth2 { .. }) {
-            return Err(Error::invalid("custom apps use auth none, api_key or cookie; OAuth apps are not supported yet"));
+        let mut destinations = vec![("base_url", def.base_url.clone())];
+        if let AuthDef::Oauth2 { client_id, client_secret_vault, token_url, .. } = &def.auth {
+            if client_id.as_deref().is_none_or(str::is_empty) {
+                return Err(Error::invalid("an OAuth app needs auth.client_id (the client registered at the provider)"));
+            }
+            if let Some(name) = client_secret_vault {
+                if self.vault.reveal(&admin.project_id, std::slice::from_ref(name)).await?.is_empty() {
+                    return Err(Error::invalid(format!(
+                        "auth.client_secret_vault names {name}, which is not in this project's vault; add it on the Vault page first"
+                    )));
+                }
+            }
+            destinations.push(("auth.token_url", token_url.clone()));
         }
         if let Some(t) = def.tools.iter().find(|t| t.handler.is_some()) {
             return Err(Error::invalid(format!("tool {}: custom apps describe requests; Rust handlers are for shipped plugins", t.name)));
         }
-        let base = url::Url::parse(&def.base_url).map_err(|e| Error::invalid(e.to_string()))?;
-        let literal = match base.host() {
-            Some(url::Host::Ipv4(v4)) => Some(std::net::IpAddr::V4(v4)),
-            Some(url::Host::Ipv6(v6)) => Some(std::net::IpAddr::V6(v6)),
-            _ => None,
-        };
-        if let Some(reason) = literal.and_then(|ip| self.allowance.check(ip)) {
-            return Err(Error::invalid(format!("base_url points at a {reason}; apps must call public APIs")));
+        for (what, dest) in &destinations {
+            let u = url::Url::parse(dest).map_err(|e| Error::invalid(format!("{what}: {e}")))?;
+            let literal = match u.host() {
+                Some(url::Host::Ipv4(v4)) => Some(std::net::IpAddr::V4(v4)),
+                Some(url::Host::Ipv6(v6)) => Some(std::net::IpAddr::V6(v6)),
+                _ => None,
+            };
+            if let Some(reason) = literal.and_then(|ip| self.allowance.check(ip)) {
+                return Err(Error::invalid(format!("{what} points at a {reason}; apps must call public APIs")));
+            }
         }
         if self.plugins.get(&def.name).is_some() || self.registry.get(&admin.project_id, &def.name).is_some() {
             return Err(Error::Conflict(format!("an integration named {} already exists", def.name)));

@@ -49,6 +49,14 @@ pub enum AuthDef {
         scope_separator: Option<String>,
         #[serde(default)]
         inject: Inject,
+        /// Custom apps: the OAuth client registered at the provider. Shipped plugins take theirs
+        /// from the operator (`WB_INTEGRATION_<NAME>_CLIENT_ID`), which wins over this.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client_id: Option<String>,
+        /// Custom apps: the name of the project's vault secret that holds the client secret
+        /// (read only when talking to the token endpoint; never stored in the definition).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client_secret_vault: Option<String>,
     },
     ApiKey {
         #[serde(default)]
@@ -221,7 +229,10 @@ impl IntegrationDef {
         match &self.auth {
             AuthDef::Oauth2 { authorize_url, token_url, .. } => {
                 for (what, u) in [("authorize_url", authorize_url), ("token_url", token_url)] {
-                    url::Url::parse(u).map_err(|e| bad(format!("{what}: {e}")))?;
+                    let u = url::Url::parse(u).map_err(|e| bad(format!("{what}: {e}")))?;
+                    if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none() {
+                        return Err(bad(format!("{what} must be an http(s) URL")));
+                    }
                 }
             }
             AuthDef::ApiKey { probe, inject, .. } => {

@@ -29,8 +29,9 @@ const BUILTIN_DEFINITIONS: &[(&str, &str)] = &[
     ("hackernews.json", include_str!("../../plugins/hackernews.json")),
 ];
 
-/// Operator settings for one integration (from `WB_INTEGRATION_<NAME>_<SETTING>`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Operator settings for one integration (from `WB_INTEGRATION_<NAME>_<SETTING>`). Debug output
+/// hides the client secret.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct IntegrationSettings {
     pub base_url: Option<String>,
     pub authorize_url: Option<String>,
@@ -75,8 +76,43 @@ impl IntegrationSettings {
     }
 }
 
+fn redacted(secret: &Option<String>) -> &'static str {
+    if secret.is_some() {
+        "Some(***)"
+    } else {
+        "None"
+    }
+}
+
+impl std::fmt::Debug for IntegrationSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IntegrationSettings")
+            .field("base_url", &self.base_url)
+            .field("authorize_url", &self.authorize_url)
+            .field("token_url", &self.token_url)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &redacted(&self.client_secret))
+            .field("issuer", &self.issuer)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthConfig")
+            .field("authorize_url", &self.authorize_url)
+            .field("token_url", &self.token_url)
+            .field("scopes", &self.scopes)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &redacted(&self.client_secret))
+            .field("client_secret_vault", &self.client_secret_vault)
+            .field("issuer", &self.issuer)
+            .finish()
+    }
+}
+
 /// OAuth settings of an integration, with the operator's client credentials.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct OAuthConfig {
     pub authorize_url: String,
     pub token_url: String,
@@ -84,6 +120,8 @@ pub struct OAuthConfig {
     pub scope_separator: Option<String>,
     pub client_id: Option<String>,
     pub client_secret: Option<String>,
+    /// A custom app's client secret lives in its project's vault under this name.
+    pub client_secret_vault: Option<String>,
     pub issuer: Option<String>,
 }
 
@@ -104,13 +142,14 @@ impl Integration {
         let base = s.base_url.clone().unwrap_or_else(|| def.base_url.clone());
         let base_url = url::Url::parse(&base).map_err(|e| Error::invalid(format!("integration {}: base url {base:?}: {e}", def.name)))?;
         let oauth = match &def.auth {
-            AuthDef::Oauth2 { authorize_url, token_url, scopes, scope_separator, .. } => Some(OAuthConfig {
+            AuthDef::Oauth2 { authorize_url, token_url, scopes, scope_separator, client_id, client_secret_vault, .. } => Some(OAuthConfig {
                 authorize_url: s.authorize_url.clone().unwrap_or_else(|| authorize_url.clone()),
                 token_url: s.token_url.clone().unwrap_or_else(|| token_url.clone()),
                 scopes: scopes.clone(),
                 scope_separator: scope_separator.clone(),
-                client_id: s.client_id.clone(),
+                client_id: s.client_id.clone().or_else(|| client_id.clone()),
                 client_secret: s.client_secret.clone(),
+                client_secret_vault: client_secret_vault.clone(),
                 issuer: s.issuer.clone(),
             }),
             _ => None,

@@ -57,19 +57,32 @@ impl Integration {
         }
     }
 
-    /// A request builder for `p` (method, URL, the integration's headers, then `p`'s); the body
-    /// is the caller's. Refuses blocked IP-literal destinations of custom apps.
-    pub fn builder(&self, p: &Prepared) -> Result<reqwest::RequestBuilder, SendError> {
+    /// Refuses an IP-literal destination in a blocked range (custom apps only).
+    fn check_literal(&self, url: &url::Url) -> Result<(), SendError> {
         if let Some(guard) = &self.outbound.guard {
-            let ip = match p.url.host() {
+            let ip = match url.host() {
                 Some(url::Host::Ipv4(v4)) => Some(std::net::IpAddr::V4(v4)),
                 Some(url::Host::Ipv6(v6)) => Some(std::net::IpAddr::V6(v6)),
                 _ => None,
             };
             if let Some(reason) = ip.and_then(|ip| guard.check(ip)) {
-                return Err(SendError::Blocked(format!("refusing to connect to {}: {reason}", p.url.host_str().unwrap_or_default())));
+                return Err(SendError::Blocked(format!("refusing to connect to {}: {reason}", url.host_str().unwrap_or_default())));
             }
         }
+        Ok(())
+    }
+
+    /// The client for the OAuth token endpoint (exchange and refresh), after the same check.
+    pub fn token_client(&self, token_url: &str) -> Result<&reqwest::Client, SendError> {
+        let url = url::Url::parse(token_url).map_err(|e| SendError::Unreachable(format!("token URL: {e}")))?;
+        self.check_literal(&url)?;
+        Ok(&self.outbound.http)
+    }
+
+    /// A request builder for `p` (method, URL, the integration's headers, then `p`'s); the body
+    /// is the caller's. Refuses blocked IP-literal destinations of custom apps.
+    pub fn builder(&self, p: &Prepared) -> Result<reqwest::RequestBuilder, SendError> {
+        self.check_literal(&p.url)?;
         let mut builder = self.outbound.http.request(p.method.clone(), p.url.clone());
         for (k, v) in &self.def.headers {
             builder = builder.header(k, v);

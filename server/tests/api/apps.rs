@@ -92,7 +92,17 @@ db_test!(apps_are_refused_when_they_collide_break_the_format_or_point_inward, |b
     oauth["auth"] = json!({ "type": "oauth2", "authorize_url": "https://x.example/a", "token_url": "https://x.example/t" });
     let (status, out) = post_app(&app, &key, &oauth).await;
     assert_eq!(status, 400);
-    assert!(out["error"]["message"].as_str().unwrap().contains("OAuth"));
+    assert!(out["error"]["message"].as_str().unwrap().contains("auth.client_id"), "{out}");
+    oauth["auth"]["client_id"] = json!("cid");
+    oauth["auth"]["client_secret_vault"] = json!("NOT_THERE");
+    let (status, out) = post_app(&app, &key, &oauth).await;
+    assert_eq!(status, 400);
+    assert!(out["error"]["message"].as_str().unwrap().contains("NOT_THERE, which is not in this project's vault"), "{out}");
+    oauth["auth"]["client_secret_vault"] = json!(null);
+    oauth["auth"]["token_url"] = json!("http://10.0.0.8/token");
+    let (status, out) = post_app(&app, &key, &oauth).await;
+    assert_eq!(status, 400);
+    assert!(out["error"]["message"].as_str().unwrap().contains("auth.token_url points at a private"), "{out}");
     let (status, out) = post_app(&app, &key, &definition("inward", "http://169.254.169.254/")).await;
     assert_eq!(status, 400);
     assert!(out["error"]["message"].as_str().unwrap().contains("link-local"), "{out}");
@@ -253,4 +263,66 @@ db_test!(a_project_has_at_most_fifty_apps, |backend| {
     let tools: Value = app.http().get(app.url("/v1/tools")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
     let names: Vec<&str> = tools["data"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
     assert!(names.contains(&"app0_echo_message") && names.contains(&"app49_echo_message"));
+});
+
+fn oauth_definition(fake: &fake_provider::FakeProvider, secret: Option<&str>) -> Value {
+    json!({
+        "name": "teamhub",
+        "display_name": "Team hub",
+        "version": "1.0.0",
+        "base_url": fake.url(""),
+        "auth": {
+            "type": "oauth2",
+            "authorize_url": fake.url("/authorize"),
+            "token_url": fake.url("/token"),
+            "scopes": ["read:user"],
+            "client_id": fake_provider::CLIENT_ID,
+            "client_secret_vault": secret
+        },
+        "tools": [{
+            "name": "teamhub_whoami",
+            "description": "Get the team hub account the user connected.",
+            "side_effects": "none",
+            "input_schema": { "type": "object", "properties": {} },
+            "request": { "method": "GET", "path": "/user" },
+            "result": { "fields": ["login", "name"] }
+        }]
+    })
+}
+
+db_test!(an_oauth_app_connects_with_its_own_client_and_the_secret_from_the_vault, |backend| {
+    let app = app!(backend, Options { egress_allow_private: vec!["127.0.0.1"], ..Default::default() });
+    let (admin, key) = admin_with_key(&app).await;
+    let fake = fake_provider::start().await;
+    app.wb.vault().set(&admin, "TEAMHUB_CLIENT_SECRET", fake_provider::CLIENT_SECRET).await.unwrap();
+    let (status, created) = post_app(&app, &key, &oauth_definition(&fake, Some("TEAMHUB_CLIENT_SECRET"))).await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["auth_type"], "oauth2");
+    let listed: Value = app.http().get(app.url("/v1/apps")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert!(!listed.to_string().contains(fake_provider::CLIENT_SECRET), "the secret is only named");
+
+    let (link, _) = mcp_call(&app, &key, "connect", json!({ "integration": "teamhub" })).await;
+    assert_eq!(link["authType"], "oauth2");
+    let b = app.browser();
+    assert!(b.sign_in("ada@example.com", PASSWORD).await.status().is_success());
+    let (authorize, _) = crate::connections::oauth_dance(&app, &b, link["url"].as_str().unwrap()).await;
+    assert!(authorize.contains(&format!("client_id={}", fake_provider::CLIENT_ID)) && authorize.contains("code_challenge_method=S256"));
+    let (out, _) = mcp_call(&app, &key, "wait_for_connection", json!({ "connectionId": link["connectionId"], "timeoutSec": 2 })).await;
+    assert_eq!(out["status"], "CONNECTED", "the token endpoint accepted the vaulted client secret");
+    let out = execute(&app, &key, json!([{ "tool": "teamhub_whoami", "args": {} }])).await;
+    assert_eq!(out[0]["result"], json!({ "login": "octocat", "name": "The Octocat" }), "{out:?}");
+
+    // A 401 refreshes once, with the same vaulted secret.
+    fake.revoke_all_access_tokens();
+    let out = execute(&app, &key, json!([{ "tool": "teamhub_whoami", "args": {} }])).await;
+    assert_eq!(out[0]["result"]["login"], "octocat", "{out:?}");
+    assert_eq!(fake.state.refresh_grants.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    // Without the secret the next refresh fails and the connection says it needs reconnecting.
+    app.wb.vault().delete(&admin, "TEAMHUB_CLIENT_SECRET").await.unwrap();
+    fake.revoke_all_access_tokens();
+    let out = execute(&app, &key, json!([{ "tool": "teamhub_whoami", "args": {} }])).await;
+    assert_eq!(out[0]["code"], "NOT_CONNECTED", "{out:?}");
+    assert_eq!(out[0]["integration"], "teamhub");
+    assert_eq!(fake.state.refresh_grants.load(std::sync::atomic::Ordering::SeqCst), 1, "no token request without the secret");
 });

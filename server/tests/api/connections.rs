@@ -19,11 +19,11 @@ async fn with_provider(backend: crate::helpers::Backend, issuer: bool) -> Option
     Some((app, fake))
 }
 
-fn location(res: &reqwest::Response) -> String {
+pub(crate) fn location(res: &reqwest::Response) -> String {
     res.headers().get("location").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default()
 }
 
-fn path_of(url: &str) -> String {
+pub(crate) fn path_of(url: &str) -> String {
     let u = url::Url::parse(url).unwrap();
     match u.query() {
         Some(q) => format!("{}?{q}", u.path()),
@@ -36,7 +36,7 @@ async fn connect(app: &TestApp, key: &str, integration: &str) -> Value {
 }
 
 /// Runs the OAuth dance in a signed-in browser for a connect link; returns the last page HTML.
-async fn oauth_dance(app: &TestApp, b: &Browser, connect_url: &str) -> (String, String) {
+pub(crate) async fn oauth_dance(app: &TestApp, b: &Browser, connect_url: &str) -> (String, String) {
     let res = b.get(&path_of(connect_url)).await;
     assert!(res.status().is_redirection(), "{}", res.status());
     let authorize = location(&res);

@@ -234,11 +234,16 @@ impl Apps {
             .collect())
     }
 
+    /// Deletes an app, every user's connection to it and its live proxy tokens.
     pub async fn delete(&self, admin: &Principal, id: &str) -> Result<()> {
         require_admin(admin)?;
-        if !store::connections::delete_app(self.db.pool(), &admin.project_id, id).await? {
-            return Err(Error::NotFound);
-        }
+        let mut tx = self.db.begin_write().await?;
+        let name = store::connections::delete_app(&mut tx, &admin.project_id, id).await?.ok_or(Error::NotFound)?;
+        // Credentials for an integration that no longer exists must not linger (nor come back
+        // if an app of the same name is created later).
+        let forgotten = store::connections::forget_integration(&mut tx, &admin.project_id, &name, self.clock.now_ms()).await?;
+        tx.commit().await?;
+        tracing::info!(app = %id, %name, by = %admin.user_id, connections = forgotten, "custom app deleted");
         self.reload_project(&admin.project_id).await
     }
 }

@@ -284,6 +284,35 @@ pub async fn revoke_proxy_tokens<'e>(ex: impl Exec<'e>, user_id: &str, integrati
     Ok(r.rows_affected())
 }
 
+/// Forgets an integration in a project (its custom app was deleted): every user's stored
+/// credential and pending connection go, and live proxy tokens naming it are revoked.
+pub async fn forget_integration(tx: &mut super::Tx, project_id: &str, integration: &str, now: i64) -> Result<u64> {
+    let gone = sqlx::query("DELETE FROM connections WHERE project_id = $1 AND integration = $2")
+        .bind(project_id)
+        .bind(integration)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    sqlx::query("DELETE FROM pending_connections WHERE project_id = $1 AND integration = $2")
+        .bind(project_id)
+        .bind(integration)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query(
+        "UPDATE proxy_tokens SET revoked_at = $1 WHERE project_id = $2 AND revoked_at IS NULL AND expires_at > $1 \
+         AND (integrations = $3 OR integrations LIKE $4 OR integrations LIKE $5 OR integrations LIKE $6)",
+    )
+    .bind(now)
+    .bind(project_id)
+    .bind(integration)
+    .bind(format!("{integration},%"))
+    .bind(format!("%,{integration}"))
+    .bind(format!("%,{integration},%"))
+    .execute(&mut **tx)
+    .await?;
+    Ok(gone)
+}
+
 #[derive(Debug, Clone, FromRow)]
 pub struct AppRow {
     pub id: String,
@@ -312,9 +341,17 @@ pub async fn list_apps<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<Vec<Ap
         .await?)
 }
 
-pub async fn delete_app<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<bool> {
-    let r = sqlx::query("DELETE FROM apps WHERE project_id = $1 AND id = $2").bind(project_id).bind(id).execute(ex).await?;
-    Ok(r.rows_affected() == 1)
+/// Deletes a project's app; returns its name, or None when there was no such app.
+pub async fn delete_app(tx: &mut super::Tx, project_id: &str, id: &str) -> Result<Option<String>> {
+    let name: Option<(String,)> = sqlx::query_as("SELECT name FROM apps WHERE project_id = $1 AND id = $2")
+        .bind(project_id)
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    if name.is_some() {
+        sqlx::query("DELETE FROM apps WHERE project_id = $1 AND id = $2").bind(project_id).bind(id).execute(&mut **tx).await?;
+    }
+    Ok(name.map(|(n,)| n))
 }
 
 /// Every app's (project id, app id), ordered: what each instance compares with what it loaded.

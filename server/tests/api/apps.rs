@@ -156,7 +156,7 @@ fn keyed_definition(base: &str) -> Value {
     })
 }
 
-db_test!(an_api_key_app_connects_through_its_probe_and_its_proxy_injects_the_key, |backend| {
+db_test!(an_api_key_app_connects_through_its_probe_its_proxy_injects_the_key_and_deleting_it_forgets_the_key, |backend| {
     let app = app!(backend, Options { egress_allow_private: vec!["127.0.0.1"], ..Default::default() });
     let (_, key) = admin_with_key(&app).await;
     let fake = fake_provider::start().await;
@@ -196,6 +196,18 @@ db_test!(an_api_key_app_connects_through_its_probe_and_its_proxy_injects_the_key
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["data"]["viewer"]["email"], "lin@example.com");
     assert_eq!(fake.state.last_headers.lock().unwrap().as_ref().unwrap().get("authorization").unwrap(), LINEAR_KEY);
+
+    // Deleting the app forgets the key and revokes the proxy token; an app of the same name
+    // created later starts unconnected.
+    let id = created["id"].as_str().unwrap();
+    assert_eq!(app.http().delete(app.url(&format!("/v1/apps/{id}"))).bearer_auth(&key).send().await.unwrap().status(), 204);
+    let res = app.http().post(app.url("/c/teamgraph/graphql")).bearer_auth(token).json(&json!({})).send().await.unwrap();
+    assert_eq!(res.status(), 401);
+    let who = app.wb.accounts().authenticate_api_key(&key).await.unwrap();
+    assert!(workbench_core::store::connections::get(app.wb.db().pool(), &who.project_id, &who.user_id, "teamgraph").await.unwrap().is_none());
+    assert_eq!(post_app(&app, &key, &keyed_definition(&fake.url(""))).await.0, 201);
+    let out = execute(&app, &key, json!([{ "tool": "teamgraph_viewer", "args": {} }])).await;
+    assert_eq!(out[0]["code"], "NOT_CONNECTED");
 });
 
 db_test!(an_apps_probe_and_proxy_refuse_private_destinations, |backend| {

@@ -57,6 +57,7 @@ export default defineConfig({
       ].join(" "),
       env: {
         WB_INTEGRATION_GITHUB_BASE_URL: `http://127.0.0.1:${apiPort}`,
+        WB_INTEGRATION_LINEAR_BASE_URL: `http://127.0.0.1:${apiPort}`,
         WB_INTEGRATION_GITHUB_AUTHORIZE_URL: `${providerURL}/auth`,
         WB_INTEGRATION_GITHUB_TOKEN_URL: `${providerURL}/token`,
         WB_INTEGRATION_GITHUB_CLIENT_ID: "wb-e2e-client",

@@ -32,9 +32,23 @@ const provider = new Provider(issuer, {
 provider.proxy = false;
 provider.listen(Number(providerPort), "127.0.0.1", () => console.error(`oidc-provider at ${issuer}`));
 
-// The API: GET /user answers for an active token, 401 otherwise.
+// A Linear-like API key the GraphQL endpoint accepts.
+const LINEAR_KEY = "lin_api_e2e_key_0123456789";
+
+// The API: GET /user answers for an active token (checked by introspection), 401 otherwise;
+// POST /graphql answers Linear's viewer query for LINEAR_KEY.
 http
   .createServer(async (req, res) => {
+    if (req.method === "POST" && req.url === "/graphql") {
+      res.setHeader("content-type", "application/json");
+      if (req.headers.authorization !== LINEAR_KEY) {
+        res.statusCode = 400;
+        res.end(JSON.stringify({ errors: [{ message: "Authentication required, not authenticated" }] }));
+        return;
+      }
+      res.end(JSON.stringify({ data: { viewer: { id: "u-e2e", name: "Lin E2E", email: "lin@example.test" } } }));
+      return;
+    }
     const auth = req.headers.authorization ?? "";
     const token = auth.startsWith("Bearer ") ? auth.slice(7) : "";
     const basic = Buffer.from(`${CLIENT_ID}:${CLIENT_SECRET}`).toString("base64");

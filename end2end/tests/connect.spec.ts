@@ -2,7 +2,7 @@
 // browser opens the link, signs in to workbench, signs in and consents at a real OAuth 2
 // authorization server (oidc-provider), wait_for_connection answers CONNECTED, execute_tools
 // runs a GitHub tool whose request reaches the fake API with the issued token, and a
-// curl_session token reaches the same API through /c.
+// curl_session token reaches the same API through /c. Then the API-key form for Linear.
 import { test, expect, type Page } from "@playwright/test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -90,5 +90,28 @@ test("an agent connects GitHub through a real OAuth server and uses the token", 
   await expect(row.getByTestId("integration-status")).toHaveText("revoked");
   const revoked = await fetch(`${session.proxyBaseUrl}/github/user`, { headers: { Authorization: `Bearer ${session.token}` } });
   expect(revoked.status).toBe(401);
+  await mcp.close();
+});
+
+test("a person pastes a Linear API key on the connect page; a wrong key is refused first", async ({ page }) => {
+  await signIn(page);
+  const key = await apiKey(page);
+  const mcp = await mcpClient(key);
+  const link = structured(await mcp.callTool({ name: "connect", arguments: { integration: "linear" } }));
+  expect(link.authType).toBe("api_key");
+  const waiting = mcp.callTool({ name: "wait_for_connection", arguments: { connectionId: link.connectionId, timeoutSec: 60 } }, undefined, { timeout: 90_000 });
+
+  await page.goto(link.url);
+  await page.getByLabel("Personal API key").fill("lin_api_wrong_key_000000");
+  await page.getByRole("button", { name: "Connect" }).click();
+  await expect(page.getByRole("alert")).toContainText("Linear did not accept it");
+  await page.getByLabel("Personal API key").fill("lin_api_e2e_key_0123456789");
+  await page.getByRole("button", { name: "Connect" }).click();
+  await expect(page.getByTestId("connect-done")).toHaveText("Linear is connected");
+  expect(await page.content()).not.toContain("lin_api_e2e_key_0123456789");
+
+  expect(structured(await waiting)).toEqual({ status: "CONNECTED" });
+  const run = structured(await mcp.callTool({ name: "execute_tools", arguments: { executions: [{ tool: "linear_get_viewer", args: {} }] } }));
+  expect(run.results[0].result).toEqual({ id: "u-e2e", name: "Lin E2E", email: "lin@example.test" });
   await mcp.close();
 });

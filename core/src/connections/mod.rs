@@ -142,26 +142,23 @@ impl Connections {
     /// second half of `rotate-master-key`). Re-runnable like the vault's; returns the count.
     pub async fn reseal_all(&self) -> Result<u64> {
         let version = self.vault.current_key_version().ok_or_else(|| Error::internal("no master key configured"))?;
-        let mut done = 0u64;
-        loop {
-            let batch = store::connections::not_on_version(self.db.pool(), version, 200).await?;
-            let mut progressed = false;
-            for row in &batch {
-                let credential = self.open(row)?;
-                let mut next = row.clone();
-                self.seal(&mut next, &credential)?;
-                let (Some(old), Some(ct), Some(nonce), Some(v)) = (&row.ciphertext, &next.ciphertext, &next.nonce, next.key_version) else {
-                    continue;
-                };
-                if store::connections::reseal(self.db.pool(), &row.id, old, ct, nonce, v).await? {
-                    done += 1;
-                    progressed = true;
-                }
-            }
-            if !progressed {
-                return Ok(done);
+        crate::vault::reseal_in_batches(|| self.reseal_batch(version)).await
+    }
+
+    async fn reseal_batch(&self, version: i64) -> Result<u64> {
+        let mut done = 0;
+        for row in store::connections::not_on_version(self.db.pool(), version, crate::vault::RESEAL_BATCH).await? {
+            let credential = self.open(&row)?;
+            let mut next = row.clone();
+            self.seal(&mut next, &credential)?;
+            let (Some(old), Some(ct), Some(nonce), Some(v)) = (&row.ciphertext, &next.ciphertext, &next.nonce, next.key_version) else {
+                continue;
+            };
+            if store::connections::reseal(self.db.pool(), &row.id, old, ct, nonce, v).await? {
+                done += 1;
             }
         }
+        Ok(done)
     }
 
     /// Stores a credential as the user's connection to `integration`.

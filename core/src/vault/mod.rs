@@ -172,24 +172,38 @@ impl Vault {
     /// next run. Returns how many rows were re-sealed.
     pub async fn reseal_all(&self) -> Result<u64> {
         let version = self.current_key_version().ok_or_else(|| Error::internal("no master key configured"))?;
-        let mut done = 0u64;
-        loop {
-            let batch = store::vault::not_on_version(self.db.pool(), version, 200).await?;
-            if batch.is_empty() {
-                return Ok(done);
+        reseal_in_batches(|| self.reseal_batch(version)).await
+    }
+
+    async fn reseal_batch(&self, version: i64) -> Result<u64> {
+        let mut done = 0;
+        for row in store::vault::not_on_version(self.db.pool(), version, RESEAL_BATCH).await? {
+            let plain = self.ring().open(&row.project_id, &row.name, &sealed_of(&row))?;
+            let sealed = self.ring().seal(&row.project_id, &row.name, &plain)?;
+            if store::vault::reseal(self.db.pool(), &row.id, &row.ciphertext, &sealed.ciphertext, &sealed.nonce, sealed.key_version).await? {
+                done += 1;
             }
-            let mut progressed = false;
-            for row in &batch {
-                let plain = self.ring().open(&row.project_id, &row.name, &sealed_of(row))?;
-                let sealed = self.ring().seal(&row.project_id, &row.name, &plain)?;
-                if store::vault::reseal(self.db.pool(), &row.id, &row.ciphertext, &sealed.ciphertext, &sealed.nonce, sealed.key_version).await? {
-                    done += 1;
-                    progressed = true;
-                }
-            }
-            if !progressed {
-                return Ok(done);
-            }
+        }
+        Ok(done)
+    }
+}
+
+/// Rows read per re-seal batch.
+pub const RESEAL_BATCH: i64 = 200;
+
+/// Drives a re-seal to its end: `batch` re-seals one batch of rows still on older key versions
+/// and says how many it changed. A batch that changes nothing ends the run: everything is on
+/// the newest version, or only rows changed meanwhile are left (the next run takes them).
+pub async fn reseal_in_batches<F, Fut>(mut batch: F) -> Result<u64>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<u64>>,
+{
+    let mut done = 0;
+    loop {
+        match batch().await? {
+            0 => return Ok(done),
+            n => done += n,
         }
     }
 }

@@ -262,25 +262,42 @@ pub async fn get_proxy_token<'e>(ex: impl Exec<'e>, jti: &str) -> Result<Option<
 
 /// Revokes the user's live proxy tokens (all, or those listing `integration`).
 pub async fn revoke_proxy_tokens<'e>(ex: impl Exec<'e>, user_id: &str, integration: Option<&str>, now: i64) -> Result<u64> {
-    let r = match integration {
-        Some(i) => sqlx::query(
-            "UPDATE proxy_tokens SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL AND expires_at > $1 \
-             AND (integrations = $3 OR integrations LIKE $4 OR integrations LIKE $5 OR integrations LIKE $6)",
-        )
-        .bind(now)
-        .bind(user_id)
-        .bind(i)
-        .bind(format!("{i},%"))
-        .bind(format!("%,{i}"))
-        .bind(format!("%,{i},%"))
-        .execute(ex)
-        .await?,
-        None => sqlx::query("UPDATE proxy_tokens SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL AND expires_at > $1")
+    match integration {
+        Some(i) => revoke_tokens_naming(ex, Owner::User, user_id, i, now).await,
+        None => Ok(sqlx::query("UPDATE proxy_tokens SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL AND expires_at > $1")
             .bind(now)
             .bind(user_id)
             .execute(ex)
-            .await?,
+            .await?
+            .rows_affected()),
+    }
+}
+
+/// Whose live proxy tokens a revocation covers.
+enum Owner {
+    User,
+    Project,
+}
+
+/// Revokes live proxy tokens of a user or a project whose comma-separated list names `integration`.
+async fn revoke_tokens_naming<'e>(ex: impl Exec<'e>, owner: Owner, owner_id: &str, integration: &str, now: i64) -> Result<u64> {
+    let column = match owner {
+        Owner::User => "user_id",
+        Owner::Project => "project_id",
     };
+    let sql = format!(
+        "UPDATE proxy_tokens SET revoked_at = $1 WHERE {column} = $2 AND revoked_at IS NULL AND expires_at > $1 \
+         AND (integrations = $3 OR integrations LIKE $4 OR integrations LIKE $5 OR integrations LIKE $6)"
+    );
+    let r = sqlx::query(&sql)
+        .bind(now)
+        .bind(owner_id)
+        .bind(integration)
+        .bind(format!("{integration},%"))
+        .bind(format!("%,{integration}"))
+        .bind(format!("%,{integration},%"))
+        .execute(ex)
+        .await?;
     Ok(r.rows_affected())
 }
 
@@ -298,18 +315,7 @@ pub async fn forget_integration(tx: &mut super::Tx, project_id: &str, integratio
         .bind(integration)
         .execute(&mut **tx)
         .await?;
-    sqlx::query(
-        "UPDATE proxy_tokens SET revoked_at = $1 WHERE project_id = $2 AND revoked_at IS NULL AND expires_at > $1 \
-         AND (integrations = $3 OR integrations LIKE $4 OR integrations LIKE $5 OR integrations LIKE $6)",
-    )
-    .bind(now)
-    .bind(project_id)
-    .bind(integration)
-    .bind(format!("{integration},%"))
-    .bind(format!("%,{integration}"))
-    .bind(format!("%,{integration},%"))
-    .execute(&mut **tx)
-    .await?;
+    revoke_tokens_naming(&mut **tx, Owner::Project, project_id, integration, now).await?;
     Ok(gone)
 }
 

@@ -506,6 +506,8 @@ pub struct AppView {
 pub struct AppsData {
     pub apps: Vec<AppView>,
     pub can_manage: bool,
+    /// What an OAuth app registers at its provider as redirect URI.
+    pub redirect_uri: String,
 }
 
 #[server(endpoint = "apps_page")]
@@ -526,6 +528,7 @@ pub async fn apps_page() -> Result<AppsData, AppError> {
             })
             .collect(),
         can_manage: p.is_admin(),
+        redirect_uri: ssr::oauth_redirect_uri()?,
     })
 }
 

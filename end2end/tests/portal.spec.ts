@@ -105,6 +105,7 @@ test("a vault secret is saved, listed without its value, and deleted", async ({ 
 test("a custom app's tools join the catalog until the app is deleted", async ({ page }) => {
   await signIn(page);
   await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Apps" }).click();
+  await expect(page.getByTestId("redirect-uri")).toHaveText(`${baseURL}/oauth/callback`);
   await page.getByLabel("Definition (JSON)").fill("{ not json");
   await page.getByRole("button", { name: "Create app" }).click();
   await expect(page.getByRole("alert")).toContainText("not valid JSON");

@@ -37,6 +37,7 @@ pub fn Apps() -> impl IntoView {
                         Err(error) => view! { <LoadError error/> }.into_any(),
                         Ok(d) => {
                             let can_manage = d.can_manage;
+                            let redirect_uri = d.redirect_uri.clone();
                             view! {
                                 {can_manage.then(|| view! {
                                     <section class=format!("{CARD} mb-6 max-w-3xl")>
@@ -44,7 +45,7 @@ pub fn Apps() -> impl IntoView {
                                             <label for="definition" class=LABEL>"Definition (JSON)"</label>
                                             <textarea id="definition" name="definition" rows="14" required class="block w-full rounded-md border border-slate-300 p-3 font-mono text-xs">{EXAMPLE}</textarea>
                                             <p class="text-xs text-slate-500">
-                                                "The plugin format: auth "<code>"none"</code>", "<code>"api_key"</code>" or "<code>"cookie"</code>" (with a "<code>"probe"</code>" request), or "<code>"oauth2"</code>" with "<code>"client_id"</code>" and "<code>"client_secret_vault"</code>", the name of a Vault secret holding the client secret. Redirect URI at the provider: "<code>"/oauth/callback"</code>" on this site. Tools take a JSON Schema input and a request template: "<code>"{arg}"</code>" in path and query, "<code>"\"$arg\""</code>" in the body."
+                                                "The plugin format: auth "<code>"none"</code>", "<code>"api_key"</code>" or "<code>"cookie"</code>" (with a "<code>"probe"</code>" request), or "<code>"oauth2"</code>" with "<code>"client_id"</code>" and "<code>"client_secret_vault"</code>", the name of a Vault secret holding the client secret. Redirect URI to register at the provider: "<code data-testid="redirect-uri">{redirect_uri}</code>". Tools take a JSON Schema input and a request template: "<code>"{arg}"</code>" in path and query, "<code>"\"$arg\""</code>" in the body."
                                             </p>
                                             <button type="submit" class=BUTTON>"Create app"</button>
                                         </ActionForm>

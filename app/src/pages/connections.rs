@@ -40,10 +40,18 @@ pub fn ConnectionsPage() -> impl IntoView {
                                     view! {
                                         <li class=format!("{CARD} !p-4") data-testid="integration-row">
                                             <div class="flex items-center gap-3">
-                                                {i.logo.clone().map(|src| view! { <img src=src alt="" class="h-8 w-8"/> })}
+                                                {match i.logo.clone() {
+                                                    Some(src) => view! { <img src=src alt="" class="h-8 w-8"/> }.into_any(),
+                                                    // Custom apps usually have no logo: a monogram keeps the rows aligned.
+                                                    None => view! {
+                                                        <span aria-hidden="true" class="flex h-8 w-8 items-center justify-center rounded-md bg-slate-200 text-sm font-semibold text-slate-600">
+                                                            {i.display_name.chars().next().map(|c| c.to_uppercase().to_string()).unwrap_or_default()}
+                                                        </span>
+                                                    }.into_any(),
+                                                }}
                                                 <div class="flex-1">
                                                     <p class="font-medium">{i.display_name.clone()}</p>
-                                                    <p class="text-xs text-slate-500">{format!("{} · {} tools · {}", i.name, i.tool_count, i.auth_type)}</p>
+                                                    <p class="text-xs text-slate-500">{format!("{} · {} {} · {}", i.name, i.tool_count, if i.tool_count == 1 { "tool" } else { "tools" }, i.auth_type)}</p>
                                                 </div>
                                                 <span class=format!("text-sm {}", status_class(&i.status)) data-testid="integration-status">{i.status.clone()}</span>
                                             </div>

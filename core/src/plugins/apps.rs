@@ -97,6 +97,8 @@ pub struct Apps {
     vault: Vault,
     http: reqwest::Client,
     allowance: PrivateAllowance,
+    /// One reload at a time, so an older read of the apps never overwrites a newer one.
+    reloading: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Apps {
@@ -112,7 +114,7 @@ impl Apps {
         http: reqwest::Client,
         allowance: PrivateAllowance,
     ) -> Apps {
-        Apps { db, clock, registry, catalog, plugins, connections, vault, http, allowance }
+        Apps { db, clock, registry, catalog, plugins, connections, vault, http, allowance, reloading: Arc::default() }
     }
 
     fn load(&self, row: &AppRow) -> Result<Arc<Integration>> {
@@ -123,6 +125,7 @@ impl Apps {
 
     /// Rebuilds a project's catalog from its apps in the database.
     pub async fn reload_project(&self, project_id: &str) -> Result<()> {
+        let _one_at_a_time = self.reloading.lock().await;
         let rows = store::connections::list_apps(self.db.pool(), project_id).await?;
         let mut integrations = Vec::new();
         let mut tools = Vec::new();

@@ -101,8 +101,7 @@ impl Workbench {
             integrations.clone(),
             connections.clone(),
             vault.clone(),
-            guarded.reqwest(),
-            allowance,
+            crate::plugins::Outbound::guarded(guarded.reqwest(), allowance),
         );
         Ok(Workbench {
             apps,

@@ -4,7 +4,7 @@
 //! decimal, hex, octal, IPv6-mapped) are checked before the request. No proxy from the
 //! environment is used and redirects are followed here, one checked hop at a time.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -125,18 +125,16 @@ impl GuardedClient {
         }
         let host = url.host().ok_or_else(|| FetchError::InvalidUrl("the url has no host".into()))?;
         let port = url.port_or_known_default().unwrap_or(80);
-        let (name, ip) = match host {
-            url::Host::Domain(d) => (d.to_owned(), None),
-            url::Host::Ipv4(v4) => (v4.to_string(), Some(IpAddr::V4(v4))),
-            url::Host::Ipv6(v6) => (format!("[{v6}]"), Some(IpAddr::V6(v6))),
+        let name = match host {
+            url::Host::Domain(d) => d.to_owned(),
+            url::Host::Ipv4(v4) => v4.to_string(),
+            url::Host::Ipv6(v6) => format!("[{v6}]"),
         };
         if !host_matches(patterns, &name, port) {
             return Err(FetchError::NotAllowlisted(if url.port().is_some() { format!("{name}:{port}") } else { name }));
         }
-        if let Some(ip) = ip {
-            if let Some(reason) = self.allowance.check(ip) {
-                return Err(FetchError::Blocked { host: name, reason: reason.to_owned() });
-            }
+        if let Some(reason) = self.allowance.check_url_host(url) {
+            return Err(FetchError::Blocked { host: name, reason: reason.to_owned() });
         }
         Ok(())
     }

@@ -116,6 +116,16 @@ impl PrivateAllowance {
             Some(reason)
         }
     }
+
+    /// `check` for a URL whose host is an IP literal; a name is None here (the checked
+    /// resolver refuses it when it resolves to a blocked address).
+    pub fn check_url_host(&self, url: &url::Url) -> Option<&'static str> {
+        match url.host()? {
+            url::Host::Ipv4(v4) => self.check(IpAddr::V4(v4)),
+            url::Host::Ipv6(v6) => self.check(IpAddr::V6(v6)),
+            url::Host::Domain(_) => None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,6 @@ use crate::auth::{require_admin, Principal};
 use crate::catalog::{Catalog, ToolSource};
 use crate::clock::{rfc3339, Clock};
 use crate::connections::Connections;
-use crate::egress::PrivateAllowance;
 use crate::ids::new_id;
 use crate::store::{self, connections::AppRow, Db};
 use crate::vault::Vault;
@@ -27,34 +26,37 @@ pub const MAX_TOOLS_PER_APP: usize = 100;
 /// The apps of every project, as loaded integrations.
 #[derive(Debug, Default)]
 pub struct AppRegistry {
-    projects: RwLock<HashMap<String, Vec<Arc<Integration>>>>,
-    /// The stored app ids each project's entry was built from (broken ones included).
-    ids: RwLock<HashMap<String, Vec<String>>>,
+    projects: RwLock<HashMap<String, ProjectApps>>,
+}
+
+/// One project's loaded apps and the stored app ids they were built from (sorted; broken,
+/// skipped ones included, so they are not reloaded again and again).
+#[derive(Debug)]
+struct ProjectApps {
+    ids: Vec<String>,
+    integrations: Vec<Arc<Integration>>,
 }
 
 impl AppRegistry {
     pub fn get(&self, project_id: &str, name: &str) -> Option<Arc<Integration>> {
-        self.projects.read().expect("app registry lock").get(project_id)?.iter().find(|i| i.name() == name).cloned()
+        self.projects.read().expect("app registry lock").get(project_id)?.integrations.iter().find(|i| i.name() == name).cloned()
     }
 
     pub fn all(&self, project_id: &str) -> Vec<Arc<Integration>> {
-        self.projects.read().expect("app registry lock").get(project_id).cloned().unwrap_or_default()
+        self.projects.read().expect("app registry lock").get(project_id).map(|p| p.integrations.clone()).unwrap_or_default()
     }
 
-    /// The app ids (loaded or skipped as broken) of each project, sorted.
+    /// The app ids each project was loaded from.
     fn loaded_ids(&self) -> HashMap<String, Vec<String>> {
-        self.ids.read().expect("app registry lock").clone()
+        self.projects.read().expect("app registry lock").iter().map(|(p, apps)| (p.clone(), apps.ids.clone())).collect()
     }
 
-    fn set(&self, project_id: &str, ids: Vec<String>, list: Vec<Arc<Integration>>) {
+    fn set(&self, project_id: &str, ids: Vec<String>, integrations: Vec<Arc<Integration>>) {
         let mut map = self.projects.write().expect("app registry lock");
-        let mut id_map = self.ids.write().expect("app registry lock");
         if ids.is_empty() {
             map.remove(project_id);
-            id_map.remove(project_id);
         } else {
-            map.insert(project_id.to_owned(), list);
-            id_map.insert(project_id.to_owned(), ids);
+            map.insert(project_id.to_owned(), ProjectApps { ids, integrations });
         }
     }
 }
@@ -95,8 +97,8 @@ pub struct Apps {
     plugins: Arc<Integrations>,
     connections: Connections,
     vault: Vault,
-    http: reqwest::Client,
-    allowance: PrivateAllowance,
+    /// The guarded client every app talks through.
+    outbound: Outbound,
     /// One reload at a time, so an older read of the apps never overwrites a newer one.
     reloading: Arc<tokio::sync::Mutex<()>>,
 }
@@ -111,16 +113,14 @@ impl Apps {
         plugins: Arc<Integrations>,
         connections: Connections,
         vault: Vault,
-        http: reqwest::Client,
-        allowance: PrivateAllowance,
+        outbound: Outbound,
     ) -> Apps {
-        Apps { db, clock, registry, catalog, plugins, connections, vault, http, allowance, reloading: Arc::default() }
+        Apps { db, clock, registry, catalog, plugins, connections, vault, outbound, reloading: Arc::default() }
     }
 
     fn load(&self, row: &AppRow) -> Result<Arc<Integration>> {
         let def = IntegrationDef::parse(&row.definition, &format!("app {}", row.id))?;
-        let outbound = Outbound::guarded(self.http.clone(), self.allowance.clone());
-        Ok(Arc::new(Integration::new(def, None, ToolSource::App(row.id.clone()), outbound)?))
+        Ok(Arc::new(Integration::new(def, None, ToolSource::App(row.id.clone()), self.outbound.clone())?))
     }
 
     /// Rebuilds a project's catalog from its apps in the database.
@@ -194,12 +194,7 @@ impl Apps {
         }
         for (what, dest) in &destinations {
             let u = url::Url::parse(dest).map_err(|e| Error::invalid(format!("{what}: {e}")))?;
-            let literal = match u.host() {
-                Some(url::Host::Ipv4(v4)) => Some(std::net::IpAddr::V4(v4)),
-                Some(url::Host::Ipv6(v6)) => Some(std::net::IpAddr::V6(v6)),
-                _ => None,
-            };
-            if let Some(reason) = literal.and_then(|ip| self.allowance.check(ip)) {
+            if let Some(reason) = self.outbound.blocked_reason(&u) {
                 return Err(Error::invalid(format!("{what} points at a {reason}; apps must call public APIs")));
             }
         }

@@ -28,6 +28,18 @@ impl Outbound {
     pub fn guarded(http: reqwest::Client, allowance: PrivateAllowance) -> Outbound {
         Outbound { http, guard: Some(allowance) }
     }
+
+    /// Why `url` may not be reached when its host is a blocked IP literal (guarded only).
+    pub fn blocked_reason(&self, url: &url::Url) -> Option<&'static str> {
+        self.guard.as_ref()?.check_url_host(url)
+    }
+
+    fn check(&self, url: &url::Url) -> Result<(), SendError> {
+        match self.blocked_reason(url) {
+            Some(reason) => Err(SendError::Blocked(format!("refusing to connect to {}: {reason}", url.host_str().unwrap_or_default()))),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Why a request did not get an answer.
@@ -57,32 +69,17 @@ impl Integration {
         }
     }
 
-    /// Refuses an IP-literal destination in a blocked range (custom apps only).
-    fn check_literal(&self, url: &url::Url) -> Result<(), SendError> {
-        if let Some(guard) = &self.outbound.guard {
-            let ip = match url.host() {
-                Some(url::Host::Ipv4(v4)) => Some(std::net::IpAddr::V4(v4)),
-                Some(url::Host::Ipv6(v6)) => Some(std::net::IpAddr::V6(v6)),
-                _ => None,
-            };
-            if let Some(reason) = ip.and_then(|ip| guard.check(ip)) {
-                return Err(SendError::Blocked(format!("refusing to connect to {}: {reason}", url.host_str().unwrap_or_default())));
-            }
-        }
-        Ok(())
-    }
-
     /// The client for the OAuth token endpoint (exchange and refresh), after the same check.
     pub fn token_client(&self, token_url: &str) -> Result<&reqwest::Client, SendError> {
         let url = url::Url::parse(token_url).map_err(|e| SendError::Unreachable(format!("token URL: {e}")))?;
-        self.check_literal(&url)?;
+        self.outbound.check(&url)?;
         Ok(&self.outbound.http)
     }
 
     /// A request builder for `p` (method, URL, the integration's headers, then `p`'s); the body
     /// is the caller's. Refuses blocked IP-literal destinations of custom apps.
     pub fn builder(&self, p: &Prepared) -> Result<reqwest::RequestBuilder, SendError> {
-        self.check_literal(&p.url)?;
+        self.outbound.check(&p.url)?;
         let mut builder = self.outbound.http.request(p.method.clone(), p.url.clone());
         for (k, v) in &self.def.headers {
             builder = builder.header(k, v);

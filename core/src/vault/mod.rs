@@ -82,12 +82,12 @@ impl Vault {
         self.ring.read().expect("key ring lock poisoned")
     }
 
-    /// Replaces the loaded key ring (after a rotation added a version).
     /// The key version new seals use.
     pub fn current_key_version(&self) -> Option<i64> {
         self.ring().current_version().map(|v| v as i64)
     }
 
+    /// Replaces the loaded key ring (after a rotation added a version).
     pub fn set_ring(&self, ring: KeyRing) {
         *self.ring.write().expect("key ring lock poisoned") = ring;
     }

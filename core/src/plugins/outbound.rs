@@ -77,12 +77,16 @@ impl Integration {
     }
 
     /// A request builder for `p` (method, URL, the integration's headers, then `p`'s); the body
-    /// is the caller's. Refuses blocked IP-literal destinations of custom apps.
+    /// is the caller's. A header `p` sets replaces the integration's default of that name (an
+    /// `Accept` sent through the curl proxy wins over GitHub's), repeated ones in `p` are kept.
+    /// Refuses blocked IP-literal destinations of custom apps.
     pub fn builder(&self, p: &Prepared) -> Result<reqwest::RequestBuilder, SendError> {
         self.outbound.check(&p.url)?;
         let mut builder = self.outbound.http.request(p.method.clone(), p.url.clone());
         for (k, v) in &self.def.headers {
-            builder = builder.header(k, v);
+            if !p.headers.iter().any(|(name, _)| name.eq_ignore_ascii_case(k)) {
+                builder = builder.header(k, v);
+            }
         }
         for (k, v) in &p.headers {
             builder = builder.header(k, v);

@@ -357,6 +357,13 @@ db_test!(the_curl_proxy_injects_the_credential_and_stays_on_the_integrations_ori
     assert!(headers.get("cookie").is_none() && headers.get("x-forwarded-for").is_none());
     assert_eq!(headers.get("x-custom").unwrap(), "kept");
     assert_eq!(fake.state.last_query.lock().unwrap().as_deref(), Some("x=1"));
+    // A header the caller sets replaces the integration's default of that name.
+    let res = app.http().get(app.url("/c/github/user")).bearer_auth(&token).header("accept", "application/vnd.github.raw+json").send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    let headers = fake.state.last_headers.lock().unwrap().clone().unwrap();
+    let accept: Vec<_> = headers.get_all("accept").iter().map(|v| v.to_str().unwrap().to_owned()).collect();
+    assert_eq!(accept, ["application/vnd.github.raw+json"]);
+    assert_eq!(headers.get("x-github-api-version").unwrap(), "2022-11-28", "other defaults stay");
 
     // Redirects come back to the caller, unfollowed.
     let res = app.http().get(app.url("/c/github/moved")).bearer_auth(&token).send().await.unwrap();

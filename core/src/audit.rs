@@ -135,7 +135,7 @@ impl AuditLog {
         )
         .await?;
         let day = &rfc3339(e.at_ms)[..10];
-        store::usage::add_many(&mut *tx, &e.who.project_id, "", &format!("curl:{}", e.integration), day, &[("egress_bytes", e.egress_bytes as i64)]).await?;
+        store::usage::add_many(&mut *tx, &e.who.project_id, "", &format!("curl:{}", e.integration), day, &[(store::usage::Meter::EgressBytes, e.egress_bytes as i64)]).await?;
         tx.commit().await?;
         Ok(())
     }

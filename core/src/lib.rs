@@ -1,7 +1,21 @@
-//! workbench-core: the domain of workbench (accounts now; catalog, engine, vault and connections
-//! as they land) and its storage. No web framework lives here: the surfaces in `server` and `app`
-//! only translate shapes and call into this crate.
+//! workbench-core: the domain of workbench and its storage. No web framework lives here: the
+//! surfaces in `server` and `app` only translate shapes and call into this crate.
+//!
+//! Modules are layered and import only modules below them (checked by `tests/layers.rs`; the
+//! picture is in `core/README.md`), bottom first:
+//! - foundation: `error`, `crypto`, `ids`, `clock`, `args`, `store` (all SQL), `auth`, `vault`,
+//!   `egress`, `audit`, `metering`;
+//! - `catalog`: tool specs, names, search, and the handler seam (`ToolHandler`, `CallContext`,
+//!   `HandlerError`, `ConnectionSource`, `Credential`);
+//! - `integrations`: integrations as data (definitions, request templates, the outbound
+//!   client, the loaded plugins, the registry of custom apps);
+//! - `connections` (credentials, connect flow, refresh, curl_session rules) and `builtin`
+//!   (in-process tools);
+//! - `engine` (the one execution pipeline) and `plugins` (the plugin/app tool handler and the
+//!   app service);
+//! - `workbench`: the wiring every surface holds.
 
+pub mod args;
 pub mod audit;
 pub mod auth;
 pub mod builtin;
@@ -13,6 +27,8 @@ pub mod egress;
 pub mod engine;
 pub mod error;
 pub mod ids;
+pub mod integrations;
+pub mod metering;
 pub mod plugins;
 pub mod store;
 pub mod vault;

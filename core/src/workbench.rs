@@ -11,7 +11,9 @@ use crate::clock::{Clock, SystemClock};
 use crate::egress::{AddrRange, EgressRules, GuardedClient, PrivateAllowance};
 use crate::connections::{Connections, ProxyTokens, DEFAULT_CONNECT_TTL_SECS};
 use crate::engine::{Engine, Idempotency};
-use crate::plugins::{AppRegistry, Apps, IntegrationSettings, Integrations};
+use crate::integrations::{AppRegistry, IntegrationSettings, Integrations, Outbound};
+use crate::metering::Metering;
+use crate::plugins::Apps;
 use crate::store::Db;
 use crate::vault::{KeyRing, Vault};
 use crate::Result;
@@ -60,6 +62,7 @@ pub struct Workbench {
     connections: Connections,
     proxy_tokens: ProxyTokens,
     apps: Apps,
+    metering: Metering,
 }
 
 impl Workbench {
@@ -79,8 +82,8 @@ impl Workbench {
         let allowance = PrivateAllowance(options.egress_allow_private);
         let guarded = GuardedClient::new(allowance.clone());
         let services = BuiltinServices { db: db.clone(), http: guarded.clone(), storage, vault: vault.clone() };
-        let api = crate::plugins::api_client();
-        let integrations = Arc::new(Integrations::load(&options.integrations, &api)?);
+        let api = crate::integrations::api_client();
+        let integrations = Arc::new(crate::plugins::load_integrations(&options.integrations, &api)?);
         let registry = Arc::new(AppRegistry::default());
         let connections = Connections::new(
             db.clone(),
@@ -91,7 +94,7 @@ impl Workbench {
             options.connect_ttl_secs,
         );
         let mut tools = builtin::tools(&services)?;
-        tools.extend(integrations.tools(&connections)?);
+        tools.extend(crate::plugins::plugin_tools(&integrations, &connections)?);
         let catalog = Arc::new(Catalog::new(tools)?);
         let apps = Apps::new(
             db.clone(),
@@ -101,12 +104,13 @@ impl Workbench {
             integrations.clone(),
             connections.clone(),
             vault.clone(),
-            crate::plugins::Outbound::guarded(guarded.reqwest(), allowance),
+            Outbound::guarded(guarded.reqwest(), allowance),
         );
         Ok(Workbench {
             apps,
             accounts: Accounts::new(db.clone(), clock.clone()),
-            engine: Engine::new(catalog, db.clone(), clock.clone(), vault.clone(), connections.clone()),
+            engine: Engine::new(catalog, db.clone(), clock.clone(), vault.clone()),
+            metering: Metering::new(db.clone(), clock.clone()),
             proxy_tokens: ProxyTokens::new(db.clone(), clock.clone(), options.proxy_token_key),
             connections,
             idempotency: Idempotency::new(db.clone(), clock.clone()),
@@ -160,6 +164,10 @@ impl Workbench {
 
     pub fn apps(&self) -> &Apps {
         &self.apps
+    }
+
+    pub fn metering(&self) -> &Metering {
+        &self.metering
     }
 
     pub fn proxy_tokens(&self) -> &ProxyTokens {

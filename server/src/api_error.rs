@@ -5,6 +5,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
+use workbench_core::engine::ToolError;
 use workbench_core::Error;
 
 #[derive(Debug)]
@@ -25,6 +26,14 @@ impl ApiError {
         self
     }
 
+    /// Adds one field to `meta`.
+    pub fn with_meta_field(mut self, key: &str, value: Value) -> Self {
+        if let Value::Object(m) = &mut self.meta {
+            m.insert(key.to_owned(), value);
+        }
+        self
+    }
+
     pub fn unauthorized(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
     }
@@ -40,6 +49,19 @@ impl ApiError {
     /// The JSON body this error renders to.
     pub fn body(&self) -> serde_json::Value {
         json!({ "error": { "code": self.code, "message": self.message, "meta": self.meta } })
+    }
+}
+
+impl From<ToolError> for ApiError {
+    /// A tool execution's failure (seed 004): its status, code, message and details as meta.
+    fn from(e: ToolError) -> Self {
+        let (status, code) = e.rest_status_and_code();
+        ApiError {
+            status: StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
+            code,
+            message: e.message(),
+            meta: Value::Object(e.details()),
+        }
     }
 }
 

@@ -20,7 +20,7 @@ use futures::Stream;
 use workbench_core::audit::ProxyEvent;
 use workbench_core::auth::Principal;
 use workbench_core::connections::ConnectionProblem;
-use workbench_core::plugins::{request, SendError};
+use workbench_core::integrations::{request, SendError};
 
 use crate::api_error::ApiError;
 use crate::state::AppState;

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use super::make_spec;
 use crate::catalog::{SideEffects, ToolSpec};
 use crate::egress::{FetchError, FetchRequest, GuardedClient};
-use crate::engine::{CallContext, HandlerError, ToolHandler};
+use crate::catalog::{CallContext, HandlerError, ToolHandler};
 use crate::store::{self, Db};
 use crate::Result;
 

@@ -11,9 +11,8 @@ use serde_json::Value;
 
 pub use storage::{ObjectStorage, MAX_OBJECT_BYTES};
 
-use crate::catalog::{SideEffects, Tool, ToolName, ToolSource, ToolSpec};
+use crate::catalog::{SideEffects, Tool, ToolHandler, ToolName, ToolSource, ToolSpec};
 use crate::egress::GuardedClient;
-use crate::engine::ToolHandler;
 use crate::store::Db;
 use crate::vault::Vault;
 use crate::Result;
@@ -26,11 +25,6 @@ pub struct BuiltinServices {
     pub vault: Vault,
 }
 
-/// Tools whose arguments are taken literally: no `{{…}}` resolution (D7, D8).
-pub fn takes_names_literally(tool: &str) -> bool {
-    tool.starts_with("vault_")
-}
-
 fn make_spec(name: &str, description: &str, side_effects: SideEffects, input: Value, output: Option<Value>) -> Result<ToolSpec> {
     let integration = name.split(['.', '_']).next().unwrap_or(name).to_owned();
     Ok(ToolSpec {
@@ -41,6 +35,8 @@ fn make_spec(name: &str, description: &str, side_effects: SideEffects, input: Va
         input_schema: input,
         output_schema: output,
         side_effects,
+        literal_args: false,
+        secret_arg: None,
     })
 }
 
@@ -55,13 +51,7 @@ pub fn tools(services: &BuiltinServices) -> Result<Vec<Tool>> {
         tool(storage::get_spec()?, storage::StorageGet(services.storage.clone()))?,
         tool(storage::put_spec()?, storage::StoragePut(services.storage.clone()))?,
     ];
-    for spec in vault_tools::specs()? {
-        let op = match spec.name.as_str() {
-            "vault_list" => "vault_list",
-            "vault_set" => "vault_set",
-            "vault_delete" => "vault_delete",
-            _ => "vault_describe",
-        };
+    for (spec, op) in vault_tools::specs()? {
         tools.push(tool(spec, vault_tools::VaultTool { vault: services.vault.clone(), op })?);
     }
     Ok(tools)

@@ -15,7 +15,7 @@ use super::make_spec;
 use crate::catalog::{SideEffects, ToolSpec};
 use crate::clock::{rfc3339, Clock};
 use crate::crypto::sha256_hex;
-use crate::engine::{CallContext, HandlerError, ToolHandler};
+use crate::catalog::{CallContext, HandlerError, ToolHandler};
 use crate::store::{self, storage_objects::StorageObjectRow, Db};
 use crate::{Error, Result};
 

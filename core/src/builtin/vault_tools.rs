@@ -7,8 +7,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::make_spec;
-use crate::catalog::{SideEffects, ToolSpec};
-use crate::engine::{CallContext, HandlerError, ToolHandler};
+use crate::catalog::{CallContext, HandlerError, SecretArg, SideEffects, ToolHandler, ToolSpec};
 use crate::vault::{SecretInfo, Vault, MIN_SECRET_CHARS};
 use crate::{Error, Result};
 
@@ -31,16 +30,34 @@ fn failure(e: Error, name: &str) -> HandlerError {
     }
 }
 
-pub fn specs() -> Result<Vec<ToolSpec>> {
+/// What a vault tool does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VaultOp {
+    List,
+    Set,
+    Delete,
+    Describe,
+}
+
+/// The vault tools, each with its operation. Their arguments are literal, and `vault_set`'s
+/// `value` is a secret named by `name`.
+pub fn specs() -> Result<Vec<(ToolSpec, VaultOp)>> {
+    let literal = |mut spec: ToolSpec, op: VaultOp| {
+        spec.literal_args = true;
+        if op == VaultOp::Set {
+            spec.secret_arg = Some(SecretArg { name: "name", value: "value" });
+        }
+        (spec, op)
+    };
     Ok(vec![
-        make_spec(
+        literal(make_spec(
             "vault_list",
             "List the project's vault secrets: names, ids and when they were created and updated. Never values.",
             SideEffects::None,
             json!({ "type": "object", "properties": {}, "additionalProperties": false }),
             None,
-        )?,
-        make_spec(
+        )?, VaultOp::List),
+        literal(make_spec(
             "vault_set",
             "Store a secret in the project's vault under a name (replacing any value it had), for use as {{vault:NAME}} in tool arguments. The value is encrypted at rest and never shown again.",
             SideEffects::Write,
@@ -52,27 +69,27 @@ pub fn specs() -> Result<Vec<ToolSpec>> {
                 }
             }),
             None,
-        )?,
-        make_spec(
+        )?, VaultOp::Set),
+        literal(make_spec(
             "vault_delete",
             "Delete a secret from the project's vault by name.",
             SideEffects::Destructive,
             json!({ "type": "object", "required": ["name"], "additionalProperties": false, "properties": { "name": name_schema() } }),
             None,
-        )?,
-        make_spec(
+        )?, VaultOp::Delete),
+        literal(make_spec(
             "vault_describe",
             "Describe one vault secret: its id, name and when it was created and updated. Never its value.",
             SideEffects::None,
             json!({ "type": "object", "required": ["name"], "additionalProperties": false, "properties": { "name": name_schema() } }),
             None,
-        )?,
+        )?, VaultOp::Describe),
     ])
 }
 
 pub struct VaultTool {
     pub vault: Vault,
-    pub op: &'static str,
+    pub op: VaultOp,
 }
 
 #[async_trait]
@@ -81,19 +98,19 @@ impl ToolHandler for VaultTool {
         let who = ctx.principal;
         let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
         match self.op {
-            "vault_list" => {
+            VaultOp::List => {
                 let all = self.vault.list(who).await.map_err(|e| failure(e, ""))?;
                 Ok(json!({ "secrets": all.into_iter().map(info).collect::<Vec<_>>() }))
             }
-            "vault_set" => {
+            VaultOp::Set => {
                 let value = args.get("value").and_then(Value::as_str).unwrap_or_default();
                 self.vault.set(who, name, value).await.map(info).map_err(|e| failure(e, name))
             }
-            "vault_delete" => {
+            VaultOp::Delete => {
                 self.vault.delete(who, name).await.map_err(|e| failure(e, name))?;
                 Ok(json!({ "deleted": name }))
             }
-            _ => self.vault.describe(who, name).await.map(info).map_err(|e| failure(e, name)),
+            VaultOp::Describe => self.vault.describe(who, name).await.map(info).map_err(|e| failure(e, name)),
         }
     }
 }

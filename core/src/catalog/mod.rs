@@ -3,6 +3,8 @@
 //! and a search index. Callers take an immutable `Snapshot` for a project and work on it, so a
 //! registration never changes a catalog under a running request.
 
+mod credential;
+mod handler;
 pub mod names;
 pub mod search;
 
@@ -13,8 +15,9 @@ use std::sync::{Arc, RwLock};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::engine::ToolHandler;
 use crate::{Error, Result};
+pub use credential::Credential;
+pub use handler::{CallContext, ConnectionSource, HandlerError, ToolHandler};
 pub use names::ToolName;
 use search::{Hit, SearchDoc, SearchIndex};
 
@@ -81,6 +84,19 @@ pub struct ToolSpec {
     pub input_schema: Value,
     pub output_schema: Option<Value>,
     pub side_effects: SideEffects,
+    /// Arguments are taken literally: no `{{…}}` resolution (the vault tools take names and
+    /// values as typed, D7/D8).
+    pub literal_args: bool,
+    /// An argument that carries a secret value, scrubbed from results and records under the
+    /// name another argument gives (`vault_set`'s `value`, named by `name`).
+    pub secret_arg: Option<SecretArg>,
+}
+
+/// Which arguments of a call name and carry a secret value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SecretArg {
+    pub name: &'static str,
+    pub value: &'static str,
 }
 
 /// A tool ready to run: its spec, compiled input validator and handler.
@@ -89,6 +105,8 @@ pub struct Tool {
     pub status: ToolStatus,
     pub(crate) validator: jsonschema::Validator,
     pub(crate) handler: Arc<dyn ToolHandler>,
+    /// The user's connection this tool needs before it can run (plugins and apps with auth).
+    pub(crate) connection: Option<Arc<dyn ConnectionSource>>,
 }
 
 impl fmt::Debug for Tool {
@@ -111,7 +129,18 @@ impl Tool {
             .should_validate_formats(true)
             .build(&spec.input_schema)
             .map_err(|e| Error::invalid(format!("tool {}: invalid input_schema: {e}", spec.name)))?;
-        Ok(Tool { spec, status: ToolStatus::Available, validator, handler })
+        Ok(Tool { spec, status: ToolStatus::Available, validator, handler, connection: None })
+    }
+
+    /// The tool needs the user's connection from `source` before it runs.
+    pub fn with_connection(mut self, source: Arc<dyn ConnectionSource>) -> Tool {
+        self.connection = Some(source);
+        self
+    }
+
+    /// The integration whose connection the tool needs, if any.
+    pub fn connection(&self) -> Option<&Arc<dyn ConnectionSource>> {
+        self.connection.as_ref()
     }
 
     pub fn name(&self) -> &str {

@@ -8,17 +8,54 @@ use oauth2::{
 };
 
 use super::Credential;
-use crate::plugins::definition::Probe;
-use crate::plugins::{request, Integration, OAuthConfig};
+use crate::integrations::definition::Probe;
+use crate::integrations::{request, Integration, OAuthConfig};
 use crate::{Error, Result};
 
-fn client_parts(cfg: &OAuthConfig) -> std::result::Result<(ClientId, Option<ClientSecret>, AuthUrl, TokenUrl), String> {
-    let id = cfg.client_id.clone().ok_or("no OAuth client id is configured")?;
+/// Why an OAuth exchange or refresh did not give a token. Messages name no secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OAuthError {
+    #[error("no OAuth client id is configured")]
+    NoClientId,
+    #[error("{0}")]
+    BadUrl(String),
+    #[error("the token endpoint refused: {0}")]
+    Refused(String),
+    #[error("the token endpoint is unreachable")]
+    Unreachable,
+    #[error("the token endpoint sent an unexpected answer")]
+    UnexpectedAnswer,
+    #[error("{0}")]
+    Other(String),
+    #[error("no refresh token")]
+    NoRefreshToken,
+    #[error("the vault secret {0} (the OAuth client secret) is missing")]
+    MissingClientSecret(String),
+    #[error("{0}")]
+    Vault(String),
+    /// The token endpoint's address is refused.
+    #[error("{0}")]
+    Destination(String),
+}
+
+/// Why a probe did not accept a credential.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProbeError {
+    /// The API answered, with a non-2xx status.
+    #[error("did not accept it: the check answered {0}")]
+    Rejected(u16),
+    /// The check could not be made (destination refused, unreachable).
+    #[error("could not be checked: {0}")]
+    Unchecked(String),
+}
+
+fn client_parts(cfg: &OAuthConfig) -> std::result::Result<(ClientId, Option<ClientSecret>, AuthUrl, TokenUrl), OAuthError> {
+    let id = cfg.client_id.clone().ok_or(OAuthError::NoClientId)?;
     Ok((
         ClientId::new(id),
         cfg.client_secret.clone().map(ClientSecret::new),
-        AuthUrl::new(cfg.authorize_url.clone()).map_err(|e| e.to_string())?,
-        TokenUrl::new(cfg.token_url.clone()).map_err(|e| e.to_string())?,
+        AuthUrl::new(cfg.authorize_url.clone()).map_err(|e| OAuthError::BadUrl(e.to_string()))?,
+        TokenUrl::new(cfg.token_url.clone()).map_err(|e| OAuthError::BadUrl(e.to_string()))?,
     ))
 }
 
@@ -59,13 +96,13 @@ fn credential_of(t: &oauth2::basic::BasicTokenResponse, now: i64) -> Credential 
     }
 }
 
-pub async fn exchange(http: &reqwest::Client, cfg: &OAuthConfig, code: &str, verifier: &str, redirect_uri: &str, now: i64) -> std::result::Result<Credential, String> {
+pub async fn exchange(http: &reqwest::Client, cfg: &OAuthConfig, code: &str, verifier: &str, redirect_uri: &str, now: i64) -> std::result::Result<Credential, OAuthError> {
     let (id, secret, auth, token) = client_parts(cfg)?;
     let mut client = BasicClient::new(id).set_auth_uri(auth).set_token_uri(token);
     if let Some(s) = secret {
         client = client.set_client_secret(s);
     }
-    let client = client.set_redirect_uri(RedirectUrl::new(redirect_uri.to_owned()).map_err(|e| e.to_string())?);
+    let client = client.set_redirect_uri(RedirectUrl::new(redirect_uri.to_owned()).map_err(|e| OAuthError::BadUrl(e.to_string()))?);
     let t = client
         .exchange_code(AuthorizationCode::new(code.to_owned()))
         .set_pkce_verifier(PkceCodeVerifier::new(verifier.to_owned()))
@@ -75,7 +112,7 @@ pub async fn exchange(http: &reqwest::Client, cfg: &OAuthConfig, code: &str, ver
     Ok(credential_of(&t, now))
 }
 
-pub async fn refresh(http: &reqwest::Client, cfg: &OAuthConfig, refresh_token: &str, now: i64) -> std::result::Result<Credential, String> {
+pub async fn refresh(http: &reqwest::Client, cfg: &OAuthConfig, refresh_token: &str, now: i64) -> std::result::Result<Credential, OAuthError> {
     let (id, secret, auth, token) = client_parts(cfg)?;
     let mut client = BasicClient::new(id).set_auth_uri(auth).set_token_uri(token);
     if let Some(s) = secret {
@@ -86,18 +123,18 @@ pub async fn refresh(http: &reqwest::Client, cfg: &OAuthConfig, refresh_token: &
     Ok(credential_of(&t, now))
 }
 
-fn describe<RE: std::error::Error + 'static, T: oauth2::ErrorResponse + 'static>(e: oauth2::RequestTokenError<RE, T>) -> String {
+fn describe<RE: std::error::Error + 'static, T: oauth2::ErrorResponse + 'static>(e: oauth2::RequestTokenError<RE, T>) -> OAuthError {
     match e {
-        oauth2::RequestTokenError::ServerResponse(r) => format!("the token endpoint refused: {}", serde_json::to_string(&r).unwrap_or_default()),
-        oauth2::RequestTokenError::Request(_) => "the token endpoint is unreachable".into(),
-        oauth2::RequestTokenError::Parse(_, _) => "the token endpoint sent an unexpected answer".into(),
-        oauth2::RequestTokenError::Other(m) => m,
+        oauth2::RequestTokenError::ServerResponse(r) => OAuthError::Refused(serde_json::to_string(&r).unwrap_or_default()),
+        oauth2::RequestTokenError::Request(_) => OAuthError::Unreachable,
+        oauth2::RequestTokenError::Parse(_, _) => OAuthError::UnexpectedAnswer,
+        oauth2::RequestTokenError::Other(m) => OAuthError::Other(m),
     }
 }
 
 /// Sends the integration's probe with the credential; Ok for a 2xx answer, else why not
-/// ("did not accept it: …" or "could not be checked: …").
-pub async fn probe(i: &Integration, probe: &Probe, c: &Credential) -> std::result::Result<(), String> {
+
+pub async fn probe(i: &Integration, probe: &Probe, c: &Credential) -> std::result::Result<(), ProbeError> {
     let mut p = request::Prepared {
         method: reqwest::Method::from_bytes(probe.method.as_bytes()).unwrap_or(reqwest::Method::GET),
         url: request::join(&i.base_url, &probe.path),
@@ -105,14 +142,14 @@ pub async fn probe(i: &Integration, probe: &Probe, c: &Credential) -> std::resul
         body: probe.body.clone(),
     };
     i.authorize(&mut p, c);
-    let mut b = i.builder(&p).map_err(|e| format!("could not be checked: {e}"))?;
+    let mut b = i.builder(&p).map_err(|e| ProbeError::Unchecked(e.to_string()))?;
     if let Some(body) = &p.body {
         b = b.json(body);
     }
-    let res = i.send(b).await.map_err(|e| format!("could not be checked: {e}"))?;
+    let res = i.send(b).await.map_err(|e| ProbeError::Unchecked(e.to_string()))?;
     if res.status().is_success() {
         Ok(())
     } else {
-        Err(format!("did not accept it: the check answered {}", res.status().as_u16()))
+        Err(ProbeError::Rejected(res.status().as_u16()))
     }
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::auth::Principal;
 use crate::clock::Clock;
 use crate::crypto::random_base62;
-use crate::store::{self, connections::ProxyTokenRow, Db};
+use crate::store::{self, proxy_tokens::ProxyTokenRow, Db};
 use crate::{Error, Result};
 
 /// The audience no other token kind uses.
@@ -55,7 +55,7 @@ impl ProxyTokens {
             iat: now,
             jti: random_base62(22),
         };
-        store::connections::insert_proxy_token(
+        store::proxy_tokens::insert(
             self.db.pool(),
             &ProxyTokenRow {
                 jti: claims.jti.clone(),
@@ -85,7 +85,7 @@ impl ProxyTokens {
         if claims.exp * 1000 <= self.clock.now_ms() as u64 {
             return Err(BAD);
         }
-        let row = store::connections::get_proxy_token(self.db.pool(), &claims.jti).await?.ok_or(BAD)?;
+        let row = store::proxy_tokens::get(self.db.pool(), &claims.jti).await?.ok_or(BAD)?;
         if row.revoked_at.is_some() || row.user_id != claims.sub {
             return Err(BAD);
         }
@@ -94,6 +94,6 @@ impl ProxyTokens {
 
     /// Revokes every outstanding token of the user (sign-out).
     pub async fn revoke_all(&self, user_id: &str) -> Result<u64> {
-        store::connections::revoke_proxy_tokens(self.db.pool(), user_id, None, self.clock.now_ms()).await
+        store::proxy_tokens::revoke_for_user(self.db.pool(), user_id, None, self.clock.now_ms()).await
     }
 }

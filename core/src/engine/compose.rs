@@ -8,8 +8,9 @@ use serde_json::{json, Map, Value};
 
 use super::batch::{entry, ExecuteRequest};
 use super::template::{self, Context, TemplateError};
-use super::{CallOptions, Engine, Invocation, Scrubber, Steps, ToolError, RESULT_CAP_CHARS};
+use super::{CallOptions, EntryContext, Engine, Invocation, Scrubber, Steps, ToolError, RESULT_CAP_CHARS};
 use crate::auth::Principal;
+use crate::catalog::Snapshot;
 
 /// What execute_tools answers: a response, or a failure of the whole call (a compose step, a
 /// bad `return`), which MCP marks as an error result.
@@ -35,14 +36,21 @@ fn bad_ref_in_return(e: TemplateError) -> ToolError {
     }
 }
 
-/// Caps the final answer (D6).
+/// Caps the final answer (D6): `Ok` holds the result itself, to be sent as `{ result }`.
 fn capped(result: Value) -> ExecuteOutcome {
-    let body = json!({ "result": result });
-    let size = body.to_string().chars().count();
+    let size = json!({ "result": &result }).to_string().chars().count();
     if size > RESULT_CAP_CHARS {
         ExecuteOutcome::Failed(ToolError::ResultTooLarge { size }.to_mcp())
     } else {
-        ExecuteOutcome::Ok(body)
+        ExecuteOutcome::Ok(result)
+    }
+}
+
+/// The compose / projection answer `{ result }`, or the failure as it is.
+fn answer(outcome: ExecuteOutcome) -> ExecuteOutcome {
+    match outcome {
+        ExecuteOutcome::Ok(result) => ExecuteOutcome::Ok(json!({ "result": result })),
+        failed => failed,
     }
 }
 
@@ -56,76 +64,64 @@ impl Engine {
         opts: &CallOptions,
         only_integration: Option<&str>,
     ) -> ExecuteOutcome {
+        // One catalog snapshot for the whole request, whatever registers meanwhile.
+        let snapshot = self.snapshot(who);
         if req.compose {
-            return self.compose(who, req, opts).await;
+            return self.compose(&snapshot, who, req, opts).await;
         }
         let n = req.executions.len();
-        let snapshot = self.snapshot(who);
-        let mut entries: Vec<Option<Value>> = vec![None; n];
+        let mut slots: Vec<Option<Result<Value, ToolError>>> = vec![None; n];
         let mut runnable = Vec::new();
         let ref_ids: Vec<Option<String>> = req.executions.iter().map(|e| e.ref_id.clone()).collect();
         for (i, e) in req.executions.into_iter().enumerate() {
             if let Some(integration) = only_integration {
                 if !snapshot.get(&e.tool).is_some_and(|t| t.spec.integration == integration) {
-                    let mut err = ToolError::NotFound { tool: e.tool.clone() }.to_mcp();
-                    err["error"] = json!(format!("tool not found in integration {integration}: {}", e.tool));
-                    entries[i] = Some(err);
+                    slots[i] = Some(Err(ToolError::NotFound { tool: e.tool, integration: Some(integration.to_owned()) }));
                     continue;
                 }
             }
             runnable.push((i, Invocation { tool: e.tool, args: e.args }));
         }
-        let (slots, invocations): (Vec<usize>, Vec<Invocation>) = runnable.into_iter().unzip();
-        let outcomes = self.run_batch(who, invocations, opts).await;
-        let mut results: HashMap<String, Value> = HashMap::new();
-        let mut failed: HashSet<String> = HashSet::new();
-        let mut errors: Vec<Value> = Vec::new();
-        for (slot, outcome) in slots.into_iter().zip(outcomes) {
-            let e = entry(&outcome.result);
-            match (&outcome.result, &ref_ids[slot]) {
-                (Ok(v), Some(r)) => {
-                    results.insert(r.clone(), v.clone());
-                }
-                (Err(_), Some(r)) => {
-                    failed.insert(r.clone());
-                }
-                _ => {}
-            }
-            entries[slot] = Some(e);
+        let (indexes, invocations): (Vec<usize>, Vec<Invocation>) = runnable.into_iter().unzip();
+        let outcomes = self.run_batch_on(&snapshot, who, invocations, opts).await;
+        for (i, outcome) in indexes.into_iter().zip(outcomes) {
+            slots[i] = Some(outcome.result);
         }
+        let slots: Vec<Result<Value, ToolError>> =
+            slots.into_iter().map(|s| s.expect("every execution has an outcome")).collect();
         let Some(template) = req.return_template else {
-            let results: Vec<Value> = entries.into_iter().map(|e| e.unwrap_or(Value::Null)).collect();
+            let results: Vec<Value> = slots.iter().map(entry).collect();
             return ExecuteOutcome::Ok(json!({ "results": results }));
         };
+        let mut results: HashMap<String, Value> = HashMap::new();
+        let mut failed: HashSet<String> = HashSet::new();
         // Without compose, failed executions are listed, so a projection cannot hide them.
-        for (i, e) in entries.iter().enumerate() {
-            if let Some(e) = e.as_ref().filter(|e| e.get("error").is_some()) {
-                let mut m = Map::new();
-                m.insert("index".into(), json!(i));
-                if let Some(r) = &ref_ids[i] {
-                    m.insert("ref_id".into(), json!(r));
+        let mut errors: Vec<Value> = Vec::new();
+        for (i, (slot, ref_id)) in slots.into_iter().zip(ref_ids).enumerate() {
+            match (slot, ref_id) {
+                (Ok(v), Some(r)) => {
+                    results.insert(r, v);
                 }
-                if let Value::Object(err) = e {
-                    m.extend(err.clone());
+                (Ok(_), None) => {}
+                (Err(e), ref_id) => {
+                    if let Some(r) = &ref_id {
+                        failed.insert(r.clone());
+                    }
+                    errors.push(e.to_mcp_at(EntryContext { index: Some(i), ref_id, errors: None }));
                 }
-                errors.push(Value::Object(m));
             }
         }
         let ctx = Context { vault: None, steps: Some(&results), failed: &failed };
         match template::resolve(&template, &ctx) {
-            Err(e) => {
-                let mut err = bad_ref_in_return(e).to_mcp();
-                if !errors.is_empty() {
-                    err["errors"] = json!(errors);
-                }
-                ExecuteOutcome::Failed(err)
-            }
+            Err(e) => ExecuteOutcome::Failed(bad_ref_in_return(e).to_mcp_at(EntryContext { errors: Some(errors), ..Default::default() })),
             Ok(projection) => match capped(projection) {
-                ExecuteOutcome::Ok(mut body) => {
+                ExecuteOutcome::Ok(result) => {
+                    let mut body = Map::new();
+                    body.insert("result".into(), result);
                     if !errors.is_empty() {
-                        body["errors"] = json!(errors);
+                        body.insert("errors".into(), Value::Array(errors));
                     }
-                    ExecuteOutcome::Ok(body)
+                    ExecuteOutcome::Ok(Value::Object(body))
                 }
                 failed => failed,
             },
@@ -134,7 +130,7 @@ impl Engine {
 
     /// Compose: steps in order, each through the whole pipeline with earlier results available
     /// to its references; the first failure ends the run and is the answer.
-    async fn compose(&self, who: &Principal, req: ExecuteRequest, opts: &CallOptions) -> ExecuteOutcome {
+    async fn compose(&self, snapshot: &Snapshot, who: &Principal, req: ExecuteRequest, opts: &CallOptions) -> ExecuteOutcome {
         let mut results: HashMap<String, Value> = HashMap::new();
         let no_failures = HashSet::new();
         let mut last = Value::Null;
@@ -142,7 +138,7 @@ impl Engine {
         for (i, e) in req.executions.into_iter().enumerate() {
             let ref_id = e.ref_id.clone().unwrap_or_default();
             let steps = Steps { results: Some(&results), failed: &no_failures };
-            let outcome = self.run_step(who, Invocation { tool: e.tool, args: e.args }, opts, &steps, false, &mut scrubber).await;
+            let outcome = self.run_step(snapshot, who, Invocation { tool: e.tool, args: e.args }, opts, &steps, false, &mut scrubber).await;
             match outcome.result {
                 Ok(v) => {
                     last = v.clone();
@@ -153,10 +149,7 @@ impl Engine {
                         ToolError::BadRef { message, .. } => ToolError::BadRef { message, ref_id: Some(ref_id.clone()) },
                         other => other,
                     };
-                    let mut body = err.to_mcp();
-                    body["index"] = json!(i);
-                    body["ref_id"] = json!(ref_id);
-                    return ExecuteOutcome::Failed(body);
+                    return ExecuteOutcome::Failed(err.to_mcp_at(EntryContext { index: Some(i), ref_id: Some(ref_id), errors: None }));
                 }
             }
         }
@@ -165,14 +158,14 @@ impl Engine {
         match req.return_template {
             None => {
                 scrubber.scrub(&mut last);
-                capped(last)
+                answer(capped(last))
             }
             Some(template) => {
                 let ctx = Context { vault: None, steps: Some(&results), failed: &no_failures };
                 match template::resolve(&template, &ctx) {
                     Ok(mut projection) => {
                         scrubber.scrub(&mut projection);
-                        capped(projection)
+                        answer(capped(projection))
                     }
                     Err(e) => ExecuteOutcome::Failed(bad_ref_in_return(e).to_mcp()),
                 }

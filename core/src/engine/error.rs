@@ -1,9 +1,11 @@
-//! The one error of a tool execution, rendered two ways: the flat MCP entry of D3
-//! (`{ "error", "code", ...details }`) and the REST error of seed 004 / D4
-//! (`{ "error": { "code", "message", "meta" } }` with its HTTP status).
+//! The one error of a tool execution: its code, message and details, rendered here as the flat
+//! MCP entry of D3 (`{ "error", "code", ...details }`); the REST surface renders the same parts
+//! as seed 004's `{ "error": { "code", "message", "meta" } }` with `rest_status_and_code`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+
+use crate::catalog::HandlerError;
 
 /// A schema violation: where (a JSON Pointer into the arguments) and what.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -14,7 +16,12 @@ pub struct FieldError {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ToolError {
-    NotFound { tool: String },
+    NotFound {
+        tool: String,
+        /// Set when the call was limited to one integration (`/rest/{integration}`).
+        #[serde(default)]
+        integration: Option<String>,
+    },
     NotAllowed { tool: String, rule: String },
     NotConnected {
         integration: String,
@@ -29,6 +36,25 @@ pub enum ToolError {
     Handler { handler_error: String },
     BadRef { message: String, ref_id: Option<String> },
     ResultTooLarge { size: usize },
+}
+
+impl From<HandlerError> for ToolError {
+    fn from(e: HandlerError) -> ToolError {
+        match e {
+            HandlerError::Failed(handler_error) => ToolError::Handler { handler_error },
+            HandlerError::Unavailable(reason) => ToolError::Unavailable { reason },
+            HandlerError::InvalidArgument { path, message } => ToolError::InvalidArguments { errors: vec![FieldError { path, message }] },
+            HandlerError::NotConnected { integration, expired } => ToolError::NotConnected { integration, expired },
+        }
+    }
+}
+
+/// Where an execute_tools error entry happened (see `ToolError::to_mcp_at`).
+#[derive(Debug, Clone, Default)]
+pub struct EntryContext {
+    pub index: Option<usize>,
+    pub ref_id: Option<String>,
+    pub errors: Option<Vec<Value>>,
 }
 
 /// Results above this many characters of JSON are replaced by `RESULT_TOO_LARGE` (D6).
@@ -54,7 +80,8 @@ impl ToolError {
     /// Lowercase, with a hint after `;` where the caller can act.
     pub fn message(&self) -> String {
         match self {
-            ToolError::NotFound { tool } => format!("tool not found: {tool}; use search_tools to find available tools"),
+            ToolError::NotFound { tool, integration: None } => format!("tool not found: {tool}; use search_tools to find available tools"),
+            ToolError::NotFound { tool, integration: Some(i) } => format!("tool not found in integration {i}: {tool}"),
             ToolError::NotAllowed { tool, .. } => format!("tool {tool} is not allowed by this key's policy"),
             ToolError::NotConnected { integration, expired: false } => format!(
                 "integration {integration} is not connected; call connect with integration \"{integration}\" and ask the user to open the link"
@@ -79,10 +106,11 @@ impl ToolError {
         }
     }
 
-    fn details(&self) -> Map<String, Value> {
+    /// The error's details: the MCP entry's extra fields, the REST error's `meta`.
+    pub fn details(&self) -> Map<String, Value> {
         let mut m = Map::new();
         match self {
-            ToolError::NotFound { tool } => {
+            ToolError::NotFound { tool, .. } => {
                 m.insert("tool".into(), json!(tool));
             }
             ToolError::NotAllowed { rule, .. } => {
@@ -120,10 +148,25 @@ impl ToolError {
 
     /// The flat MCP error entry of D3.
     pub fn to_mcp(&self) -> Value {
+        self.to_mcp_at(EntryContext::default())
+    }
+
+    /// The flat MCP error entry with where it happened: a compose step's `index` and `ref_id`,
+    /// and the failed executions a projection lists under `errors`.
+    pub fn to_mcp_at(&self, at: EntryContext) -> Value {
         let mut m = Map::new();
         m.insert("error".into(), json!(self.message()));
         m.insert("code".into(), json!(self.code()));
         m.extend(self.details());
+        if let Some(i) = at.index {
+            m.insert("index".into(), json!(i));
+        }
+        if let Some(r) = at.ref_id {
+            m.insert("ref_id".into(), json!(r));
+        }
+        if let Some(errors) = at.errors.filter(|e| !e.is_empty()) {
+            m.insert("errors".into(), Value::Array(errors));
+        }
         Value::Object(m)
     }
 
@@ -141,12 +184,6 @@ impl ToolError {
             ToolError::BadRef { .. } => (400, "bad_request"),
             ToolError::ResultTooLarge { .. } => (502, "tool_result_too_large"),
         }
-    }
-
-    /// The REST error body (seed 004): `{ "error": { "code", "message", "meta" } }`.
-    pub fn to_rest(&self) -> Value {
-        let (_, code) = self.rest_status_and_code();
-        json!({ "error": { "code": code, "message": self.message(), "meta": Value::Object(self.details()) } })
     }
 
     /// Redacts secrets from every text the error carries.
@@ -206,7 +243,7 @@ mod tests {
     fn rest_errors_follow_seed_004() {
         let e = ToolError::NotAllowed { tool: "x".into(), rule: "deny:x".into() };
         assert_eq!(e.rest_status_and_code(), (403, "tool_not_allowed"));
-        assert_eq!(e.to_rest()["error"]["meta"]["rule"], "deny:x");
+        assert_eq!(e.details()["rule"], "deny:x");
         assert_eq!(ToolError::Timeout { timeout_ms: 5 }.rest_status_and_code(), (504, "tool_timeout"));
         assert_eq!(ToolError::Unavailable { reason: "r".into() }.rest_status_and_code(), (503, "tool_unavailable"));
     }

@@ -6,7 +6,6 @@
 mod batch;
 mod compose;
 mod error;
-mod handler;
 mod idempotency;
 mod record;
 mod scrub;
@@ -19,9 +18,8 @@ use std::time::{Duration, Instant};
 use futures::stream::{self, StreamExt};
 use serde_json::{json, Value};
 
-pub use batch::{entry, parse_request, valid_ref_id, ExecuteRequest, ExecutionSpec};
-pub use error::{FieldError, ToolError, RESULT_CAP_CHARS};
-pub use handler::{CallContext, HandlerError, ToolHandler};
+pub use batch::{entry, parse_request, valid_ref_id, ExecuteRequest, ExecutionSpec, RequestError};
+pub use error::{EntryContext, FieldError, ToolError, RESULT_CAP_CHARS};
 pub use compose::ExecuteOutcome;
 pub use idempotency::{Begin, Idempotency, IDEMPOTENCY_TTL_MS};
 pub use record::ToolCallView;
@@ -29,8 +27,7 @@ pub use scrub::Scrubber;
 pub use validate::{apply_defaults, violations};
 
 use crate::auth::Principal;
-use crate::builtin;
-use crate::catalog::{Catalog, Snapshot, Tool, ToolStatus};
+use crate::catalog::{CallContext, Catalog, Snapshot, Tool, ToolStatus};
 use crate::clock::Clock;
 use crate::ids::new_id;
 use crate::store::Db;
@@ -57,16 +54,6 @@ pub struct SearchResult {
     pub description: String,
     pub integration: String,
     pub score: f32,
-}
-
-/// One usage counter.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct UsageRow {
-    pub day: String,
-    pub api_key_id: Option<String>,
-    pub tool: String,
-    pub meter: String,
-    pub value: i64,
 }
 
 /// Which surface asked, recorded in the audit log.
@@ -151,18 +138,19 @@ pub struct Engine {
     db: Db,
     clock: Arc<dyn Clock>,
     vault: Vault,
-    connections: crate::connections::Connections,
 }
 
 impl Engine {
-    pub fn new(catalog: Arc<Catalog>, db: Db, clock: Arc<dyn Clock>, vault: Vault, connections: crate::connections::Connections) -> Engine {
-        Engine { catalog, db, clock, vault, connections }
+    pub fn new(catalog: Arc<Catalog>, db: Db, clock: Arc<dyn Clock>, vault: Vault) -> Engine {
+        Engine { catalog, db, clock, vault }
     }
 
     pub fn catalog(&self) -> &Arc<Catalog> {
         &self.catalog
     }
 
+    /// The catalog `who`'s project sees right now. A request takes it once and passes it down,
+    /// so a registration never changes the catalog under a running request.
     pub fn snapshot(&self, who: &Principal) -> Arc<Snapshot> {
         self.catalog.snapshot(&who.project_id)
     }
@@ -174,15 +162,23 @@ impl Engine {
 
     /// Runs one execution through the whole pipeline and records it.
     pub async fn run(&self, who: &Principal, inv: Invocation, opts: &CallOptions) -> CallOutcome {
-        self.run_step(who, inv, opts, &Steps::none(), true, &mut Scrubber::new()).await
+        let snapshot = self.snapshot(who);
+        self.run_on(&snapshot, who, inv, opts).await
+    }
+
+    /// `run` on a catalog snapshot the caller already took.
+    pub async fn run_on(&self, snapshot: &Snapshot, who: &Principal, inv: Invocation, opts: &CallOptions) -> CallOutcome {
+        self.run_step(snapshot, who, inv, opts, &Steps::none(), true, &mut Scrubber::new()).await
     }
 
     /// One execution with what a compose run adds: earlier step results to reference, whether
     /// the result cap applies (compose intermediates are not capped, D6), and the secrets the
     /// run has used so far (a compose run is one call: every secret any step used is scrubbed
     /// from every later result). Secrets this step reveals are added to `scrubber`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn run_step(
         &self,
+        snapshot: &Snapshot,
         who: &Principal,
         inv: Invocation,
         opts: &CallOptions,
@@ -192,10 +188,9 @@ impl Engine {
     ) -> CallOutcome {
         let id = new_id("tcall");
         let started_at = self.clock.now_ms();
-        let snapshot = self.snapshot(who);
         let mut outcome =
             CallOutcome { id, tool: inv.tool.clone(), result: Ok(Value::Null), duration_ms: 0, duration_us: 0, egress_bytes: 0 };
-        outcome.result = self.execute(who, &snapshot, &inv, opts, steps, scrubber, &mut outcome).await;
+        outcome.result = self.execute(who, snapshot, &inv, opts, steps, scrubber, &mut outcome).await;
         match &mut outcome.result {
             Ok(v) => scrubber.scrub(v),
             Err(e) => e.scrub(&scrubber),
@@ -228,24 +223,38 @@ impl Engine {
         let tool = snapshot
             .get(&inv.tool)
             .filter(|t| self.can_run(who, t))
-            .ok_or_else(|| ToolError::NotFound { tool: inv.tool.clone() })?;
+            .ok_or_else(|| ToolError::NotFound { tool: inv.tool.clone(), integration: None })?;
         if tool.status == ToolStatus::Unavailable {
             return Err(ToolError::Unavailable { reason: "the tool's source no longer offers it".into() });
         }
-        let credential = self.connection_check(who, tool, scrubber).await?;
+        let connection = tool.connection();
+        let credential = match connection {
+            Some(source) => {
+                // The connection step (D5): the user's credential (refreshed if due), or
+                // NOT_CONNECTED. Its secrets join the scrubber.
+                let c = source.credential(who).await.map_err(ToolError::from)?;
+                for secret in c.secrets() {
+                    scrubber.add(&format!("{}_credential", source.integration()), secret);
+                }
+                Some(c)
+            }
+            None => None,
+        };
         let template = match &inv.args {
             Value::Null => json!({}),
             other => other.clone(),
         };
-        let mut args = if builtin::takes_names_literally(tool.name()) {
-            // vault_* tools take names (and values) literally; the value being stored is a secret.
-            if let (Some(name), Some(value)) = (template.get("name").and_then(Value::as_str), template.get("value").and_then(Value::as_str)) {
-                scrubber.add_exact(name, value);
-            }
+        let mut args = if tool.spec.literal_args {
             template
         } else {
             self.substitute(who, &template, steps, scrubber).await?
         };
+        if let Some(secret) = tool.spec.secret_arg {
+            // The value being stored is a secret (vault_set): scrub it under its name.
+            if let (Some(name), Some(value)) = (args.get(secret.name).and_then(Value::as_str), args.get(secret.value).and_then(Value::as_str)) {
+                scrubber.add_exact(name, value);
+            }
+        }
         apply_defaults(&tool.spec.input_schema, &mut args);
         let errors = violations(&tool.validator, &args);
         if !errors.is_empty() {
@@ -253,6 +262,7 @@ impl Engine {
         }
         let mut ctx = CallContext::new(&outcome.id, tool.name(), who, opts.end_user_id.as_deref());
         ctx.credential = credential;
+        ctx.connection = connection.map(|c| &**c);
         let started = Instant::now();
         let result = tokio::time::timeout(opts.timeout, tool.handler.call(&ctx, args)).await;
         outcome.duration_us = started.elapsed().as_micros() as u64;
@@ -260,48 +270,7 @@ impl Engine {
         outcome.egress_bytes = ctx.egress_bytes();
         match result {
             Err(_) => Err(ToolError::Timeout { timeout_ms: opts.timeout.as_millis() as u64 }),
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(HandlerError::Failed(m))) => Err(ToolError::Handler { handler_error: m }),
-            Ok(Err(HandlerError::Unavailable(reason))) => Err(ToolError::Unavailable { reason }),
-            Ok(Err(HandlerError::InvalidArgument { path, message })) => {
-                Err(ToolError::InvalidArguments { errors: vec![FieldError { path, message }] })
-            }
-            Ok(Err(HandlerError::NotConnected { integration, expired })) => Err(ToolError::NotConnected { integration, expired }),
-        }
-    }
-
-    /// The connection step (D5): a tool of an integration that needs a connection gets the
-    /// user's credential (refreshed if due), or NOT_CONNECTED. Its secrets join the scrubber.
-    async fn connection_check(
-        &self,
-        who: &Principal,
-        tool: &Tool,
-        scrubber: &mut Scrubber,
-    ) -> std::result::Result<Option<crate::connections::Credential>, ToolError> {
-        let integration = match &tool.spec.source {
-            crate::catalog::ToolSource::Plugin(_) | crate::catalog::ToolSource::App(_) => {
-                self.connections.lookup(&who.project_id, &tool.spec.integration)
-            }
-            _ => None,
-        };
-        let Some(i) = integration.filter(|i| i.needs_connection()) else {
-            return Ok(None);
-        };
-        match self.connections.credential(who, &i).await {
-            Ok(Ok(c)) => {
-                for secret in c.secrets() {
-                    scrubber.add(&format!("{}_credential", i.name()), secret);
-                }
-                Ok(Some(c))
-            }
-            Ok(Err(problem)) => Err(ToolError::NotConnected {
-                integration: i.name().to_owned(),
-                expired: problem == crate::connections::ConnectionProblem::Expired,
-            }),
-            Err(e) => {
-                tracing::error!(error = ?e, "connection lookup failed");
-                Err(ToolError::Unavailable { reason: "connections cannot be read right now".into() })
-            }
+            Ok(r) => r.map_err(ToolError::from),
         }
     }
 
@@ -339,10 +308,16 @@ impl Engine {
     /// index-aligned with `invocations` whatever the completion order, and one failure does not
     /// stop the others.
     pub async fn run_batch(&self, who: &Principal, invocations: Vec<Invocation>, opts: &CallOptions) -> Vec<CallOutcome> {
+        let snapshot = self.snapshot(who);
+        self.run_batch_on(&snapshot, who, invocations, opts).await
+    }
+
+    /// `run_batch` on a catalog snapshot the caller already took.
+    pub(crate) async fn run_batch_on(&self, snapshot: &Snapshot, who: &Principal, invocations: Vec<Invocation>, opts: &CallOptions) -> Vec<CallOutcome> {
         let n = invocations.len();
         let mut slots: Vec<Option<CallOutcome>> = (0..n).map(|_| None).collect();
         let mut done = stream::iter(invocations.into_iter().enumerate())
-            .map(|(i, inv)| async move { (i, self.run(who, inv, opts).await) })
+            .map(|(i, inv)| async move { (i, self.run_on(snapshot, who, inv, opts).await) })
             .buffer_unordered(POOL_SIZE);
         while let Some((i, outcome)) = done.next().await {
             slots[i] = Some(outcome);
@@ -382,48 +357,6 @@ impl Engine {
     /// Every tool `who` can run, in catalog order.
     pub fn tools(&self, who: &Principal) -> Vec<Arc<Tool>> {
         self.snapshot(who).tools().iter().filter(|t| self.can_run(who, t)).cloned().collect()
-    }
-
-    /// Measured mean handler time per tool over the last 30 days, in ms, for the project.
-    pub async fn average_latency_ms(&self, who: &Principal) -> Result<std::collections::HashMap<String, i64>> {
-        let since = &crate::clock::rfc3339(self.clock.now_ms() - 30 * 86_400_000)[..10];
-        let rows = crate::store::usage::totals_by_tool(self.db.pool(), &who.project_id, since).await?;
-        let mut calls = std::collections::HashMap::<String, i64>::new();
-        let mut ms = std::collections::HashMap::<String, i64>::new();
-        for (tool, meter, total) in rows {
-            match meter.as_str() {
-                "tool_call" => {
-                    calls.insert(tool, total);
-                }
-                "tool_call_ms" => {
-                    ms.insert(tool, total);
-                }
-                _ => {}
-            }
-        }
-        Ok(calls
-            .into_iter()
-            .filter(|(_, n)| *n > 0)
-            .map(|(tool, n)| {
-                let total = ms.get(&tool).copied().unwrap_or(0);
-                (tool, (total + n / 2) / n)
-            })
-            .collect())
-    }
-
-    /// Usage rows of the caller's project between two days (inclusive, `YYYY-MM-DD`).
-    pub async fn usage(&self, who: &Principal, from_day: &str, to_day: &str) -> Result<Vec<UsageRow>> {
-        let rows = crate::store::usage::rows(self.db.pool(), &who.project_id, from_day, to_day).await?;
-        Ok(rows
-            .into_iter()
-            .map(|(day, key, tool, meter, value)| UsageRow {
-                day,
-                api_key_id: (!key.is_empty()).then_some(key),
-                tool,
-                meter,
-                value,
-            })
-            .collect())
     }
 
     /// A recorded call of the caller's project.

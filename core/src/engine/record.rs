@@ -8,7 +8,7 @@ use super::{CallOptions, CallOutcome, ToolError};
 use crate::auth::Principal;
 use crate::clock::rfc3339;
 use crate::ids::new_id;
-use crate::store::{self, audit::AuditRow, tool_calls::ToolCallRow, Db};
+use crate::store::{self, audit::AuditRow, tool_calls::ToolCallRow, usage::Meter, Db};
 use crate::Result;
 
 /// A recorded call as the REST API shows it.
@@ -86,9 +86,9 @@ async fn try_write(db: &Db, who: &Principal, args: &Value, opts: &CallOptions, o
     let d = day(now);
     // Unknown tools are not metered: there is nothing to bill them to.
     if !matches!(o.result, Err(ToolError::NotFound { .. })) {
-        let mut meters = vec![("tool_call", 1), ("tool_call_ms", o.duration_ms as i64)];
+        let mut meters = vec![(Meter::ToolCall, 1), (Meter::ToolCallMs, o.duration_ms as i64)];
         if o.egress_bytes > 0 {
-            meters.push(("egress_bytes", o.egress_bytes as i64));
+            meters.push((Meter::EgressBytes, o.egress_bytes as i64));
         }
         store::usage::add_many(&mut *tx, &who.project_id, &key, &o.tool, &d, &meters).await?;
     }

@@ -4,62 +4,25 @@
 //! (private and metadata addresses refused unless the operator allows them).
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{plugin_tools, AuthDef, Integration, IntegrationDef, Integrations, Outbound};
+use super::integration_tools;
 use crate::auth::{require_admin, Principal};
+use crate::integrations::{AppRegistry, AuthDef, Integration, IntegrationDef, Integrations, Outbound};
 use crate::catalog::{Catalog, ToolSource};
 use crate::clock::{rfc3339, Clock};
 use crate::connections::Connections;
 use crate::ids::new_id;
-use crate::store::{self, connections::AppRow, Db};
+use crate::store::{self, apps::AppRow, Db};
 use crate::vault::Vault;
 use crate::{Error, Result};
 
 /// At most this many apps per project, and tools per app: each rebuilds the project's catalog.
 pub const MAX_APPS_PER_PROJECT: usize = 50;
 pub const MAX_TOOLS_PER_APP: usize = 100;
-
-/// The apps of every project, as loaded integrations.
-#[derive(Debug, Default)]
-pub struct AppRegistry {
-    projects: RwLock<HashMap<String, ProjectApps>>,
-}
-
-/// One project's loaded apps and the stored app ids they were built from (sorted; broken,
-/// skipped ones included, so they are not reloaded again and again).
-#[derive(Debug)]
-struct ProjectApps {
-    ids: Vec<String>,
-    integrations: Vec<Arc<Integration>>,
-}
-
-impl AppRegistry {
-    pub fn get(&self, project_id: &str, name: &str) -> Option<Arc<Integration>> {
-        self.projects.read().expect("app registry lock").get(project_id)?.integrations.iter().find(|i| i.name() == name).cloned()
-    }
-
-    pub fn all(&self, project_id: &str) -> Vec<Arc<Integration>> {
-        self.projects.read().expect("app registry lock").get(project_id).map(|p| p.integrations.clone()).unwrap_or_default()
-    }
-
-    /// The app ids each project was loaded from.
-    fn loaded_ids(&self) -> HashMap<String, Vec<String>> {
-        self.projects.read().expect("app registry lock").iter().map(|(p, apps)| (p.clone(), apps.ids.clone())).collect()
-    }
-
-    fn set(&self, project_id: &str, ids: Vec<String>, integrations: Vec<Arc<Integration>>) {
-        let mut map = self.projects.write().expect("app registry lock");
-        if ids.is_empty() {
-            map.remove(project_id);
-        } else {
-            map.insert(project_id.to_owned(), ProjectApps { ids, integrations });
-        }
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AppInfo {
@@ -126,13 +89,13 @@ impl Apps {
     /// Rebuilds a project's catalog from its apps in the database.
     pub async fn reload_project(&self, project_id: &str) -> Result<()> {
         let _one_at_a_time = self.reloading.lock().await;
-        let rows = store::connections::list_apps(self.db.pool(), project_id).await?;
+        let rows = store::apps::list(self.db.pool(), project_id).await?;
         let mut integrations = Vec::new();
         let mut tools = Vec::new();
         for row in &rows {
             match self.load(row) {
                 Ok(i) => {
-                    tools.extend(plugin_tools(&i, &self.connections)?);
+                    tools.extend(integration_tools(&i, &self.connections)?);
                     integrations.push(i);
                 }
                 Err(e) => tracing::error!(app = %row.id, error = %e, "custom app skipped"),
@@ -150,7 +113,7 @@ impl Apps {
     /// place, so ids tell). Returns how many projects were reloaded.
     pub async fn reload_all(&self) -> Result<usize> {
         let mut stored: HashMap<String, Vec<String>> = HashMap::new();
-        for (project, id) in store::connections::app_ids(self.db.pool()).await? {
+        for (project, id) in store::apps::ids(self.db.pool()).await? {
             stored.entry(project).or_default().push(id);
         }
         let loaded = self.registry.loaded_ids();
@@ -172,7 +135,7 @@ impl Apps {
         if def.tools.len() > MAX_TOOLS_PER_APP {
             return Err(Error::invalid(format!("an app has at most {MAX_TOOLS_PER_APP} tools; this one has {}", def.tools.len())));
         }
-        if store::connections::list_apps(self.db.pool(), &admin.project_id).await?.len() >= MAX_APPS_PER_PROJECT {
+        if store::apps::list(self.db.pool(), &admin.project_id).await?.len() >= MAX_APPS_PER_PROJECT {
             return Err(Error::Conflict(format!("this project already has {MAX_APPS_PER_PROJECT} apps, the most it may have; delete one first")));
         }
         let mut destinations = vec![("base_url", def.base_url.clone())];
@@ -212,7 +175,7 @@ impl Apps {
             definition: serde_json::to_string(&def).map_err(|e| Error::internal(e.to_string()))?,
             created_at: self.clock.now_ms(),
         };
-        store::connections::insert_app(self.db.pool(), &row).await.map_err(|e| {
+        store::apps::insert(self.db.pool(), &row).await.map_err(|e| {
             if e.is_unique_violation() {
                 Error::Conflict(format!("an integration named {} already exists", def.name))
             } else {
@@ -225,7 +188,7 @@ impl Apps {
     }
 
     pub async fn list(&self, who: &Principal) -> Result<Vec<AppInfo>> {
-        let rows = store::connections::list_apps(self.db.pool(), &who.project_id).await?;
+        let rows = store::apps::list(self.db.pool(), &who.project_id).await?;
         Ok(rows
             .iter()
             .filter_map(|r| serde_json::from_str::<IntegrationDef>(&r.definition).ok().map(|d| info(r, &d)))
@@ -236,7 +199,7 @@ impl Apps {
     pub async fn delete(&self, admin: &Principal, id: &str) -> Result<()> {
         require_admin(admin)?;
         let mut tx = self.db.begin_write().await?;
-        let name = store::connections::delete_app(&mut tx, &admin.project_id, id).await?.ok_or(Error::NotFound)?;
+        let name = store::apps::delete(&mut tx, &admin.project_id, id).await?.ok_or(Error::NotFound)?;
         // Credentials for an integration that no longer exists must not linger (nor come back
         // if an app of the same name is created later).
         let forgotten = store::connections::forget_integration(&mut tx, &admin.project_id, &name, self.clock.now_ms()).await?;

@@ -1,93 +1,26 @@
-//! The handler behind every plugin and custom-app tool: build the request from the tool's
-//! template, inject the user's credential (refreshing an OAuth token once after a 401), send
-//! it without following redirects, and shape the response.
+//! The handler behind every plugin and custom-app tool: a declarative request template filled
+//! with the validated arguments and sent through the integration's client, or a named Rust
+//! handler (logic.rs) for tools that need logic.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::definition::{AuthDef, ToolDef};
-use super::request::{self, Prepared};
-use super::{Integration, SendError};
-use crate::connections::{Connections, Credential};
-use crate::engine::{CallContext, HandlerError, ToolHandler};
-
-/// Largest response body read from an integration.
-pub const MAX_RESPONSE_BYTES: usize = 5 * 1024 * 1024;
+use super::client::Client;
+use super::logic;
+use crate::catalog::{CallContext, HandlerError, ToolHandler};
+use crate::integrations::{request, Integration, ToolDef};
 
 #[derive(Clone)]
 pub struct PluginTool {
-    pub(super) integration: Arc<Integration>,
-    pub(super) tool: ToolDef,
-    pub(super) connections: Connections,
-}
-
-/// A response as read: status and body.
-pub struct Reply {
-    pub status: u16,
-    pub body: bytes::Bytes,
+    client: Client,
+    tool: ToolDef,
 }
 
 impl PluginTool {
-    pub fn new(integration: Arc<Integration>, tool: ToolDef, connections: Connections) -> Self {
-        PluginTool { integration, tool, connections }
-    }
-
-    fn display(&self) -> &str {
-        &self.integration.def.display_name
-    }
-
-    /// Sends a prepared request with the integration's headers and the credential.
-    pub async fn send(&self, ctx: &CallContext<'_>, mut p: Prepared, credential: Option<&Credential>) -> Result<Reply, HandlerError> {
-        if let Some(c) = credential {
-            self.integration.authorize(&mut p, c);
-        }
-        let mut builder = self.integration.builder(&p).map_err(send_error)?;
-        if let Some(body) = &p.body {
-            let bytes = serde_json::to_vec(body).unwrap_or_default();
-            ctx.add_egress(bytes.len() as u64);
-            builder = builder.header("content-type", "application/json").body(bytes);
-        }
-        let mut res = self.integration.send(builder).await.map_err(send_error)?;
-        let status = res.status().as_u16();
-        let mut buf = bytes::BytesMut::new();
-        while let Some(chunk) = res.chunk().await.map_err(|e| HandlerError::failed(format!("{}: reading the response failed: {}", self.display(), e.without_url())))? {
-            ctx.add_egress(chunk.len() as u64);
-            if buf.len() + chunk.len() > MAX_RESPONSE_BYTES {
-                return Err(HandlerError::failed(format!("{} sent more than {MAX_RESPONSE_BYTES} bytes", self.display())));
-            }
-            buf.extend_from_slice(&chunk);
-        }
-        Ok(Reply { status, body: buf.freeze() })
-    }
-
-    /// Sends with the call's credential; an OAuth 401 refreshes the token once and retries.
-    pub async fn send_authorized(&self, ctx: &CallContext<'_>, build: impl Fn() -> Result<Prepared, HandlerError>) -> Result<Reply, HandlerError> {
-        let mut credential = ctx.credential.clone();
-        let reply = self.send(ctx, build()?, credential.as_ref()).await?;
-        if reply.status == 401 && matches!(self.integration.def.auth, AuthDef::Oauth2 { .. }) && credential.is_some() {
-            credential = Some(self.connections.refresh_after_unauthorized(ctx.principal, &self.integration).await?);
-            return self.send(ctx, build()?, credential.as_ref()).await;
-        }
-        Ok(reply)
-    }
-
-    /// A JSON (or text) body from a 2xx reply; any other status is a tool error with the API's
-    /// own reason.
-    pub fn body_of(&self, reply: Reply) -> Result<Value, HandlerError> {
-        if !(200..300).contains(&reply.status) {
-            return Err(HandlerError::failed(format!(
-                "{} answered {}: {}",
-                self.display(),
-                reply.status,
-                request::error_reason(&reply.body)
-            )));
-        }
-        if reply.body.is_empty() {
-            return Ok(json!({ "ok": true }));
-        }
-        Ok(serde_json::from_slice(&reply.body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&reply.body).into_owned())))
+    pub fn new(integration: Arc<Integration>, tool: ToolDef) -> Self {
+        PluginTool { client: Client { integration }, tool }
     }
 }
 
@@ -95,22 +28,14 @@ impl PluginTool {
 impl ToolHandler for PluginTool {
     async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
         if let Some(name) = &self.tool.handler {
-            return super::logic::run(name, self, ctx, args).await;
+            return logic::run(name, &self.client, ctx, args).await;
         }
         let Some(req) = &self.tool.request else {
             return Err(HandlerError::Unavailable("this tool has no request".into()));
         };
-        let base = self.integration.base_url.clone();
-        let reply = self.send_authorized(ctx, || request::prepare(&base, req, &args)).await?;
-        let body = self.body_of(reply)?;
-        request::shape(self.display(), self.tool.result.as_ref(), body)
-    }
-}
-
-/// A refused destination is the tool's failure; an unreachable API is unavailability.
-fn send_error(e: SendError) -> HandlerError {
-    match e {
-        SendError::Blocked(m) => HandlerError::failed(m),
-        SendError::Unreachable(m) => HandlerError::Unavailable(m),
+        let base = self.client.integration.base_url.clone();
+        let reply = self.client.send_authorized(ctx, || request::prepare(&base, req, &args)).await?;
+        let body = self.client.body_of(reply)?;
+        request::shape(&self.client.integration.def.display_name, self.tool.result.as_ref(), body)
     }
 }

@@ -4,10 +4,10 @@
 use futures::stream::{self, StreamExt};
 use serde_json::{json, Value};
 
-use super::definition::RequestDef;
-use super::handler::PluginTool;
-use super::request;
-use crate::engine::{CallContext, HandlerError};
+use super::client::Client;
+use crate::catalog::{CallContext, HandlerError};
+use crate::integrations::definition::RequestDef;
+use crate::integrations::request;
 
 const HANDLERS: &[&str] = &["hackernews_top_stories"];
 
@@ -15,7 +15,7 @@ pub fn exists(name: &str) -> bool {
     HANDLERS.contains(&name)
 }
 
-pub async fn run(name: &str, tool: &PluginTool, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
+pub async fn run(name: &str, tool: &Client, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
     match name {
         "hackernews_top_stories" => top_stories(tool, ctx, args).await,
         other => Err(HandlerError::Unavailable(format!("no handler named {other}"))),
@@ -28,7 +28,7 @@ fn get(path: &str) -> RequestDef {
 
 /// Hacker News lists ids only; fetch the first `limit` items (8 at a time) and keep the fields
 /// an agent reads.
-async fn top_stories(tool: &PluginTool, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
+async fn top_stories(tool: &Client, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
     let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(10).clamp(1, 30) as usize;
     let list = args.get("list").and_then(Value::as_str).unwrap_or("top");
     let base = tool.integration.base_url.clone();

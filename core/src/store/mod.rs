@@ -2,12 +2,51 @@
 //! migrations folder, and one module of inline SQL per aggregate. No SQL lives outside this
 //! module tree.
 
+/// A closed set of words kept in a TEXT column: an enum with `as_str` for binding and
+/// `TryFrom<String>` for `#[sqlx(try_from = "String")]`, so rows are typed where they are read.
+macro_rules! text_enum {
+    ($(#[$meta:meta])* pub enum $name:ident ($what:literal) { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = crate::Error;
+            fn try_from(s: String) -> crate::Result<Self> {
+                match s.as_str() {
+                    $($text => Ok($name::$variant),)+
+                    other => Err(crate::Error::internal(format!(concat!("unknown ", $what, " {:?} in the database"), other))),
+                }
+            }
+        }
+    };
+}
+
 pub mod api_keys;
+pub mod apps;
 pub mod audit;
 pub mod connections;
 pub mod egress;
 pub mod idempotency;
+pub mod pending_connections;
 pub mod projects;
+pub mod proxy_tokens;
 pub mod sessions;
 pub mod sign_in;
 pub mod storage_objects;

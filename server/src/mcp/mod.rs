@@ -19,9 +19,11 @@ use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer};
+use serde::Deserialize;
 use serde_json::{json, Value};
+use workbench_core::args::Arg;
 use workbench_core::auth::Principal;
-use workbench_core::connections::WaitOutcome;
+use workbench_core::connections::{ConnectOutcome, CurlSessionRequest, WaitOutcome, MAX_WAIT_SECS};
 use workbench_core::engine::{parse_request, CallOptions, ExecuteOutcome, Surface, SEARCH_LIMIT_DEFAULT};
 use workbench_core::Workbench;
 
@@ -52,23 +54,25 @@ impl McpHandler {
     async fn dispatch(&self, who: &Principal, name: &str, args: Value) -> Result<Value, Value> {
         match name {
             meta_tools::SEARCH_TOOLS => {
-                let query = args.get("query").and_then(Value::as_str).ok_or_else(|| invalid("query must be a string"))?;
-                let limit = match args.get("limit") {
-                    None | Some(Value::Null) => SEARCH_LIMIT_DEFAULT,
-                    Some(v) => v.as_u64().map(|n| n as usize).ok_or_else(|| invalid("limit must be an integer between 1 and 50"))?,
+                let a: SearchArgs = parse(args)?;
+                let query = a.query.and_then(Arg::ok).ok_or_else(|| invalid("query must be a string"))?;
+                let limit = match a.limit {
+                    None => SEARCH_LIMIT_DEFAULT,
+                    Some(v) => v.ok().map(|n| n as usize).ok_or_else(|| invalid("limit must be an integer between 1 and 50"))?,
                 };
-                let hits = self.wb.engine().search(who, query, limit).map_err(|e| invalid(&e.to_string()))?;
+                let hits = self.wb.engine().search(who, &query, limit).map_err(|e| invalid(&e.to_string()))?;
                 Ok(json!({ "tools": hits }))
             }
             meta_tools::GET_TOOL_SCHEMA => {
-                let name = args.get("tool").and_then(Value::as_str).ok_or_else(|| invalid("tool must be a tool name"))?;
-                match self.wb.engine().tool(who, name) {
+                let a: ToolArgs = parse(args)?;
+                let name = a.tool.and_then(Arg::ok).ok_or_else(|| invalid("tool must be a tool name"))?;
+                match self.wb.engine().tool(who, &name) {
                     Some(t) => Ok(json!({ "schema": t.spec.input_schema })),
                     None => Err(json!({ "error": "Tool not found" })),
                 }
             }
             meta_tools::EXECUTE_TOOLS => {
-                let req = parse_request(&args).map_err(|m| invalid(&m))?;
+                let req = parse_request(&args).map_err(|e| invalid(&e.to_string()))?;
                 match self.wb.engine().execute_tools(who, req, &CallOptions::new(Surface::Mcp), None).await {
                     ExecuteOutcome::Ok(v) => Ok(v),
                     ExecuteOutcome::Failed(v) => Err(v),
@@ -82,103 +86,95 @@ impl McpHandler {
                 let list = self.wb.connections().statuses(who).await.map_err(|_| unavailable())?;
                 Ok(json!({ "integrations": list }))
             }
-            meta_tools::CONNECT | meta_tools::GET_AUTH_URL => self.connect(who, &args).await,
+            meta_tools::CONNECT | meta_tools::GET_AUTH_URL => {
+                let a: ConnectArgs = parse(args)?;
+                let name = a.integration.and_then(Arg::ok).ok_or_else(|| invalid("integration must be a string"))?;
+                match self.wb.connections().connect(who, &name).await {
+                    Ok(ConnectOutcome::NoAccountNeeded) => Ok(json!({ "status": "CONNECTED" })),
+                    Ok(ConnectOutcome::Pending(p)) => Ok(json!({
+                        "connectionId": p.id,
+                        "url": self.config.public_link(&format!("/connect/{}", p.id)),
+                        "expiresAt": workbench_core::clock::rfc3339(p.expires_at),
+                        "integration": p.integration,
+                        "authType": p.auth_type,
+                    })),
+                    Err(workbench_core::Error::Invalid(m)) => Err(json!({ "error": m })),
+                    Err(_) => Err(unavailable()),
+                }
+            }
             meta_tools::WAIT_FOR_CONNECTION => {
-                let id = args.get("connectionId").and_then(Value::as_str).ok_or_else(|| invalid("connectionId must be a string"))?;
-                let timeout = match args.get("timeoutSec") {
-                    None | Some(Value::Null) => workbench_core::connections::MAX_WAIT_SECS,
+                let a: WaitArgs = parse(args)?;
+                let id = a.connection_id.and_then(Arg::ok).ok_or_else(|| invalid("connectionId must be a string"))?;
+                let timeout = match a.timeout_sec {
+                    None => MAX_WAIT_SECS,
                     Some(v) => v
-                        .as_u64()
-                        .filter(|n| (1..=workbench_core::connections::MAX_WAIT_SECS).contains(n))
+                        .ok()
+                        .filter(|n| (1..=MAX_WAIT_SECS).contains(n))
                         .ok_or_else(|| invalid("timeoutSec must be an integer from 1 to 600"))?,
                 };
-                match self.wb.connections().wait(who, id, std::time::Duration::from_secs(timeout)).await.map_err(|_| unavailable())? {
+                match self.wb.connections().wait(who, &id, std::time::Duration::from_secs(timeout)).await.map_err(|_| unavailable())? {
                     WaitOutcome::Connected => Ok(json!({ "status": "CONNECTED" })),
                     WaitOutcome::Timeout => Ok(json!({ "status": "TIMEOUT" })),
                     WaitOutcome::Expired => Ok(json!({ "status": "EXPIRED" })),
                     WaitOutcome::Unknown => Err(json!({ "error": "Unknown connectionId" })),
                 }
             }
-            meta_tools::CURL_SESSION => self.curl_session(who, &args).await,
+            meta_tools::CURL_SESSION => {
+                let req: CurlSessionRequest = parse(args)?;
+                match self.wb.connections().curl_session(self.wb.proxy_tokens(), who, req).await {
+                    Ok(s) => {
+                        let base = self.config.public_link("/c");
+                        Ok(json!({
+                            "token": s.token,
+                            "expiresIn": s.expires_in,
+                            "proxyBaseUrl": base,
+                            "usage": format!("Send requests to {base}/<integration>/<path> with Authorization: Bearer <token>"),
+                        }))
+                    }
+                    Err(workbench_core::Error::Invalid(m)) => Err(json!({ "error": m })),
+                    Err(_) => Err(unavailable()),
+                }
+            }
             other => Err(json!({ "error": format!("unknown tool {other}; this server offers {}", meta_tools::list().iter().map(|t| t.name.to_string()).collect::<Vec<_>>().join(", ")), "code": "TOOL_NOT_FOUND" })),
         }
     }
 }
 
-impl McpHandler {
-    async fn connect(&self, who: &Principal, args: &Value) -> Result<Value, Value> {
-        let name = args.get("integration").and_then(Value::as_str).ok_or_else(|| invalid("integration must be a string"))?;
-        let Some(i) = self.wb.connections().lookup(&who.project_id, name) else {
-            let known: Vec<String> = self.wb.connections().all_for(&who.project_id).iter().map(|i| i.name().to_owned()).collect();
-            return Err(json!({ "error": format!("unknown integration {name}; known: {}", known.join(", ")) }));
-        };
-        if !i.needs_connection() {
-            return Ok(json!({ "status": "CONNECTED" }));
-        }
-        let pending = self.wb.connections().begin(who, &i).await.map_err(|_| unavailable())?;
-        Ok(json!({
-            "connectionId": pending.id,
-            "url": self.config.public_link(&format!("/connect/{}", pending.id)),
-            "expiresAt": workbench_core::clock::rfc3339(pending.expires_at),
-            "integration": pending.integration,
-            "authType": pending.auth_type,
-        }))
-    }
+/// Arguments of search_tools.
+#[derive(Deserialize)]
+struct SearchArgs {
+    #[serde(default)]
+    query: Option<Arg<String>>,
+    #[serde(default)]
+    limit: Option<Arg<u64>>,
+}
 
-    async fn curl_session(&self, who: &Principal, args: &Value) -> Result<Value, Value> {
-        use workbench_core::connections::proxy_token::{DEFAULT_TTL_SECS, MAX_TTL_SECS, MIN_TTL_SECS};
-        let mut problems = Vec::new();
-        let names: Vec<String> = match args.get("integrations").and_then(Value::as_array) {
-            Some(list) => list
-                .iter()
-                .filter_map(|v| {
-                    let s = v.as_str().map(str::to_owned);
-                    if s.is_none() {
-                        problems.push(format!("integration names must be strings, got {v}"));
-                    }
-                    s
-                })
-                .collect(),
-            None => {
-                problems.push("integrations must be an array of integration names".to_string());
-                Vec::new()
-            }
-        };
-        let ttl = match args.get("expiresInSeconds") {
-            None | Some(Value::Null) => DEFAULT_TTL_SECS,
-            Some(v) => match v.as_u64().filter(|n| (MIN_TTL_SECS..=MAX_TTL_SECS).contains(n)) {
-                Some(n) => n,
-                None => {
-                    problems.push(format!("expiresInSeconds must be an integer from {MIN_TTL_SECS} to {MAX_TTL_SECS}"));
-                    DEFAULT_TTL_SECS
-                }
-            },
-        };
-        let checked = if names.is_empty() && !problems.is_empty() {
-            Err(String::new())
-        } else {
-            self.wb.connections().check_proxy_request(who, &names).await
-        };
-        match checked {
-            Ok(valid) if problems.is_empty() => {
-                let (token, _) = self.wb.proxy_tokens().mint(who, valid, ttl).await.map_err(|_| unavailable())?;
-                let base = self.config.public_link("/c");
-                Ok(json!({
-                    "token": token,
-                    "expiresIn": ttl,
-                    "proxyBaseUrl": base,
-                    "usage": format!("Send requests to {base}/<integration>/<path> with Authorization: Bearer <token>"),
-                }))
-            }
-            Ok(_) => Err(json!({ "error": problems.join("; ") })),
-            Err(more) => {
-                if !more.is_empty() {
-                    problems.push(more);
-                }
-                Err(json!({ "error": problems.join("; ") }))
-            }
-        }
-    }
+/// Arguments of get_tool_schema.
+#[derive(Deserialize)]
+struct ToolArgs {
+    #[serde(default)]
+    tool: Option<Arg<String>>,
+}
+
+/// Arguments of connect and get_auth_url.
+#[derive(Deserialize)]
+struct ConnectArgs {
+    #[serde(default)]
+    integration: Option<Arg<String>>,
+}
+
+/// Arguments of wait_for_connection.
+#[derive(Deserialize)]
+struct WaitArgs {
+    #[serde(default, rename = "connectionId")]
+    connection_id: Option<Arg<String>>,
+    #[serde(default, rename = "timeoutSec")]
+    timeout_sec: Option<Arg<u64>>,
+}
+
+/// A meta-tool's arguments; every field is an `Arg`, so only a non-object fails here.
+fn parse<T: serde::de::DeserializeOwned>(args: Value) -> Result<T, Value> {
+    serde_json::from_value(args).map_err(|e| invalid(&format!("arguments must be an object: {e}")))
 }
 
 fn unavailable() -> Value {

@@ -20,7 +20,7 @@ pub async fn execute(
     if body.get("compose").is_some() || body.get("return").is_some() {
         return Err(ApiError::bad_request("compose and return are MCP-only; POST /rest/{integration} runs a plain batch of executions"));
     }
-    let req = parse_request(&body).map_err(ApiError::bad_request)?;
+    let req = parse_request(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let out = state.wb.engine().execute_tools(&who, req, &CallOptions::new(Surface::RestBatch), Some(&integration)).await;
     Ok(Json(out.into_value()))
 }

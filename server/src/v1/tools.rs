@@ -1,16 +1,19 @@
 //! The catalog and invocation endpoints of seed 004: `GET /v1/tools`, `GET /v1/tools/{name}`,
 //! `POST /v1/tools/invoke` and `GET /v1/tools/calls/{id}`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use workbench_core::args::Arg;
 use workbench_core::catalog::Tool;
 use workbench_core::engine::{Begin, CallOptions, Idempotency, Invocation, Surface, MAX_TIMEOUT};
+
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
 use crate::state::AppState;
@@ -33,7 +36,7 @@ pub fn tool_json(t: &Tool, latency: &HashMap<String, i64>) -> Value {
 }
 
 pub async fn list(State(state): State<AppState>, ApiCaller(who): ApiCaller) -> Result<Json<Value>, ApiError> {
-    let latency = state.wb.engine().average_latency_ms(&who).await?;
+    let latency = state.wb.metering().average_latency_ms(&who).await?;
     let data: Vec<Value> = state.wb.engine().tools(&who).iter().map(|t| tool_json(t, &latency)).collect();
     Ok(Json(json!({ "object": "list", "data": data })))
 }
@@ -44,7 +47,7 @@ pub async fn get_one(
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let tool = state.wb.engine().tool(&who, &name).ok_or_else(|| tool_not_found(&name))?;
-    let latency = state.wb.engine().average_latency_ms(&who).await?;
+    let latency = state.wb.metering().average_latency_ms(&who).await?;
     Ok(Json(tool_json(&tool, &latency)))
 }
 
@@ -59,35 +62,46 @@ struct InvokeRequest {
     timeout: Duration,
 }
 
+/// `POST /v1/tools/invoke`'s body as sent; `parse_invoke` checks it.
+#[derive(Deserialize)]
+struct InvokeBody {
+    #[serde(default)]
+    tool: Option<Arg<String>>,
+    #[serde(default)]
+    arguments: Option<Arg<Map<String, Value>>>,
+    #[serde(default)]
+    end_user_id: Option<Arg<String>>,
+    #[serde(default)]
+    timeout_ms: Option<Arg<u64>>,
+    #[serde(flatten)]
+    unknown: BTreeMap<String, Value>,
+}
+
 fn parse_invoke(body: Value) -> Result<InvokeRequest, ApiError> {
-    let Value::Object(obj) = body else {
-        return Err(ApiError::bad_request("expected a JSON object { tool, arguments }"));
-    };
-    for key in obj.keys() {
-        if !matches!(key.as_str(), "tool" | "arguments" | "end_user_id" | "timeout_ms") {
-            return Err(ApiError::bad_request(format!("unknown field {key:?}; expected tool, arguments, end_user_id, timeout_ms")));
-        }
+    let body: InvokeBody =
+        serde_json::from_value(body).map_err(|_| ApiError::bad_request("expected a JSON object { tool, arguments }"))?;
+    if let Some(key) = body.unknown.keys().next() {
+        return Err(ApiError::bad_request(format!("unknown field {key:?}; expected tool, arguments, end_user_id, timeout_ms")));
     }
-    let tool = obj.get("tool").and_then(Value::as_str).filter(|t| !t.is_empty()).ok_or_else(|| ApiError::bad_request("tool must be a tool name"))?;
-    let arguments = match obj.get("arguments") {
-        None | Some(Value::Null) => json!({}),
-        Some(v @ Value::Object(_)) => v.clone(),
-        Some(_) => return Err(ApiError::bad_request("arguments must be an object")),
+    let tool = body.tool.and_then(Arg::ok).filter(|t| !t.is_empty()).ok_or_else(|| ApiError::bad_request("tool must be a tool name"))?;
+    let arguments = match body.arguments {
+        None => Map::new(),
+        Some(a) => a.ok().ok_or_else(|| ApiError::bad_request("arguments must be an object"))?,
     };
-    let end_user_id = match obj.get("end_user_id") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if !s.is_empty() && s.len() <= 256 && !s.chars().any(char::is_control) => Some(s.clone()),
+    let end_user_id = match body.end_user_id {
+        None => None,
+        Some(Arg::Ok(s)) if !s.is_empty() && s.len() <= 256 && !s.chars().any(char::is_control) => Some(s),
         Some(_) => return Err(ApiError::bad_request("end_user_id must be a string of 1 to 256 printable characters")),
     };
     let max = MAX_TIMEOUT.as_millis() as u64;
-    let timeout = match obj.get("timeout_ms") {
-        None | Some(Value::Null) => workbench_core::engine::DEFAULT_TIMEOUT,
-        Some(v) => match v.as_u64() {
+    let timeout = match body.timeout_ms {
+        None => workbench_core::engine::DEFAULT_TIMEOUT,
+        Some(v) => match v.ok() {
             Some(ms) if (1..=max).contains(&ms) => Duration::from_millis(ms),
             _ => return Err(ApiError::bad_request(format!("timeout_ms must be an integer from 1 to {max}"))),
         },
     };
-    Ok(InvokeRequest { tool: tool.to_owned(), arguments, end_user_id, timeout })
+    Ok(InvokeRequest { tool, arguments: Value::Object(arguments), end_user_id, timeout })
 }
 
 /// Runs one invoke request and renders the response: status and the exact body bytes.
@@ -114,10 +128,8 @@ async fn run_invoke(state: &AppState, who: &workbench_core::auth::Principal, bod
             .to_string(),
         ),
         Err(e) => {
-            let (status, _) = e.rest_status_and_code();
-            let mut body = e.to_rest();
-            body["error"]["meta"]["tool_call_id"] = json!(outcome.id);
-            (StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY), body.to_string())
+            let e = ApiError::from(e).with_meta_field("tool_call_id", json!(outcome.id));
+            (e.status, e.body().to_string())
         }
     }
 }

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
 use crate::state::AppState;
+use workbench_core::metering::Meter;
 
 #[derive(Deserialize)]
 pub struct UsageQuery {
@@ -30,12 +31,12 @@ pub async fn usage(
     if !valid_day(&from) || !valid_day(&to) {
         return Err(ApiError::bad_request("from and to must be days as YYYY-MM-DD"));
     }
-    let rows = state.wb.engine().usage(&who, &from, &to).await?;
+    let rows = state.wb.metering().usage(&who, &from, &to).await?;
     let data: Vec<Value> = rows
         .into_iter()
         .map(|r| {
             let mut v = json!({ "day": r.day, "api_key_id": r.api_key_id, "tool": r.tool, "meter": r.meter, "value": r.value });
-            if r.meter == "egress_bytes" {
+            if r.meter == Meter::EgressBytes {
                 v["egress_gb"] = json!(r.value as f64 / 1e9);
             }
             v

@@ -172,8 +172,8 @@ db_test!(every_execution_leaves_one_audit_row_and_usage, |backend| {
         ]
     );
     assert!(rows.iter().all(|r| r.surface == "mcp" && r.api_key_id.is_some() && r.tool_call_id.is_some()));
-    let usage = app.wb.engine().usage(&admin, "2000-01-01", "2999-12-31").await.unwrap();
-    let calls: i64 = usage.iter().filter(|u| u.meter == "tool_call" && u.tool == "storage.put").map(|u| u.value).sum();
+    let usage = app.wb.metering().usage(&admin, "2000-01-01", "2999-12-31").await.unwrap();
+    let calls: i64 = usage.iter().filter(|u| u.meter.as_str() == "tool_call" && u.tool == "storage.put").map(|u| u.value).sum();
     assert_eq!(calls, 2, "both storage.put attempts are metered");
     assert!(!usage.iter().any(|u| u.tool == "nope_missing"), "unknown tools are not metered");
 });

@@ -16,7 +16,7 @@ use axum::{Json, Router};
 use base64::Engine as _;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use workbench_core::plugins::IntegrationSettings;
+use workbench_core::integrations::IntegrationSettings;
 
 pub const CLIENT_ID: &str = "wb-client";
 pub const CLIENT_SECRET: &str = "wb-client-secret";

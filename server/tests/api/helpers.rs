@@ -33,7 +33,7 @@ pub struct Options {
     /// Private addresses http.fetch may reach (the operator setting), e.g. "127.0.0.1".
     pub egress_allow_private: Vec<&'static str>,
     /// Integration settings (base URLs of fakes, OAuth clients).
-    pub integrations: std::collections::BTreeMap<String, workbench_core::plugins::IntegrationSettings>,
+    pub integrations: std::collections::BTreeMap<String, workbench_core::integrations::IntegrationSettings>,
     pub connect_ttl_secs: Option<i64>,
 }
 

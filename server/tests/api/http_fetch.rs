@@ -104,8 +104,8 @@ db_test!(http_fetch_sends_method_headers_body_and_meters_egress, |backend| {
     assert_eq!(results[2]["code"], "INVALID_ARGUMENTS");
     assert_eq!(results[2]["errors"][0]["path"], "/headers/x-n");
     assert_eq!(results[3]["code"], "INVALID_ARGUMENTS");
-    let usage = app.wb.engine().usage(&admin, "2000-01-01", "2999-12-31").await.unwrap();
-    let egress: i64 = usage.iter().filter(|u| u.meter == "egress_bytes").map(|u| u.value).sum();
+    let usage = app.wb.metering().usage(&admin, "2000-01-01", "2999-12-31").await.unwrap();
+    let egress: i64 = usage.iter().filter(|u| u.meter.as_str() == "egress_bytes").map(|u| u.value).sum();
     assert!(egress >= "payload".len() as i64 + 4, "egress metered: {egress}");
 });
 

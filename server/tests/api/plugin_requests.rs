@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use workbench_core::connections::Credential;
-use workbench_core::plugins::IntegrationSettings;
+use workbench_core::integrations::IntegrationSettings;
 
 use crate::helpers::{admin_with_key, execute, Options};
 use crate::{app, db_test};

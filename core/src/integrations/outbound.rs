@@ -3,7 +3,7 @@
 //! did not choose) the SSRF guard. Plugin tools, connection probes and the curl proxy all send
 //! through here.
 
-use crate::connections::Credential;
+use crate::catalog::Credential;
 use crate::egress::{blocked_cause, PrivateAllowance};
 
 use super::request::{self, Prepared};

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::definition::{Inject, RequestDef, ResultDef};
-use crate::engine::HandlerError;
+use crate::catalog::HandlerError;
 
 /// A request ready to send.
 #[derive(Debug, Clone)]

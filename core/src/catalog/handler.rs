@@ -1,14 +1,30 @@
 //! The seam between the pipeline and whatever runs a tool: built-in Rust code, a plugin's HTTP
 //! request, an upstream MCP server, a custom app. Handlers receive validated arguments (defaults
 //! applied, references resolved) and report failures in a few kinds the pipeline can render.
+//! A tool that needs the user's connection carries a `ConnectionSource` (implemented by the
+//! connections layer above): the pipeline asks it for the credential before the call, and a
+//! handler asks it, through the call context, for a fresh one after a 401.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use serde_json::Value;
 
+use super::Credential;
 use crate::auth::Principal;
-use crate::connections::Credential;
+
+/// Where a tool's credential comes from: the user's connection to one integration.
+#[async_trait]
+pub trait ConnectionSource: Send + Sync + 'static {
+    /// The integration the connection is to.
+    fn integration(&self) -> &str;
+    /// The credential for a call, refreshed first when it is about to expire. Missing or
+    /// expired: `NotConnected`; storage trouble: `Unavailable`.
+    async fn credential(&self, who: &Principal) -> Result<Credential, HandlerError>;
+    /// After the API refused the credential (401): refresh it once; failing that the
+    /// connection is expired (`NotConnected`).
+    async fn refresh_after_unauthorized(&self, who: &Principal) -> Result<Credential, HandlerError>;
+}
 
 /// What a handler knows about the call it serves.
 pub struct CallContext<'a> {
@@ -19,12 +35,23 @@ pub struct CallContext<'a> {
     pub end_user_id: Option<&'a str>,
     /// The user's credential for the tool's integration (checked and refreshed by the pipeline).
     pub credential: Option<Credential>,
+    /// Where `credential` came from, for a refresh after a 401.
+    pub connection: Option<&'a dyn ConnectionSource>,
     egress: AtomicU64,
 }
 
 impl<'a> CallContext<'a> {
     pub fn new(call_id: &'a str, tool: &'a str, principal: &'a Principal, end_user_id: Option<&'a str>) -> Self {
-        CallContext { call_id, tool, principal, end_user_id, credential: None, egress: AtomicU64::new(0) }
+        CallContext { call_id, tool, principal, end_user_id, credential: None, connection: None, egress: AtomicU64::new(0) }
+    }
+
+    /// A fresh credential after the API refused the current one (401); `None` when the tool
+    /// has no connection to refresh.
+    pub async fn refresh_credential(&self) -> Result<Option<Credential>, HandlerError> {
+        match self.connection {
+            Some(c) => c.refresh_after_unauthorized(self.principal).await.map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Counts bytes the handler sent or received over the network (metered as egress).

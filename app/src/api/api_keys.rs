@@ -1,0 +1,84 @@
+//! Server functions of the API keys page: list, create (secret shown once) and revoke keys.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::AppError;
+
+#[cfg(feature = "ssr")]
+use crate::ssr;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiKeyView {
+    pub id: String,
+    pub name: String,
+    pub prefix: String,
+    pub owner: String,
+    pub created: String,
+    pub last_used: Option<String>,
+    pub revoked: Option<String>,
+}
+
+/// A key just created: the only time its secret is shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewApiKeyView {
+    pub name: String,
+    pub secret: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiKeysData {
+    pub keys: Vec<ApiKeyView>,
+    /// A key created by a plain form post (no JavaScript), carried once through the session.
+    pub just_created: Option<NewApiKeyView>,
+}
+
+#[cfg(feature = "ssr")]
+const NEW_KEY_FLASH: &str = "flash_new_api_key";
+
+#[server(endpoint = "api_keys_page")]
+pub async fn api_keys_page() -> Result<ApiKeysData, AppError> {
+    use workbench_core::clock::display_time;
+    let p = ssr::principal().await?;
+    let keys = ssr::wb()?
+        .accounts()
+        .list_api_keys(&p)
+        .await?
+        .into_iter()
+        .map(|k| ApiKeyView {
+            id: k.id,
+            name: k.name,
+            prefix: k.prefix,
+            owner: k.owner_email,
+            created: display_time(k.created_at),
+            last_used: k.last_used_at.map(display_time),
+            revoked: k.revoked_at.map(display_time),
+        })
+        .collect();
+    let session = ssr::session().await?;
+    let just_created = session.remove::<NewApiKeyView>(NEW_KEY_FLASH).await.ok().flatten();
+    Ok(ApiKeysData { keys, just_created })
+}
+
+#[server(endpoint = "create_api_key")]
+pub async fn create_api_key(name: String) -> Result<NewApiKeyView, AppError> {
+    let p = ssr::principal().await?;
+    let key = ssr::wb()?.accounts().create_api_key(&p, &name).await?;
+    let view = NewApiKeyView { name: key.info.name, secret: key.secret.expose().to_owned() };
+    if ssr::is_plain_form_post() {
+        // Without JavaScript the browser is redirected back to the page, which shows this once.
+        ssr::session()
+            .await?
+            .insert(NEW_KEY_FLASH, &view)
+            .await
+            .map_err(|_| AppError::Message("cannot keep the new key for display; try again".into()))?;
+    }
+    Ok(view)
+}
+
+#[server(endpoint = "revoke_api_key")]
+pub async fn revoke_api_key(id: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    ssr::wb()?.accounts().revoke_api_key(&p, &id).await?;
+    Ok(())
+}

@@ -1,0 +1,36 @@
+//! Server functions of the Egress page: list, add and remove allowed host patterns.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::AppError;
+
+#[cfg(feature = "ssr")]
+use crate::ssr;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EgressData {
+    pub patterns: Vec<String>,
+    pub can_manage: bool,
+}
+
+#[server(endpoint = "egress_page")]
+pub async fn egress_page() -> Result<EgressData, AppError> {
+    let p = ssr::principal().await?;
+    let patterns = ssr::wb()?.egress().list(&p).await?;
+    Ok(EgressData { patterns, can_manage: p.is_admin() })
+}
+
+#[server(endpoint = "add_egress_rule")]
+pub async fn add_egress_rule(pattern: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    ssr::wb()?.egress().add(&p, &pattern).await?;
+    Ok(())
+}
+
+#[server(endpoint = "remove_egress_rule")]
+pub async fn remove_egress_rule(pattern: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    ssr::wb()?.egress().remove(&p, &pattern).await?;
+    Ok(())
+}

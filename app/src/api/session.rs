@@ -1,0 +1,72 @@
+//! Server functions of sign-in and the layout: who is signed in, sign in, sign out, first-admin set-up.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::AppError;
+
+#[cfg(feature = "ssr")]
+use crate::ssr;
+
+/// The signed-in person as the layout shows them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViewerInfo {
+    pub email: String,
+    pub project: String,
+    pub is_admin: bool,
+}
+
+#[server(endpoint = "viewer")]
+pub async fn viewer() -> Result<Option<ViewerInfo>, AppError> {
+    match ssr::principal().await {
+        Ok(p) => Ok(Some(ViewerInfo { is_admin: p.is_admin(), email: p.email, project: p.project_name })),
+        Err(AppError::NotSignedIn) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Checks the credentials, starts a fresh session (new id) and goes to `next` or home.
+#[server(endpoint = "sign_in")]
+pub async fn sign_in(email: String, password: String, next: Option<String>) -> Result<(), AppError> {
+    use workbench_core::auth::SESSION_USER_KEY;
+    let wb = ssr::wb()?;
+    let principal = wb.accounts().sign_in(&email, &password, ssr::client_ip()).await?;
+    let session = ssr::session().await?;
+    session.cycle_id().await.map_err(|_| AppError::Message("cannot start a session; try again".into()))?;
+    session
+        .insert(SESSION_USER_KEY, &principal.user_id)
+        .await
+        .map_err(|_| AppError::Message("cannot start a session; try again".into()))?;
+    tracing::info!(user_id = %principal.user_id, "signed in");
+    leptos_axum::redirect(ssr::safe_next(next.as_deref()));
+    Ok(())
+}
+
+/// Ends the session on the server (the row is deleted, the cookie cleared).
+#[server(endpoint = "sign_out")]
+pub async fn sign_out() -> Result<(), AppError> {
+    // Outstanding curl_session tokens of this person stop working too (D11).
+    if let Ok(p) = ssr::principal().await {
+        ssr::wb()?.proxy_tokens().revoke_all(&p.user_id).await?;
+    }
+    let session = ssr::session().await?;
+    session.flush().await.map_err(|_| AppError::Message("cannot end the session; try again".into()))?;
+    leptos_axum::redirect("/login");
+    Ok(())
+}
+
+/// Creates the first admin and signs them in. Refused once anyone exists.
+#[server(endpoint = "set_up")]
+pub async fn set_up(email: String, password: String, project: String) -> Result<(), AppError> {
+    use workbench_core::auth::SESSION_USER_KEY;
+    let wb = ssr::wb()?;
+    let principal = wb.accounts().setup_first_admin(&email, &password, &project).await?;
+    let session = ssr::session().await?;
+    session.cycle_id().await.map_err(|_| AppError::Message("cannot start a session; try again".into()))?;
+    session
+        .insert(SESSION_USER_KEY, &principal.user_id)
+        .await
+        .map_err(|_| AppError::Message("cannot start a session; try again".into()))?;
+    leptos_axum::redirect("/");
+    Ok(())
+}

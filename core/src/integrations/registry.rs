@@ -1,0 +1,47 @@
+//! The custom apps of every project as loaded integrations, with the stored app ids each project
+//! was built from (so instances reload only projects whose apps changed). Filled by the app
+//! service above; read by connections and the engine's wiring.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use super::Integration;
+
+/// The apps of every project, as loaded integrations.
+#[derive(Debug, Default)]
+pub struct AppRegistry {
+    projects: RwLock<HashMap<String, ProjectApps>>,
+}
+
+/// One project's loaded apps and the stored app ids they were built from (sorted; broken,
+/// skipped ones included, so they are not reloaded again and again).
+#[derive(Debug)]
+struct ProjectApps {
+    ids: Vec<String>,
+    integrations: Vec<Arc<Integration>>,
+}
+
+impl AppRegistry {
+    pub fn get(&self, project_id: &str, name: &str) -> Option<Arc<Integration>> {
+        self.projects.read().expect("app registry lock").get(project_id)?.integrations.iter().find(|i| i.name() == name).cloned()
+    }
+
+    pub fn all(&self, project_id: &str) -> Vec<Arc<Integration>> {
+        self.projects.read().expect("app registry lock").get(project_id).map(|p| p.integrations.clone()).unwrap_or_default()
+    }
+
+    /// The app ids each project was loaded from.
+    pub fn loaded_ids(&self) -> HashMap<String, Vec<String>> {
+        self.projects.read().expect("app registry lock").iter().map(|(p, apps)| (p.clone(), apps.ids.clone())).collect()
+    }
+
+    pub fn set(&self, project_id: &str, ids: Vec<String>, integrations: Vec<Arc<Integration>>) {
+        let mut map = self.projects.write().expect("app registry lock");
+        if ids.is_empty() {
+            map.remove(project_id);
+        } else {
+            map.insert(project_id.to_owned(), ProjectApps { ids, integrations });
+        }
+    }
+}
+

@@ -1,5 +1,6 @@
 //! The `workbench` command line: `serve` (the default), `migrate` and the `admin` commands that
 //! outside scripts call by these exact names. Every flag also reads a `WB_…` environment variable.
+//! A command that fails returns a [`CliError`], printed as `workbench: {message}` with exit code 1.
 
 use std::io::Read;
 use std::process::ExitCode;
@@ -9,7 +10,35 @@ use workbench_core::auth::Role;
 use workbench_core::store::Db;
 use workbench_core::{Workbench, WorkbenchOptions};
 
-use crate::config::ServeArgs;
+use crate::config::{ConfigError, ServeArgs};
+use crate::keys::KeyError;
+
+/// Why a command (`serve`, `migrate`, `admin …`) failed. Its message is what the operator reads
+/// after `workbench: `.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// A domain or database failure, shown as core renders it.
+    #[error(transparent)]
+    Core(#[from] workbench_core::Error),
+    /// The server keys cannot be loaded, created or rotated.
+    #[error(transparent)]
+    Keys(#[from] KeyError),
+    /// The `serve` flags do not make a usable configuration.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// `serve` cannot bind its address.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: std::net::SocketAddr, #[source] source: std::io::Error },
+    /// `create-user` cannot read standard input.
+    #[error("cannot read the password from standard input: {0}")]
+    ReadPassword(#[source] std::io::Error),
+    /// `create-user` got no password line on standard input.
+    #[error("no password on standard input; pipe it in, e.g. `echo \"$PW\" | workbench admin create-user …`")]
+    NoPassword,
+    /// Any other i/o failure while serving, shown as is.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -112,33 +141,31 @@ pub fn run(cli: Cli) -> ExitCode {
     }
 }
 
-async fn migrate(args: DbArgs) -> Result<(), String> {
-    let db = Db::connect(&args.database_url).await.map_err(|e| e.to_string())?;
-    db.migrate().await.map_err(|e| e.to_string())?;
+async fn migrate(args: DbArgs) -> Result<(), CliError> {
+    let db = Db::connect(&args.database_url).await?;
+    db.migrate().await?;
     eprintln!("workbench: migrations applied");
     Ok(())
 }
 
-async fn open(db: &DbArgs) -> Result<Workbench, String> {
-    Workbench::open(&db.database_url, WorkbenchOptions::default())
-        .await
-        .map_err(|e| e.to_string())
+async fn open(db: &DbArgs) -> Result<Workbench, CliError> {
+    Ok(Workbench::open(&db.database_url, WorkbenchOptions::default()).await?)
 }
 
-fn read_password_stdin() -> Result<String, String> {
+fn read_password_stdin() -> Result<String, CliError> {
     let mut input = String::new();
     std::io::stdin()
         .take(64 * 1024)
         .read_to_string(&mut input)
-        .map_err(|e| format!("cannot read the password from standard input: {e}"))?;
+        .map_err(CliError::ReadPassword)?;
     let line = input.lines().next().unwrap_or_default().to_string();
     if line.is_empty() {
-        return Err("no password on standard input; pipe it in, e.g. `echo \"$PW\" | workbench admin create-user …`".into());
+        return Err(CliError::NoPassword);
     }
     Ok(line)
 }
 
-async fn admin(cmd: AdminCommand) -> Result<(), String> {
+async fn admin(cmd: AdminCommand) -> Result<(), CliError> {
     match cmd {
         AdminCommand::CreateUser { db, email, password_stdin: _, admin, project } => {
             let password = read_password_stdin()?;
@@ -147,8 +174,7 @@ async fn admin(cmd: AdminCommand) -> Result<(), String> {
             let (user, project) = wb
                 .accounts()
                 .create_user(&email, &password, project.as_deref(), role)
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             eprintln!(
                 "workbench: created {} {} ({}) in project {}",
                 role.as_str(),
@@ -161,11 +187,10 @@ async fn admin(cmd: AdminCommand) -> Result<(), String> {
         AdminCommand::RotateMasterKey { db, data_dir } => {
             let keys = crate::keys::Keys::load_or_create(&data_dir)?;
             let wb = Workbench::open(&db.database_url, WorkbenchOptions { master_keys: keys.master.clone(), ..WorkbenchOptions::default() })
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             // First finish anything an interrupted rotation left on older versions.
-            let resumed = wb.vault().reseal_all().await.map_err(|e| e.to_string())?;
-            let resumed_conns = wb.connections().reseal_all().await.map_err(|e| e.to_string())?;
+            let resumed = wb.vault().reseal_all().await?;
+            let resumed_conns = wb.connections().reseal_all().await?;
             if resumed + resumed_conns > 0 {
                 eprintln!(
                     "workbench: finished an earlier rotation: re-encrypted {resumed} secrets and {resumed_conns} connection credentials under key version {}",
@@ -176,8 +201,8 @@ async fn admin(cmd: AdminCommand) -> Result<(), String> {
             let ring = crate::keys::add_master_key_version(&data_dir)?;
             let version = ring.current_version().unwrap_or(0);
             wb.vault().set_ring(ring);
-            let n = wb.vault().reseal_all().await.map_err(|e| e.to_string())?;
-            let c = wb.connections().reseal_all().await.map_err(|e| e.to_string())?;
+            let n = wb.vault().reseal_all().await?;
+            let c = wb.connections().reseal_all().await?;
             eprintln!("workbench: re-encrypted {n} secrets and {c} connection credentials under new master key version {version}");
             Ok(())
         }
@@ -186,8 +211,7 @@ async fn admin(cmd: AdminCommand) -> Result<(), String> {
             let key = wb
                 .accounts()
                 .create_api_key_for_email(&email, &name)
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             println!("{}", key.secret.expose());
             Ok(())
         }

@@ -1,5 +1,6 @@
 //! Server configuration: the `serve` flags (each with a `WB_…` variable) and what is derived
-//! from them once at start (public origin, cookie security, proxy trust).
+//! from them once at start (public origin, cookie security, proxy trust). Flags that do not
+//! make a usable configuration are [`ConfigError`]s.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -55,6 +56,23 @@ pub struct ServeArgs {
     pub connect_ttl_seconds: i64,
 }
 
+/// Why the `serve` flags do not make a usable configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// No `--public-url`, and `http://<bind>` does not parse as a URL.
+    #[error("cannot derive a public url from --bind: {0}")]
+    DerivePublicUrl(#[source] url::ParseError),
+    /// The public URL is not `http(s)://host[:port]`.
+    #[error("invalid --public-url {url}; expected http(s)://host[:port]")]
+    InvalidPublicUrl { url: Url },
+    /// The data directory (for the default object store) cannot be made absolute.
+    #[error("cannot resolve the data directory: {0}")]
+    ResolveDataDir(#[source] std::io::Error),
+    /// The default object store directory does not convert to a `file://` URL.
+    #[error("cannot use {} as an object store directory", dir.display())]
+    ObjectStoreDir { dir: PathBuf },
+}
+
 /// What the running server needs from its configuration, derived once.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -76,25 +94,21 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
-    pub fn from_args(args: &ServeArgs) -> Result<ServerConfig, String> {
+    pub fn from_args(args: &ServeArgs) -> Result<ServerConfig, ConfigError> {
         let public_url = match &args.public_url {
             Some(u) => u.clone(),
-            None => Url::parse(&format!("http://{}", args.bind))
-                .map_err(|e| format!("cannot derive a public url from --bind: {e}"))?,
+            None => Url::parse(&format!("http://{}", args.bind)).map_err(ConfigError::DerivePublicUrl)?,
         };
         if !matches!(public_url.scheme(), "http" | "https") || public_url.host_str().is_none() {
-            return Err(format!(
-                "invalid --public-url {public_url}; expected http(s)://host[:port]"
-            ));
+            return Err(ConfigError::InvalidPublicUrl { url: public_url });
         }
         let public_origin = public_url.origin().ascii_serialization();
         let object_store_url = match &args.object_store_url {
             Some(u) => u.clone(),
             None => {
-                let dir = std::path::absolute(args.data_dir.join("objects"))
-                    .map_err(|e| format!("cannot resolve the data directory: {e}"))?;
+                let dir = std::path::absolute(args.data_dir.join("objects")).map_err(ConfigError::ResolveDataDir)?;
                 Url::from_directory_path(&dir)
-                    .map_err(|_| format!("cannot use {} as an object store directory", dir.display()))?
+                    .map_err(|_| ConfigError::ObjectStoreDir { dir: dir.clone() })?
                     .to_string()
             }
         };

@@ -102,26 +102,26 @@ async fn upkeep(wb: Workbench, apps_reload_every: Duration) {
 
 /// `workbench serve`: open the database (migrating it), load keys, bind, serve until Ctrl-C or
 /// SIGTERM.
-pub async fn serve_from_args(args: ServeArgs) -> Result<(), String> {
+pub async fn serve_from_args(args: ServeArgs) -> Result<(), cli::CliError> {
     let config = ServerConfig::from_args(&args)?;
     let keys = keys::Keys::load_or_create(&config.data_dir)?;
     let options = WorkbenchOptions {
         object_store_url: config.object_store_url.clone(),
         egress_allow_private: config.egress_allow_private.clone(),
         master_keys: keys.master.clone(),
-        integrations: workbench_core::plugins::IntegrationSettings::from_env(std::env::vars()),
+        integrations: workbench_core::integrations::IntegrationSettings::from_env(std::env::vars()),
         proxy_token_key: *keys.jwt.bytes(),
         connect_ttl_secs: config.connect_ttl_secs,
         ..WorkbenchOptions::default()
     };
-    let wb = Workbench::open(&args.database_url, options).await.map_err(|e| e.to_string())?;
+    let wb = Workbench::open(&args.database_url, options).await?;
     let listener = TcpListener::bind(config.bind)
         .await
-        .map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;
+        .map_err(|source| cli::CliError::Listen { addr: config.bind, source })?;
     let public_url = config.public_url.clone();
     let state = AppState::new(wb.clone(), config, keys);
-    tracing::info!(%public_url, "workbench listening on http://{}", listener.local_addr().map_err(|e| e.to_string())?);
-    serve(listener, state, shutdown_signal()).await.map_err(|e| e.to_string())?;
+    tracing::info!(%public_url, "workbench listening on http://{}", listener.local_addr()?);
+    serve(listener, state, shutdown_signal()).await?;
     wb.db().close().await;
     Ok(())
 }

@@ -117,23 +117,55 @@ impl KeyRing {
     }
 }
 
+/// Why key material (a key file or `WB_MASTER_KEY`) does not parse into a [`KeyRing`]. Each
+/// variant names the origin and what is wrong with it; none carries key bytes.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyRingError {
+    /// The text before `:` is not a version number.
+    #[error("{origin}: bad key version in {version:?}")]
+    BadVersion { origin: String, version: String },
+    /// The key of a version is not base64 (the decoder's error is dropped: it quotes key bytes).
+    #[error("{origin}: key version {version} is not valid base64")]
+    NotBase64 { origin: String, version: u32 },
+    /// The key of a version does not decode to 32 bytes.
+    #[error("{origin}: key version {version} must be 32 bytes")]
+    WrongLength { origin: String, version: u32 },
+    /// The same version appears more than once.
+    #[error("{origin}: key version {version} appears twice")]
+    DuplicateVersion { origin: String, version: u32 },
+    /// No key at all (empty, or only comments).
+    #[error("{origin}: no key")]
+    NoKey { origin: String },
+}
+
 /// Parses key material: one key per line or comma-separated entry, `<version>:<base64>`; a bare
 /// base64 key is version 1 (the format of the key file the first run creates).
-pub fn parse_keyring(text: &str, origin: &str) -> std::result::Result<KeyRing, String> {
+pub fn parse_keyring(text: &str, origin: &str) -> std::result::Result<KeyRing, KeyRingError> {
     let mut ring = KeyRing::new();
     for entry in text.split(['\n', ',']).map(str::trim).filter(|e| !e.is_empty() && !e.starts_with('#')) {
         let (version, b64) = match entry.split_once(':') {
-            Some((v, k)) => (v.trim().trim_start_matches('v').parse::<u32>().map_err(|_| format!("{origin}: bad key version in {v:?}"))?, k.trim()),
+            Some((v, k)) => (
+                v.trim()
+                    .trim_start_matches('v')
+                    .parse::<u32>()
+                    .map_err(|_| KeyRingError::BadVersion { origin: origin.to_owned(), version: v.to_owned() })?,
+                k.trim(),
+            ),
             None => (1, entry),
         };
-        let raw = Zeroizing::new(STANDARD.decode(b64).map_err(|_| format!("{origin}: key version {version} is not valid base64"))?);
-        let bytes: [u8; 32] = raw.as_slice().try_into().map_err(|_| format!("{origin}: key version {version} must be 32 bytes"))?;
+        let raw = Zeroizing::new(
+            STANDARD.decode(b64).map_err(|_| KeyRingError::NotBase64 { origin: origin.to_owned(), version })?,
+        );
+        let bytes: [u8; 32] = raw
+            .as_slice()
+            .try_into()
+            .map_err(|_| KeyRingError::WrongLength { origin: origin.to_owned(), version })?;
         if ring.keys.insert(version, MasterKey::new(bytes)).is_some() {
-            return Err(format!("{origin}: key version {version} appears twice"));
+            return Err(KeyRingError::DuplicateVersion { origin: origin.to_owned(), version });
         }
     }
     if ring.is_empty() {
-        return Err(format!("{origin}: no key"));
+        return Err(KeyRingError::NoKey { origin: origin.to_owned() });
     }
     Ok(ring)
 }
@@ -192,8 +224,26 @@ mod tests {
         let text = format_keyring(&r);
         let back = parse_keyring(&text, "file").unwrap();
         assert_eq!(back.current_version(), Some(7));
-        assert!(parse_keyring("1:abc", "file").is_err());
-        assert!(parse_keyring("", "file").is_err());
+        assert_eq!(parse_keyring("1:abc", "file").unwrap_err().to_string(), "file: key version 1 is not valid base64");
+        assert_eq!(parse_keyring("", "file").unwrap_err().to_string(), "file: no key");
         assert!(!format!("{:?}", r).contains(k.to_base64().as_str()));
+    }
+
+    #[test]
+    fn keyring_errors_name_the_origin_and_the_problem_but_no_key_bytes() {
+        let k = MasterKey::generate();
+        let b64 = k.to_base64();
+        let dup = format!("1:{}\n1:{}", b64.as_str(), b64.as_str());
+        let short = format!("2:{}", STANDARD.encode([7u8; 16]));
+        for (text, want) in [
+            ("x1:abc", "WB_MASTER_KEY: bad key version in \"x1\""),
+            (short.as_str(), "WB_MASTER_KEY: key version 2 must be 32 bytes"),
+            (dup.as_str(), "WB_MASTER_KEY: key version 1 appears twice"),
+            ("# only a comment", "WB_MASTER_KEY: no key"),
+        ] {
+            let err = parse_keyring(text, "WB_MASTER_KEY").unwrap_err();
+            assert_eq!(err.to_string(), want);
+            assert!(!format!("{err:?}").contains(b64.as_str()));
+        }
     }
 }

@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
-pub use keyring::{format_keyring, parse_keyring, KeyRing, MasterKey, Sealed};
+pub use keyring::{format_keyring, parse_keyring, KeyRing, KeyRingError, MasterKey, Sealed};
 
 use crate::auth::Principal;
 use crate::clock::{rfc3339, Clock};

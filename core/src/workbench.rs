@@ -109,7 +109,7 @@ impl Workbench {
         Ok(Workbench {
             apps,
             accounts: Accounts::new(db.clone(), clock.clone()),
-            engine: Engine::new(catalog, db.clone(), clock.clone(), vault.clone()),
+            engine: Engine::new(catalog, db.clone(), clock.clone(), vault.clone(), connections.clone()),
             metering: Metering::new(db.clone(), clock.clone()),
             proxy_tokens: ProxyTokens::new(db.clone(), clock.clone(), options.proxy_token_key),
             connections,

@@ -53,6 +53,8 @@ async fn main() {
         egress_allow_private: vec![],
         allowed_hosts: vec![],
         connect_ttl_seconds: 600,
+        proxy_timeout_seconds: 60,
+        proxy_max_concurrent_per_user: 8,
     };
     let state = AppState::new(wb.clone(), ServerConfig::from_args(&args).unwrap(), Keys::load_or_create(&args.data_dir).unwrap());
     tokio::spawn(workbench_server::serve(listener, state, std::future::pending()));

@@ -54,6 +54,13 @@ pub struct ServeArgs {
     /// How long a connect link (pending connection) stays valid, in seconds.
     #[arg(long, env = "CONNECT_TTL_SECONDS", default_value_t = 600, value_parser = clap::value_parser!(i64).range(30..=86400))]
     pub connect_ttl_seconds: i64,
+    /// The longest a curl proxy request (/c/…) may take, answer and body included, in seconds;
+    /// past it the proxy answers 504 (or ends the stream).
+    #[arg(long, env = "WB_PROXY_TIMEOUT_SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub proxy_timeout_seconds: u64,
+    /// Curl proxy requests one user may have in flight at once; more answer 429.
+    #[arg(long, env = "WB_PROXY_MAX_CONCURRENT_PER_USER", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub proxy_max_concurrent_per_user: u64,
 }
 
 /// Why the `serve` flags do not make a usable configuration.
@@ -91,6 +98,10 @@ pub struct ServerConfig {
     pub connect_ttl_secs: i64,
     /// How often an instance picks up custom apps other instances added or removed.
     pub apps_reload_every: std::time::Duration,
+    /// The longest a curl proxy request may take.
+    pub proxy_timeout: std::time::Duration,
+    /// Curl proxy requests one user may have in flight.
+    pub proxy_max_concurrent_per_user: usize,
 }
 
 impl ServerConfig {
@@ -123,6 +134,8 @@ impl ServerConfig {
             allowed_hosts,
             connect_ttl_secs: args.connect_ttl_seconds,
             apps_reload_every: std::time::Duration::from_secs(15),
+            proxy_timeout: std::time::Duration::from_secs(args.proxy_timeout_seconds),
+            proxy_max_concurrent_per_user: args.proxy_max_concurrent_per_user as usize,
             bind: args.bind,
             secure_cookies: public_url.scheme() == "https",
             public_url,

@@ -1,8 +1,11 @@
 //! `/c/<integration>/<path>`: the credential-injecting proxy behind curl_session (D11). The
 //! proxy token must list the integration; the caller's Authorization, Cookie, Host and
 //! forwarding headers are dropped, the user's credential is injected, the request goes only to
-//! the integration's base origin (path tricks are refused), redirects are not followed, the
-//! response streams back, and each request is metered and audited.
+//! the integration's base origin (path tricks are refused) with an allowed method, redirects
+//! are not followed, the response streams back scrubbed of every secret of the project and of
+//! the caller's credentials (headers and body), within a total deadline (504) and a cap on
+//! requests in flight per user (429), and each request — refused ones too — is metered and
+//! audited.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,11 +19,12 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
-use futures::Stream;
+use futures::{Future, Stream};
 use workbench_core::audit::ProxyEvent;
 use workbench_core::auth::Principal;
 use workbench_core::connections::ConnectionProblem;
 use workbench_core::integrations::{request, SendError};
+use workbench_core::vault::StreamScrubber;
 
 use crate::api_error::ApiError;
 use crate::state::AppState;
@@ -53,14 +57,40 @@ fn upstream_path(raw: &str, integration: &str) -> Result<String, ApiError> {
 }
 
 async fn proxy(State(state): State<AppState>, req: Request) -> Response {
-    match handle(state, req).await {
+    let method = req.method().to_string();
+    let path = req.uri().path().to_owned();
+    let mut refused_by: Option<Principal> = None;
+    match handle(&state, req, &mut refused_by).await {
         Ok(r) => r,
-        Err(e) => e.into_response(),
+        Err(e) => {
+            // A refusal after the token named a user is audited like any proxied request.
+            if let Some(who) = refused_by {
+                let integration = path.trim_start_matches("/c/").split('/').next().unwrap_or_default().to_owned();
+                let event = ProxyEvent {
+                    who: &who,
+                    integration: &integration,
+                    method: &method,
+                    path: path.strip_prefix(&format!("/c/{integration}")).unwrap_or(""),
+                    status: e.status.as_u16(),
+                    egress_bytes: 0,
+                    duration_ms: 0,
+                    at_ms: state.wb.clock().now_ms(),
+                };
+                if let Err(err) = state.wb.audit().record_proxy(&event).await {
+                    tracing::error!(error = %err, "could not record a refused proxy request");
+                }
+            }
+            e.into_response()
+        }
     }
 }
 
-async fn handle(state: AppState, req: Request) -> Result<Response, ApiError> {
+/// Methods the proxy forwards; anything else (TRACE, CONNECT, WebDAV verbs) is refused.
+const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+async fn handle(state: &AppState, req: Request, refused_by: &mut Option<Principal>) -> Result<Response, ApiError> {
     let started = Instant::now();
+    let deadline = tokio::time::Instant::now() + state.config.proxy_timeout;
     let raw_path = req.uri().path().to_owned();
     let integration_name = raw_path.trim_start_matches("/c/").split('/').next().unwrap_or_default().to_owned();
     let token = req
@@ -71,9 +101,6 @@ async fn handle(state: AppState, req: Request) -> Result<Response, ApiError> {
         .map(str::trim)
         .ok_or_else(|| ApiError::unauthorized("missing proxy token; send Authorization: Bearer <token from curl_session>"))?;
     let claims = state.wb.proxy_tokens().verify(token).await?;
-    if !claims.integrations.iter().any(|i| *i == integration_name) {
-        return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", format!("this proxy token does not cover {integration_name}")));
-    }
     let who: Principal = state
         .wb
         .accounts()
@@ -81,6 +108,17 @@ async fn handle(state: AppState, req: Request) -> Result<Response, ApiError> {
         .await?
         .filter(|p| p.project_id == claims.prj)
         .ok_or_else(|| ApiError::unauthorized("the token's user is no longer in the project"))?;
+    *refused_by = Some(who.clone());
+    if !METHODS.contains(&req.method().as_str()) {
+        return Err(ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", format!("the proxy forwards {} only", METHODS.join(", "))));
+    }
+    if !claims.integrations.iter().any(|i| *i == integration_name) {
+        return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", format!("this proxy token does not cover {integration_name}")));
+    }
+    let slot = state.proxy_slots.take(&who.user_id, state.config.proxy_max_concurrent_per_user).ok_or_else(|| {
+        ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", "too many proxy requests in flight for this user; retry when one finishes")
+            .with_meta(serde_json::json!({ "retry_after": 1 }))
+    })?;
     let integration = state
         .wb
         .connections()
@@ -99,6 +137,14 @@ async fn handle(state: AppState, req: Request) -> Result<Response, ApiError> {
         }
         Err(_) => None,
     };
+    // Everything sent back is scrubbed of the project's secrets and the caller's credentials,
+    // the one injected here included (D7).
+    let mut scrubber = state.wb.engine().scrubber(&who).await.map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.message()))?;
+    if let Some(c) = &credential {
+        for secret in c.secrets() {
+            scrubber.add(&format!("{integration_name}_credential"), secret);
+        }
+    }
 
     let path = upstream_path(&raw_path, &integration_name)?;
     let mut url = request::join(&integration.base_url, &path);
@@ -124,28 +170,43 @@ async fn handle(state: AppState, req: Request) -> Result<Response, ApiError> {
     if let Some(c) = &credential {
         integration.authorize(&mut prepared, c);
     }
-    let body = axum::body::to_bytes(req.into_body(), MAX_PROXY_BODY)
-        .await
-        .map_err(|_| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("request body larger than {MAX_PROXY_BODY} bytes")))?;
-    let sent = body.len() as u64;
+    // The request body streams through, counted, and is cut off past the limit.
+    let sent = Arc::new(AtomicU64::new(0));
+    let body = LimitedBody { inner: req.into_body().into_data_stream(), seen: 0, counter: sent.clone() };
     let builder = integration.builder(&prepared).map_err(proxy_send_error)?;
-    let upstream = integration.send(builder.body(body)).await.map_err(proxy_send_error)?;
+    let upstream = match tokio::time::timeout_at(deadline, integration.send(builder.body(reqwest::Body::wrap_stream(body)))).await {
+        Ok(r) => r.map_err(proxy_send_error)?,
+        Err(_) => {
+            return Err(ApiError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "upstream_timeout",
+                format!("{integration_name} did not answer within {} s", state.config.proxy_timeout.as_secs()),
+            ))
+        }
+    };
     let status = upstream.status().as_u16();
     let mut headers = HeaderMap::new();
     for (k, v) in upstream.headers() {
         if matches!(k.as_str(), "connection" | "keep-alive" | "transfer-encoding" | "set-cookie" | "content-length") {
             continue;
         }
-        if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(k.as_str().as_bytes()), HeaderValue::from_bytes(v.as_bytes())) {
+        let value = match v.to_str() {
+            Ok(text) => match scrubber.scrub_str(text) {
+                Some(clean) => HeaderValue::from_str(&clean).ok(),
+                None => Some(v.clone()),
+            },
+            Err(_) => Some(v.clone()),
+        };
+        if let (Ok(name), Some(value)) = (HeaderName::from_bytes(k.as_str().as_bytes()), value) {
             headers.append(name, value);
         }
     }
-    let counter = Arc::new(AtomicU64::new(sent));
+    let counter = Arc::new(AtomicU64::new(0));
     let audit = state.wb.audit().clone();
     let clock = state.wb.clock().clone();
     let method_s = method.to_string();
     let path_s = path.clone();
-    let finish = move |bytes: u64| {
+    let finish = move |received: u64| {
         tokio::spawn(async move {
             let event = ProxyEvent {
                 who: &who,
@@ -153,7 +214,7 @@ async fn handle(state: AppState, req: Request) -> Result<Response, ApiError> {
                 method: &method_s,
                 path: &path_s,
                 status,
-                egress_bytes: bytes,
+                egress_bytes: received + sent.load(Ordering::Relaxed),
                 duration_ms: started.elapsed().as_millis() as u64,
                 at_ms: clock.now_ms(),
             };
@@ -162,44 +223,149 @@ async fn handle(state: AppState, req: Request) -> Result<Response, ApiError> {
             }
         });
     };
-    let stream = Metered { inner: Box::pin(upstream.bytes_stream()), counter, finish: Some(Box::new(finish)) };
+    let stream = Metered {
+        inner: Box::pin(upstream.bytes_stream()),
+        counter,
+        finish: Some(Box::new(finish)),
+        scrubber: scrubber.stream(),
+        deadline: Box::pin(tokio::time::sleep_until(deadline)),
+        done: false,
+        _slot: slot,
+    };
     let mut res = Response::new(Body::from_stream(stream));
     *res.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
     *res.headers_mut() = headers;
     Ok(res)
 }
 
+/// The caller's request body on its way upstream: counted, and failed past `MAX_PROXY_BODY`.
+struct LimitedBody {
+    inner: axum::body::BodyDataStream,
+    seen: usize,
+    counter: Arc<AtomicU64>,
+}
+
+impl Stream for LimitedBody {
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        match Pin::new(&mut self.inner).poll_next(cx) {
+            Poll::Ready(Some(Ok(chunk))) => {
+                self.seen += chunk.len();
+                self.counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                if self.seen > MAX_PROXY_BODY {
+                    return Poll::Ready(Some(Err(std::io::Error::other(format!("request body larger than {MAX_PROXY_BODY} bytes")))));
+                }
+                Poll::Ready(Some(Ok(chunk)))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(std::io::Error::other(e)))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
 type Finish = Box<dyn FnOnce(u64) + Send>;
 
-/// Counts the bytes streamed back and records the request once the stream ends (or is
-/// dropped by a client that went away).
+/// The upstream body on its way back: scrubbed as it streams, counted, cut off at the request's
+/// deadline, and recorded once the stream ends (or is dropped by a client that went away). It
+/// holds the user's proxy slot until then.
 struct Metered {
     inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
     counter: Arc<AtomicU64>,
     finish: Option<Finish>,
+    scrubber: StreamScrubber,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    done: bool,
+    _slot: ProxySlot,
 }
 
 impl Stream for Metered {
-    type Item = reqwest::Result<Bytes>;
+    type Item = Result<Bytes, std::io::Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let next = self.inner.as_mut().poll_next(cx);
-        if let Poll::Ready(Some(Ok(chunk))) = &next {
-            self.counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
-        }
-        if let Poll::Ready(None) = &next {
-            if let Some(f) = self.finish.take() {
-                f(self.counter.load(Ordering::Relaxed));
+        loop {
+            if self.done {
+                return Poll::Ready(None);
+            }
+            if self.deadline.as_mut().poll(cx).is_ready() {
+                self.done = true;
+                self.record();
+                return Poll::Ready(Some(Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the proxy request took too long"))));
+            }
+            match self.inner.as_mut().poll_next(cx) {
+                Poll::Ready(Some(Ok(chunk))) => {
+                    self.counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                    let out = self.scrubber.push(&chunk);
+                    if out.is_empty() {
+                        continue;
+                    }
+                    return Poll::Ready(Some(Ok(Bytes::from(out))));
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    self.done = true;
+                    self.record();
+                    return Poll::Ready(Some(Err(std::io::Error::other(e.without_url()))));
+                }
+                Poll::Ready(None) => {
+                    self.done = true;
+                    self.record();
+                    let rest = self.scrubber.finish();
+                    return Poll::Ready(if rest.is_empty() { None } else { Some(Ok(Bytes::from(rest))) });
+                }
+                Poll::Pending => return Poll::Pending,
             }
         }
-        next
+    }
+}
+
+impl Metered {
+    fn record(&mut self) {
+        if let Some(f) = self.finish.take() {
+            f(self.counter.load(Ordering::Relaxed));
+        }
     }
 }
 
 impl Drop for Metered {
     fn drop(&mut self) {
-        if let Some(f) = self.finish.take() {
-            f(self.counter.load(Ordering::Relaxed));
+        self.record();
+    }
+}
+
+/// Proxy requests in flight per user, capped (`--proxy-max-concurrent-per-user`).
+#[derive(Default)]
+pub struct ProxySlots {
+    in_flight: std::sync::Mutex<std::collections::HashMap<String, usize>>,
+}
+
+impl ProxySlots {
+    /// A slot for `user_id` if fewer than `max` are taken; it is given back when dropped.
+    fn take(self: &Arc<Self>, user_id: &str, max: usize) -> Option<ProxySlot> {
+        let mut map = self.in_flight.lock().expect("proxy slots lock");
+        let n = map.entry(user_id.to_owned()).or_default();
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(ProxySlot { slots: self.clone(), user_id: user_id.to_owned() })
+    }
+}
+
+/// One proxy request in flight.
+struct ProxySlot {
+    slots: Arc<ProxySlots>,
+    user_id: String,
+}
+
+impl Drop for ProxySlot {
+    fn drop(&mut self) {
+        let mut map = self.slots.in_flight.lock().expect("proxy slots lock");
+        if let Some(n) = map.get_mut(&self.user_id) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.user_id);
+            }
         }
     }
 }

@@ -21,6 +21,8 @@ pub struct AppState {
     pub keys: Arc<Keys>,
     /// How Leptos renders the portal and where its assets live.
     pub leptos: LeptosOptions,
+    /// Curl proxy requests in flight per user.
+    pub proxy_slots: Arc<crate::proxy::ProxySlots>,
     /// Caches "the first admin exists" once true (it never becomes false again).
     set_up: Arc<AtomicBool>,
 }
@@ -39,6 +41,7 @@ impl AppState {
             config: Arc::new(config),
             keys: Arc::new(keys),
             leptos,
+            proxy_slots: Arc::default(),
             set_up: Arc::new(AtomicBool::new(false)),
         }
     }

@@ -17,6 +17,8 @@ pub struct AppView {
     pub base_url: String,
     pub tools: Vec<String>,
     pub created_at: String,
+    /// Why the stored app is not loaded (its tools are not in the catalog).
+    pub load_error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,6 +44,7 @@ pub async fn apps_page() -> Result<AppsData, AppError> {
                 base_url: a.base_url,
                 tools: a.tools,
                 created_at: a.created_at,
+                load_error: a.load_error,
             })
             .collect(),
         can_manage: p.is_admin(),

@@ -74,6 +74,9 @@ pub fn Apps() -> impl IntoView {
                                                             })}
                                                         </div>
                                                         <p class="mt-1 font-mono text-xs text-slate-600">{a.tools.join(", ")}</p>
+                                                        {a.load_error.clone().map(|e| view! {
+                                                            <p class="mt-1 text-xs text-red-700" role="alert" data-testid="app-load-error">{format!("Not loaded: {e}. Its tools are unavailable; delete the app and create it again with a fixed definition.")}</p>
+                                                        })}
                                                     </li>
                                                 }).collect_view()}
                                             </ul>

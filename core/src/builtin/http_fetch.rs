@@ -48,8 +48,14 @@ impl ToolHandler for HttpFetch {
         let method = args["method"].as_str().unwrap_or("GET");
         let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| HandlerError::invalid("/method", "unknown method"))?;
         let mut headers = Vec::new();
+        let mut secret_headers = Vec::new();
+        let written = |field: &str| ctx.template.and_then(|t| t.get(field));
         if let Some(h) = args.get("headers").and_then(Value::as_object) {
             for (k, v) in h {
+                if written("headers").and_then(|w| w.get(k)) != Some(v) {
+                    // The agent's value held a reference: it may carry a secret.
+                    secret_headers.push(k.clone());
+                }
                 let v = v.as_str().ok_or_else(|| HandlerError::invalid(format!("/headers/{k}"), "header values must be strings"))?;
                 if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() || reqwest::header::HeaderValue::from_str(v).is_err() {
                     return Err(HandlerError::invalid(format!("/headers/{k}"), "not a valid http header"));
@@ -67,14 +73,23 @@ impl ToolHandler for HttpFetch {
         let patterns = store::egress::list(self.db.pool(), &ctx.principal.project_id)
             .await
             .map_err(|_| HandlerError::Unavailable("cannot read the egress allowlist".into()))?;
-        let res = self
-            .http
-            .fetch(FetchRequest { method, url, headers, body }, &patterns, MAX_RESPONSE_BYTES)
-            .await
-            .map_err(|e| match e {
+        let secret_body = body.is_some() && written("body") != args.get("body");
+        // A url that held a reference is named as the agent wrote it, never by its substituted
+        // host (which would hand back a secret in a transformed form: lowercased, as an address).
+        let shown = ctx.substituted("url", &url).then(|| format!("the host of {}", ctx.quote("url", &url)));
+        let request = FetchRequest { method, url, headers, body, secret_headers, secret_body };
+        let res = self.http.fetch(request, &patterns, MAX_RESPONSE_BYTES).await.map_err(|e| {
+            let e = match (&shown, e) {
+                (Some(host), FetchError::NotAllowlisted(_)) => FetchError::NotAllowlisted(host.clone()),
+                (Some(host), FetchError::Blocked { reason, .. }) => FetchError::Blocked { host: host.clone(), reason },
+                (Some(host), FetchError::Transport(_)) => FetchError::Transport(format!("{host} could not be reached")),
+                (_, other) => other,
+            };
+            match e {
                 FetchError::InvalidUrl(m) => HandlerError::invalid("/url", m),
                 other => HandlerError::Failed(other.to_string()),
-            })?;
+            }
+        })?;
         ctx.add_egress(res.transferred);
         let mut out = Map::new();
         out.insert("status".into(), json!(res.status));

@@ -126,7 +126,7 @@ pub fn put_spec() -> Result<ToolSpec> {
             "type": "object",
             "properties": {
                 "key": { "type": "string" }, "size": { "type": "integer" }, "content_type": { "type": "string" },
-                "sha256": { "type": "string" }, "updated_at": { "type": "string" }
+                "updated_at": { "type": "string" }
             }
         })),
     )
@@ -156,7 +156,7 @@ impl ToolHandler for StoragePut {
         let row = self.0.put(&ctx.principal.project_id, key, Bytes::from(bytes), content_type).await.map_err(internal)?;
         Ok(json!({
             "key": row.object_key, "size": row.size, "content_type": row.content_type,
-            "sha256": row.sha256, "updated_at": rfc3339(row.updated_at)
+            "updated_at": rfc3339(row.updated_at)
         }))
     }
 }
@@ -164,7 +164,7 @@ impl ToolHandler for StoragePut {
 pub fn get_spec() -> Result<ToolSpec> {
     make_spec(
         "storage.get",
-        "Read an object from project-scoped storage by key: its content (text, or base64 for binary data), content type, size and SHA-256.",
+        "Read an object from project-scoped storage by key: its content (text, or base64 for binary data), content type, size and when it was last written.",
         SideEffects::None,
         json!({
             "type": "object",
@@ -180,7 +180,7 @@ pub fn get_spec() -> Result<ToolSpec> {
             "type": "object",
             "properties": {
                 "key": { "type": "string" }, "content": { "type": "string" }, "encoding": { "type": "string" },
-                "content_type": { "type": "string" }, "size": { "type": "integer" }, "sha256": { "type": "string" },
+                "content_type": { "type": "string" }, "size": { "type": "integer" },
                 "updated_at": { "type": "string" }
             }
         })),
@@ -195,7 +195,7 @@ impl ToolHandler for StorageGet {
         let key = args["key"].as_str().unwrap_or_default();
         check_key(key)?;
         let Some((row, bytes)) = self.0.get(&ctx.principal.project_id, key).await.map_err(internal)? else {
-            return Err(HandlerError::failed(format!("no object with key {key:?} in this project's storage")));
+            return Err(HandlerError::failed(format!("no object with key {} in this project's storage", ctx.quote("key", key))));
         };
         let (content, encoding) = match (args["encoding"].as_str(), std::str::from_utf8(&bytes)) {
             (Some("base64"), _) | (Some("auto"), Err(_)) => (base64::engine::general_purpose::STANDARD.encode(&bytes), "base64"),
@@ -207,7 +207,7 @@ impl ToolHandler for StorageGet {
         };
         Ok(json!({
             "key": row.object_key, "content": content, "encoding": encoding, "content_type": row.content_type,
-            "size": row.size, "sha256": row.sha256, "updated_at": rfc3339(row.updated_at)
+            "size": row.size, "updated_at": rfc3339(row.updated_at)
         }))
     }
 }

@@ -37,12 +37,28 @@ pub struct CallContext<'a> {
     pub credential: Option<Credential>,
     /// Where `credential` came from, for a refresh after a 401.
     pub connection: Option<&'a dyn ConnectionSource>,
+    /// The arguments as the agent wrote them, before `{{vault:…}}` and `{{step:…}}` were
+    /// substituted: what error messages quote (`quote`), never the substituted values.
+    pub template: Option<&'a Value>,
     egress: AtomicU64,
 }
 
 impl<'a> CallContext<'a> {
     pub fn new(call_id: &'a str, tool: &'a str, principal: &'a Principal, end_user_id: Option<&'a str>) -> Self {
-        CallContext { call_id, tool, principal, end_user_id, credential: None, connection: None, egress: AtomicU64::new(0) }
+        CallContext { call_id, tool, principal, end_user_id, credential: None, connection: None, template: None, egress: AtomicU64::new(0) }
+    }
+
+    /// How an error message may show the top-level string argument `field` whose value after
+    /// substitution is `value`: quoted as the agent wrote it (`"https://{{vault:HOST}}/"`),
+    /// so a message never carries a substituted secret in any transformed form.
+    pub fn quote(&self, field: &str, value: &str) -> String {
+        let written = self.template.and_then(|t| t.get(field)).and_then(Value::as_str).unwrap_or(value);
+        format!("{written:?}")
+    }
+
+    /// Whether the agent's `field` was changed by substitution (it held a reference).
+    pub fn substituted(&self, field: &str, value: &str) -> bool {
+        self.template.and_then(|t| t.get(field)).and_then(Value::as_str).is_some_and(|w| w != value)
     }
 
     /// A fresh credential after the API refused the current one (401); `None` when the tool

@@ -150,6 +150,21 @@ impl Connections {
         Ok(rows.into_iter().map(|r| ConnectionInfo { integration: r.integration, status: r.status, updated_at: rfc3339(r.updated_at) }).collect())
     }
 
+    /// Every secret of the user's live connections in the project, named `<integration>_credential`,
+    /// for scrubbing (D7: a call's output is scrubbed of all of the caller's credentials, not only
+    /// those it used).
+    pub async fn credential_secrets(&self, who: &Principal) -> Result<Vec<(String, zeroize::Zeroizing<String>)>> {
+        let rows = store::connections::list_for_user(self.db.pool(), &who.project_id, &who.user_id).await?;
+        let mut out = Vec::new();
+        for row in rows.iter().filter(|r| r.status == ConnectionStatus::Connected) {
+            let c = self.open(row)?;
+            for secret in c.secrets() {
+                out.push((format!("{}_credential", row.integration), zeroize::Zeroizing::new(secret.to_owned())));
+            }
+        }
+        Ok(out)
+    }
+
     /// list_integrations' `connected`: true for auth none, a live probe for cookies, a stored
     /// connection otherwise.
     pub async fn is_connected(&self, who: &Principal, i: &Integration) -> Result<bool> {

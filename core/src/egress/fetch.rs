@@ -22,7 +22,16 @@ pub struct FetchRequest {
     pub url: String,
     pub headers: Vec<(String, String)>,
     pub body: Option<Bytes>,
+    /// Headers (by name) whose value carries a secret: like `Authorization`, they are not sent
+    /// to another origin after a redirect.
+    pub secret_headers: Vec<String>,
+    /// The body carries a secret: a 307/308 redirect to another origin is refused rather than
+    /// re-sending it there.
+    pub secret_body: bool,
 }
+
+/// Headers never sent to another origin after a redirect (as curl and browsers do).
+const CREDENTIAL_HEADERS: &[&str] = &["authorization", "cookie", "proxy-authorization"];
 
 #[derive(Debug, Clone)]
 pub struct FetchResponse {
@@ -48,6 +57,8 @@ pub enum FetchError {
     TooManyRedirects,
     #[error("request failed: {0}")]
     Transport(String),
+    #[error("refusing to send a body that carries a secret to another origin after a redirect")]
+    SecretBodyRedirect,
 }
 
 #[derive(Debug)]
@@ -143,17 +154,26 @@ impl GuardedClient {
     /// reads at most `max_body` bytes of the response.
     pub async fn fetch(&self, req: FetchRequest, patterns: &[String], max_body: usize) -> Result<FetchResponse, FetchError> {
         let mut url = url::Url::parse(&req.url).map_err(|e| FetchError::InvalidUrl(e.to_string()))?;
+        let origin = url.origin();
         let mut method = req.method.clone();
         let mut body = req.body.clone();
         let mut transferred: u64 = 0;
         for _hop in 0..=MAX_REDIRECTS {
             self.check_url(&url, patterns)?;
+            let cross_origin = url.origin() != origin;
             let mut builder = self.client.request(method.clone(), url.clone());
             for (k, v) in &req.headers {
-                if FORBIDDEN_HEADERS.contains(&k.to_ascii_lowercase().as_str()) {
+                let name = k.to_ascii_lowercase();
+                if FORBIDDEN_HEADERS.contains(&name.as_str()) {
+                    continue;
+                }
+                if cross_origin && (CREDENTIAL_HEADERS.contains(&name.as_str()) || req.secret_headers.iter().any(|h| h.eq_ignore_ascii_case(k))) {
                     continue;
                 }
                 builder = builder.header(k, v);
+            }
+            if cross_origin && body.is_some() && req.secret_body {
+                return Err(FetchError::SecretBodyRedirect);
             }
             if let Some(b) = &body {
                 transferred += b.len() as u64;

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::batch::{entry, ExecuteRequest};
 use super::template::{self, Context, TemplateError};
-use super::{CallOptions, EntryContext, Engine, Invocation, Scrubber, Steps, ToolError, RESULT_CAP_CHARS};
+use super::{CallOptions, EntryContext, Engine, Invocation, Steps, ToolError, RESULT_CAP_CHARS};
 use crate::auth::Principal;
 use crate::catalog::Snapshot;
 
@@ -134,7 +134,14 @@ impl Engine {
         let mut results: HashMap<String, Value> = HashMap::new();
         let no_failures = HashSet::new();
         let mut last = Value::Null;
-        let mut scrubber = Scrubber::new();
+        let mut scrubber = match self.scrubber(who).await {
+            Ok(s) => s,
+            Err(err) => {
+                let first = req.executions.into_iter().next().map(|e| e.tool).unwrap_or_default();
+                let err = self.refuse(who, Invocation { tool: first, args: Value::Null }, opts, err).await.result.unwrap_err();
+                return ExecuteOutcome::Failed(err.to_mcp_at(EntryContext { index: Some(0), ..Default::default() }));
+            }
+        };
         for (i, e) in req.executions.into_iter().enumerate() {
             let ref_id = e.ref_id.clone().unwrap_or_default();
             let steps = Steps { results: Some(&results), failed: &no_failures };

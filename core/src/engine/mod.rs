@@ -8,7 +8,6 @@ mod compose;
 mod error;
 mod idempotency;
 mod record;
-mod scrub;
 pub mod template;
 mod validate;
 
@@ -23,12 +22,13 @@ pub use error::{EntryContext, FieldError, ToolError, RESULT_CAP_CHARS};
 pub use compose::ExecuteOutcome;
 pub use idempotency::{Begin, Idempotency, IDEMPOTENCY_TTL_MS};
 pub use record::ToolCallView;
-pub use scrub::Scrubber;
+pub use crate::vault::Scrubber;
 pub use validate::{apply_defaults, violations};
 
 use crate::auth::Principal;
 use crate::catalog::{CallContext, Catalog, Snapshot, Tool, ToolStatus};
 use crate::clock::Clock;
+use crate::connections::Connections;
 use crate::ids::new_id;
 use crate::store::Db;
 use crate::vault::Vault;
@@ -138,11 +138,27 @@ pub struct Engine {
     db: Db,
     clock: Arc<dyn Clock>,
     vault: Vault,
+    connections: Connections,
 }
 
 impl Engine {
-    pub fn new(catalog: Arc<Catalog>, db: Db, clock: Arc<dyn Clock>, vault: Vault) -> Engine {
-        Engine { catalog, db, clock, vault }
+    pub fn new(catalog: Arc<Catalog>, db: Db, clock: Arc<dyn Clock>, vault: Vault, connections: Connections) -> Engine {
+        Engine { catalog, db, clock, vault, connections }
+    }
+
+    /// What every output of a request by `who` is scrubbed of (D7): every live vault secret
+    /// of the project and every credential of the caller's connections. Secrets the request
+    /// reveals or stores are added as it runs. Without it nothing may be returned.
+    pub async fn scrubber(&self, who: &Principal) -> std::result::Result<Scrubber, ToolError> {
+        let unavailable = |e: crate::Error| {
+            tracing::error!(error = ?e, "secrets for scrubbing cannot be read");
+            ToolError::Unavailable { reason: "the vault cannot be read right now".into() }
+        };
+        let mut s = self.vault.scrubber(&who.project_id).await.map_err(unavailable)?;
+        for (name, value) in self.connections.credential_secrets(who).await.map_err(unavailable)? {
+            s.add(&name, &value);
+        }
+        Ok(s)
     }
 
     pub fn catalog(&self) -> &Arc<Catalog> {
@@ -168,7 +184,31 @@ impl Engine {
 
     /// `run` on a catalog snapshot the caller already took.
     pub async fn run_on(&self, snapshot: &Snapshot, who: &Principal, inv: Invocation, opts: &CallOptions) -> CallOutcome {
-        self.run_step(snapshot, who, inv, opts, &Steps::none(), true, &mut Scrubber::new()).await
+        let base = self.scrubber(who).await;
+        self.run_scrubbed(snapshot, who, inv, opts, base).await
+    }
+
+    /// One execution with the request's scrubber (or why it could not be had: then nothing
+    /// runs and the call answers UNAVAILABLE).
+    async fn run_scrubbed(
+        &self,
+        snapshot: &Snapshot,
+        who: &Principal,
+        inv: Invocation,
+        opts: &CallOptions,
+        base: std::result::Result<Scrubber, ToolError>,
+    ) -> CallOutcome {
+        match base {
+            Ok(mut scrubber) => self.run_step(snapshot, who, inv, opts, &Steps::none(), true, &mut scrubber).await,
+            Err(e) => self.refuse(who, inv, opts, e).await,
+        }
+    }
+
+    /// Records and answers an execution that did not start.
+    pub(crate) async fn refuse(&self, who: &Principal, inv: Invocation, opts: &CallOptions, e: ToolError) -> CallOutcome {
+        let outcome = CallOutcome { id: new_id("tcall"), tool: inv.tool, result: Err(e), duration_ms: 0, duration_us: 0, egress_bytes: 0 };
+        record::write(&self.db, who, &json!({}), opts, &outcome, self.clock.now_ms()).await;
+        outcome
     }
 
     /// One execution with what a compose run adds: earlier step results to reference, whether
@@ -244,6 +284,7 @@ impl Engine {
             Value::Null => json!({}),
             other => other.clone(),
         };
+        let template_for_messages = template.clone();
         let mut args = if tool.spec.literal_args {
             template
         } else {
@@ -261,6 +302,7 @@ impl Engine {
             return Err(ToolError::InvalidArguments { errors });
         }
         let mut ctx = CallContext::new(&outcome.id, tool.name(), who, opts.end_user_id.as_deref());
+        ctx.template = Some(&template_for_messages);
         ctx.credential = credential;
         ctx.connection = connection.map(|c| &**c);
         let started = Instant::now();
@@ -312,12 +354,15 @@ impl Engine {
         self.run_batch_on(&snapshot, who, invocations, opts).await
     }
 
-    /// `run_batch` on a catalog snapshot the caller already took.
+    /// `run_batch` on a catalog snapshot the caller already took; the request's scrubber is
+    /// read once and each execution starts from a copy.
     pub(crate) async fn run_batch_on(&self, snapshot: &Snapshot, who: &Principal, invocations: Vec<Invocation>, opts: &CallOptions) -> Vec<CallOutcome> {
         let n = invocations.len();
+        let base = self.scrubber(who).await;
+        let base = &base;
         let mut slots: Vec<Option<CallOutcome>> = (0..n).map(|_| None).collect();
         let mut done = stream::iter(invocations.into_iter().enumerate())
-            .map(|(i, inv)| async move { (i, self.run_on(snapshot, who, inv, opts).await) })
+            .map(|(i, inv)| async move { (i, self.run_scrubbed(snapshot, who, inv, opts, base.clone()).await) })
             .buffer_unordered(POOL_SIZE);
         while let Some((i, outcome)) = done.next().await {
             slots[i] = Some(outcome);

@@ -19,6 +19,8 @@ pub struct AppRegistry {
 struct ProjectApps {
     ids: Vec<String>,
     integrations: Vec<Arc<Integration>>,
+    /// Apps that are stored but could not be loaded, by id, with why.
+    failures: HashMap<String, String>,
 }
 
 impl AppRegistry {
@@ -35,12 +37,17 @@ impl AppRegistry {
         self.projects.read().expect("app registry lock").iter().map(|(p, apps)| (p.clone(), apps.ids.clone())).collect()
     }
 
-    pub fn set(&self, project_id: &str, ids: Vec<String>, integrations: Vec<Arc<Integration>>) {
+    /// Why a stored app of the project is not loaded, if it is not.
+    pub fn failure(&self, project_id: &str, app_id: &str) -> Option<String> {
+        self.projects.read().expect("app registry lock").get(project_id)?.failures.get(app_id).cloned()
+    }
+
+    pub fn set(&self, project_id: &str, ids: Vec<String>, integrations: Vec<Arc<Integration>>, failures: HashMap<String, String>) {
         let mut map = self.projects.write().expect("app registry lock");
         if ids.is_empty() {
             map.remove(project_id);
         } else {
-            map.insert(project_id.to_owned(), ProjectApps { ids, integrations });
+            map.insert(project_id.to_owned(), ProjectApps { ids, integrations, failures });
         }
     }
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::integration_tools;
 use crate::auth::{require_admin, Principal};
 use crate::integrations::{AppRegistry, AuthDef, Integration, IntegrationDef, Integrations, Outbound};
-use crate::catalog::{Catalog, ToolSource};
+use crate::catalog::{Catalog, Tool, ToolSource};
 use crate::clock::{rfc3339, Clock};
 use crate::connections::Connections;
 use crate::ids::new_id;
@@ -35,9 +35,11 @@ pub struct AppInfo {
     pub base_url: String,
     pub tools: Vec<String>,
     pub created_at: String,
+    /// Why this stored app is not loaded (its tools are not in the catalog); `None` when it is.
+    pub load_error: Option<String>,
 }
 
-fn info(row: &AppRow, def: &IntegrationDef) -> AppInfo {
+fn info(row: &AppRow, def: &IntegrationDef, load_error: Option<String>) -> AppInfo {
     AppInfo {
         id: row.id.clone(),
         object: "app",
@@ -48,6 +50,23 @@ fn info(row: &AppRow, def: &IntegrationDef) -> AppInfo {
         base_url: def.base_url.clone(),
         tools: def.tools.iter().map(|t| t.name.clone()).collect(),
         created_at: rfc3339(row.created_at),
+        load_error,
+    }
+}
+
+/// A stored app whose definition no longer parses: shown by what the row still says.
+fn unreadable(row: &AppRow, why: String) -> AppInfo {
+    AppInfo {
+        id: row.id.clone(),
+        object: "app",
+        name: row.name.clone(),
+        display_name: row.name.clone(),
+        version: String::new(),
+        auth_type: "unknown",
+        base_url: String::new(),
+        tools: Vec::new(),
+        created_at: rfc3339(row.created_at),
+        load_error: Some(why),
     }
 }
 
@@ -81,30 +100,54 @@ impl Apps {
         Apps { db, clock, registry, catalog, plugins, connections, vault, outbound, reloading: Arc::default() }
     }
 
-    fn load(&self, row: &AppRow) -> Result<Arc<Integration>> {
-        let def = IntegrationDef::parse(&row.definition, &format!("app {}", row.id))?;
-        Ok(Arc::new(Integration::new(def, None, ToolSource::App(row.id.clone()), self.outbound.clone())?))
+    /// An app's integration and its catalog tools (input schemas compiled): everything that
+    /// can fail about a definition fails here, before it is stored or when it is loaded.
+    fn build(&self, app_id: &str, def: IntegrationDef) -> Result<(Arc<Integration>, Vec<Tool>)> {
+        let integration = Arc::new(Integration::new(def, None, ToolSource::App(app_id.to_owned()), self.outbound.clone())?);
+        let tools = integration_tools(&integration, &self.connections)?;
+        Ok((integration, tools))
     }
 
-    /// Rebuilds a project's catalog from its apps in the database.
+    fn load(&self, row: &AppRow) -> Result<(Arc<Integration>, Vec<Tool>)> {
+        let def = IntegrationDef::parse(&row.definition, &format!("app {}", row.id))?;
+        self.build(&row.id, def)
+    }
+
+    /// Rebuilds a project's catalog from its apps in the database. An app that fails to load
+    /// (a definition that no longer validates, a name another integration or tool now has) is
+    /// skipped and its error kept for the Apps page and `GET /v1/apps`; the others load.
     pub async fn reload_project(&self, project_id: &str) -> Result<()> {
         let _one_at_a_time = self.reloading.lock().await;
         let rows = store::apps::list(self.db.pool(), project_id).await?;
-        let mut integrations = Vec::new();
-        let mut tools = Vec::new();
+        let global = self.catalog.global_snapshot();
+        let mut integrations: Vec<Arc<Integration>> = Vec::new();
+        let mut tools: Vec<Tool> = Vec::new();
+        let mut failures = HashMap::new();
         for row in &rows {
-            match self.load(row) {
-                Ok(i) => {
-                    tools.extend(integration_tools(&i, &self.connections)?);
+            let loaded = self.load(row).and_then(|(i, app_tools)| {
+                if self.plugins.get(i.name()).is_some() || integrations.iter().any(|o| o.name() == i.name()) {
+                    return Err(Error::Conflict(format!("an integration named {} already exists", i.name())));
+                }
+                if let Some(t) = app_tools.iter().find(|t| global.get(t.name()).is_some() || tools.iter().any(|o| o.name() == t.name())) {
+                    return Err(Error::Conflict(format!("a tool named {} already exists in this project", t.name())));
+                }
+                Ok((i, app_tools))
+            });
+            match loaded {
+                Ok((i, app_tools)) => {
+                    tools.extend(app_tools);
                     integrations.push(i);
                 }
-                Err(e) => tracing::error!(app = %row.id, error = %e, "custom app skipped"),
+                Err(e) => {
+                    tracing::error!(app = %row.id, project = %project_id, error = %e, "custom app skipped");
+                    failures.insert(row.id.clone(), e.to_string());
+                }
             }
         }
         self.catalog.set_project_tools(project_id, tools)?;
         let mut ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
         ids.sort();
-        self.registry.set(project_id, ids, integrations);
+        self.registry.set(project_id, ids, integrations, failures);
         Ok(())
     }
 
@@ -168,8 +211,11 @@ impl Apps {
         if let Some(t) = def.tools.iter().find(|t| snapshot.get(&t.name).is_some()) {
             return Err(Error::Conflict(format!("a tool named {} already exists in this project", t.name)));
         }
+        // Validate completely (input schemas compiled) before anything is stored.
+        let id = new_id("app");
+        self.build(&id, def.clone())?;
         let row = AppRow {
-            id: new_id("app"),
+            id,
             project_id: admin.project_id.clone(),
             name: def.name.clone(),
             definition: serde_json::to_string(&def).map_err(|e| Error::internal(e.to_string()))?,
@@ -184,14 +230,17 @@ impl Apps {
         })?;
         self.reload_project(&admin.project_id).await?;
         tracing::info!(app = %row.id, name = %def.name, by = %admin.user_id, "custom app created");
-        Ok(info(&row, &def))
+        Ok(info(&row, &def, self.registry.failure(&admin.project_id, &row.id)))
     }
 
     pub async fn list(&self, who: &Principal) -> Result<Vec<AppInfo>> {
         let rows = store::apps::list(self.db.pool(), &who.project_id).await?;
         Ok(rows
             .iter()
-            .filter_map(|r| serde_json::from_str::<IntegrationDef>(&r.definition).ok().map(|d| info(r, &d)))
+            .map(|r| match serde_json::from_str::<IntegrationDef>(&r.definition) {
+                Ok(d) => info(r, &d, self.registry.failure(&who.project_id, &r.id)),
+                Err(e) => unreadable(r, format!("app {}: the stored definition does not parse: {e}", r.id)),
+            })
             .collect())
     }
 

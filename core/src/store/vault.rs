@@ -84,3 +84,24 @@ pub async fn reseal<'e>(ex: impl Exec<'e>, id: &str, old_ciphertext: &str, ciphe
         .await?;
     Ok(r.rows_affected() == 1)
 }
+
+/// Marks a change of the project's vault values (set or delete), in the caller's transaction.
+pub async fn bump_generation<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO vault_generations (project_id, generation) VALUES ($1, 1) \
+         ON CONFLICT (project_id) DO UPDATE SET generation = vault_generations.generation + 1",
+    )
+    .bind(project_id)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// How many times the project's vault values changed (0: never).
+pub async fn generation<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<i64> {
+    let row: Option<(i64,)> = sqlx::query_as("SELECT generation FROM vault_generations WHERE project_id = $1")
+        .bind(project_id)
+        .fetch_optional(ex)
+        .await?;
+    Ok(row.map(|r| r.0).unwrap_or(0))
+}

@@ -4,6 +4,7 @@
 //! records. See README.md in this folder.
 
 mod keyring;
+mod scrub;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 pub use keyring::{format_keyring, parse_keyring, KeyRing, KeyRingError, MasterKey, Sealed};
+pub use scrub::{Needles, Scrubber, StreamScrubber};
 
 use crate::auth::Principal;
 use crate::clock::{rfc3339, Clock};
@@ -71,11 +73,43 @@ pub struct Vault {
     db: Db,
     clock: Arc<dyn Clock>,
     ring: Arc<RwLock<KeyRing>>,
+    /// Per project: the vault generation the patterns were built at, and the patterns of
+    /// every live secret (rebuilt when another set or delete bumps the generation).
+    patterns: Arc<RwLock<HashMap<String, (i64, Arc<Needles>)>>>,
 }
 
 impl Vault {
     pub fn new(db: Db, clock: Arc<dyn Clock>, ring: KeyRing) -> Vault {
-        Vault { db, clock, ring: Arc::new(RwLock::new(ring)) }
+        Vault { db, clock, ring: Arc::new(RwLock::new(ring)), patterns: Arc::default() }
+    }
+
+    /// The scrubbing patterns of every live secret of the project (D7: scrubbing is
+    /// project-wide). One read of the project's vault generation; the secrets are decrypted and
+    /// the automaton rebuilt only after a value changed, on any instance.
+    pub async fn project_patterns(&self, project_id: &str) -> Result<Arc<Needles>> {
+        let generation = store::vault::generation(self.db.pool(), project_id).await?;
+        if let Some((g, n)) = self.patterns.read().expect("vault patterns lock").get(project_id) {
+            if *g == generation {
+                return Ok(n.clone());
+            }
+        }
+        // Read the generation before the values: a change meanwhile leaves a newer generation,
+        // so the next call rebuilds again.
+        let rows = store::vault::list(self.db.pool(), project_id).await?;
+        let mut values: Vec<(String, Zeroizing<String>)> = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let plain = self.ring().open(project_id, &row.name, &sealed_of(row))?;
+            let text = String::from_utf8(plain.to_vec()).map_err(|_| Error::internal("secret is not UTF-8"))?;
+            values.push((row.name.clone(), Zeroizing::new(text)));
+        }
+        let needles = Arc::new(Needles::build(values.iter().map(|(n, v)| (n.as_str(), v.as_str()))));
+        self.patterns.write().expect("vault patterns lock").insert(project_id.to_owned(), (generation, needles.clone()));
+        Ok(needles)
+    }
+
+    /// A scrubber that knows every live secret of the project.
+    pub async fn scrubber(&self, project_id: &str) -> Result<Scrubber> {
+        Ok(Scrubber::for_project(self.project_patterns(project_id).await?))
     }
 
     fn ring(&self) -> std::sync::RwLockReadGuard<'_, KeyRing> {
@@ -124,8 +158,9 @@ impl Vault {
         }
         let sealed = self.ring().seal(&who.project_id, name, value.as_bytes())?;
         let now = self.clock.now_ms();
+        let mut tx = self.db.begin_write().await?;
         let row = store::vault::upsert(
-            self.db.pool(),
+            &mut *tx,
             &SecretRow {
                 id: new_id("sec"),
                 project_id: who.project_id.clone(),
@@ -138,15 +173,20 @@ impl Vault {
             },
         )
         .await?;
+        store::vault::bump_generation(&mut *tx, &who.project_id).await?;
+        tx.commit().await?;
         tracing::info!(project_id = %who.project_id, secret = %name, by = %who.user_id, "vault secret set");
         Ok(SecretInfo::from(&row))
     }
 
     pub async fn delete(&self, who: &Principal, name: &str) -> Result<()> {
         validate_name(name)?;
-        if !store::vault::delete(self.db.pool(), &who.project_id, name).await? {
+        let mut tx = self.db.begin_write().await?;
+        if !store::vault::delete(&mut *tx, &who.project_id, name).await? {
             return Err(Error::NotFound);
         }
+        store::vault::bump_generation(&mut *tx, &who.project_id).await?;
+        tx.commit().await?;
         tracing::info!(project_id = %who.project_id, secret = %name, by = %who.user_id, "vault secret deleted");
         Ok(())
     }

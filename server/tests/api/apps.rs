@@ -338,3 +338,64 @@ db_test!(an_oauth_app_connects_with_its_own_client_and_the_secret_from_the_vault
     assert_eq!(out[0]["integration"], "teamhub");
     assert_eq!(fake.state.refresh_grants.load(std::sync::atomic::Ordering::SeqCst), 1, "no token request without the secret");
 });
+
+db_test!(an_app_whose_schema_does_not_compile_is_refused_and_nothing_is_stored, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let mut bad = definition("badschema", "https://echo.example.com");
+    bad["tools"][0]["input_schema"]["properties"]["message"]["maximum"] = json!("some text");
+    let (status, out) = post_app(&app, &key, &bad).await;
+    assert_eq!(status, 400, "{out}");
+    assert!(out["error"]["message"].as_str().unwrap().contains("badschema_echo_message"), "{out}");
+    let listed: Value = app.http().get(app.url("/v1/apps")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(listed["data"], json!([]), "nothing was stored");
+    // The project is not stuck: the next app is created as usual.
+    let (status, out) = post_app(&app, &key, &definition("teamecho", "https://echo.example.com")).await;
+    assert_eq!(status, 201, "{out}");
+    assert_eq!(out["load_error"], Value::Null);
+});
+
+db_test!(a_stored_app_that_fails_to_load_is_skipped_and_shown_never_stopping_start_up, |backend| {
+    let app = app!(backend);
+    let (admin, key) = admin_with_key(&app).await;
+    let (status, _) = post_app(&app, &key, &definition("teamecho", "https://echo.example.com")).await;
+    assert_eq!(status, 201);
+    // What an upgrade that tightens validation could leave behind: a stored definition that no
+    // longer loads.
+    let mut broken = definition("oldapp", "https://old.example.com");
+    broken["tools"][0]["input_schema"]["properties"]["message"]["maximum"] = json!("some text");
+    let row = workbench_core::store::apps::AppRow {
+        id: "app_stored_before_an_upgrade".into(),
+        project_id: admin.project_id.clone(),
+        name: "oldapp".into(),
+        definition: broken.to_string(),
+        created_at: 0,
+    };
+    workbench_core::store::apps::insert(app.wb.db().pool(), &row).await.unwrap();
+    // The reload loop and a fresh start both go on.
+    app.wb.apps().reload_all().await.expect("the reload loop survives a broken app");
+    let b = app!(backend, Options { database_url: Some(app.database_url.clone()), ..Default::default() });
+    for instance in [&app, &b] {
+        let listed: Value = instance.http().get(instance.url("/v1/apps")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+        let data = listed["data"].as_array().unwrap();
+        assert_eq!(data.len(), 2, "{listed}");
+        let old = data.iter().find(|a| a["id"] == "app_stored_before_an_upgrade").unwrap();
+        assert!(old["load_error"].as_str().unwrap().contains("invalid input_schema"), "{old}");
+        let good = data.iter().find(|a| a["name"] == "teamecho").unwrap();
+        assert_eq!(good["load_error"], Value::Null);
+        let tool = |name: &str| instance.http().get(instance.url(&format!("/v1/tools/{name}"))).bearer_auth(&key).send();
+        assert_eq!(tool("teamecho_echo_message").await.unwrap().status(), 200, "the other apps load");
+        assert_eq!(tool("oldapp_echo_message").await.unwrap().status(), 404, "the broken app's tools are not offered");
+    }
+    // Other projects are untouched, and the portal's Apps page says what is wrong.
+    let (grace, _) = app.wb.accounts().create_user("grace@example.com", PASSWORD, Some("other"), Role::Admin).await.unwrap();
+    let other = app.wb.accounts().principal_for_user(&grace.id).await.unwrap().unwrap();
+    assert_ne!(other.project_id, admin.project_id);
+    let other_key = app.api_key(&other).await;
+    let theirs: Value = app.http().get(app.url("/v1/apps")).bearer_auth(&other_key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(theirs["data"], json!([]));
+    let browser = app.browser();
+    assert!(browser.sign_in("ada@example.com", PASSWORD).await.status().is_success());
+    let page = browser.get("/apps").await.text().await.unwrap();
+    assert!(page.contains("Not loaded: ") && page.contains("invalid input_schema"), "the Apps page shows the error");
+});

@@ -27,7 +27,7 @@ db_test!(compose_chains_steps_and_return_shapes_the_answer, |backend| {
                 { "ref_id": "get", "tool": "storage.get", "args": { "key": "{{step:put.key}}" } },
                 { "ref_id": "note", "tool": "storage.put", "args": { "key": "notes/n", "content": "Saved {{step:put.key}} ({{step:put.size}} bytes) {{step:get.encoding}}" } }
             ],
-            "return": { "file": "{{step:put.key}}", "rows": "{{step:put.size}}", "sha": "{{step:get.sha256}}", "all": ["{{step:note.size}}", "{{step:note.key}}"] }
+            "return": { "file": "{{step:put.key}}", "rows": "{{step:put.size}}", "sha": "{{step:get.updated_at}}", "all": ["{{step:note.size}}", "{{step:note.key}}"] }
         }),
     )
     .await;

@@ -216,6 +216,27 @@ async fn dashboards(State(s): State<Arc<ProviderState>>, headers: HeaderMap, uri
     Json(json!({ "count": 1, "result": [{ "id": 3, "dashboard_title": "Sales", "url": "/superset/dashboard/3/", "changed_on_delta_humanized": "a day ago", "owners": [] }] })).into_response()
 }
 
+/// A careless API: echoes the key it was sent (the Linear API key is the whole Authorization
+/// header) in a pagination `Link` header and in a body streamed one byte at a time.
+async fn echo_key(State(s): State<Arc<ProviderState>>, headers: HeaderMap, uri: axum::http::Uri) -> Response {
+    record(&s, &headers, None, uri.query().map(str::to_owned));
+    let key = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let reflected = uri.query().and_then(|q| q.strip_prefix("v=")).unwrap_or("").to_owned();
+    let body = format!("{{\"you_sent\": \"{key}\", \"next\": \"/items?api_key={key}&page=2\", \"echo\": \"{reflected}\"}}");
+    let chunks: Vec<Result<axum::body::Bytes, std::io::Error>> = body.into_bytes().into_iter().map(|b| Ok(axum::body::Bytes::from(vec![b]))).collect();
+    let mut res = axum::body::Body::from_stream(futures::stream::iter(chunks)).into_response();
+    res.headers_mut().insert("link", format!("</items?api_key={key}&page=2>; rel=\"next\"").parse().unwrap());
+    res
+}
+
+/// Answers after `ms` milliseconds.
+async fn slow(State(s): State<Arc<ProviderState>>, headers: HeaderMap, Query(q): Query<HashMap<String, String>>) -> Response {
+    record(&s, &headers, None, None);
+    let ms = q.get("ms").and_then(|m| m.parse().ok()).unwrap_or(1000);
+    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    Json(json!({ "slept_ms": ms })).into_response()
+}
+
 pub async fn start() -> FakeProvider {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -229,6 +250,8 @@ pub async fn start() -> FakeProvider {
         .route("/repos/{owner}/{repo}/issues", post(create_issue))
         .route("/moved", get(moved))
         .route("/graphql", post(graphql))
+        .route("/echo-key", axum::routing::any(echo_key))
+        .route("/slow", get(slow))
         .route("/api/v1/me/", get(superset_me))
         .route("/api/v1/dashboard/", get(dashboards))
         .with_state(state.clone());

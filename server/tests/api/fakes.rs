@@ -48,6 +48,8 @@ struct SizeQ {
 #[derive(Deserialize)]
 struct ToQ {
     to: String,
+    /// The redirect status (default 302).
+    code: Option<u16>,
 }
 
 async fn delay(State(s): State<Arc<FakeState>>, Query(q): Query<DelayQ>) -> Json<serde_json::Value> {
@@ -84,7 +86,8 @@ async fn big(Query(q): Query<SizeQ>) -> String {
 }
 
 async fn redirect(Query(q): Query<ToQ>) -> Response {
-    (StatusCode::FOUND, [("location", q.to)]).into_response()
+    let status = q.code.and_then(|c| StatusCode::from_u16(c).ok()).unwrap_or(StatusCode::FOUND);
+    (status, [("location", q.to)]).into_response()
 }
 
 async fn binary() -> Vec<u8> {
@@ -98,7 +101,7 @@ pub async fn start() -> FakeApi {
         .route("/echo", any(echo))
         .route("/reflect", get(reflect))
         .route("/big", get(big))
-        .route("/redirect", get(redirect))
+        .route("/redirect", any(redirect))
         .route("/binary", get(binary))
         .with_state(state.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

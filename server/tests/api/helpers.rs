@@ -35,6 +35,12 @@ pub struct Options {
     /// Integration settings (base URLs of fakes, OAuth clients).
     pub integrations: std::collections::BTreeMap<String, workbench_core::integrations::IntegrationSettings>,
     pub connect_ttl_secs: Option<i64>,
+    /// Reuse the data directory (master key, signing key, object storage) of another app: the
+    /// second instance of one deployment.
+    pub data_dir: Option<PathBuf>,
+    /// `--proxy-timeout-seconds` (default 60) and `--proxy-max-concurrent-per-user` (default 8).
+    pub proxy_timeout_secs: Option<u64>,
+    pub proxy_max_concurrent: Option<u64>,
 }
 
 pub struct TestApp {
@@ -42,6 +48,7 @@ pub struct TestApp {
     pub wb: Workbench,
     pub clock: ManualClock,
     pub database_url: String,
+    pub data_dir: PathBuf,
     _shutdown: oneshot::Sender<()>,
 }
 
@@ -115,7 +122,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         None => database_url(backend).await?,
     };
     let clock = ManualClock::default();
-    let data_dir = temp_dir("data");
+    let data_dir = options.data_dir.clone().unwrap_or_else(|| temp_dir("data"));
     let keys = Keys::load_or_create(&data_dir).unwrap();
     let wb = Workbench::open(
         &database_url,
@@ -137,13 +144,15 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         bind: addr,
         database_url: database_url.clone(),
         public_url: options.public_url.as_deref().map(|u| u.parse().unwrap()),
-        data_dir,
+        data_dir: data_dir.clone(),
         site_root: temp_dir("site"),
         trust_forwarded_for: options.trust_forwarded_for,
         object_store_url: None,
         egress_allow_private: Vec::new(),
         allowed_hosts: Vec::new(),
         connect_ttl_seconds: 600,
+        proxy_timeout_seconds: options.proxy_timeout_secs.unwrap_or(60),
+        proxy_max_concurrent_per_user: options.proxy_max_concurrent.unwrap_or(8),
     };
     let mut config = ServerConfig::from_args(&args).unwrap();
     // Tests reload custom apps explicitly (see apps.rs), never behind their back.
@@ -161,6 +170,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         wb,
         clock,
         database_url,
+        data_dir,
         _shutdown: tx,
     })
 }

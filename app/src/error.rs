@@ -28,8 +28,25 @@ impl FromServerFnError for AppError {
 
 #[cfg(feature = "ssr")]
 impl From<workbench_core::Error> for AppError {
+    /// Also gives the response the error's HTTP status (401 for a wrong password, 429 with
+    /// Retry-After when throttled, …) unless the request is a plain HTML form post, which
+    /// leptos answers with a redirect back to the form.
     fn from(e: workbench_core::Error) -> Self {
         use workbench_core::Error;
+        let status = match &e {
+            Error::NotFound => 404,
+            Error::Invalid(_) => 400,
+            Error::Unauthorized(_) => 401,
+            Error::Forbidden(_) => 403,
+            Error::Conflict(_) => 409,
+            Error::Throttled { .. } => 429,
+            Error::Db(_) | Error::Internal(_) => 500,
+        };
+        let retry_after = match &e {
+            Error::Throttled { retry_after_secs } => Some(*retry_after_secs),
+            _ => None,
+        };
+        crate::ssr::error_status(status, retry_after);
         match e {
             Error::Db(_) | Error::Internal(_) => {
                 tracing::error!(error = ?e, "portal request failed");

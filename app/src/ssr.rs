@@ -43,11 +43,29 @@ pub fn is_plain_form_post() -> bool {
         .unwrap_or(false)
 }
 
-/// A redirect target from a `next` parameter: local absolute paths only, never another origin.
-pub fn safe_next(next: Option<&str>) -> &str {
-    match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.starts_with("/\\") && !n.contains(['\r', '\n']) => n,
-        _ => "/",
+/// A redirect target from a `next` parameter: a path on our own origin, never another one
+/// (see `workbench_core::auth::safe_next`).
+pub fn safe_next(next: Option<&str>) -> String {
+    let public_url = use_context::<PortalConfig>().map(|c| c.public_url).unwrap_or_else(|| "http://localhost/".into());
+    workbench_core::auth::safe_next(next, &public_url)
+}
+
+/// Gives a failed server function's response its status (and Retry-After), unless the request
+/// is a plain HTML form post (no JavaScript), which is answered with a redirect to the form.
+pub fn error_status(status: u16, retry_after_secs: Option<u64>) {
+    let form_post = use_context::<http::request::Parts>()
+        .and_then(|p| p.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).map(|a| a.contains("text/html")))
+        .unwrap_or(false);
+    let Some(res) = use_context::<leptos_axum::ResponseOptions>() else { return };
+    if let Some(secs) = retry_after_secs {
+        if let Ok(v) = http::HeaderValue::from_str(&secs.to_string()) {
+            res.insert_header(http::header::RETRY_AFTER, v);
+        }
+    }
+    if !form_post {
+        if let Ok(code) = http::StatusCode::from_u16(status) {
+            res.set_status(code);
+        }
     }
 }
 

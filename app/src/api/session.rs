@@ -38,7 +38,7 @@ pub async fn sign_in(email: String, password: String, next: Option<String>) -> R
         .await
         .map_err(|_| AppError::Message("cannot start a session; try again".into()))?;
     tracing::info!(user_id = %principal.user_id, "signed in");
-    leptos_axum::redirect(ssr::safe_next(next.as_deref()));
+    leptos_axum::redirect(&ssr::safe_next(next.as_deref()));
     Ok(())
 }
 

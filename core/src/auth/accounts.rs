@@ -232,19 +232,28 @@ impl Accounts {
         let email_key = email.trim().to_lowercase();
         let account_scope = format!("acct:{email_key}");
         let ip_scope = client_ip.map(|ip| format!("ip:{ip}"));
-        self.check_throttle(&account_scope, ACCOUNT_FAILURE_LIMIT, now).await?;
+        // Check and count in one step: the attempt is counted as a failure before the password
+        // is checked (and forgiven if it was right), so parallel guesses cannot all pass a
+        // check that none of them has counted yet.
+        let mut scopes = vec![(account_scope.as_str(), ACCOUNT_FAILURE_LIMIT)];
         if let Some(scope) = &ip_scope {
-            self.check_throttle(scope, IP_FAILURE_LIMIT, now).await?;
+            scopes.push((scope.as_str(), IP_FAILURE_LIMIT));
         }
+        self.count_attempt(&scopes, now).await?;
         let user = match normalize_email(email) {
             Ok(e) => store::users::by_email(self.db.pool(), &e).await?,
             Err(_) => None,
         };
         let ok = match &user {
             Some(u) => verify_password(password, &u.password_hash).await,
-            None => {
-                let _ = verify_password(password, dummy_hash().await).await;
-                false
+            None => verify_password(password, dummy_hash().await).await.map(|_| false),
+        };
+        let ok = match ok {
+            Ok(ok) => ok,
+            Err(e) => {
+                // No hashing slot: not a guess, so it is not counted.
+                self.forgive_attempt(&scopes, now).await?;
+                return Err(e);
             }
         };
         let principal = match (ok, user) {
@@ -254,25 +263,41 @@ impl Accounts {
         match principal {
             Some(p) => {
                 store::sign_in::clear(self.db.pool(), &account_scope).await?;
+                self.forgive_attempt(&scopes[1..], now).await?;
                 Ok(p)
             }
-            None => {
-                store::sign_in::record_failure(self.db.pool(), &account_scope, now).await?;
-                if let Some(scope) = &ip_scope {
-                    store::sign_in::record_failure(self.db.pool(), scope, now).await?;
-                }
-                Err(Error::Unauthorized("invalid email or password"))
-            }
+            None => Err(Error::Unauthorized("invalid email or password")),
         }
     }
 
-    async fn check_throttle(&self, scope: &str, limit: i64, now: i64) -> Result<()> {
-        let (count, oldest) =
-            store::sign_in::failures_since(self.db.pool(), scope, now - FAILURE_WINDOW_MS).await?;
-        if count >= limit {
-            let frees_at = oldest.unwrap_or(now) + FAILURE_WINDOW_MS;
-            let retry_after_secs = ((frees_at - now).max(1000) / 1000) as u64;
-            return Err(Error::Throttled { retry_after_secs });
+    /// Counts a sign-in attempt in every scope, or refuses it (`Throttled`) when a scope has
+    /// reached its limit in the window: one transaction holding each scope's lock.
+    async fn count_attempt(&self, scopes: &[(&str, i64)], now: i64) -> Result<()> {
+        let mut tx = self.db.begin_write().await?;
+        let mut sorted = scopes.to_vec();
+        sorted.sort();
+        for (scope, _) in &sorted {
+            store::sign_in::lock_scope(&mut *tx, scope, now).await?;
+        }
+        for (scope, limit) in &sorted {
+            let (count, oldest) = store::sign_in::failures_since(&mut *tx, scope, now - FAILURE_WINDOW_MS).await?;
+            if count >= *limit {
+                tx.commit().await?;
+                let frees_at = oldest.unwrap_or(now) + FAILURE_WINDOW_MS;
+                let retry_after_secs = ((frees_at - now).max(1000) / 1000) as u64;
+                return Err(Error::Throttled { retry_after_secs });
+            }
+        }
+        for (scope, _) in &sorted {
+            store::sign_in::record_failure(&mut *tx, scope, now).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn forgive_attempt(&self, scopes: &[(&str, i64)], now: i64) -> Result<()> {
+        for (scope, _) in scopes {
+            store::sign_in::forget_at(self.db.pool(), scope, now).await?;
         }
         Ok(())
     }

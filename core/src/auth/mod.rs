@@ -5,10 +5,12 @@
 mod accounts;
 mod api_key;
 mod password;
+mod redirect;
 
 pub use accounts::{require_admin, Accounts, ApiKeyInfo, Member, NewApiKey, User};
 pub use api_key::ApiKey;
 pub use password::{hash_password, validate_password, verify_password};
+pub use redirect::safe_next;
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,7 @@
 //! Password hashing with argon2id at OWASP's recommended parameters (19 MiB, t=2, p=1).
-//! Hashing runs on the blocking pool so a sign-in never stalls the async workers.
+//! Hashing runs on the blocking pool so a sign-in never stalls the async workers, at most one
+//! hash per core at a time: unauthenticated requests cannot pile up 19 MiB hashes. A request
+//! that waits longer than `HASH_WAIT` for its turn is refused as throttled (429).
 
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
@@ -30,9 +32,24 @@ pub fn validate_password(password: &str) -> Result<()> {
     Ok(())
 }
 
+/// How long a request waits for a hashing slot before it is refused.
+pub const HASH_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// One argon2 computation at a time per core.
+async fn hashing_slot() -> Result<tokio::sync::SemaphorePermit<'static>> {
+    static SLOTS: std::sync::LazyLock<tokio::sync::Semaphore> = std::sync::LazyLock::new(|| {
+        tokio::sync::Semaphore::new(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2))
+    });
+    match tokio::time::timeout(HASH_WAIT, SLOTS.acquire()).await {
+        Ok(Ok(permit)) => Ok(permit),
+        _ => Err(Error::Throttled { retry_after_secs: 1 }),
+    }
+}
+
 pub async fn hash_password(password: &str) -> Result<String> {
     validate_password(password)?;
     let password = password.to_owned();
+    let _slot = hashing_slot().await?;
     tokio::task::spawn_blocking(move || {
         let salt = SaltString::generate(&mut OsRng);
         argon2()
@@ -45,19 +62,20 @@ pub async fn hash_password(password: &str) -> Result<String> {
 }
 
 /// Constant-time verification (argon2 compares digests in constant time). A malformed stored
-/// hash verifies as false.
-pub async fn verify_password(password: &str, stored_hash: &str) -> bool {
+/// hash verifies as false; no free hashing slot in time is `Throttled`.
+pub async fn verify_password(password: &str, stored_hash: &str) -> Result<bool> {
     if password.len() > MAX_PASSWORD_BYTES {
-        return false;
+        return Ok(false);
     }
     let password = password.to_owned();
     let stored_hash = stored_hash.to_owned();
-    tokio::task::spawn_blocking(move || match PasswordHash::new(&stored_hash) {
+    let _slot = hashing_slot().await?;
+    Ok(tokio::task::spawn_blocking(move || match PasswordHash::new(&stored_hash) {
         Ok(parsed) => argon2().verify_password(password.as_bytes(), &parsed).is_ok(),
         Err(_) => false,
     })
     .await
-    .unwrap_or(false)
+    .unwrap_or(false))
 }
 
 /// A real hash of a random password, verified against when the email is unknown so that an

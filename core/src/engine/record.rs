@@ -96,10 +96,15 @@ async fn try_write(db: &Db, who: &Principal, args: &Value, opts: &CallOptions, o
     Ok(())
 }
 
+/// A call of `who`'s project: a member sees their own calls only (as on the Audit page), an
+/// admin every call; anything else is not found.
 pub(super) async fn get(db: &Db, who: &Principal, id: &str) -> Result<Option<ToolCallView>> {
     let Some(row) = store::tool_calls::get(db.pool(), &who.project_id, id).await? else {
         return Ok(None);
     };
+    if !who.is_admin() && row.user_id != who.user_id {
+        return Ok(None);
+    }
     let parse = |s: Option<String>| s.and_then(|s| serde_json::from_str::<Value>(&s).ok());
     Ok(Some(ToolCallView {
         id: row.id,

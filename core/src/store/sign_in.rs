@@ -4,6 +4,31 @@
 use super::Exec;
 use crate::Result;
 
+/// Locks a scope until the transaction ends (a row upsert: SQLite's write transaction holds
+/// everything, PostgreSQL locks the row), so a check and the count that follows are atomic.
+pub async fn lock_scope<'e>(ex: impl Exec<'e>, scope: &str, now: i64) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO sign_in_scopes (scope, touched_at) VALUES ($1, $2) \
+         ON CONFLICT (scope) DO UPDATE SET touched_at = excluded.touched_at",
+    )
+    .bind(scope)
+    .bind(now)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// Removes the attempts of the scope counted at `at` (a sign-in that turned out right; another
+/// attempt of the same millisecond is forgiven with it).
+pub async fn forget_at<'e>(ex: impl Exec<'e>, scope: &str, at: i64) -> Result<()> {
+    sqlx::query("DELETE FROM sign_in_failures WHERE scope = $1 AND at = $2")
+    .bind(scope)
+    .bind(at)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
 pub async fn record_failure<'e>(ex: impl Exec<'e>, scope: &str, now: i64) -> Result<()> {
     sqlx::query("INSERT INTO sign_in_failures (scope, at) VALUES ($1, $2)")
         .bind(scope)
@@ -37,10 +62,11 @@ pub async fn clear<'e>(ex: impl Exec<'e>, scope: &str) -> Result<()> {
     Ok(())
 }
 
-pub async fn delete_older_than<'e>(ex: impl Exec<'e>, cutoff: i64) -> Result<u64> {
+pub async fn delete_older_than<'e>(ex: impl Exec<'e> + Copy, cutoff: i64) -> Result<u64> {
     let r = sqlx::query("DELETE FROM sign_in_failures WHERE at <= $1")
         .bind(cutoff)
         .execute(ex)
         .await?;
+    sqlx::query("DELETE FROM sign_in_scopes WHERE touched_at <= $1").bind(cutoff).execute(ex).await?;
     Ok(r.rows_affected())
 }

@@ -1,8 +1,9 @@
 //! The portal surface: Leptos pages and server functions behind cookie sessions, with the
-//! sign-in gate, CSRF checks and the portal's JSON endpoints (D19).
+//! sign-in gate, Host (DNS rebinding) and CSRF checks and the portal's JSON endpoints (D19).
 
 mod csrf;
 mod gate;
+mod host;
 mod json;
 mod oauth;
 mod session_store;
@@ -54,4 +55,5 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
         .layer(middleware::from_fn_with_state(state.clone(), csrf::layer))
         .layer(sessions)
+        .layer(middleware::from_fn_with_state(state.clone(), host::layer))
 }

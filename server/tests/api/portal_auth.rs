@@ -121,7 +121,7 @@ db_test!(sign_in_cycles_the_session_id_and_sign_out_ends_it_on_the_server, |back
 db_test!(sign_in_redirects_only_to_local_paths, |backend| {
     let app = app!(backend);
     app.user("ada@example.com", Role::Admin).await;
-    for (next, expected) in [("/api-keys", "/api-keys"), ("//evil.example/x", "/"), ("https://evil.example", "/"), ("/\\evil.example", "/")] {
+    for (next, expected) in [("/api-keys", "/api-keys"), ("//evil.example/x", "/"), ("https://evil.example", "/"), ("/\\evil.example", "/"), ("/\t/evil.example", "/"), ("/ /evil.example", "/")] {
         let b = app.browser();
         let res = b.call("sign_in", &[("email", "ada@example.com"), ("password", PASSWORD), ("next", next)]).await;
         assert_eq!(location(&res).as_deref(), Some(expected), "next={next}");
@@ -257,4 +257,71 @@ db_test!(me_answers_for_the_session_and_not_for_api_keys, |backend| {
     let body: serde_json::Value = b.get("/me").await.json().await.unwrap();
     assert_eq!(body["id"], ada.user_id.as_str());
     assert_eq!(body["email"], "ada@example.com");
+});
+
+db_test!(a_dns_rebinding_page_cannot_set_up_a_fresh_instance, |backend| {
+    let app = app!(backend);
+    let port = app.base.rsplit(':').next().unwrap().to_owned();
+    let evil = format!("evil.example:{port}");
+    // The page's origin and the Host it sends agree, so only the Host check can tell.
+    let res = app
+        .http()
+        .post(app.url("/api/set_up"))
+        .header("host", &evil)
+        .header("origin", format!("http://{evil}"))
+        .form(&[("email", "evil@example.com"), ("password", PASSWORD), ("project", "x")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 421);
+    assert!(!app.wb.accounts().is_set_up().await.unwrap(), "no admin was created");
+    let res = app.http().get(app.url("/login")).header("host", &evil).send().await.unwrap();
+    assert_eq!(res.status(), 421, "pages too");
+    // Our own names still work.
+    let res = app.http().get(app.url("/healthz")).header("host", &evil).send().await.unwrap();
+    assert_eq!(res.status(), 200, "health probes answer whatever the host");
+    let res = app.http().get(app.url("/login")).send().await.unwrap();
+    assert!(res.status().is_success() || res.status().is_redirection(), "{}", res.status());
+});
+
+db_test!(parallel_wrong_guesses_are_counted_before_any_is_checked, |backend| {
+    let app = app!(backend);
+    app.user("ada@example.com", Role::Admin).await;
+    let b = app.browser();
+    let guesses = (0..40).map(|i| {
+        let client = b.client.clone();
+        let url = format!("{}/api/sign_in", b.base);
+        tokio::spawn(async move {
+            let res = client.post(url).form(&[("email", "ada@example.com".to_string()), ("password", format!("guess number {i}"))]).send().await.unwrap();
+            (res.status().as_u16(), res.headers().get("retry-after").is_some())
+        })
+    });
+    let mut answers = Vec::new();
+    for g in guesses {
+        answers.push(g.await.unwrap());
+    }
+    let checked = answers.iter().filter(|(s, _)| *s == 401).count();
+    let throttled = answers.iter().filter(|(s, retry)| *s == 429 && *retry).count();
+    assert_eq!(checked, 5, "only the account's limit of guesses is evaluated: {answers:?}");
+    assert_eq!(throttled, 35, "{answers:?}");
+});
+
+db_test!(sign_in_failures_answer_401_and_throttling_429_with_retry_after, |backend| {
+    let app = app!(backend);
+    app.user("ada@example.com", Role::Admin).await;
+    let b = app.browser();
+    let wrong = b.call("sign_in", &[("email", "ada@example.com"), ("password", "not the password")]).await;
+    assert_eq!(wrong.status(), 401);
+    let wrong_body = wrong.text().await.unwrap();
+    let unknown = b.call("sign_in", &[("email", "nobody@example.com"), ("password", "not the password")]).await;
+    assert_eq!(unknown.status(), 401, "an unknown email answers exactly like a wrong password");
+    assert_eq!(unknown.text().await.unwrap(), wrong_body);
+    for _ in 0..4 {
+        b.call("sign_in", &[("email", "ada@example.com"), ("password", "not the password")]).await;
+    }
+    let throttled = b.call("sign_in", &[("email", "ada@example.com"), ("password", PASSWORD)]).await;
+    assert_eq!(throttled.status(), 429);
+    let retry: u64 = throttled.headers().get("retry-after").unwrap().to_str().unwrap().parse().unwrap();
+    assert!((1..=900).contains(&retry), "{retry}");
+    assert!(throttled.text().await.unwrap().contains("too many attempts"));
 });

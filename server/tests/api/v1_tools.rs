@@ -138,6 +138,23 @@ db_test!(calls_of_another_project_are_not_found, |backend| {
     assert_eq!(res.status(), 404);
 });
 
+db_test!(a_member_reads_only_their_own_calls_and_an_admin_reads_every_call, |backend| {
+    let app = app!(backend);
+    let (_, admin_key) = admin_with_key(&app).await;
+    let bob = app.user("bob@example.com", Role::Member).await;
+    let bob_key = app.api_key(&bob).await;
+    let carol = app.user("carol@example.com", Role::Member).await;
+    let carol_key = app.api_key(&carol).await;
+    let (_, body) = invoke(&app, &bob_key, json!({ "tool": "storage.put", "arguments": { "key": "bobs", "content": "private notes" } })).await;
+    let id = body["id"].as_str().unwrap();
+    let get = |key: String| app.http().get(app.url(&format!("/v1/tools/calls/{id}"))).bearer_auth(key).send();
+    assert_eq!(get(bob_key.clone()).await.unwrap().status(), 200, "one's own call");
+    let res = get(carol_key.clone()).await.unwrap();
+    assert_eq!(res.status(), 404, "another member's call is not found");
+    assert!(!res.text().await.unwrap().contains("private"));
+    assert_eq!(get(admin_key.clone()).await.unwrap().status(), 200, "an admin sees every call of the project");
+});
+
 db_test!(rest_batch_runs_one_integrations_tools_and_refuses_compose, |backend| {
     let app = app!(backend);
     let (_, key) = admin_with_key(&app).await;

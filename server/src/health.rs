@@ -14,8 +14,9 @@ pub async fn healthz() -> Json<Value> {
 
 /// The database answers; 503 otherwise, so a balancer stops sending traffic here.
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
+    let audit_write_failures = state.wb.engine().audit_write_failures();
     if state.wb.db().ping().await {
-        (StatusCode::OK, Json(json!({ "status": "ok", "database": "ok" })))
+        (StatusCode::OK, Json(json!({ "status": "ok", "database": "ok", "audit_write_failures": audit_write_failures })))
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,

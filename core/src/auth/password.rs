@@ -99,9 +99,35 @@ mod tests {
     async fn hashes_are_argon2id_and_verify() {
         let h = hash_password("correct horse battery").await.unwrap();
         assert!(h.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{h}");
-        assert!(verify_password("correct horse battery", &h).await);
-        assert!(!verify_password("correct horse battery!", &h).await);
-        assert!(!verify_password("x", "not a hash").await);
+        assert!(verify_password("correct horse battery", &h).await.unwrap());
+        assert!(!verify_password("correct horse battery!", &h).await.unwrap());
+        assert!(!verify_password("x", "not a hash").await.unwrap());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn no_more_hashes_run_at_once_than_there_are_cores() {
+        let h = hash_password("correct horse battery").await.unwrap();
+        let running = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let peak = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..12)
+            .map(|_| {
+                let (h, running, peak) = (h.clone(), running.clone(), peak.clone());
+                tokio::spawn(async move {
+                    let _slot = hashing_slot().await.unwrap();
+                    let now = running.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                    peak.fetch_max(now, std::sync::atomic::Ordering::SeqCst);
+                    let ok = tokio::task::spawn_blocking(move || PasswordHash::new(&h).is_ok()).await.unwrap();
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    running.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                    ok
+                })
+            })
+            .collect();
+        for t in tasks {
+            assert!(t.await.unwrap());
+        }
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        assert!(peak.load(std::sync::atomic::Ordering::SeqCst) <= cores, "at most {cores} at once");
     }
 
     #[test]

@@ -23,6 +23,7 @@ fn failure(e: Error, name: &str) -> HandlerError {
     match e {
         Error::NotFound => HandlerError::failed(format!("no vault secret named {name} in this project")),
         Error::Invalid(m) => HandlerError::invalid("/value", m),
+        Error::Forbidden(m) => HandlerError::failed(m),
         other => {
             tracing::error!(error = ?other, "vault tool failed");
             HandlerError::Unavailable("the vault is unavailable right now".into())

@@ -88,11 +88,34 @@ pub fn authorization(cfg: &OAuthConfig, integration: &str, redirect_uri: &str) -
     Ok((url.to_string(), state, verifier.secret().to_owned()))
 }
 
+/// The longest token lifetime believed: a provider's `expires_in` beyond it (even
+/// `u64::MAX`) is taken as this, so `now + expires_in` never overflows.
+const MAX_TOKEN_LIFETIME_MS: u128 = 10 * 365 * 24 * 3600 * 1000;
+
 fn credential_of(t: &oauth2::basic::BasicTokenResponse, now: i64) -> Credential {
     Credential::Oauth2 {
         access_token: t.access_token().secret().to_owned(),
         refresh_token: t.refresh_token().map(|r| r.secret().to_owned()),
-        expires_at: t.expires_in().map(|d| now + d.as_millis() as i64),
+        expires_at: t.expires_in().map(|d| expiry(now, d)),
+    }
+}
+
+/// When a token that lives `d` from `now` expires, clamped.
+fn expiry(now: i64, d: std::time::Duration) -> i64 {
+    now.saturating_add(d.as_millis().min(MAX_TOKEN_LIFETIME_MS) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_huge_expires_in_is_clamped_instead_of_overflowing() {
+        let now = 1_764_000_000_000;
+        assert_eq!(expiry(now, std::time::Duration::from_secs(3600)), now + 3_600_000);
+        let far = expiry(now, std::time::Duration::from_secs(u64::MAX));
+        assert_eq!(far, now + MAX_TOKEN_LIFETIME_MS as i64);
+        assert_eq!(expiry(i64::MAX - 5, std::time::Duration::from_secs(60)), i64::MAX);
     }
 }
 

@@ -26,7 +26,7 @@ pub use crate::vault::Scrubber;
 pub use validate::{apply_defaults, violations};
 
 use crate::auth::Principal;
-use crate::catalog::{CallContext, Catalog, Snapshot, Tool, ToolStatus};
+use crate::catalog::{CallContext, Catalog, SideEffects, Snapshot, Tool, ToolStatus};
 use crate::clock::Clock;
 use crate::connections::Connections;
 use crate::ids::new_id;
@@ -107,6 +107,8 @@ pub struct CallOutcome {
     /// The same in microseconds, for measurements.
     pub duration_us: u64,
     pub egress_bytes: u64,
+    /// The record was written as `running` before the handler ran.
+    pub(crate) begun: bool,
 }
 
 impl CallOutcome {
@@ -206,8 +208,8 @@ impl Engine {
 
     /// Records and answers an execution that did not start.
     pub(crate) async fn refuse(&self, who: &Principal, inv: Invocation, opts: &CallOptions, e: ToolError) -> CallOutcome {
-        let outcome = CallOutcome { id: new_id("tcall"), tool: inv.tool, result: Err(e), duration_ms: 0, duration_us: 0, egress_bytes: 0 };
-        record::write(&self.db, who, &json!({}), opts, &outcome, self.clock.now_ms()).await;
+        let outcome = CallOutcome { id: new_id("tcall"), tool: inv.tool, result: Err(e), duration_ms: 0, duration_us: 0, egress_bytes: 0, begun: false };
+        record::write(&self.db, who, &json!({}), opts, &outcome, self.clock.now_ms(), false).await;
         outcome
     }
 
@@ -229,8 +231,8 @@ impl Engine {
         let id = new_id("tcall");
         let started_at = self.clock.now_ms();
         let mut outcome =
-            CallOutcome { id, tool: inv.tool.clone(), result: Ok(Value::Null), duration_ms: 0, duration_us: 0, egress_bytes: 0 };
-        outcome.result = self.execute(who, snapshot, &inv, opts, steps, scrubber, &mut outcome).await;
+            CallOutcome { id, tool: inv.tool.clone(), result: Ok(Value::Null), duration_ms: 0, duration_us: 0, egress_bytes: 0, begun: false };
+        outcome.result = self.execute(who, snapshot, &inv, opts, steps, scrubber, &mut outcome, started_at).await;
         match &mut outcome.result {
             Ok(v) => scrubber.scrub(v),
             Err(e) => e.scrub(&scrubber),
@@ -245,7 +247,7 @@ impl Engine {
         }
         let mut recorded_args = inv.args.clone();
         scrubber.scrub(&mut recorded_args);
-        record::write(&self.db, who, &recorded_args, opts, &outcome, started_at).await;
+        record::write(&self.db, who, &recorded_args, opts, &outcome, started_at, outcome.begun).await;
         outcome
     }
 
@@ -259,6 +261,7 @@ impl Engine {
         steps: &Steps<'_>,
         scrubber: &mut Scrubber,
         outcome: &mut CallOutcome,
+        started_at: i64,
     ) -> std::result::Result<Value, ToolError> {
         let tool = snapshot
             .get(&inv.tool)
@@ -300,6 +303,17 @@ impl Engine {
         let errors = violations(&tool.validator, &args);
         if !errors.is_empty() {
             return Err(ToolError::InvalidArguments { errors });
+        }
+        if matches!(tool.spec.side_effects, SideEffects::Write | SideEffects::Destructive) {
+            // No record, no call: a tool that changes things runs only once its audit row exists.
+            let mut recorded_args = inv.args.clone();
+            scrubber.scrub(&mut recorded_args);
+            if let Err(e) = record::begin(&self.db, who, &recorded_args, opts, &outcome.id, tool.name(), started_at).await {
+                record::AUDIT_WRITE_FAILURES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tracing::error!(error = %e, tool = %tool.name(), "audit log unwritable; a side-effecting call was not started");
+                return Err(ToolError::Unavailable { reason: "the audit log cannot be written right now, and tools that change things do not run without it".into() });
+            }
+            outcome.begun = true;
         }
         let mut ctx = CallContext::new(&outcome.id, tool.name(), who, opts.end_user_id.as_deref());
         ctx.template = Some(&template_for_messages);
@@ -402,6 +416,11 @@ impl Engine {
     /// Every tool `who` can run, in catalog order.
     pub fn tools(&self, who: &Principal) -> Vec<Arc<Tool>> {
         self.snapshot(who).tools().iter().filter(|t| self.can_run(who, t)).cloned().collect()
+    }
+
+    /// Audit rows that could not be written since start.
+    pub fn audit_write_failures(&self) -> u64 {
+        record::AUDIT_WRITE_FAILURES.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// A recorded call of the caller's project.

@@ -1,5 +1,8 @@
-//! The last step of the pipeline: one tool_calls row, one audit row and the usage counters of
-//! an execution, written in one transaction.
+//! The record of an execution: one tool_calls row, one audit row and the usage counters,
+//! written in one transaction at the end. A tool that changes things (`write`, `destructive`)
+//! is recorded as `running` before its handler runs and does not run when that fails (the audit
+//! log fails closed); a read-only tool still answers when its record cannot be written, and
+//! the failure is counted.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -24,65 +27,87 @@ pub struct ToolCallView {
     pub created_at: String,
 }
 
-pub(super) async fn write(db: &Db, who: &Principal, args: &Value, opts: &CallOptions, o: &CallOutcome, now: i64) {
-    if let Err(e) = try_write(db, who, args, opts, o, now).await {
-        tracing::error!(error = %e, call_id = %o.id, tool = %o.tool, "could not record a tool call");
-    }
-}
+/// Audit rows that could not be written since start (read-only tools still ran).
+pub static AUDIT_WRITE_FAILURES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 fn day(ms: i64) -> String {
     rfc3339(ms)[..10].to_owned()
 }
 
-async fn try_write(db: &Db, who: &Principal, args: &Value, opts: &CallOptions, o: &CallOutcome, now: i64) -> Result<()> {
-    let status = o.status();
-    let (result, error) = match &o.result {
-        Ok(v) => (Some(v.to_string()), None),
-        Err(e) => (None, Some(e.to_mcp().to_string())),
+fn rows(who: &Principal, args: &Value, opts: &CallOptions, id: &str, tool: &str, status: &str, o: Option<&CallOutcome>, now: i64) -> (ToolCallRow, AuditRow) {
+    let (result, error) = match o.map(|o| &o.result) {
+        Some(Ok(v)) => (Some(v.to_string()), None),
+        Some(Err(e)) => (None, Some(e.to_mcp().to_string())),
+        None => (None, None),
     };
-    let error_code = o.result.as_ref().err().map(|e| e.code().to_owned());
-    let key = who.api_key_id.clone().unwrap_or_default();
-    // Write-only: a deferred transaction takes the write lock at its first insert.
+    let error_code = o.and_then(|o| o.result.as_ref().err()).map(|e| e.code().to_owned());
+    let duration_ms = o.map(|o| o.duration_ms as i64).unwrap_or(0);
+    let call = ToolCallRow {
+        id: id.to_owned(),
+        project_id: who.project_id.clone(),
+        user_id: who.user_id.clone(),
+        api_key_id: who.api_key_id.clone(),
+        tool: tool.to_owned(),
+        status: status.to_owned(),
+        arguments: args.to_string(),
+        result,
+        error,
+        duration_ms,
+        end_user_id: opts.end_user_id.clone(),
+        surface: opts.surface.as_str().to_owned(),
+        created_at: now,
+    };
+    let audit = AuditRow {
+        id: new_id("aud"),
+        project_id: who.project_id.clone(),
+        user_id: Some(who.user_id.clone()),
+        api_key_id: who.api_key_id.clone(),
+        action: "tool.execute".into(),
+        tool: Some(tool.to_owned()),
+        tool_call_id: Some(id.to_owned()),
+        status: status.to_owned(),
+        error_code,
+        duration_ms: Some(duration_ms),
+        end_user_id: opts.end_user_id.clone(),
+        surface: opts.surface.as_str().to_owned(),
+        detail: None,
+        created_at: now,
+    };
+    (call, audit)
+}
+
+/// Records a call as `running` before its handler runs (tools that change things: no record,
+/// no call). The rows are finished by `write`.
+pub(super) async fn begin(db: &Db, who: &Principal, args: &Value, opts: &CallOptions, id: &str, tool: &str, now: i64) -> Result<()> {
+    let (call, audit) = rows(who, args, opts, id, tool, "running", None, now);
     let mut tx = db.pool().begin().await?;
-    store::tool_calls::insert(
-        &mut *tx,
-        &ToolCallRow {
-            id: o.id.clone(),
-            project_id: who.project_id.clone(),
-            user_id: who.user_id.clone(),
-            api_key_id: who.api_key_id.clone(),
-            tool: o.tool.clone(),
-            status: status.to_owned(),
-            arguments: args.to_string(),
-            result,
-            error,
-            duration_ms: o.duration_ms as i64,
-            end_user_id: opts.end_user_id.clone(),
-            surface: opts.surface.as_str().to_owned(),
-            created_at: now,
-        },
-    )
-    .await?;
-    store::audit::insert(
-        &mut *tx,
-        &AuditRow {
-            id: new_id("aud"),
-            project_id: who.project_id.clone(),
-            user_id: Some(who.user_id.clone()),
-            api_key_id: who.api_key_id.clone(),
-            action: "tool.execute".into(),
-            tool: Some(o.tool.clone()),
-            tool_call_id: Some(o.id.clone()),
-            status: status.to_owned(),
-            error_code,
-            duration_ms: Some(o.duration_ms as i64),
-            end_user_id: opts.end_user_id.clone(),
-            surface: opts.surface.as_str().to_owned(),
-            detail: None,
-            created_at: now,
-        },
-    )
-    .await?;
+    store::tool_calls::insert(&mut *tx, &call).await?;
+    store::audit::insert(&mut *tx, &audit).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The tool_calls row, the audit row and the usage counters of an execution, in one
+/// transaction; `begun` when `begin` wrote the rows as running.
+pub(super) async fn write(db: &Db, who: &Principal, args: &Value, opts: &CallOptions, o: &CallOutcome, now: i64, begun: bool) {
+    if let Err(e) = try_write(db, who, args, opts, o, now, begun).await {
+        AUDIT_WRITE_FAILURES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tracing::error!(error = %e, call_id = %o.id, tool = %o.tool, "could not record a tool call");
+    }
+}
+
+async fn try_write(db: &Db, who: &Principal, args: &Value, opts: &CallOptions, o: &CallOutcome, now: i64, begun: bool) -> Result<()> {
+    let (call, audit) = rows(who, args, opts, &o.id, &o.tool, o.status(), Some(o), now);
+    let key = who.api_key_id.clone().unwrap_or_default();
+    // Write-only: a deferred transaction takes the write lock at its first statement.
+    let mut tx = db.pool().begin().await?;
+    if begun {
+        store::tool_calls::finish(&mut *tx, &call).await?;
+        store::audit::finish_for_call(&mut *tx, &audit).await?;
+    } else {
+        store::tool_calls::insert(&mut *tx, &call).await?;
+        store::audit::insert(&mut *tx, &audit).await?;
+    }
     let d = day(now);
     // Unknown tools are not metered: there is nothing to bill them to.
     if !matches!(o.result, Err(ToolError::NotFound { .. })) {

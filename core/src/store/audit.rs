@@ -50,6 +50,19 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &AuditRow) -> Result<()> {
     Ok(())
 }
 
+/// Finishes the audit row of a call recorded as `running` before its handler ran.
+pub async fn finish_for_call<'e>(ex: impl Exec<'e>, r: &AuditRow) -> Result<()> {
+    sqlx::query("UPDATE audit_events SET status = $1, error_code = $2, duration_ms = $3 WHERE tool_call_id = $4 AND project_id = $5")
+        .bind(&r.status)
+        .bind(&r.error_code)
+        .bind(r.duration_ms)
+        .bind(&r.tool_call_id)
+        .bind(&r.project_id)
+        .execute(ex)
+        .await?;
+    Ok(())
+}
+
 /// Filters of the audit page; `None` means any.
 #[derive(Debug, Clone, Default)]
 pub struct AuditFilter {

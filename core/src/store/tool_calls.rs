@@ -47,6 +47,19 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
     Ok(())
 }
 
+/// Finishes a call recorded as `running` before its handler ran.
+pub async fn finish<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
+    sqlx::query("UPDATE tool_calls SET status = $1, result = $2, error = $3, duration_ms = $4 WHERE id = $5")
+        .bind(&r.status)
+        .bind(&r.result)
+        .bind(&r.error)
+        .bind(r.duration_ms)
+        .bind(&r.id)
+        .execute(ex)
+        .await?;
+    Ok(())
+}
+
 pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<Option<ToolCallRow>> {
     Ok(sqlx::query_as(
         "SELECT id, project_id, user_id, api_key_id, tool, status, arguments, result, error, duration_ms, \

@@ -147,9 +147,25 @@ impl Vault {
         Ok(SecretInfo::from(&row))
     }
 
+    /// Secrets that registrations depend on (an OAuth app's client secret; later an MCP
+    /// server's credential) can be changed or deleted by admins only.
+    async fn check_may_change(&self, who: &Principal, name: &str) -> Result<()> {
+        if who.is_admin() {
+            return Ok(());
+        }
+        for app in store::apps::list(self.db.pool(), &who.project_id).await? {
+            let def: serde_json::Value = serde_json::from_str(&app.definition).unwrap_or_default();
+            if def["auth"]["client_secret_vault"].as_str() == Some(name) {
+                return Err(Error::Forbidden("this secret is used by a registered app; only an admin can change or delete it"));
+            }
+        }
+        Ok(())
+    }
+
     /// Creates or replaces a secret.
     pub async fn set(&self, who: &Principal, name: &str, value: &str) -> Result<SecretInfo> {
         validate_name(name)?;
+        self.check_may_change(who, name).await?;
         if value.chars().count() < MIN_SECRET_CHARS {
             return Err(Error::invalid(format!("secret value too short; use at least {MIN_SECRET_CHARS} characters")));
         }
@@ -181,6 +197,7 @@ impl Vault {
 
     pub async fn delete(&self, who: &Principal, name: &str) -> Result<()> {
         validate_name(name)?;
+        self.check_may_change(who, name).await?;
         let mut tx = self.db.begin_write().await?;
         if !store::vault::delete(&mut *tx, &who.project_id, name).await? {
             return Err(Error::NotFound);

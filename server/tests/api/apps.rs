@@ -330,6 +330,22 @@ db_test!(an_oauth_app_connects_with_its_own_client_and_the_secret_from_the_vault
     assert_eq!(out[0]["result"]["login"], "octocat", "{out:?}");
     assert_eq!(fake.state.refresh_grants.load(std::sync::atomic::Ordering::SeqCst), 1);
 
+    // A member cannot swap or delete a secret an app depends on; an admin can.
+    let member = app.user("mel@example.com", Role::Member).await;
+    let member_key = app.api_key(&member).await;
+    for args in [json!({ "tool": "vault_set", "args": { "name": "TEAMHUB_CLIENT_SECRET", "value": "attacker-secret" } }), json!({ "tool": "vault_delete", "args": { "name": "TEAMHUB_CLIENT_SECRET" } })] {
+        let out = execute(&app, &member_key, json!([args])).await.remove(0);
+        assert_eq!(out["code"], "TOOL_ERROR", "{out}");
+        assert!(out["handler_error"].as_str().unwrap().contains("only an admin"), "{out}");
+    }
+    let b2 = app.browser();
+    assert!(b2.sign_in("mel@example.com", PASSWORD).await.status().is_success());
+    assert_eq!(b2.call("delete_secret", &[("name", "TEAMHUB_CLIENT_SECRET")]).await.status(), 403);
+    assert!(app.wb.vault().describe(&admin, "TEAMHUB_CLIENT_SECRET").await.is_ok(), "still there");
+    // Other secrets stay a member's to manage.
+    let out = execute(&app, &member_key, json!([{ "tool": "vault_set", "args": { "name": "MY_OWN", "value": "value-123456" } }])).await.remove(0);
+    assert!(out.get("result").is_some(), "{out}");
+
     // Without the secret the next refresh fails and the connection says it needs reconnecting.
     app.wb.vault().delete(&admin, "TEAMHUB_CLIENT_SECRET").await.unwrap();
     fake.revoke_all_access_tokens();

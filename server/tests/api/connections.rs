@@ -452,3 +452,17 @@ db_test!(the_portal_lists_integrations_and_connections, |backend| {
     let html = b.get("/connections").await.text().await.unwrap();
     assert!(html.contains("Hacker News") && html.contains("Linear"));
 });
+
+db_test!(a_token_response_with_a_huge_expires_in_is_clamped, |backend| {
+    let Some((app, fake)) = with_provider(backend, false).await else { return };
+    let (_, key) = admin_with_key(&app).await;
+    fake.state.expires_in.store(u64::MAX, Ordering::SeqCst);
+    let b = signed_in(&app).await;
+    let link = connect(&app, &key, "github").await;
+    oauth_dance(&app, &b, link["url"].as_str().unwrap()).await;
+    let (out, _) = mcp_call(&app, &key, "wait_for_connection", json!({ "connectionId": link["connectionId"], "timeoutSec": 2 })).await;
+    assert_eq!(out["status"], "CONNECTED", "{out}");
+    let out = execute(&app, &key, json!([{ "tool": "github_get_user", "args": {} }])).await;
+    assert_eq!(out[0]["result"]["login"], "octocat", "the token is used, not refreshed as if expired: {out:?}");
+    assert_eq!(fake.state.refresh_grants.load(Ordering::SeqCst), 0);
+});

@@ -113,3 +113,26 @@ db_test!(http_fetch_sends_no_credential_or_secret_header_to_another_origin_after
     assert_eq!(out["result"]["status"], 200, "{out}");
     assert_eq!(other.state.last.lock().unwrap().clone().unwrap().1, "plain");
 });
+
+db_test!(a_side_effecting_call_does_not_run_when_its_audit_row_cannot_be_written, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    // Sabotage only the audit log (test infrastructure; the product never does this).
+    sqlx::query("ALTER TABLE audit_events RENAME TO audit_events_away").execute(app.wb.db().pool()).await.unwrap();
+    let before = app.wb.engine().audit_write_failures();
+    let out = execute(&app, &key, json!([{ "tool": "storage.put", "args": { "key": "unaudited", "content": "x" } }])).await.remove(0);
+    assert_eq!(out["code"], "UNAVAILABLE", "{out}");
+    assert!(out["error"].as_str().unwrap().contains("audit log"), "{out}");
+    // A read-only tool still answers, and the failure is counted.
+    let read = execute(&app, &key, json!([{ "tool": "vault_list", "args": {} }])).await.remove(0);
+    assert!(read.get("result").is_some(), "{read}");
+    assert!(app.wb.engine().audit_write_failures() >= before + 2);
+    sqlx::query("ALTER TABLE audit_events_away RENAME TO audit_events").execute(app.wb.db().pool()).await.unwrap();
+    let got = execute(&app, &key, json!([{ "tool": "storage.get", "args": { "key": "unaudited" } }])).await.remove(0);
+    assert_eq!(got["code"], "TOOL_ERROR", "the write never happened: {got}");
+    // With the log back, a write is recorded as running first and finished after.
+    let done = execute(&app, &key, json!([{ "tool": "storage.put", "args": { "key": "audited", "content": "x" } }])).await.remove(0);
+    assert!(done.get("result").is_some(), "{done}");
+    let ready: serde_json::Value = app.http().get(app.url("/readyz")).send().await.unwrap().json().await.unwrap();
+    assert!(ready["audit_write_failures"].as_u64().unwrap() >= 2);
+});

@@ -170,6 +170,11 @@ impl Workbench {
         &self.metering
     }
 
+    /// The process is shutting down: long waits answer now.
+    pub fn begin_shutdown(&self) {
+        self.connections.begin_shutdown();
+    }
+
     pub fn proxy_tokens(&self) -> &ProxyTokens {
         &self.proxy_tokens
     }

@@ -16,7 +16,7 @@ pub mod state;
 mod telemetry;
 pub mod v1;
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -59,16 +59,44 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// How long in-flight requests get to finish after a shutdown signal.
+pub const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
+
 /// Serves `router(state)` on `listener` until `shutdown` resolves, with background upkeep
-/// (expired sessions, old sign-in failures) running alongside.
+/// (expired sessions, old sign-in failures) running alongside. On shutdown it stops
+/// accepting, tells long waits to answer now (`wait_for_connection` answers TIMEOUT), lets
+/// in-flight requests finish, and returns within `DRAIN_DEADLINE` whatever is still open.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let upkeep = tokio::spawn(upkeep(state.wb.clone(), state.config.apps_reload_every));
+    let wb = state.wb.clone();
+    let (signalled, drain_started) = tokio::sync::oneshot::channel::<()>();
+    let graceful = async move {
+        shutdown.await;
+        tracing::info!("shutting down: draining in-flight requests");
+        wb.begin_shutdown();
+        let _ = signalled.send(());
+    };
     let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
-    let result = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    let server = axum::serve(listener, app).with_graceful_shutdown(graceful).into_future();
+    tokio::pin!(server);
+    let deadline = async {
+        if drain_started.await.is_ok() {
+            tokio::time::sleep(DRAIN_DEADLINE).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    let result = tokio::select! {
+        r = &mut server => r,
+        _ = deadline => {
+            tracing::warn!("requests still open {} s after the shutdown signal were cut off", DRAIN_DEADLINE.as_secs());
+            Ok(())
+        }
+    };
     upkeep.abort();
     result
 }

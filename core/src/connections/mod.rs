@@ -89,6 +89,8 @@ pub struct Connections {
     integrations: Arc<Integrations>,
     apps: Arc<AppRegistry>,
     connect_ttl_secs: i64,
+    /// Set when the process shuts down: waits answer TIMEOUT at once.
+    stopping: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl Connections {
@@ -100,7 +102,7 @@ impl Connections {
         apps: Arc<AppRegistry>,
         connect_ttl_secs: i64,
     ) -> Self {
-        Connections { db, clock, vault, integrations, apps, connect_ttl_secs }
+        Connections { db, clock, vault, integrations, apps, connect_ttl_secs, stopping: Arc::new(tokio::sync::watch::channel(false).0) }
     }
 
     /// An integration a project can connect: a shipped plugin or one of its custom apps.
@@ -113,6 +115,11 @@ impl Connections {
         let mut all: Vec<Arc<Integration>> = self.integrations.all().to_vec();
         all.extend(self.apps.all(project_id));
         all
+    }
+
+    /// The process is shutting down: every wait_for_connection answers TIMEOUT now.
+    pub fn begin_shutdown(&self) {
+        self.stopping.send_replace(true);
     }
 
     fn now(&self) -> i64 {

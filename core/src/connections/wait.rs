@@ -10,11 +10,15 @@ use crate::Result;
 
 impl Connections {
     /// wait_for_connection: polls the database once a second (so another instance may finish
-    /// wait_for_connection: polls the database once a second (so another instance may finish
-    /// the flow). A timeout reaps the pending record.
+    /// the flow). A timeout reaps the pending record. When the process shuts down the wait
+    /// answers TIMEOUT at once and keeps the record, so the agent can wait again elsewhere.
     pub async fn wait(&self, who: &Principal, id: &str, timeout: Duration) -> Result<WaitOutcome> {
         let started = std::time::Instant::now();
+        let mut stopping = self.stopping.subscribe();
         loop {
+            if *stopping.borrow_and_update() {
+                return Ok(WaitOutcome::Timeout);
+            }
             let Some(row) = store::pending_connections::get(self.db.pool(), id).await? else {
                 return Ok(WaitOutcome::Unknown);
             };
@@ -32,7 +36,11 @@ impl Connections {
                 store::pending_connections::delete(self.db.pool(), id).await?;
                 return Ok(WaitOutcome::Timeout);
             }
-            tokio::time::sleep(Duration::from_secs(1).min(timeout.saturating_sub(started.elapsed())).max(Duration::from_millis(10))).await;
+            let pause = Duration::from_secs(1).min(timeout.saturating_sub(started.elapsed())).max(Duration::from_millis(10));
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = stopping.changed() => {}
+            }
         }
     }
 

@@ -75,24 +75,43 @@ impl std::fmt::Display for BlockedAddress {
 
 impl std::error::Error for BlockedAddress {}
 
+/// How names become addresses (the system resolver; tests substitute a scripted one).
+type Lookup = Arc<dyn Fn(String) -> futures::future::BoxFuture<'static, std::io::Result<Vec<SocketAddr>>> + Send + Sync>;
+
+fn system_lookup() -> Lookup {
+    Arc::new(|host: String| Box::pin(async move { Ok(tokio::net::lookup_host((host.as_str(), 0)).await?.collect()) }))
+}
+
+/// Resolves once per connection and hands reqwest only the addresses it checked, so a name
+/// that answers a public address to a check and a private one to the dial (DNS rebinding)
+/// cannot slip through: there is no second resolution.
 struct CheckedResolver {
     allowance: Arc<PrivateAllowance>,
+    lookup: Lookup,
+}
+
+impl CheckedResolver {
+    async fn checked(allowance: Arc<PrivateAllowance>, lookup: Lookup, host: String) -> Result<Vec<SocketAddr>, Box<dyn std::error::Error + Send + Sync>> {
+        let addrs: Vec<SocketAddr> = lookup(host.clone()).await?;
+        if addrs.is_empty() {
+            return Err(format!("{host} has no addresses").into());
+        }
+        for a in &addrs {
+            if let Some(reason) = allowance.check(a.ip()) {
+                return Err(Box::new(BlockedAddress { host, reason: reason.to_owned() }));
+            }
+        }
+        Ok(addrs)
+    }
 }
 
 impl Resolve for CheckedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let allowance = self.allowance.clone();
+        let lookup = self.lookup.clone();
         Box::pin(async move {
             let host = name.as_str().to_owned();
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            if addrs.is_empty() {
-                return Err(format!("{host} has no addresses").into());
-            }
-            for a in &addrs {
-                if let Some(reason) = allowance.check(a.ip()) {
-                    return Err(Box::new(BlockedAddress { host, reason: reason.to_owned() }) as Box<dyn std::error::Error + Send + Sync>);
-                }
-            }
+            let addrs = CheckedResolver::checked(allowance, lookup, host).await?;
             Ok(Box::new(addrs.into_iter()) as Addrs)
         })
     }
@@ -112,7 +131,7 @@ impl GuardedClient {
         let client = reqwest::Client::builder()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
-            .dns_resolver(Arc::new(CheckedResolver { allowance: allowance.clone() }))
+            .dns_resolver(Arc::new(CheckedResolver { allowance: allowance.clone(), lookup: system_lookup() }))
             .connect_timeout(Duration::from_secs(10))
             .user_agent(concat!("workbench/", env!("CARGO_PKG_VERSION")))
             .build()
@@ -233,5 +252,37 @@ fn classify(url: &url::Url, e: reqwest::Error) -> FetchError {
         FetchError::Transport(format!("cannot connect to {host}"))
     } else {
         FetchError::Transport(format!("{host}: {}", e.without_url()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test]
+    async fn a_name_rebinding_to_a_private_address_is_refused_at_the_resolution_that_dials() {
+        // The name answers a public address first, then loopback (as a rebinding DNS server
+        // would between a check and a connect).
+        let calls = Arc::new(AtomicUsize::new(0));
+        let seen = calls.clone();
+        let lookup: Lookup = Arc::new(move |_host: String| {
+            let n = seen.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move {
+                let ip = if n == 0 { "93.184.216.34" } else { "127.0.0.1" };
+                Ok(vec![SocketAddr::new(ip.parse().unwrap(), 0)])
+            })
+        });
+        let allowance = Arc::new(PrivateAllowance(Vec::new()));
+        let first = CheckedResolver::checked(allowance.clone(), lookup.clone(), "rebind.example".into()).await.unwrap();
+        assert_eq!(first, vec![SocketAddr::new("93.184.216.34".parse().unwrap(), 0)], "what reqwest dials is exactly what was checked");
+        let second = CheckedResolver::checked(allowance.clone(), lookup.clone(), "rebind.example".into()).await.unwrap_err();
+        assert!(second.to_string().contains("rebind.example resolves to a"), "{second}");
+        // A mixed answer is refused whole, not filtered.
+        let mixed: Lookup = Arc::new(|_h: String| {
+            Box::pin(async { Ok(vec![SocketAddr::new("93.184.216.34".parse().unwrap(), 0), SocketAddr::new("10.0.0.7".parse().unwrap(), 0)]) })
+        });
+        assert!(CheckedResolver::checked(allowance, mixed, "mixed.example".into()).await.is_err());
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "one lookup per resolution, never a second one behind the check");
     }
 }

@@ -49,7 +49,8 @@ pub struct TestApp {
     pub clock: ManualClock,
     pub database_url: String,
     pub data_dir: PathBuf,
-    _shutdown: oneshot::Sender<()>,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 pub fn temp_dir(tag: &str) -> PathBuf {
@@ -159,11 +160,11 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
     config.apps_reload_every = std::time::Duration::from_secs(3600);
     let state = AppState::new(wb.clone(), config, keys);
     let (tx, rx) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let _ = workbench_server::serve(listener, state, async {
+    let server = tokio::spawn(async move {
+        workbench_server::serve(listener, state, async {
             let _ = rx.await;
         })
-        .await;
+        .await
     });
     Some(TestApp {
         base: format!("http://{addr}"),
@@ -171,13 +172,23 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         clock,
         database_url,
         data_dir,
-        _shutdown: tx,
+        shutdown: Some(tx),
+        server: Some(server),
     })
 }
 
 pub const PASSWORD: &str = "correct horse battery staple";
 
 impl TestApp {
+    /// Sends the shutdown signal (as SIGTERM would) and returns the server task, which ends
+    /// once the server has drained.
+    pub fn stop(&mut self) -> tokio::task::JoinHandle<std::io::Result<()>> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        self.server.take().expect("the server runs until stopped")
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }

@@ -19,6 +19,7 @@ mod plugin_requests;
 mod members;
 mod portal_auth;
 mod portal_tools;
+mod protections;
 mod proxy_hardening;
 mod scale_out;
 mod secrets;

@@ -9,8 +9,9 @@
 //!   `HandlerError`, `ConnectionSource`, `Credential`);
 //! - `integrations`: integrations as data (definitions, request templates, the outbound
 //!   client, the loaded plugins, the registry of custom apps);
-//! - `connections` (credentials, connect flow, refresh, curl_session rules) and `builtin`
-//!   (in-process tools);
+//! - `connections` (credentials, connect flow, refresh, curl_session rules), `builtin`
+//!   (in-process tools) and `upstream` (registered MCP servers: their sessions, breakers and
+//!   tools);
 //! - `engine` (the one execution pipeline) and `plugins` (the plugin/app tool handler and the
 //!   app service);
 //! - `workbench`: the wiring every surface holds.
@@ -31,6 +32,7 @@ pub mod integrations;
 pub mod metering;
 pub mod plugins;
 pub mod store;
+pub mod upstream;
 pub mod vault;
 mod workbench;
 

@@ -14,6 +14,7 @@ use crate::engine::{Engine, Idempotency};
 use crate::integrations::{AppRegistry, IntegrationSettings, Integrations, Outbound};
 use crate::metering::Metering;
 use crate::plugins::Apps;
+use crate::upstream::Upstreams;
 use crate::store::Db;
 use crate::vault::{KeyRing, Vault};
 use crate::Result;
@@ -63,6 +64,7 @@ pub struct Workbench {
     proxy_tokens: ProxyTokens,
     apps: Apps,
     metering: Metering,
+    upstreams: Upstreams,
 }
 
 impl Workbench {
@@ -72,6 +74,7 @@ impl Workbench {
         db.migrate().await?;
         let wb = Workbench::with_db(db, options)?;
         wb.apps.reload_all().await?;
+        wb.upstreams.reload_all().await?;
         Ok(wb)
     }
 
@@ -96,6 +99,7 @@ impl Workbench {
         let mut tools = builtin::tools(&services)?;
         tools.extend(crate::plugins::plugin_tools(&integrations, &connections)?);
         let catalog = Arc::new(Catalog::new(tools)?);
+        let upstreams = Upstreams::new(db.clone(), clock.clone(), catalog.clone(), vault.clone(), guarded.reqwest(), allowance.clone());
         let apps = Apps::new(
             db.clone(),
             clock.clone(),
@@ -108,6 +112,7 @@ impl Workbench {
         );
         Ok(Workbench {
             apps,
+            upstreams,
             accounts: Accounts::new(db.clone(), clock.clone()),
             engine: Engine::new(catalog, db.clone(), clock.clone(), vault.clone(), connections.clone()),
             metering: Metering::new(db.clone(), clock.clone()),
@@ -164,6 +169,10 @@ impl Workbench {
 
     pub fn apps(&self) -> &Apps {
         &self.apps
+    }
+
+    pub fn upstreams(&self) -> &Upstreams {
+        &self.upstreams
     }
 
     pub fn metering(&self) -> &Metering {

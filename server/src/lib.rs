@@ -113,6 +113,10 @@ async fn upkeep(wb: Workbench, apps_reload_every: Duration) {
                 if let Err(e) = wb.apps().reload_all().await {
                     tracing::warn!(error = %e, "reloading custom apps failed");
                 }
+                // And MCP servers registered, deleted, refreshed or approved elsewhere.
+                if let Err(e) = wb.upstreams().reload_all().await {
+                    tracing::warn!(error = %e, "reloading MCP servers failed");
+                }
                 continue;
             }
         }

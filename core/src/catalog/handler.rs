@@ -90,6 +90,8 @@ pub enum HandlerError {
     Unavailable(String),
     /// The user's connection is missing or expired (`NOT_CONNECTED`).
     NotConnected { integration: String, expired: bool },
+    /// The tool's own deadline passed (`TIMEOUT`), e.g. an upstream server's `timeout_ms`.
+    Timeout { timeout_ms: u64 },
 }
 
 impl HandlerError {

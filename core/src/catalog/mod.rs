@@ -194,12 +194,22 @@ impl Snapshot {
 }
 
 /// The registry. Global tools (built-ins, plugins) are shared by every project; per-project
-/// sources register on top of them.
+/// sources (its custom apps, its upstream MCP servers) register on top of them, each replaced
+/// as a whole when it changes.
 pub struct Catalog {
     global: RwLock<Arc<Snapshot>>,
-    /// Projects with tools of their own (custom apps): global tools plus theirs.
-    projects: RwLock<HashMap<String, Arc<Snapshot>>>,
+    /// Projects with tools of their own: each source's tools, and the snapshot of global tools
+    /// plus all of them.
+    projects: RwLock<HashMap<String, ProjectTools>>,
 }
+
+struct ProjectTools {
+    sources: std::collections::BTreeMap<String, Vec<Arc<Tool>>>,
+    snapshot: Arc<Snapshot>,
+}
+
+/// The source key of a project's custom apps.
+pub const APPS_SOURCE: &str = "apps";
 
 impl Catalog {
     pub fn new(tools: Vec<Tool>) -> Result<Catalog> {
@@ -214,24 +224,38 @@ impl Catalog {
 
     /// The tools `project_id` can reach right now.
     pub fn snapshot(&self, project_id: &str) -> Arc<Snapshot> {
-        if let Some(s) = self.projects.read().expect("catalog lock poisoned").get(project_id) {
-            return s.clone();
+        if let Some(p) = self.projects.read().expect("catalog lock poisoned").get(project_id) {
+            return p.snapshot.clone();
         }
         self.global.read().expect("catalog lock poisoned").clone()
     }
 
-    /// Replaces a project's own tools (none: the project sees the global catalog). A name
-    /// that collides with a global tool is refused.
+    /// Replaces a project's custom-app tools.
     pub fn set_project_tools(&self, project_id: &str, tools: Vec<Tool>) -> Result<()> {
+        self.set_source_tools(project_id, APPS_SOURCE, tools)
+    }
+
+    /// Replaces the tools one source of a project contributes (none: the source is gone). A
+    /// name that collides with another tool of the project is refused and nothing changes.
+    pub fn set_source_tools(&self, project_id: &str, source: &str, tools: Vec<Tool>) -> Result<()> {
+        let global = self.global.read().expect("catalog lock poisoned").clone();
+        let mut projects = self.projects.write().expect("catalog lock poisoned");
+        let mut sources = projects.get(project_id).map(|p| p.sources.clone()).unwrap_or_default();
         if tools.is_empty() {
-            self.projects.write().expect("catalog lock poisoned").remove(project_id);
+            sources.remove(source);
+        } else {
+            sources.insert(source.to_owned(), tools.into_iter().map(Arc::new).collect());
+        }
+        if sources.is_empty() {
+            projects.remove(project_id);
             return Ok(());
         }
-        let global = self.global.read().expect("catalog lock poisoned").clone();
         let mut all: Vec<Arc<Tool>> = global.tools().to_vec();
-        all.extend(tools.into_iter().map(Arc::new));
-        let snapshot = Snapshot::build(all)?;
-        self.projects.write().expect("catalog lock poisoned").insert(project_id.to_owned(), Arc::new(snapshot));
+        for t in sources.values() {
+            all.extend(t.iter().cloned());
+        }
+        let snapshot = Arc::new(Snapshot::build(all)?);
+        projects.insert(project_id.to_owned(), ProjectTools { sources, snapshot });
         Ok(())
     }
 }

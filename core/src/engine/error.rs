@@ -45,6 +45,7 @@ impl From<HandlerError> for ToolError {
             HandlerError::Unavailable(reason) => ToolError::Unavailable { reason },
             HandlerError::InvalidArgument { path, message } => ToolError::InvalidArguments { errors: vec![FieldError { path, message }] },
             HandlerError::NotConnected { integration, expired } => ToolError::NotConnected { integration, expired },
+            HandlerError::Timeout { timeout_ms } => ToolError::Timeout { timeout_ms },
         }
     }
 }

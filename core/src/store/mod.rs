@@ -44,6 +44,7 @@ pub mod audit;
 pub mod connections;
 pub mod egress;
 pub mod idempotency;
+pub mod mcp_servers;
 pub mod pending_connections;
 pub mod projects;
 pub mod proxy_tokens;

@@ -159,7 +159,19 @@ impl Vault {
                 return Err(Error::Forbidden("this secret is used by a registered app; only an admin can change or delete it"));
             }
         }
+        for server in store::mcp_servers::list_servers(self.db.pool(), &who.project_id).await? {
+            let auth: serde_json::Value = serde_json::from_str(&server.auth).unwrap_or_default();
+            if auth["secret_ref"].as_str() == Some(name) {
+                return Err(Error::Forbidden("this secret is used by a registered MCP server; only an admin can change or delete it"));
+            }
+        }
         Ok(())
+    }
+
+    /// The name of the project's secret that `reference` names, by name or by `sec_` id.
+    pub async fn name_of(&self, project_id: &str, reference: &str) -> Result<Option<String>> {
+        let rows = store::vault::list(self.db.pool(), project_id).await?;
+        Ok(rows.into_iter().find(|r| r.name == reference || r.id == reference).map(|r| r.name))
     }
 
     /// Creates or replaces a secret.

@@ -3,6 +3,7 @@
 
 mod apps;
 mod body;
+mod mcp_servers;
 mod openapi;
 mod rest_batch;
 mod tools;
@@ -33,6 +34,12 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/usage", get(usage::usage))
         .route("/v1/apps", get(apps::list).post(apps::create))
         .route("/v1/apps/{id}", axum::routing::delete(apps::delete))
+        .route("/v1/mcp/servers", get(mcp_servers::list).post(mcp_servers::create))
+        .route("/v1/mcp/servers/{id}", get(mcp_servers::get_one).delete(mcp_servers::delete))
+        .route("/v1/mcp/servers/{id}/refresh", post(mcp_servers::refresh))
+        .route("/v1/mcp/servers/{id}/approve", post(mcp_servers::approve))
+        .route("/v1/mcp/servers/{id}/tools", get(mcp_servers::tools))
+        .route("/v1/mcp/servers/{id}/tools/{name}", axum::routing::patch(mcp_servers::patch_tool))
         .route("/rest/{integration}", post(rest_batch::execute))
         .route("/v1", get(not_found))
         .route("/v1/{*rest}", get(not_found).post(not_found).put(not_found).patch(not_found).delete(not_found))

@@ -1,0 +1,257 @@
+//! A client of the MCP streamable HTTP transport (protocol 2025-06-18), over the guarded
+//! outbound client: JSON-RPC requests by POST, answered as JSON or as a server-sent event
+//! stream; the `Mcp-Session-Id` the server assigns at `initialize` is sent on every later
+//! request, and a 404 for it means the session is gone (the caller re-initializes). Failures
+//! are classified for the breaker and for retries.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use zeroize::Zeroizing;
+
+pub const PROTOCOL_VERSION: &str = "2025-06-18";
+/// Largest answer read from an upstream.
+pub const MAX_ANSWER_BYTES: usize = 10 * 1024 * 1024;
+
+/// Why a request to an upstream did not give a result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RpcError {
+    /// Nothing was sent: the connection could not be made (safe to retry any call).
+    #[error("{0}")]
+    NotSent(String),
+    /// Sent, but no answer in time.
+    #[error("the server did not answer within {0} ms")]
+    Timeout(u64),
+    /// The connection broke after the request was sent.
+    #[error("{0}")]
+    Transport(String),
+    /// HTTP 5xx.
+    #[error("the server answered HTTP {0}")]
+    ServerError(u16),
+    /// The session id is no longer known to the server.
+    #[error("the server no longer knows this session")]
+    SessionGone,
+    /// HTTP 401/403: the credential was refused.
+    #[error("the server refused the credential (HTTP {0})")]
+    Unauthorized(u16),
+    /// A JSON-RPC error answer.
+    #[error("{message} (JSON-RPC error {code})")]
+    Remote { code: i64, message: String },
+    /// Anything else that is not MCP.
+    #[error("{0}")]
+    Protocol(String),
+}
+
+impl RpcError {
+    /// Counts toward opening the breaker (timeouts, 5xx, transport), unlike a refused argument.
+    pub fn is_server_failure(&self) -> bool {
+        matches!(self, RpcError::NotSent(_) | RpcError::Timeout(_) | RpcError::Transport(_) | RpcError::ServerError(_))
+    }
+}
+
+/// One MCP session with one upstream: reused by every call (initialize once).
+pub struct Session {
+    http: reqwest::Client,
+    url: url::Url,
+    authorization: Option<Zeroizing<String>>,
+    session_id: Mutex<Option<String>>,
+    next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("url", &self.url.as_str()).finish()
+    }
+}
+
+impl Session {
+    /// Connects and initializes; `authorization` is the whole header value.
+    pub async fn open(http: reqwest::Client, url: url::Url, authorization: Option<Zeroizing<String>>, timeout: Duration) -> Result<Session, RpcError> {
+        let s = Session { http, url, authorization, session_id: Mutex::new(None), next_id: AtomicU64::new(1) };
+        let params = json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": { "name": "workbench", "version": env!("CARGO_PKG_VERSION") }
+        });
+        let init = s.request("initialize", params, timeout).await?;
+        if init.get("protocolVersion").and_then(Value::as_str).is_none() {
+            return Err(RpcError::Protocol("the initialize answer has no protocolVersion; is this an MCP server?".into()));
+        }
+        s.notify("notifications/initialized", timeout).await?;
+        Ok(s)
+    }
+
+    fn builder(&self, body: &Value) -> reqwest::RequestBuilder {
+        let mut b = self
+            .http
+            .post(self.url.clone())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", PROTOCOL_VERSION)
+            .body(body.to_string());
+        if let Some(a) = &self.authorization {
+            b = b.header("authorization", a.as_str());
+        }
+        if let Some(id) = self.session_id.lock().expect("session id lock").clone() {
+            b = b.header("mcp-session-id", id);
+        }
+        b
+    }
+
+    async fn send(&self, body: &Value, timeout: Duration) -> Result<reqwest::Response, RpcError> {
+        let res = tokio::time::timeout(timeout, self.builder(body).send())
+            .await
+            .map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?
+            .map_err(|e| {
+                if e.is_connect() {
+                    RpcError::NotSent(format!("cannot connect to the server: {}", e.without_url()))
+                } else if e.is_timeout() {
+                    RpcError::Timeout(timeout.as_millis() as u64)
+                } else {
+                    RpcError::Transport(format!("the connection failed: {}", e.without_url()))
+                }
+            })?;
+        let status = res.status().as_u16();
+        match status {
+            200..=299 => Ok(res),
+            404 if self.session_id.lock().expect("session id lock").is_some() => Err(RpcError::SessionGone),
+            401 | 403 => Err(RpcError::Unauthorized(status)),
+            500..=599 => Err(RpcError::ServerError(status)),
+            other => Err(RpcError::Protocol(format!("the server answered HTTP {other}"))),
+        }
+    }
+
+    /// A notification (no answer expected beyond 202).
+    async fn notify(&self, method: &str, timeout: Duration) -> Result<(), RpcError> {
+        self.send(&json!({ "jsonrpc": "2.0", "method": method }), timeout).await.map(|_| ())
+    }
+
+    /// A request and its result.
+    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RpcError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let started = tokio::time::Instant::now();
+        let res = self.send(&body, timeout).await?;
+        if let Some(sid) = res.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+            *self.session_id.lock().expect("session id lock") = Some(sid.to_owned());
+        }
+        let is_sse = res.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|c| c.starts_with("text/event-stream"));
+        let left = timeout.saturating_sub(started.elapsed());
+        let answer = tokio::time::timeout(left, read_answer(res, id, is_sse))
+            .await
+            .map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))??;
+        if let Some(err) = answer.get("error") {
+            return Err(RpcError::Remote {
+                code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
+                message: err.get("message").and_then(Value::as_str).unwrap_or("error").chars().take(500).collect(),
+            });
+        }
+        answer.get("result").cloned().ok_or_else(|| RpcError::Protocol("the answer has neither result nor error".into()))
+    }
+
+    /// Every tool the server lists (following `nextCursor`, at most 50 pages).
+    pub async fn list_tools(&self, timeout: Duration) -> Result<Vec<Value>, RpcError> {
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..50 {
+            let params = match &cursor {
+                Some(c) => json!({ "cursor": c }),
+                None => json!({}),
+            };
+            let page = self.request("tools/list", params, timeout).await?;
+            tools.extend(page.get("tools").and_then(Value::as_array).cloned().unwrap_or_default());
+            cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
+            if cursor.is_none() {
+                break;
+            }
+        }
+        Ok(tools)
+    }
+}
+
+/// The JSON-RPC answer with `id`, from a JSON body or an event stream (other messages on the
+/// stream, notifications and requests, are skipped).
+async fn read_answer(mut res: reqwest::Response, id: u64, sse: bool) -> Result<Value, RpcError> {
+    let mut buf: Vec<u8> = Vec::new();
+    let broken = |e: reqwest::Error| RpcError::Transport(format!("the answer broke off: {}", e.without_url()));
+    if !sse {
+        while let Some(chunk) = res.chunk().await.map_err(broken)? {
+            if buf.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(RpcError::Protocol(format!("the answer is larger than {MAX_ANSWER_BYTES} bytes")));
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        let v: Value = serde_json::from_slice(&buf).map_err(|e| RpcError::Protocol(format!("the answer is not JSON: {e}")))?;
+        return find_answer(v, id).ok_or_else(|| RpcError::Protocol("the answer does not carry the request's id".into()));
+    }
+    loop {
+        // Whole events so far.
+        while let Some(end) = event_end(&buf) {
+            let event: Vec<u8> = buf.drain(..end.1).collect();
+            let text = String::from_utf8_lossy(&event[..end.0]);
+            let data: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.strip_prefix(' ').unwrap_or(d)).collect();
+            if data.is_empty() {
+                continue;
+            }
+            if let Ok(v) = serde_json::from_str::<Value>(&data.join("\n")) {
+                if let Some(answer) = find_answer(v, id) {
+                    return Ok(answer);
+                }
+            }
+        }
+        match res.chunk().await.map_err(broken)? {
+            Some(chunk) => {
+                if buf.len() + chunk.len() > MAX_ANSWER_BYTES {
+                    return Err(RpcError::Protocol(format!("the answer is larger than {MAX_ANSWER_BYTES} bytes")));
+                }
+                buf.extend_from_slice(&chunk);
+            }
+            None => return Err(RpcError::Transport("the event stream ended without an answer".into())),
+        }
+    }
+}
+
+/// Where the first event in `buf` ends: (end of its text, end including the blank line).
+fn event_end(buf: &[u8]) -> Option<(usize, usize)> {
+    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, i + 2));
+    let crlf = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| (i, i + 4));
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(if a.0 < b.0 { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}
+
+fn find_answer(v: Value, id: u64) -> Option<Value> {
+    match v {
+        Value::Array(items) => items.into_iter().find_map(|i| find_answer(i, id)),
+        Value::Object(ref m) if m.get("id").and_then(Value::as_u64) == Some(id) && (m.contains_key("result") || m.contains_key("error")) => Some(v),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_found_in_json_and_batches_by_id() {
+        assert_eq!(find_answer(json!({ "jsonrpc": "2.0", "id": 3, "result": 1 }), 3).unwrap()["result"], 1);
+        assert!(find_answer(json!({ "jsonrpc": "2.0", "id": 4, "result": 1 }), 3).is_none());
+        assert!(find_answer(json!({ "jsonrpc": "2.0", "method": "notifications/progress" }), 3).is_none());
+        let batch = json!([{ "jsonrpc": "2.0", "method": "x" }, { "jsonrpc": "2.0", "id": 7, "error": { "code": -1, "message": "m" } }]);
+        assert_eq!(find_answer(batch, 7).unwrap()["error"]["code"], -1);
+        assert_eq!(event_end(b"data: 1\n\ndata: 2\n\n"), Some((7, 9)));
+        assert_eq!(event_end(b"data: 1\r\n\r\n"), Some((7, 11)));
+        assert_eq!(event_end(b"data: 1\n"), None);
+    }
+
+    #[test]
+    fn only_server_side_failures_count_for_the_breaker() {
+        assert!(RpcError::Timeout(5).is_server_failure());
+        assert!(RpcError::ServerError(502).is_server_failure());
+        assert!(!RpcError::Remote { code: -32602, message: "bad".into() }.is_server_failure());
+        assert!(!RpcError::Unauthorized(401).is_server_failure());
+    }
+}

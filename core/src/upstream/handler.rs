@@ -1,0 +1,108 @@
+//! The handler behind every upstream MCP tool: the server's breaker first (open: UNAVAILABLE at
+//! once, nothing sent), then its `max_concurrency` semaphore, then `tools/call` on the pooled
+//! session within the server's `timeout_ms`; retries only for `side_effects: none` tools and
+//! only when nothing was sent, at most twice with jittered backoff. The answer becomes the
+//! result: `structuredContent`, else a single text block (parsed when it is JSON), else the
+//! content array; `isError` is the tool's failure.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::breaker::Admission;
+use super::client::RpcError;
+use super::live::Live;
+use crate::catalog::{CallContext, HandlerError, ToolHandler};
+
+/// Retries of a call that never reached the server (read-only tools only).
+pub const MAX_RETRIES: u32 = 2;
+
+pub struct UpstreamTool {
+    pub live: Arc<Live>,
+    /// The tool's name at the upstream (without the prefix).
+    pub name: String,
+    /// Read-only tools may be retried.
+    pub retryable: bool,
+}
+
+#[async_trait]
+impl ToolHandler for UpstreamTool {
+    async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
+        let live = &self.live;
+        let admission = live.breaker.admit(live.now());
+        if let Admission::Refused { retry_in_ms } = admission {
+            return Err(HandlerError::Unavailable(format!(
+                "the MCP server {} is failing and its circuit breaker is open; retry in {} s",
+                live.name,
+                (retry_in_ms + 999) / 1000
+            )));
+        }
+        let _slot = live.limit.acquire().await.map_err(|_| HandlerError::Unavailable("the server is shutting down".into()))?;
+        let mut attempt = 0;
+        let result = loop {
+            let r = live.call_tool(&self.name, args.clone()).await;
+            match r {
+                Err(RpcError::NotSent(_)) if self.retryable && attempt < MAX_RETRIES => {
+                    attempt += 1;
+                    let jitter = (crate::crypto::random_bytes::<1>()[0] as u64) % 100;
+                    tokio::time::sleep(Duration::from_millis(50 * attempt as u64 + jitter)).await;
+                }
+                other => break other,
+            }
+        };
+        live.breaker.record(admission, result.as_ref().err().is_some_and(RpcError::is_server_failure), live.now());
+        let answer = result.map_err(|e| failure(&live.name, e))?;
+        ctx.add_egress(answer.to_string().len() as u64);
+        shape(answer)
+    }
+}
+
+fn failure(server: &str, e: RpcError) -> HandlerError {
+    match e {
+        RpcError::Timeout(ms) => HandlerError::Timeout { timeout_ms: ms },
+        RpcError::Remote { code: -32602, message } => HandlerError::invalid("", message),
+        RpcError::Remote { message, .. } => HandlerError::failed(format!("{server}: {message}")),
+        RpcError::Unauthorized(_) => HandlerError::Unavailable(format!("the MCP server {server} refused workbench's credential")),
+        other => HandlerError::Unavailable(format!("the MCP server {server} cannot be reached: {other}")),
+    }
+}
+
+/// A `tools/call` result as the tool's result.
+fn shape(answer: Value) -> Result<Value, HandlerError> {
+    let content = answer.get("content").and_then(Value::as_array).cloned().unwrap_or_default();
+    let text = || {
+        content.iter().filter_map(|c| c.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+    };
+    if answer.get("isError").and_then(Value::as_bool) == Some(true) {
+        let message = text();
+        return Err(HandlerError::failed(if message.is_empty() { "the tool reported an error".to_owned() } else { message }));
+    }
+    if let Some(structured) = answer.get("structuredContent").filter(|v| !v.is_null()) {
+        return Ok(structured.clone());
+    }
+    if let [only] = content.as_slice() {
+        if only.get("type").and_then(Value::as_str) == Some("text") {
+            let t = only.get("text").and_then(Value::as_str).unwrap_or_default();
+            return Ok(serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.to_owned())));
+        }
+    }
+    Ok(Value::Array(content))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn results_are_structured_content_then_text_then_the_content() {
+        assert_eq!(shape(json!({ "content": [{ "type": "text", "text": "{\"a\":1}" }], "structuredContent": { "b": 2 } })).unwrap(), json!({ "b": 2 }));
+        assert_eq!(shape(json!({ "content": [{ "type": "text", "text": "{\"a\":1}" }] })).unwrap(), json!({ "a": 1 }));
+        assert_eq!(shape(json!({ "content": [{ "type": "text", "text": "hello" }] })).unwrap(), json!("hello"));
+        let two = json!([{ "type": "text", "text": "a" }, { "type": "image", "data": "x", "mimeType": "image/png" }]);
+        assert_eq!(shape(json!({ "content": two })).unwrap(), two);
+        assert_eq!(shape(json!({ "content": [{ "type": "text", "text": "boom" }], "isError": true })).unwrap_err(), HandlerError::failed("boom"));
+    }
+}

@@ -1,0 +1,185 @@
+//! One registered upstream as this instance runs it: its MCP session (opened once, reused by
+//! every call, reopened when the server forgets it or refuses a rotated credential), its
+//! `max_concurrency` semaphore, its circuit breaker, and its credential (a bearer secret or a
+//! client-credentials token, both from the project's vault, the token cached until it expires).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use zeroize::Zeroizing;
+
+use super::breaker::Breaker;
+use super::client::{RpcError, Session};
+use crate::clock::Clock;
+use crate::vault::Vault;
+
+/// How a server authenticates workbench; secrets are vault names, never values.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum AuthConfig {
+    None,
+    Bearer { secret_ref: String },
+    Oauth2 { token_url: String, client_id: String, secret_ref: String, #[serde(default, skip_serializing_if = "Option::is_none")] scope: Option<String> },
+}
+
+impl AuthConfig {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AuthConfig::None => "none",
+            AuthConfig::Bearer { .. } => "bearer",
+            AuthConfig::Oauth2 { .. } => "oauth2",
+        }
+    }
+}
+
+/// What a live server needs from the rest of workbench.
+#[derive(Clone)]
+pub struct Deps {
+    pub vault: Vault,
+    pub clock: Arc<dyn Clock>,
+    /// The guarded client (checked resolver, no redirects, no proxy).
+    pub http: reqwest::Client,
+}
+
+pub struct Live {
+    pub project_id: String,
+    pub name: String,
+    pub url: url::Url,
+    pub auth: AuthConfig,
+    pub timeout: Duration,
+    pub limit: tokio::sync::Semaphore,
+    pub breaker: Breaker,
+    session: tokio::sync::Mutex<Option<Arc<Session>>>,
+    token: Mutex<Option<(Zeroizing<String>, i64)>>,
+    deps: Deps,
+}
+
+impl Live {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(project_id: String, name: String, url: url::Url, auth: AuthConfig, timeout: Duration, max_concurrency: usize, deps: Deps) -> Live {
+        Live {
+            project_id,
+            name,
+            url,
+            auth,
+            timeout,
+            limit: tokio::sync::Semaphore::new(max_concurrency.max(1)),
+            breaker: Breaker::default(),
+            session: tokio::sync::Mutex::new(None),
+            token: Mutex::new(None),
+            deps,
+        }
+    }
+
+    pub fn now(&self) -> i64 {
+        self.deps.clock.now_ms()
+    }
+
+    async fn secret(&self, name: &str) -> Result<Zeroizing<String>, RpcError> {
+        let mut found = self
+            .deps
+            .vault
+            .reveal(&self.project_id, std::slice::from_ref(&name.to_owned()))
+            .await
+            .map_err(|_| RpcError::Protocol("the vault cannot be read right now".into()))?;
+        found.remove(name).ok_or_else(|| RpcError::Protocol(format!("the vault secret {name} (this server's credential) is missing")))
+    }
+
+    /// The Authorization header value, if the server takes one.
+    async fn authorization(&self, fresh: bool) -> Result<Option<Zeroizing<String>>, RpcError> {
+        match &self.auth {
+            AuthConfig::None => Ok(None),
+            AuthConfig::Bearer { secret_ref } => Ok(Some(Zeroizing::new(format!("Bearer {}", self.secret(secret_ref).await?.as_str())))),
+            AuthConfig::Oauth2 { token_url, client_id, secret_ref, scope } => {
+                if !fresh {
+                    if let Some((t, expires)) = self.token.lock().expect("token lock").clone() {
+                        if expires - self.now() > 60_000 {
+                            return Ok(Some(Zeroizing::new(format!("Bearer {}", t.as_str()))));
+                        }
+                    }
+                }
+                let secret = self.secret(secret_ref).await?;
+                let (token, expires) = client_credentials(&self.deps.http, token_url, client_id, &secret, scope.as_deref(), self.now()).await?;
+                *self.token.lock().expect("token lock") = Some((token.clone(), expires));
+                Ok(Some(Zeroizing::new(format!("Bearer {}", token.as_str()))))
+            }
+        }
+    }
+
+    async fn session(&self, fresh_credential: bool) -> Result<Arc<Session>, RpcError> {
+        let mut slot = self.session.lock().await;
+        if let Some(s) = slot.as_ref() {
+            if !fresh_credential {
+                return Ok(s.clone());
+            }
+        }
+        let authorization = self.authorization(fresh_credential).await?;
+        let s = Arc::new(Session::open(self.deps.http.clone(), self.url.clone(), authorization, self.timeout).await?);
+        *slot = Some(s.clone());
+        Ok(s)
+    }
+
+    async fn forget_session(&self) {
+        *self.session.lock().await = None;
+    }
+
+    /// A request on the pooled session; a forgotten session or a refused (rotated) credential
+    /// reopens the session once and repeats the request (the server did not act on it).
+    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RpcError> {
+        let session = self.session(false).await?;
+        match session.request(method, params.clone(), timeout).await {
+            Err(RpcError::SessionGone) => {
+                self.forget_session().await;
+                self.session(false).await?.request(method, params, timeout).await
+            }
+            Err(RpcError::Unauthorized(_)) => {
+                self.forget_session().await;
+                self.session(true).await?.request(method, params, timeout).await
+            }
+            Err(e) if e.is_server_failure() => {
+                // The connection may be broken: the next call opens a new session.
+                self.forget_session().await;
+                Err(e)
+            }
+            other => other,
+        }
+    }
+
+    pub async fn list_tools(&self) -> Result<Vec<Value>, RpcError> {
+        let session = self.session(false).await?;
+        match session.list_tools(self.timeout).await {
+            Err(RpcError::SessionGone) | Err(RpcError::Unauthorized(_)) => {
+                self.forget_session().await;
+                self.session(true).await?.list_tools(self.timeout).await
+            }
+            other => other,
+        }
+    }
+
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, RpcError> {
+        self.request("tools/call", json!({ "name": name, "arguments": arguments }), self.timeout).await
+    }
+}
+
+/// The OAuth 2 client-credentials grant: a token and when it expires (an hour when unsaid).
+async fn client_credentials(http: &reqwest::Client, token_url: &str, client_id: &str, secret: &str, scope: Option<&str>, now: i64) -> Result<(Zeroizing<String>, i64), RpcError> {
+    use oauth2::basic::BasicClient;
+    use oauth2::{ClientId, ClientSecret, Scope, TokenResponse, TokenUrl};
+    let url = TokenUrl::new(token_url.to_owned()).map_err(|e| RpcError::Protocol(format!("token_url: {e}")))?;
+    let client = BasicClient::new(ClientId::new(client_id.to_owned())).set_client_secret(ClientSecret::new(secret.to_owned())).set_token_uri(url);
+    let mut req = client.exchange_client_credentials();
+    if let Some(s) = scope {
+        for part in s.split_whitespace() {
+            req = req.add_scope(Scope::new(part.to_owned()));
+        }
+    }
+    let t = req.request_async(http).await.map_err(|e| match e {
+        oauth2::RequestTokenError::ServerResponse(r) => RpcError::Protocol(format!("the token endpoint refused: {}", serde_json::to_string(&r).unwrap_or_default())),
+        oauth2::RequestTokenError::Request(_) => RpcError::NotSent("the token endpoint is unreachable".into()),
+        _ => RpcError::Protocol("the token endpoint sent an unexpected answer".into()),
+    })?;
+    let lifetime = t.expires_in().map(|d| d.as_millis().min(86_400_000) as i64).unwrap_or(3_600_000);
+    Ok((Zeroizing::new(t.access_token().secret().to_owned()), now.saturating_add(lifetime)))
+}

@@ -1,0 +1,682 @@
+//! Upstream MCP servers (seed 004 "Registering an MCP server", D1, D16): a project admin
+//! registers a remote server; its tools join that project's catalog as `<prefix><name>` with
+//! source `mcp:<id>`, run through the one pipeline by `handler.rs` on a pooled session
+//! (`live.rs`) behind a semaphore and a circuit breaker (`breaker.rs`). Refresh keeps vanished
+//! tools as unavailable and holds changed or new ones for an admin's review (the rug-pull
+//! guard). See README.md in this folder.
+
+pub mod breaker;
+mod client;
+mod handler;
+mod live;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+pub use client::{RpcError, Session, PROTOCOL_VERSION};
+pub use live::AuthConfig;
+
+use crate::auth::{require_admin, Principal};
+use crate::catalog::{Catalog, SideEffects, Tool, ToolName, ToolSource, ToolSpec, ToolStatus};
+use crate::clock::{rfc3339, Clock};
+use crate::crypto::sha256_hex;
+use crate::egress::PrivateAllowance;
+use crate::ids::new_id;
+use crate::store::mcp_servers::{ServerRow, ToolRow, ToolState};
+use crate::store::{self, Db};
+use crate::vault::Vault;
+use crate::{Error, Result};
+use handler::UpstreamTool;
+use live::{Deps, Live};
+
+/// The catalog source key of a project's upstream tools.
+pub const SOURCE: &str = "mcp";
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+pub const MAX_TIMEOUT_MS: u64 = 300_000;
+pub const DEFAULT_MAX_CONCURRENCY: u64 = 10;
+pub const MAX_MAX_CONCURRENCY: u64 = 1_000;
+/// At most this many servers per project.
+pub const MAX_SERVERS_PER_PROJECT: usize = 50;
+
+/// `POST /v1/mcp/servers` as sent.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Registration {
+    name: String,
+    #[serde(default)]
+    transport: Option<String>,
+    url: String,
+    #[serde(default)]
+    auth: Option<Value>,
+    #[serde(default)]
+    tool_prefix: Option<String>,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+    #[serde(default)]
+    max_concurrency: Option<u64>,
+    #[serde(default)]
+    auto_approve: Option<bool>,
+}
+
+/// A server as the API shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerView {
+    pub id: String,
+    pub object: &'static str,
+    pub name: String,
+    pub transport: String,
+    pub url: String,
+    pub auth_type: &'static str,
+    pub tool_prefix: String,
+    pub state: &'static str,
+    pub breaker: &'static str,
+    pub tools_discovered: usize,
+    pub tools: Vec<String>,
+    pub tool_counts: ToolCounts,
+    pub timeout_ms: i64,
+    pub max_concurrency: i64,
+    pub auto_approve: bool,
+    pub last_refresh_at: Option<String>,
+    pub last_error: Option<String>,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Changes>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ToolCounts {
+    pub available: usize,
+    pub unavailable: usize,
+    pub pending_review: usize,
+}
+
+/// An upstream tool that cannot join the catalog, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    pub name: String,
+    pub reason: String,
+}
+
+/// What a refresh found (upstream names).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Changes {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub changed: Vec<String>,
+}
+
+/// One upstream tool as an admin reviews it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolView {
+    pub name: String,
+    pub catalog_name: String,
+    pub status: ToolState,
+    pub side_effects: SideEffects,
+    pub side_effects_overridden: bool,
+    pub description: String,
+    pub input_schema: Value,
+    /// What an admin last approved, when the tool changed since.
+    pub approved_description: Option<String>,
+    pub approved_input_schema: Option<Value>,
+}
+
+fn fingerprint(description: &str, input_schema: &str, output_schema: Option<&str>) -> String {
+    sha256_hex(format!("{description}\u{1f}{input_schema}\u{1f}{}", output_schema.unwrap_or("")).as_bytes())
+}
+
+/// Annotations are hints: read-only → none, destructive → destructive, otherwise write.
+fn derived_side_effects(annotations: Option<&Value>) -> SideEffects {
+    let hint = |k: &str| annotations.and_then(|a| a.get(k)).and_then(Value::as_bool);
+    if hint("readOnlyHint") == Some(true) {
+        SideEffects::None
+    } else if hint("destructiveHint") == Some(true) {
+        SideEffects::Destructive
+    } else {
+        SideEffects::Write
+    }
+}
+
+fn side_effects_of(row: &ToolRow) -> SideEffects {
+    let annotations = row.annotations.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok());
+    row.side_effects_override
+        .as_deref()
+        .and_then(|o| serde_json::from_value(Value::String(o.to_owned())).ok())
+        .unwrap_or_else(|| derived_side_effects(annotations.as_ref()))
+}
+
+/// A listed upstream tool as a row (status decided by the caller).
+fn row_of(server_id: &str, t: &Value, now: i64) -> Option<ToolRow> {
+    let name = t.get("name")?.as_str()?.to_owned();
+    let description = t.get("description").and_then(Value::as_str).unwrap_or("").to_owned();
+    let input_schema = t.get("inputSchema").cloned().unwrap_or_else(|| json!({ "type": "object" })).to_string();
+    let output_schema = t.get("outputSchema").filter(|v| !v.is_null()).map(Value::to_string);
+    let annotations = t.get("annotations").filter(|v| !v.is_null()).map(Value::to_string);
+    let fp = fingerprint(&description, &input_schema, output_schema.as_deref());
+    Some(ToolRow {
+        server_id: server_id.to_owned(),
+        name,
+        description,
+        input_schema,
+        output_schema,
+        annotations,
+        side_effects_override: None,
+        status: ToolState::Available,
+        fingerprint: fp,
+        approved_fingerprint: None,
+        approved_description: None,
+        approved_input_schema: None,
+        updated_at: now,
+    })
+}
+
+fn approve(row: &mut ToolRow) {
+    row.approved_fingerprint = Some(row.fingerprint.clone());
+    row.approved_description = Some(row.description.clone());
+    row.approved_input_schema = Some(row.input_schema.clone());
+    row.status = ToolState::Available;
+}
+
+/// The prefixed catalog tool of a row, or why it cannot be one.
+fn build_tool(live: &Arc<Live>, server: &ServerRow, row: &ToolRow) -> std::result::Result<Tool, String> {
+    let name = ToolName::parse(&format!("{}{}", server.tool_prefix, row.name)).map_err(|e| e.to_string())?;
+    let input_schema: Value = serde_json::from_str(&row.input_schema).map_err(|e| format!("input schema: {e}"))?;
+    let output_schema = row.output_schema.as_deref().and_then(|o| serde_json::from_str(o).ok());
+    let side_effects = side_effects_of(row);
+    let spec = ToolSpec {
+        name,
+        source: ToolSource::Mcp(server.id.clone()),
+        integration: server.name.clone(),
+        description: row.description.clone(),
+        input_schema,
+        output_schema,
+        side_effects,
+        literal_args: false,
+        secret_arg: None,
+    };
+    let handler = UpstreamTool { live: live.clone(), name: row.name.clone(), retryable: side_effects == SideEffects::None };
+    let mut tool = Tool::new(spec, Arc::new(handler)).map_err(|e| e.to_string())?;
+    if row.status == ToolState::Unavailable {
+        tool.status = ToolStatus::Unavailable;
+    }
+    Ok(tool)
+}
+
+fn breaker_note(live: Option<&Arc<Live>>, now: i64) -> &'static str {
+    live.map(|l| l.breaker.state(now)).unwrap_or("closed")
+}
+
+#[derive(Clone)]
+pub struct Upstreams {
+    db: Db,
+    clock: Arc<dyn Clock>,
+    catalog: Arc<Catalog>,
+    vault: Vault,
+    allowance: PrivateAllowance,
+    deps: Deps,
+    /// Servers this instance runs, by id (kept across reloads: sessions and breakers live on).
+    live: Arc<RwLock<HashMap<String, Arc<Live>>>>,
+    /// Per project: the (server id, updated_at) its catalog tools were built from.
+    loaded: Arc<RwLock<HashMap<String, Vec<(String, i64)>>>>,
+    reloading: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Upstreams {
+    pub fn new(db: Db, clock: Arc<dyn Clock>, catalog: Arc<Catalog>, vault: Vault, http: reqwest::Client, allowance: PrivateAllowance) -> Upstreams {
+        let deps = Deps { vault: vault.clone(), clock: clock.clone(), http };
+        Upstreams {
+            db,
+            clock,
+            catalog,
+            vault,
+            allowance,
+            deps,
+            live: Arc::default(),
+            loaded: Arc::default(),
+            reloading: Arc::default(),
+        }
+    }
+
+    fn now(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    fn live_for(&self, row: &ServerRow) -> Result<Arc<Live>> {
+        if let Some(l) = self.live.read().expect("upstreams lock").get(&row.id) {
+            return Ok(l.clone());
+        }
+        let url = url::Url::parse(&row.url).map_err(|e| Error::internal(format!("stored server url: {e}")))?;
+        let auth: AuthConfig = serde_json::from_str(&row.auth).map_err(|e| Error::internal(format!("stored server auth: {e}")))?;
+        let live = Arc::new(Live::new(
+            row.project_id.clone(),
+            row.name.clone(),
+            url,
+            auth,
+            Duration::from_millis(row.timeout_ms as u64),
+            row.max_concurrency as usize,
+            self.deps.clone(),
+        ));
+        self.live.write().expect("upstreams lock").insert(row.id.clone(), live.clone());
+        Ok(live)
+    }
+
+    /// Checks a registration completely (nothing is stored by this): the shape, the URL against
+    /// the SSRF rules, credentials as vault references only.
+    async fn check(&self, admin: &Principal, body: &Value) -> Result<(Registration, AuthConfig, url::Url)> {
+        let inline = |v: &Value| {
+            v.as_object().is_some_and(|m| {
+                m.keys().any(|k| matches!(k.as_str(), "token" | "password" | "secret" | "client_secret" | "api_key" | "key" | "value" | "access_token" | "bearer"))
+            })
+        };
+        if let Some(auth) = body.get("auth") {
+            if inline(auth) {
+                return Err(Error::invalid("credentials are secret refs, never inline; put the credential in the vault and name it in auth.secret_ref"));
+            }
+        }
+        let reg: Registration = serde_json::from_value(body.clone()).map_err(|e| Error::invalid(format!("invalid MCP server registration: {e}")))?;
+        let name_ok = !reg.name.is_empty()
+            && reg.name.len() <= 40
+            && reg.name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+            && reg.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_'));
+        if !name_ok {
+            return Err(Error::invalid("name must be 1 to 40 lowercase letters, digits, '-' or '_', starting with a letter"));
+        }
+        match reg.transport.as_deref().unwrap_or("http") {
+            "http" => {}
+            "sse" => return Err(Error::invalid("transport sse (the 2024-11-05 HTTP+SSE transport) is not supported yet; register the server's streamable HTTP endpoint with transport http")),
+            other => return Err(Error::invalid(format!("transport must be http or sse, not {other:?}"))),
+        }
+        let url = url::Url::parse(&reg.url).map_err(|e| Error::invalid(format!("url: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            return Err(Error::invalid("url must be an http(s) URL of the server's MCP endpoint"));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(Error::invalid("credentials are secret refs, never inline; remove the user and password from the url"));
+        }
+        if let Some(reason) = self.allowance.check_url_host(&url) {
+            return Err(Error::invalid(format!("url points at a {reason}; an operator can allow it with --egress-allow-private")));
+        }
+        if let Some(p) = &reg.tool_prefix {
+            if p.len() > 32 || !p.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')) || !p.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) {
+                return Err(Error::invalid("tool_prefix must be up to 32 letters, digits, '_', '.' or '-', starting with a letter"));
+            }
+        }
+        if let Some(t) = reg.timeout_ms {
+            if !(1..=MAX_TIMEOUT_MS).contains(&t) {
+                return Err(Error::invalid(format!("timeout_ms must be from 1 to {MAX_TIMEOUT_MS}")));
+            }
+        }
+        if let Some(c) = reg.max_concurrency {
+            if !(1..=MAX_MAX_CONCURRENCY).contains(&c) {
+                return Err(Error::invalid(format!("max_concurrency must be from 1 to {MAX_MAX_CONCURRENCY}")));
+            }
+        }
+        let auth_value = reg.auth.clone().unwrap_or_else(|| json!({ "type": "none" }));
+        let mut auth: AuthConfig = serde_json::from_value(auth_value).map_err(|e| Error::invalid(format!("invalid auth: {e}")))?;
+        let secret_ref = match &mut auth {
+            AuthConfig::None => None,
+            AuthConfig::Bearer { secret_ref } => Some(secret_ref),
+            AuthConfig::Oauth2 { secret_ref, token_url, .. } => {
+                let u = url::Url::parse(token_url).map_err(|e| Error::invalid(format!("auth.token_url: {e}")))?;
+                if let Some(reason) = self.allowance.check_url_host(&u) {
+                    return Err(Error::invalid(format!("auth.token_url points at a {reason}")));
+                }
+                Some(secret_ref)
+            }
+        };
+        if let Some(r) = secret_ref {
+            let name = self
+                .vault
+                .name_of(&admin.project_id, r)
+                .await?
+                .ok_or_else(|| Error::invalid(format!("auth.secret_ref {r:?} names no secret in this project's vault; add it on the Vault page first")))?;
+            *r = name;
+        }
+        Ok((reg, auth, url))
+    }
+
+    /// Registers a server: checks, connects, initializes and lists its tools; stores it only
+    /// when all of that worked and no name collides (409).
+    pub async fn register(&self, admin: &Principal, body: &Value) -> Result<ServerView> {
+        require_admin(admin)?;
+        let (reg, auth, url) = self.check(admin, body).await?;
+        let existing = store::mcp_servers::list_servers(self.db.pool(), &admin.project_id).await?;
+        if existing.iter().any(|s| s.name == reg.name) {
+            return Err(Error::Conflict(format!("an MCP server named {} already exists in this project", reg.name)));
+        }
+        if existing.len() >= MAX_SERVERS_PER_PROJECT {
+            return Err(Error::Conflict(format!("this project already has {MAX_SERVERS_PER_PROJECT} MCP servers, the most it may have")));
+        }
+        let now = self.now();
+        let row = ServerRow {
+            id: new_id("mcps"),
+            project_id: admin.project_id.clone(),
+            name: reg.name.clone(),
+            transport: "http".into(),
+            url: url.to_string(),
+            auth: serde_json::to_string(&auth).map_err(|e| Error::internal(e.to_string()))?,
+            tool_prefix: reg.tool_prefix.clone().unwrap_or_else(|| format!("{}.", reg.name)),
+            timeout_ms: reg.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS) as i64,
+            max_concurrency: reg.max_concurrency.unwrap_or(DEFAULT_MAX_CONCURRENCY) as i64,
+            auto_approve: reg.auto_approve.unwrap_or(false) as i64,
+            last_refresh_at: Some(now),
+            last_error: None,
+            created_at: now,
+            updated_at: now,
+        };
+        // A live server for the check only; it is kept once the row is stored.
+        let live = Arc::new(Live::new(
+            row.project_id.clone(),
+            row.name.clone(),
+            url,
+            auth,
+            Duration::from_millis(row.timeout_ms as u64),
+            row.max_concurrency as usize,
+            self.deps.clone(),
+        ));
+        let listed = live.list_tools().await.map_err(|e| Error::invalid(format!("cannot register {}: {e}", row.url)))?;
+        let mut rows: Vec<ToolRow> = listed.iter().filter_map(|t| row_of(&row.id, t, now)).collect();
+        rows.iter_mut().for_each(approve);
+        let snapshot = self.catalog.snapshot(&admin.project_id);
+        let mut skipped = Vec::new();
+        let mut names = Vec::new();
+        for r in &rows {
+            match build_tool(&live, &row, r) {
+                Ok(t) => {
+                    if snapshot.get(t.name()).is_some() || names.contains(&t.name().to_owned()) {
+                        return Err(Error::Conflict(format!("a tool named {} already exists in this project; choose another tool_prefix", t.name())));
+                    }
+                    names.push(t.name().to_owned());
+                }
+                Err(reason) => skipped.push(Skipped { name: r.name.clone(), reason }),
+            }
+        }
+        let mut tx = self.db.begin_write().await?;
+        store::mcp_servers::insert_server(&mut *tx, &row).await.map_err(|e| {
+            if e.is_unique_violation() {
+                Error::Conflict(format!("an MCP server named {} already exists in this project", row.name))
+            } else {
+                e
+            }
+        })?;
+        for r in &rows {
+            store::mcp_servers::upsert_tool(&mut *tx, r).await?;
+        }
+        tx.commit().await?;
+        self.live.write().expect("upstreams lock").insert(row.id.clone(), live);
+        self.reload_project(&admin.project_id).await?;
+        tracing::info!(server = %row.id, name = %row.name, by = %admin.user_id, tools = rows.len(), "MCP server registered");
+        let mut view = self.view(&row).await?;
+        view.skipped = skipped;
+        Ok(view)
+    }
+
+    async fn view(&self, row: &ServerRow) -> Result<ServerView> {
+        let tools = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
+        let live = self.live.read().expect("upstreams lock").get(&row.id).cloned();
+        let mut counts = ToolCounts::default();
+        for t in &tools {
+            match t.status {
+                ToolState::Available => counts.available += 1,
+                ToolState::Unavailable => counts.unavailable += 1,
+                ToolState::PendingReview => counts.pending_review += 1,
+            }
+        }
+        let auth: AuthConfig = serde_json::from_str(&row.auth).unwrap_or(AuthConfig::None);
+        let breaker = breaker_note(live.as_ref(), self.now());
+        Ok(ServerView {
+            id: row.id.clone(),
+            object: "mcp_server",
+            name: row.name.clone(),
+            transport: row.transport.clone(),
+            url: row.url.clone(),
+            auth_type: auth.kind(),
+            tool_prefix: row.tool_prefix.clone(),
+            state: if row.last_error.is_some() { "error" } else if breaker == "open" { "degraded" } else { "connected" },
+            breaker,
+            tools_discovered: tools.len(),
+            tools: tools.iter().filter(|t| t.status != ToolState::PendingReview).map(|t| format!("{}{}", row.tool_prefix, t.name)).collect(),
+            tool_counts: counts,
+            timeout_ms: row.timeout_ms,
+            max_concurrency: row.max_concurrency,
+            auto_approve: row.auto_approve != 0,
+            last_refresh_at: row.last_refresh_at.map(rfc3339),
+            last_error: row.last_error.clone(),
+            created_at: rfc3339(row.created_at),
+            skipped: Vec::new(),
+            changes: None,
+        })
+    }
+
+    async fn server(&self, who: &Principal, id: &str) -> Result<ServerRow> {
+        store::mcp_servers::get_server(self.db.pool(), &who.project_id, id).await?.ok_or(Error::NotFound)
+    }
+
+    pub async fn list(&self, who: &Principal) -> Result<Vec<ServerView>> {
+        let mut out = Vec::new();
+        for row in store::mcp_servers::list_servers(self.db.pool(), &who.project_id).await? {
+            out.push(self.view(&row).await?);
+        }
+        Ok(out)
+    }
+
+    pub async fn get(&self, who: &Principal, id: &str) -> Result<ServerView> {
+        let row = self.server(who, id).await?;
+        self.view(&row).await
+    }
+
+    /// A server's tools as an admin reviews them.
+    pub async fn tools(&self, who: &Principal, id: &str) -> Result<Vec<ToolView>> {
+        let row = self.server(who, id).await?;
+        let tools = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
+        Ok(tools
+            .iter()
+            .map(|t| {
+                let changed = t.approved_fingerprint.as_deref().is_some_and(|a| a != t.fingerprint);
+                ToolView {
+                    name: t.name.clone(),
+                    catalog_name: format!("{}{}", row.tool_prefix, t.name),
+                    status: t.status,
+                    side_effects: side_effects_of(t),
+                    side_effects_overridden: t.side_effects_override.is_some(),
+                    description: t.description.clone(),
+                    input_schema: serde_json::from_str(&t.input_schema).unwrap_or(Value::Null),
+                    approved_description: changed.then(|| t.approved_description.clone()).flatten(),
+                    approved_input_schema: changed.then(|| t.approved_input_schema.as_deref().and_then(|s| serde_json::from_str(s).ok())).flatten(),
+                }
+            })
+            .collect())
+    }
+
+    pub async fn delete(&self, admin: &Principal, id: &str) -> Result<()> {
+        require_admin(admin)?;
+        if !store::mcp_servers::delete_server(self.db.pool(), &admin.project_id, id).await? {
+            return Err(Error::NotFound);
+        }
+        self.live.write().expect("upstreams lock").remove(id);
+        self.reload_project(&admin.project_id).await?;
+        tracing::info!(server = %id, by = %admin.user_id, "MCP server deleted");
+        Ok(())
+    }
+
+    /// Re-reads a server's tool list: vanished tools are kept as unavailable, changed ones are
+    /// held for review, new ones too unless the server auto-approves.
+    pub async fn refresh(&self, admin: &Principal, id: &str) -> Result<ServerView> {
+        require_admin(admin)?;
+        let row = self.server(admin, id).await?;
+        let live = self.live_for(&row)?;
+        let now = self.now();
+        let listed = match live.list_tools().await {
+            Ok(l) => l,
+            Err(e) => {
+                store::mcp_servers::set_refreshed(self.db.pool(), &row.id, now, Some(&e.to_string())).await?;
+                self.reload_project(&admin.project_id).await?;
+                let mut view = self.get(admin, id).await?;
+                view.changes = Some(Changes::default());
+                return Ok(view);
+            }
+        };
+        let existing = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
+        let mut by_name: HashMap<String, ToolRow> = existing.into_iter().map(|t| (t.name.clone(), t)).collect();
+        let mut changes = Changes::default();
+        let mut seen = Vec::new();
+        let mut tx = self.db.begin_write().await?;
+        for t in &listed {
+            let Some(mut fresh) = row_of(&row.id, t, now) else { continue };
+            seen.push(fresh.name.clone());
+            match by_name.remove(&fresh.name) {
+                Some(old) => {
+                    if old.fingerprint != fresh.fingerprint {
+                        changes.changed.push(fresh.name.clone());
+                    }
+                    fresh.side_effects_override = old.side_effects_override.clone();
+                    fresh.approved_fingerprint = old.approved_fingerprint.clone();
+                    fresh.approved_description = old.approved_description.clone();
+                    fresh.approved_input_schema = old.approved_input_schema.clone();
+                    fresh.status = if old.approved_fingerprint.as_deref() == Some(fresh.fingerprint.as_str()) { ToolState::Available } else { ToolState::PendingReview };
+                }
+                None => {
+                    changes.added.push(fresh.name.clone());
+                    if row.auto_approve != 0 {
+                        approve(&mut fresh);
+                    } else {
+                        fresh.status = ToolState::PendingReview;
+                    }
+                }
+            }
+            store::mcp_servers::upsert_tool(&mut *tx, &fresh).await?;
+        }
+        for (_, mut gone) in by_name {
+            if gone.status != ToolState::Unavailable {
+                changes.removed.push(gone.name.clone());
+            }
+            gone.status = ToolState::Unavailable;
+            gone.updated_at = now;
+            store::mcp_servers::upsert_tool(&mut *tx, &gone).await?;
+        }
+        store::mcp_servers::set_refreshed(&mut *tx, &row.id, now, None).await?;
+        tx.commit().await?;
+        self.reload_project(&admin.project_id).await?;
+        let mut view = self.get(admin, id).await?;
+        view.changes = Some(changes);
+        Ok(view)
+    }
+
+    /// Approves tools held for review (upstream names): they join the catalog as they are now.
+    pub async fn approve(&self, admin: &Principal, id: &str, tools: &[String]) -> Result<ServerView> {
+        require_admin(admin)?;
+        let row = self.server(admin, id).await?;
+        let existing = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
+        if let Some(unknown) = tools.iter().find(|n| !existing.iter().any(|t| &t.name == *n)) {
+            return Err(Error::invalid(format!("{id} has no tool named {unknown}")));
+        }
+        let now = self.now();
+        let mut tx = self.db.begin_write().await?;
+        for mut t in existing.into_iter().filter(|t| tools.contains(&t.name) && t.status == ToolState::PendingReview) {
+            approve(&mut t);
+            t.updated_at = now;
+            store::mcp_servers::upsert_tool(&mut *tx, &t).await?;
+        }
+        store::mcp_servers::touch(&mut *tx, &row.id, now).await?;
+        tx.commit().await?;
+        tracing::info!(server = %id, by = %admin.user_id, ?tools, "MCP tools approved");
+        self.reload_project(&admin.project_id).await?;
+        self.get(admin, id).await
+    }
+
+    /// An admin's side-effects override for one tool (`None` clears it).
+    pub async fn set_side_effects(&self, admin: &Principal, id: &str, tool: &str, side_effects: Option<SideEffects>) -> Result<ToolView> {
+        require_admin(admin)?;
+        let row = self.server(admin, id).await?;
+        let existing = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
+        let mut t = existing.into_iter().find(|t| t.name == tool).ok_or(Error::NotFound)?;
+        t.side_effects_override = side_effects.map(|s| s.as_str().to_owned());
+        let now = self.now();
+        t.updated_at = now;
+        let mut tx = self.db.begin_write().await?;
+        store::mcp_servers::upsert_tool(&mut *tx, &t).await?;
+        store::mcp_servers::touch(&mut *tx, &row.id, now).await?;
+        tx.commit().await?;
+        self.reload_project(&admin.project_id).await?;
+        self.tools(admin, id).await?.into_iter().find(|v| v.name == tool).ok_or(Error::NotFound)
+    }
+
+    /// Rebuilds a project's upstream tools from the database. A server or tool that cannot be
+    /// built (a stored row that no longer validates, a name another source now has) is left
+    /// out and logged; it never stops the others.
+    pub async fn reload_project(&self, project_id: &str) -> Result<()> {
+        let _one_at_a_time = self.reloading.lock().await;
+        let servers = store::mcp_servers::list_servers(self.db.pool(), project_id).await?;
+        let others: Vec<String> = self
+            .catalog
+            .snapshot(project_id)
+            .tools()
+            .iter()
+            .filter(|t| !matches!(t.spec.source, ToolSource::Mcp(_)))
+            .map(|t| t.name().to_owned())
+            .collect();
+        let mut tools: Vec<Tool> = Vec::new();
+        let mut versions = Vec::new();
+        for server in &servers {
+            versions.push((server.id.clone(), server.updated_at));
+            let live = match self.live_for(server) {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::error!(server = %server.id, error = %e, "MCP server skipped");
+                    continue;
+                }
+            };
+            for row in store::mcp_servers::list_tools(self.db.pool(), &server.id).await? {
+                if row.status == ToolState::PendingReview {
+                    continue;
+                }
+                match build_tool(&live, server, &row) {
+                    Ok(t) if others.iter().any(|o| o == t.name()) || tools.iter().any(|o| o.name() == t.name()) => {
+                        tracing::warn!(server = %server.id, tool = %t.name(), "MCP tool left out: the name is taken");
+                    }
+                    Ok(t) => tools.push(t),
+                    Err(reason) => tracing::debug!(server = %server.id, tool = %row.name, %reason, "MCP tool left out"),
+                }
+            }
+        }
+        self.catalog.set_source_tools(project_id, SOURCE, tools)?;
+        let ids: Vec<&String> = servers.iter().map(|s| &s.id).collect();
+        self.live.write().expect("upstreams lock").retain(|id, l| l.project_id != project_id || ids.contains(&id));
+        let mut loaded = self.loaded.write().expect("upstreams lock");
+        if versions.is_empty() {
+            loaded.remove(project_id);
+        } else {
+            loaded.insert(project_id.to_owned(), versions);
+        }
+        Ok(())
+    }
+
+    /// Rebuilds every project whose servers changed on any instance (registered, deleted,
+    /// refreshed, approved). Returns how many projects were rebuilt.
+    pub async fn reload_all(&self) -> Result<usize> {
+        let mut stored: HashMap<String, Vec<(String, i64)>> = HashMap::new();
+        for (project, id, at) in store::mcp_servers::versions(self.db.pool()).await? {
+            stored.entry(project).or_default().push((id, at));
+        }
+        let loaded = self.loaded.read().expect("upstreams lock").clone();
+        let mut changed: Vec<String> = stored.iter().filter(|(p, v)| loaded.get(*p) != Some(v)).map(|(p, _)| p.clone()).collect();
+        changed.extend(loaded.keys().filter(|p| !stored.contains_key(*p)).cloned());
+        for p in &changed {
+            if let Err(e) = self.reload_project(p).await {
+                tracing::error!(project = %p, error = %e, "reloading MCP servers failed");
+            }
+        }
+        Ok(changed.len())
+    }
+
+    /// Every upstream tool's server, for the admin pages: id → (name, breaker state).
+    pub fn breakers(&self) -> Map<String, Value> {
+        let now = self.now();
+        self.live.read().expect("upstreams lock").iter().map(|(id, l)| (id.clone(), json!({ "name": l.name, "breaker": l.breaker.state(now) }))).collect()
+    }
+}

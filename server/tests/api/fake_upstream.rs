@@ -1,0 +1,141 @@
+//! A controllable upstream MCP server on loopback, built with the official Rust SDK (rmcp) in
+//! its default stateful mode (session ids, answers as event streams): tools can be added,
+//! changed and removed while it runs, and it can hang, answer 5xx or slow down, so tests
+//! exercise registration, refresh and review, timeouts, the breaker and the semaphores.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer};
+use serde_json::{json, Value};
+
+#[derive(Default)]
+pub struct UpstreamState {
+    /// (name, description, input schema, read-only)
+    pub tools: Mutex<Vec<(String, String, Value, bool)>>,
+    /// Answer every HTTP request with 500.
+    pub fail: AtomicBool,
+    /// How long `slow` takes, in ms.
+    pub slow_ms: AtomicU64,
+    pub calls: AtomicUsize,
+    pub initializes: AtomicUsize,
+    pub requests: AtomicUsize,
+    pub in_flight: AtomicUsize,
+    pub max_in_flight: AtomicUsize,
+    pub last_authorization: Mutex<Option<String>>,
+}
+
+pub struct FakeUpstream {
+    pub addr: SocketAddr,
+    pub state: Arc<UpstreamState>,
+}
+
+impl FakeUpstream {
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    pub fn set_tool(&self, name: &str, description: &str, schema: Value, read_only: bool) {
+        let mut tools = self.state.tools.lock().unwrap();
+        tools.retain(|t| t.0 != name);
+        tools.push((name.into(), description.into(), schema, read_only));
+    }
+
+    pub fn remove_tool(&self, name: &str) {
+        self.state.tools.lock().unwrap().retain(|t| t.0 != name);
+    }
+}
+
+#[derive(Clone)]
+struct Handler(Arc<UpstreamState>);
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(Implementation::new("fake-upstream", "1.0.0"))
+    }
+
+    async fn list_tools(&self, _r: Option<PaginatedRequestParams>, _c: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+        let tools = self.0.tools.lock().unwrap().clone();
+        Ok(ListToolsResult::with_all_items(
+            tools
+                .into_iter()
+                .map(|(name, description, schema, read_only)| {
+                    let Value::Object(m) = schema else { unreachable!("schemas are objects") };
+                    Tool::new(name, description, Arc::new(m)).with_annotations(ToolAnnotations::new().read_only(read_only))
+                })
+                .collect(),
+        ))
+    }
+
+    async fn call_tool(&self, request: CallToolRequestParams, _c: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+        let s = &self.0;
+        s.calls.fetch_add(1, Ordering::SeqCst);
+        let now = s.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        s.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let result = match request.name.as_ref() {
+            "echo" => CallToolResult::success(vec![ContentBlock::text(format!("Echo: {}", args["message"].as_str().unwrap_or("")))]),
+            "whoami" => CallToolResult::structured(json!({ "authorization": s.last_authorization.lock().unwrap().clone() })),
+            "add" => CallToolResult::success(vec![ContentBlock::text(json!({ "sum": args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0) }).to_string())]),
+            "slow" => {
+                tokio::time::sleep(Duration::from_millis(s.slow_ms.load(Ordering::SeqCst))).await;
+                CallToolResult::success(vec![ContentBlock::text("done")])
+            }
+            "boom" => CallToolResult::error(vec![ContentBlock::text("the widget exploded")]),
+            other => CallToolResult::error(vec![ContentBlock::text(format!("no tool {other}"))]),
+        };
+        s.in_flight.fetch_sub(1, Ordering::SeqCst);
+        Ok(result.into())
+    }
+}
+
+async fn observe(State(s): State<Arc<UpstreamState>>, req: Request, next: Next) -> Response {
+    s.requests.fetch_add(1, Ordering::SeqCst);
+    if s.fail.load(Ordering::SeqCst) {
+        return (axum::http::StatusCode::BAD_GATEWAY, "upstream of the upstream is down").into_response();
+    }
+    if let Some(a) = req.headers().get("authorization").and_then(|v| v.to_str().ok()) {
+        *s.last_authorization.lock().unwrap() = Some(a.to_owned());
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap_or_default();
+    if String::from_utf8_lossy(&bytes).contains("\"initialize\"") {
+        s.initializes.fetch_add(1, Ordering::SeqCst);
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await
+}
+
+/// Starts the fake with an `echo` (read-only), `add`, `slow`, `boom` and `whoami` tool.
+pub async fn start() -> FakeUpstream {
+    let state = Arc::new(UpstreamState::default());
+    state.slow_ms.store(2000, Ordering::SeqCst);
+    let up = FakeUpstream { addr: "127.0.0.1:0".parse().unwrap(), state: state.clone() };
+    up.set_tool("echo", "Echo a message back.", json!({ "type": "object", "properties": { "message": { "type": "string" } }, "required": ["message"] }), true);
+    up.set_tool("add", "Add two numbers.", json!({ "type": "object", "properties": { "a": { "type": "integer" }, "b": { "type": "integer" } } }), false);
+    up.set_tool("slow", "Take a while.", json!({ "type": "object", "properties": {} }), true);
+    up.set_tool("boom", "Always fails.", json!({ "type": "object", "properties": {} }), false);
+    up.set_tool("whoami", "Show the credential the server received.", json!({ "type": "object", "properties": {} }), true);
+    let handler = Handler(state.clone());
+    let service = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), StreamableHttpServerConfig::default());
+    let app = Router::new().nest_service("/mcp", service).layer(middleware::from_fn_with_state(state.clone(), observe));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    FakeUpstream { addr, state }
+}

@@ -9,6 +9,7 @@ scripts/setup.sh --with-browser
 
 export WB_TEST_POSTGRES=required
 export WB_TEST_MCP_SDK=required
+export WB_TEST_SERVER_EVERYTHING=required
 export WB_TEST_POSTGRES_URL="${WB_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
 pg_up() { pg_isready -q -d "$WB_TEST_POSTGRES_URL" 2>/dev/null; }
 if ! pg_up && command -v pg_ctlcluster >/dev/null && [ -d /etc/postgresql ]; then

@@ -25,6 +25,7 @@ mod proxy_hardening;
 mod scale_out;
 mod secrets;
 mod upstream;
+mod upstream_everything;
 mod v1_auth;
 mod v1_tools;
 mod vault;

@@ -1,0 +1,84 @@
+//! The reference MCP server (`@modelcontextprotocol/server-everything`, the official TypeScript
+//! SDK, installed by the test setup into end2end/node_modules) as a real upstream: registered
+//! over its streamable HTTP endpoint, its tools federated, its `echo` run through
+//! execute_tools and REST invoke. Skipped when node or the package is missing, unless
+//! `WB_TEST_SERVER_EVERYTHING=required` (set by scripts/test.sh).
+
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use serde_json::{json, Value};
+
+use crate::helpers::{admin_with_key, execute, Options};
+use crate::{app, db_test};
+
+fn end2end() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../end2end")
+}
+
+/// Starts server-everything on a free loopback port; None (skip) when it cannot run here.
+async fn start_everything() -> Option<(tokio::process::Child, u16)> {
+    let entry = end2end().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let required = std::env::var("WB_TEST_SERVER_EVERYTHING").is_ok_and(|v| v == "required");
+    if !entry.exists() {
+        assert!(!required, "server-everything is required but {} is missing; run scripts/setup.sh --with-browser", entry.display());
+        eprintln!("skipping: server-everything is not installed");
+        return None;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let log = std::fs::File::create(crate::helpers::temp_dir("everything").join("server.log")).unwrap();
+    let child = tokio::process::Command::new("node")
+        .arg("--import")
+        .arg(end2end().join("upstream/bind-loopback.mjs"))
+        .arg(&entry)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(Stdio::from(log.try_clone().unwrap()))
+        .stderr(Stdio::from(log))
+        .kill_on_drop(true)
+        .spawn();
+    let child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            assert!(!required, "server-everything is required but node cannot start: {e}");
+            return None;
+        }
+    };
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return Some((child, port));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("server-everything did not start listening on 127.0.0.1:{port}");
+}
+
+db_test!(the_reference_mcp_server_is_a_working_upstream, |backend| {
+    let Some((_child, port)) = start_everything().await else { return };
+    let app = app!(backend, Options { egress_allow_private: vec!["127.0.0.1"], ..Default::default() });
+    let (_, key) = admin_with_key(&app).await;
+    let res = app
+        .http()
+        .post(app.url("/v1/mcp/servers"))
+        .bearer_auth(&key)
+        .json(&json!({ "name": "everything", "transport": "http", "url": format!("http://127.0.0.1:{port}/mcp"), "tool_prefix": "ev." }))
+        .send()
+        .await
+        .unwrap();
+    let status = res.status();
+    let server: Value = res.json().await.unwrap();
+    assert_eq!(status, 201, "{server}");
+    let tools: Vec<&str> = server["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    assert!(tools.contains(&"ev.echo"), "{tools:?}");
+    let out = execute(&app, &key, json!([{ "tool": "ev.echo", "args": { "message": "hello upstream" } }])).await;
+    assert_eq!(out[0]["result"], "Echo: hello upstream", "{}", out[0]);
+    let res = app.http().post(app.url("/v1/tools/invoke")).bearer_auth(&key).json(&json!({ "tool": "ev.echo", "arguments": { "message": "via rest" } })).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.json::<Value>().await.unwrap()["result"], "Echo: via rest");
+    // A refused argument is the upstream's validation answer, not a breaker failure.
+    let out = execute(&app, &key, json!([{ "tool": "ev.echo", "args": {} }])).await;
+    assert_eq!(out[0]["code"], "INVALID_ARGUMENTS", "our schema check runs first: {}", out[0]);
+    let id = server["id"].as_str().unwrap();
+    let refreshed: Value = app.http().post(app.url(&format!("/v1/mcp/servers/{id}/refresh"))).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(refreshed["changes"], json!({ "added": [], "removed": [], "changed": [] }), "{refreshed}");
+});

@@ -8,6 +8,7 @@ import * as path from "node:path";
 const port = Number(process.env.WB_E2E_PORT ?? 3217);
 const providerPort = port + 3;
 const apiPort = port + 4;
+export const upstreamURL = `http://127.0.0.1:${port + 5}`;
 export const providerURL = `http://127.0.0.1:${providerPort}`;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wb-e2e-"));
 export const baseURL = `http://127.0.0.1:${port}`;
@@ -40,6 +41,13 @@ export default defineConfig({
   },
   webServer: [
     {
+      // An upstream MCP server whose tool changes on request (the review of a changed tool).
+      command: `node upstream/changeable.mjs ${port + 5}`,
+      url: `${upstreamURL}/health`,
+      reuseExistingServer: false,
+      timeout: 30_000,
+    },
+    {
       // A real OAuth authorization server and a fake GitHub API for the connect flow.
       command: `node oauth/provider.mjs ${providerPort} ${apiPort} ${baseURL}`,
       url: `${providerURL}/.well-known/openid-configuration`,
@@ -54,6 +62,7 @@ export default defineConfig({
         `--data-dir ${dir}/data`,
         "--site-root ../target/site",
         `--public-url ${baseURL}`,
+        "--egress-allow-private 127.0.0.1",
       ].join(" "),
       env: {
         WB_INTEGRATION_GITHUB_BASE_URL: `http://127.0.0.1:${apiPort}`,

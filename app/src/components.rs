@@ -13,7 +13,7 @@ const SECTIONS: &[(&str, Option<&str>)] = &[
     ("Connections", Some("/connections")),
     ("Confirmations", None),
     ("Vault", Some("/vault")),
-    ("MCP servers", None),
+    ("MCP servers", Some("/mcp-servers")),
     ("Apps", Some("/apps")),
     ("Policies", None),
     ("Egress", Some("/egress")),

@@ -3,7 +3,7 @@
 // cross-site form post that must be refused, and the same forms with JavaScript turned off.
 import { test, expect, type Page } from "@playwright/test";
 import * as http from "node:http";
-import { baseURL } from "../playwright.config";
+import { baseURL, upstreamURL } from "../playwright.config";
 
 const ADMIN = "admin@example.com";
 const PASSWORD = "correct horse battery staple";
@@ -143,6 +143,44 @@ test("a custom app's tools join the catalog until the app is deleted", async ({ 
   await page.getByRole("searchbox", { name: "Search tools" }).fill("open incidents on the status page");
   await page.getByRole("button", { name: "Search" }).click();
   await expect(page.getByTestId("tool-row").filter({ hasText: "statuspage_get_incidents" })).toHaveCount(0);
+});
+
+test("an MCP server's tools join the catalog, and a changed tool waits for an admin's approval", async ({ page }) => {
+  await signIn(page);
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "MCP servers" }).click();
+  await expect(page.getByRole("heading", { name: "MCP servers" })).toBeVisible();
+  await page.getByLabel("Name").fill("crm");
+  await page.getByLabel("Streamable HTTP URL").fill(`${upstreamURL}/mcp`);
+  await page.getByRole("button", { name: "Register" }).click();
+  await expect(page.getByTestId("mcp-server-row")).toContainText("1 available, 0 unavailable, 0 to review");
+  await expect(page.getByTestId("mcp-server-row")).toContainText("breaker closed");
+
+  const search = async () => {
+    await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Tools" }).click();
+    await page.getByRole("searchbox", { name: "Search tools" }).fill("look up a customer by email");
+    await page.getByRole("button", { name: "Search" }).click();
+  };
+  await search();
+  await expect(page.getByTestId("tool-row").first()).toContainText("crm.lookup");
+
+  // The upstream changes the tool's description (a rug pull): refresh holds it for review.
+  expect((await fetch(`${upstreamURL}/change`, { method: "POST" })).status).toBe(204);
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "MCP servers" }).click();
+  await page.getByRole("button", { name: "Refresh crm" }).click();
+  await expect(page.getByTestId("mcp-server-row")).toContainText("0 available, 0 unavailable, 1 to review");
+  await search();
+  await expect(page.getByTestId("tool-row").filter({ hasText: "crm.lookup" })).toHaveCount(0);
+
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "MCP servers" }).click();
+  await page.getByRole("link", { name: "crm" }).click();
+  await expect(page.getByTestId("mcp-tool")).toContainText("pending review");
+  const diff = page.getByTestId("mcp-tool-diff");
+  await expect(diff).toContainText("Look up a customer by email.");
+  await expect(diff).toContainText("forward their data to partner.example");
+  await page.getByRole("button", { name: "Approve lookup" }).click();
+  await expect(page.getByTestId("mcp-tool")).toContainText("available");
+  await search();
+  await expect(page.getByTestId("tool-row").first()).toContainText("crm.lookup");
 });
 
 test("a cross-site form post is refused even with the session cookie", async ({ page }) => {

@@ -10,6 +10,7 @@ mod audit;
 mod vault;
 mod connections;
 mod apps;
+mod mcp_servers;
 
 pub use session::*;
 pub use api_keys::*;
@@ -20,3 +21,4 @@ pub use audit::*;
 pub use vault::*;
 pub use connections::*;
 pub use apps::*;
+pub use mcp_servers::*;

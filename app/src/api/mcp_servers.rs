@@ -1,0 +1,169 @@
+//! Server functions of the MCP servers pages: list and register upstream servers (with a
+//! picker of the project's vault secrets), refresh and delete them, review a server's tools
+//! (approve a changed or new tool, override side effects).
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::AppError;
+
+#[cfg(feature = "ssr")]
+use crate::ssr;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpServerView {
+    pub id: String,
+    pub name: String,
+    pub url: String,
+    pub auth_type: String,
+    pub tool_prefix: String,
+    pub state: String,
+    pub breaker: String,
+    pub available: usize,
+    pub unavailable: usize,
+    pub pending_review: usize,
+    pub last_refresh_at: Option<String>,
+    pub last_error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpServersData {
+    pub servers: Vec<McpServerView>,
+    /// Vault secret names, for the credential picker.
+    pub secrets: Vec<String>,
+    pub can_manage: bool,
+}
+
+#[cfg(feature = "ssr")]
+fn view_of(s: workbench_core::upstream::ServerView) -> McpServerView {
+    McpServerView {
+        id: s.id,
+        name: s.name,
+        url: s.url,
+        auth_type: s.auth_type.to_owned(),
+        tool_prefix: s.tool_prefix,
+        state: s.state.to_owned(),
+        breaker: s.breaker.to_owned(),
+        available: s.tool_counts.available,
+        unavailable: s.tool_counts.unavailable,
+        pending_review: s.tool_counts.pending_review,
+        last_refresh_at: s.last_refresh_at,
+        last_error: s.last_error,
+    }
+}
+
+#[server(endpoint = "mcp_servers_page")]
+pub async fn mcp_servers_page() -> Result<McpServersData, AppError> {
+    let p = ssr::principal().await?;
+    let wb = ssr::wb()?;
+    let servers = wb.upstreams().list(&p).await?.into_iter().map(view_of).collect();
+    let secrets = wb.vault().list(&p).await?.into_iter().map(|s| s.name).collect();
+    Ok(McpServersData { servers, secrets, can_manage: p.is_admin() })
+}
+
+/// Registers a server from the form; an empty secret means no credential.
+#[server(endpoint = "register_mcp_server")]
+pub async fn register_mcp_server(name: String, url: String, secret: String, tool_prefix: String, timeout_ms: String, max_concurrency: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    let mut body = serde_json::json!({ "name": name.trim(), "transport": "http", "url": url.trim() });
+    if !secret.trim().is_empty() {
+        body["auth"] = serde_json::json!({ "type": "bearer", "secret_ref": secret.trim() });
+    }
+    if !tool_prefix.trim().is_empty() {
+        body["tool_prefix"] = serde_json::json!(tool_prefix.trim());
+    }
+    for (field, value) in [("timeout_ms", &timeout_ms), ("max_concurrency", &max_concurrency)] {
+        if !value.trim().is_empty() {
+            let n: u64 = value.trim().parse().map_err(|_| AppError::Message(format!("{field} must be a whole number")))?;
+            body[field] = serde_json::json!(n);
+        }
+    }
+    ssr::wb()?.upstreams().register(&p, &body).await?;
+    Ok(())
+}
+
+#[server(endpoint = "refresh_mcp_server")]
+pub async fn refresh_mcp_server(id: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    ssr::wb()?.upstreams().refresh(&p, &id).await?;
+    Ok(())
+}
+
+#[server(endpoint = "delete_mcp_server")]
+pub async fn delete_mcp_server(id: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    ssr::wb()?.upstreams().delete(&p, &id).await?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpToolView {
+    pub name: String,
+    pub catalog_name: String,
+    pub status: String,
+    pub side_effects: String,
+    pub side_effects_overridden: bool,
+    pub description: String,
+    pub input_schema: String,
+    pub approved_description: Option<String>,
+    pub approved_input_schema: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpServerDetail {
+    pub server: McpServerView,
+    pub tools: Vec<McpToolView>,
+    pub can_manage: bool,
+}
+
+#[server(endpoint = "mcp_server_page")]
+pub async fn mcp_server_page(id: String) -> Result<McpServerDetail, AppError> {
+    let p = ssr::principal().await?;
+    let wb = ssr::wb()?;
+    let server = match wb.upstreams().get(&p, &id).await {
+        Ok(s) => view_of(s),
+        Err(workbench_core::Error::NotFound) => {
+            ssr::not_found_status();
+            return Err(AppError::Message("not found".into()));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
+    let tools = wb
+        .upstreams()
+        .tools(&p, &id)
+        .await?
+        .into_iter()
+        .map(|t| McpToolView {
+            name: t.name,
+            catalog_name: t.catalog_name,
+            status: t.status.as_str().to_owned(),
+            side_effects: t.side_effects.as_str().to_owned(),
+            side_effects_overridden: t.side_effects_overridden,
+            description: t.description,
+            input_schema: pretty(&t.input_schema),
+            approved_description: t.approved_description,
+            approved_input_schema: t.approved_input_schema.as_ref().map(pretty),
+        })
+        .collect();
+    Ok(McpServerDetail { server, tools, can_manage: p.is_admin() })
+}
+
+#[server(endpoint = "approve_mcp_tool")]
+pub async fn approve_mcp_tool(id: String, tool: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    ssr::wb()?.upstreams().approve(&p, &id, std::slice::from_ref(&tool)).await?;
+    Ok(())
+}
+
+/// `side_effects` empty clears the override.
+#[server(endpoint = "set_mcp_tool_side_effects")]
+pub async fn set_mcp_tool_side_effects(id: String, tool: String, side_effects: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    let value = match side_effects.as_str() {
+        "" => None,
+        other => Some(serde_json::from_value(serde_json::json!(other)).map_err(|_| AppError::Message("side effects must be none, network, write or destructive".into()))?),
+    };
+    ssr::wb()?.upstreams().set_side_effects(&p, &id, &tool, value).await?;
+    Ok(())
+}

@@ -1,0 +1,188 @@
+//! The gateway hot path against a real upstream: @modelcontextprotocol/server-everything (from
+//! end2end/node_modules, on loopback) and its `echo`, called directly (an MCP session of our own
+//! client, no workbench), through workbench's execute_tools over /mcp, and through
+//! `POST /v1/tools/invoke`: sequential p50/p99 over 2,000 calls each, closed-loop throughput at
+//! c=8 and c=32 for 10 s each, and this process's RSS (workbench and the load client together)
+//! idle and after the load. `cargo bench -p workbench-server --bench upstream_latency`.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use workbench_core::auth::Role;
+use workbench_core::upstream::Session;
+use workbench_core::{Workbench, WorkbenchOptions};
+use workbench_server::keys::Keys;
+use workbench_server::{AppState, ServeArgs, ServerConfig};
+
+const WARMUP: usize = 200;
+const CALLS: usize = 2000;
+const LOAD_FOR: Duration = Duration::from_secs(10);
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb: f64 = status.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+    kb / 1024.0
+}
+
+type Call = Arc<dyn Fn(u64) -> futures::future::BoxFuture<'static, bool> + Send + Sync>;
+
+async fn sequential(label: &str, call: &Call) -> f64 {
+    let mut us = Vec::with_capacity(CALLS);
+    for i in 0..WARMUP + CALLS {
+        let t = Instant::now();
+        assert!(call(i as u64).await, "{label}: call failed");
+        if i >= WARMUP {
+            us.push(t.elapsed().as_micros() as f64);
+        }
+    }
+    us.sort_by(|a, b| a.total_cmp(b));
+    let (p50, p99) = (pct(&us, 0.5), pct(&us, 0.99));
+    println!("{label:<40} p50 {:>7.3} ms   p99 {:>7.3} ms", p50 / 1000.0, p99 / 1000.0);
+    p50
+}
+
+async fn load(label: &str, call: &Call, concurrency: usize) -> f64 {
+    let done = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let until = Instant::now() + LOAD_FOR;
+    let workers: Vec<_> = (0..concurrency)
+        .map(|w| {
+            let (call, done, failed) = (call.clone(), done.clone(), failed.clone());
+            tokio::spawn(async move {
+                let mut i = w as u64 * 1_000_000;
+                while Instant::now() < until {
+                    if call(i).await {
+                        done.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.await.unwrap();
+    }
+    let rate = done.load(Ordering::Relaxed) as f64 / LOAD_FOR.as_secs_f64();
+    println!("{label:<40} c={concurrency:<3} {rate:>8.0} calls/s   errors {}", failed.load(Ordering::Relaxed));
+    rate
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let end2end = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../end2end");
+    let entry = end2end.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    if !entry.exists() {
+        println!("server-everything is not installed (scripts/setup.sh --with-browser installs it); nothing measured");
+        return;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let _upstream = tokio::process::Command::new("node")
+        .arg("--import")
+        .arg(end2end.join("upstream/bind-loopback.mjs"))
+        .arg(&entry)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs");
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let upstream_url = format!("http://127.0.0.1:{port}/mcp");
+
+    let dir = std::env::temp_dir().join(format!("wb-bench-up-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = format!("sqlite://{}", dir.join("bench.db").display());
+    let options = WorkbenchOptions {
+        object_store_url: url::Url::from_directory_path(dir.join("objects")).unwrap().to_string(),
+        egress_allow_private: vec!["127.0.0.1".parse().unwrap()],
+        ..WorkbenchOptions::default()
+    };
+    let wb = Workbench::open(&db, options).await.unwrap();
+    let (user, _) = wb.accounts().create_user("bench@example.com", "bench password 1", None, Role::Admin).await.unwrap();
+    let who = wb.accounts().principal_for_user(&user.id).await.unwrap().unwrap();
+    let key = wb.accounts().create_api_key(&who, "bench").await.unwrap().secret.expose().to_owned();
+    wb.upstreams()
+        .register(&who, &json!({ "name": "everything", "url": upstream_url, "tool_prefix": "ev.", "max_concurrency": 64 }))
+        .await
+        .expect("server-everything registers");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let args = ServeArgs {
+        bind: addr,
+        database_url: db,
+        public_url: None,
+        data_dir: dir.join("data"),
+        site_root: dir.join("site"),
+        trust_forwarded_for: false,
+        object_store_url: None,
+        egress_allow_private: vec![],
+        allowed_hosts: vec![],
+        connect_ttl_seconds: 600,
+        proxy_timeout_seconds: 60,
+        proxy_max_concurrent_per_user: 8,
+    };
+    let state = AppState::new(wb.clone(), ServerConfig::from_args(&args).unwrap(), Keys::load_or_create(&args.data_dir).unwrap());
+    tokio::spawn(workbench_server::serve(listener, state, std::future::pending()));
+    let idle_rss = rss_mib();
+
+    let client = reqwest::Client::new();
+    let session = Arc::new(Session::open(client.clone(), url::Url::parse(&upstream_url).unwrap(), None, Duration::from_secs(30)).await.unwrap());
+    let direct: Call = Arc::new(move |i| {
+        let s = session.clone();
+        Box::pin(async move {
+            s.request("tools/call", json!({ "name": "echo", "arguments": { "message": format!("m{i}") } }), Duration::from_secs(30))
+                .await
+                .is_ok_and(|r| r["content"][0]["text"].as_str().is_some_and(|t| t.ends_with(&format!("m{i}"))))
+        })
+    });
+    let (c1, k1, mcp_url) = (client.clone(), key.clone(), format!("http://{addr}/mcp"));
+    let via_mcp: Call = Arc::new(move |i| {
+        let (c, k, u) = (c1.clone(), k1.clone(), mcp_url.clone());
+        Box::pin(async move {
+            let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "execute_tools", "arguments": { "executions": [{ "tool": "ev.echo", "args": { "message": format!("m{i}") } }] } } });
+            let Ok(res) = c.post(&u).bearer_auth(&k).header("accept", "application/json, text/event-stream").json(&body).send().await else { return false };
+            let v: Value = res.json().await.unwrap_or_default();
+            v["result"]["structuredContent"]["results"][0]["result"].as_str().is_some_and(|t| t.ends_with(&format!("m{i}")))
+        })
+    });
+    let (c2, k2, rest_url) = (client.clone(), key.clone(), format!("http://{addr}/v1/tools/invoke"));
+    let via_rest: Call = Arc::new(move |i| {
+        let (c, k, u) = (c2.clone(), k2.clone(), rest_url.clone());
+        Box::pin(async move {
+            let body = json!({ "tool": "ev.echo", "arguments": { "message": format!("m{i}") } });
+            let Ok(res) = c.post(&u).bearer_auth(&k).json(&body).send().await else { return false };
+            let v: Value = res.json().await.unwrap_or_default();
+            v["result"].as_str().is_some_and(|t| t.ends_with(&format!("m{i}")))
+        })
+    });
+
+    println!("server-everything echo on loopback; workbench on SQLite; sequential, {CALLS} calls each:");
+    let d = sequential("direct tools/call", &direct).await;
+    let m = sequential("execute_tools over workbench /mcp", &via_mcp).await;
+    let r = sequential("POST /v1/tools/invoke", &via_rest).await;
+    println!("added p50: /mcp {:.3} ms, REST {:.3} ms", (m - d) / 1000.0, (r - d) / 1000.0);
+    println!("closed-loop throughput, {} s each:", LOAD_FOR.as_secs());
+    for c in [8, 32] {
+        let td = load("direct tools/call", &direct, c).await;
+        let tm = load("execute_tools over workbench /mcp", &via_mcp, c).await;
+        let tr = load("POST /v1/tools/invoke", &via_rest, c).await;
+        println!("ratio to direct at c={c}: /mcp {:.2}, REST {:.2}", tm / td, tr / td);
+    }
+    println!("RSS of this process (workbench + load client): idle {idle_rss:.1} MiB, after load {:.1} MiB", rss_mib());
+}

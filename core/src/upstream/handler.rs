@@ -15,6 +15,7 @@ use super::breaker::Admission;
 use super::client::RpcError;
 use super::live::Live;
 use crate::catalog::{CallContext, HandlerError, ToolHandler};
+use crate::vault::Scrubber;
 
 /// Retries of a call that never reached the server (read-only tools only).
 pub const MAX_RETRIES: u32 = 2;
@@ -53,9 +54,22 @@ impl ToolHandler for UpstreamTool {
             }
         };
         live.breaker.record(admission, result.as_ref().err().is_some_and(RpcError::is_server_failure), live.now());
-        let answer = result.map_err(|e| failure(&live.name, e))?;
+        // An OAuth token workbench obtained is no vault value: scrub it here, whatever echoes it.
+        let mut scrubber = Scrubber::new();
+        if let Some(t) = live.current_token() {
+            scrubber.add(&format!("{}_token", live.name), &t);
+        }
+        let answer = result.map_err(|e| failure(&live.name, e)).map_err(|e| match e {
+            HandlerError::Failed(m) => HandlerError::Failed(scrubber.scrub_str(&m).unwrap_or(m)),
+            other => other,
+        })?;
         ctx.add_egress(answer.to_string().len() as u64);
-        shape(answer)
+        let mut v = shape(answer).map_err(|e| match e {
+            HandlerError::Failed(m) => HandlerError::Failed(scrubber.scrub_str(&m).unwrap_or(m)),
+            other => other,
+        })?;
+        scrubber.scrub(&mut v);
+        Ok(v)
     }
 }
 

@@ -77,6 +77,12 @@ impl Live {
         self.deps.clock.now_ms()
     }
 
+    /// The client-credentials token in use, if any (not a vault value, so the handler scrubs
+    /// it from what the server sends back itself).
+    pub fn current_token(&self) -> Option<Zeroizing<String>> {
+        self.token.lock().expect("token lock").as_ref().map(|(t, _)| t.clone())
+    }
+
     async fn secret(&self, name: &str) -> Result<Zeroizing<String>, RpcError> {
         let mut found = self
             .deps

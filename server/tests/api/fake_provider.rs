@@ -141,6 +141,11 @@ async fn token(State(s): State<Arc<ProviderState>>, headers: HeaderMap, Form(for
             }
             Json(issue(&s)).into_response()
         }
+        Some("client_credentials") => {
+            let access = format!("cc_{}", random(24));
+            s.valid_tokens.lock().unwrap().insert(access.clone(), true);
+            Json(json!({ "access_token": access, "token_type": "bearer", "expires_in": 3600, "scope": form.get("scope") })).into_response()
+        }
         Some("refresh_token") => {
             s.refresh_grants.fetch_add(1, Ordering::SeqCst);
             let rt = form.get("refresh_token").cloned().unwrap_or_default();

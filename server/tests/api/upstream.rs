@@ -268,3 +268,27 @@ db_test!(a_slow_server_times_out_and_degrades_only_its_own_tools, |backend| {
     assert_eq!(slow.state.max_in_flight.load(Ordering::SeqCst), 1, "max_concurrency 1 held");
     assert!(slow_still_busy, "the other server's call answered while the slow server was still at its ceiling");
 });
+
+db_test!(an_oauth2_server_gets_a_client_credentials_token_that_never_comes_back, |backend| {
+    let app = app!(backend, loopback());
+    let (_, key) = admin_with_key(&app).await;
+    let provider = crate::fake_provider::start().await;
+    let out = execute(&app, &key, json!([{ "tool": "vault_set", "args": { "name": "CC_SECRET", "value": crate::fake_provider::CLIENT_SECRET } }])).await;
+    assert!(out[0].get("result").is_some());
+    let up = fake_upstream::start().await;
+    fake_server(&app, &key, &up, json!({ "auth": { "type": "oauth2", "token_url": provider.url("/token"), "client_id": crate::fake_provider::CLIENT_ID, "secret_ref": "CC_SECRET", "scope": "tools:read" } })).await;
+    let sent = up.state.last_authorization.lock().unwrap().clone().unwrap();
+    assert!(sent.starts_with("Bearer cc_"), "the client-credentials token was used: {sent}");
+    let out = execute(&app, &key, json!([{ "tool": "fake.whoami", "args": {} }])).await;
+    assert_eq!(out[0]["result"]["authorization"], "Bearer [redacted:fake_token]", "{}", out[0]);
+    let tokens_before = provider.state.token_requests.load(Ordering::SeqCst);
+    for _ in 0..3 {
+        execute(&app, &key, json!([{ "tool": "fake.echo", "args": { "message": "x" } }])).await;
+    }
+    assert_eq!(provider.state.token_requests.load(Ordering::SeqCst), tokens_before, "the token is cached, not fetched per call");
+    // A wrong client secret refuses the registration and stores nothing.
+    execute(&app, &key, json!([{ "tool": "vault_set", "args": { "name": "WRONG_SECRET", "value": "not-the-secret" } }])).await;
+    let (status, out) = register(&app, &key, json!({ "name": "wrong", "url": up.url(), "auth": { "type": "oauth2", "token_url": provider.url("/token"), "client_id": crate::fake_provider::CLIENT_ID, "secret_ref": "WRONG_SECRET" } })).await;
+    assert_eq!(status, 422, "{out}");
+    assert!(out["error"]["message"].as_str().unwrap().contains("token endpoint refused"), "{out}");
+});

@@ -3,15 +3,13 @@
 //! `cargo bench -p workbench-server --bench mcp_latency` prints p50/p99 of both and of their
 //! difference (what the MCP surface and the pipeline add).
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::json;
-use workbench_core::auth::Role;
 use workbench_core::engine::{CallOptions, Invocation, Surface};
-use workbench_core::{Workbench, WorkbenchOptions};
-use workbench_server::keys::Keys;
-use workbench_server::{AppState, ServeArgs, ServerConfig};
 
 const WARMUP: usize = 200;
 const CALLS: usize = 2000;
@@ -29,35 +27,7 @@ fn report(label: &str, mut us: Vec<f64>) -> (f64, f64) {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let dir = std::env::temp_dir().join(format!("wb-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let db = format!("sqlite://{}", dir.join("bench.db").display());
-    let options = WorkbenchOptions {
-        object_store_url: url::Url::from_directory_path(dir.join("objects")).unwrap().to_string(),
-        ..WorkbenchOptions::default()
-    };
-    let wb = Workbench::open(&db, options).await.unwrap();
-    let (user, _) = wb.accounts().create_user("bench@example.com", "bench password 1", None, Role::Admin).await.unwrap();
-    let who = wb.accounts().principal_for_user(&user.id).await.unwrap().unwrap();
-    let key = wb.accounts().create_api_key(&who, "bench").await.unwrap().secret.expose().to_owned();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let args = ServeArgs {
-        bind: addr,
-        database_url: db,
-        public_url: None,
-        data_dir: dir.join("data"),
-        site_root: dir.join("site"),
-        trust_forwarded_for: false,
-        object_store_url: None,
-        egress_allow_private: vec![],
-        allowed_hosts: vec![],
-        connect_ttl_seconds: 600,
-        proxy_timeout_seconds: 60,
-        proxy_max_concurrent_per_user: 8,
-    };
-    let state = AppState::new(wb.clone(), ServerConfig::from_args(&args).unwrap(), Keys::load_or_create(&args.data_dir).unwrap());
-    tokio::spawn(workbench_server::serve(listener, state, std::future::pending()));
+    let common::Bench { wb, key, addr, dir, .. } = common::start("mcp", |_| {}).await;
 
     let key_who = wb.accounts().authenticate_api_key(&key).await.unwrap();
     let put = Invocation { tool: "storage.put".into(), args: json!({ "key": "bench/object.txt", "content": "x".repeat(1024) }) };

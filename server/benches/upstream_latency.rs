@@ -11,12 +11,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod common;
+
 use serde_json::{json, Value};
-use workbench_core::auth::Role;
 use workbench_core::upstream::Session;
-use workbench_core::{Workbench, WorkbenchOptions};
-use workbench_server::keys::Keys;
-use workbench_server::{AppState, ServeArgs, ServerConfig};
 
 const WARMUP: usize = 200;
 const CALLS: usize = 2000;
@@ -105,40 +103,11 @@ async fn main() {
     }
     let upstream_url = format!("http://127.0.0.1:{port}/mcp");
 
-    let dir = std::env::temp_dir().join(format!("wb-bench-up-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let db = format!("sqlite://{}", dir.join("bench.db").display());
-    let options = WorkbenchOptions {
-        object_store_url: url::Url::from_directory_path(dir.join("objects")).unwrap().to_string(),
-        egress_allow_private: vec!["127.0.0.1".parse().unwrap()],
-        ..WorkbenchOptions::default()
-    };
-    let wb = Workbench::open(&db, options).await.unwrap();
-    let (user, _) = wb.accounts().create_user("bench@example.com", "bench password 1", None, Role::Admin).await.unwrap();
-    let who = wb.accounts().principal_for_user(&user.id).await.unwrap().unwrap();
-    let key = wb.accounts().create_api_key(&who, "bench").await.unwrap().secret.expose().to_owned();
+    let common::Bench { wb, admin, key, addr, dir } = common::start("upstream", |o| o.egress_allow_private = vec!["127.0.0.1".parse().unwrap()]).await;
     wb.upstreams()
-        .register(&who, &json!({ "name": "everything", "url": upstream_url, "tool_prefix": "ev.", "max_concurrency": 64 }))
+        .register(&admin, &json!({ "name": "everything", "url": upstream_url, "tool_prefix": "ev.", "max_concurrency": 64 }))
         .await
         .expect("server-everything registers");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let args = ServeArgs {
-        bind: addr,
-        database_url: db,
-        public_url: None,
-        data_dir: dir.join("data"),
-        site_root: dir.join("site"),
-        trust_forwarded_for: false,
-        object_store_url: None,
-        egress_allow_private: vec![],
-        allowed_hosts: vec![],
-        connect_ttl_seconds: 600,
-        proxy_timeout_seconds: 60,
-        proxy_max_concurrent_per_user: 8,
-    };
-    let state = AppState::new(wb.clone(), ServerConfig::from_args(&args).unwrap(), Keys::load_or_create(&args.data_dir).unwrap());
-    tokio::spawn(workbench_server::serve(listener, state, std::future::pending()));
     let idle_rss = rss_mib();
 
     let client = reqwest::Client::new();
@@ -185,4 +154,5 @@ async fn main() {
         println!("ratio to direct at c={c}: /mcp {:.2}, REST {:.2}", tm / td, tr / td);
     }
     println!("RSS of this process (workbench + load client): idle {idle_rss:.1} MiB, after load {:.1} MiB", rss_mib());
+    let _ = std::fs::remove_dir_all(dir);
 }

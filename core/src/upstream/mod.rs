@@ -252,7 +252,13 @@ impl Upstreams {
         }
         let url = url::Url::parse(&row.url).map_err(|e| Error::internal(format!("stored server url: {e}")))?;
         let auth: AuthConfig = serde_json::from_str(&row.auth).map_err(|e| Error::internal(format!("stored server auth: {e}")))?;
-        let live = Arc::new(Live::new(
+        let live = self.new_live(row, url, auth);
+        self.live.write().expect("upstreams lock").insert(row.id.clone(), live.clone());
+        Ok(live)
+    }
+
+    fn new_live(&self, row: &ServerRow, url: url::Url, auth: AuthConfig) -> Arc<Live> {
+        Arc::new(Live::new(
             row.project_id.clone(),
             row.name.clone(),
             url,
@@ -260,9 +266,7 @@ impl Upstreams {
             Duration::from_millis(row.timeout_ms as u64),
             row.max_concurrency as usize,
             self.deps.clone(),
-        ));
-        self.live.write().expect("upstreams lock").insert(row.id.clone(), live.clone());
-        Ok(live)
+        ))
     }
 
     /// Checks a registration completely (nothing is stored by this): the shape, the URL against
@@ -370,15 +374,7 @@ impl Upstreams {
             updated_at: now,
         };
         // A live server for the check only; it is kept once the row is stored.
-        let live = Arc::new(Live::new(
-            row.project_id.clone(),
-            row.name.clone(),
-            url,
-            auth,
-            Duration::from_millis(row.timeout_ms as u64),
-            row.max_concurrency as usize,
-            self.deps.clone(),
-        ));
+        let live = self.new_live(&row, url, auth);
         let listed = live.list_tools().await.map_err(|e| Error::invalid(format!("cannot register {}: {e}", row.url)))?;
         let mut rows: Vec<ToolRow> = listed.iter().filter_map(|t| row_of(&row.id, t, now)).collect();
         rows.iter_mut().for_each(approve);

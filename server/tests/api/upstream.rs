@@ -79,6 +79,12 @@ db_test!(a_registered_servers_tools_join_the_catalog_and_run_on_one_pooled_sessi
     }
     assert_eq!(up.state.initializes.load(Ordering::SeqCst), 1, "one session, initialized once, for registration and every call");
 
+    // Upstream tools are tools, not integrations: the curl proxy does not apply to them.
+    let (out, is_error) = mcp_call(&app, &key, "curl_session", json!({ "integrations": ["fake"] })).await;
+    assert!(is_error && out["error"].as_str().unwrap().contains("unknown integration fake"), "{out}");
+    let all: Value = app.http().get(app.url("/v1/tools")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert!(all["data"].as_array().unwrap().iter().any(|t| t["name"] == "fake.echo" && t["status"] == "available"));
+
     // Listed with its state; deleted, its tools leave at once.
     let list: Value = app.http().get(app.url("/v1/mcp/servers")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
     assert_eq!(list["data"][0]["breaker"], "closed");

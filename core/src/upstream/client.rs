@@ -1,4 +1,5 @@
-//! A client of the MCP streamable HTTP transport (protocol 2025-06-18), over the guarded
+//! A client of the MCP streamable HTTP transport (protocol 2025-06-18; the older HTTP+SSE
+//! transport is in sse.rs, both behind `Connection`), over the guarded
 //! outbound client: JSON-RPC requests by POST, answered as JSON or as a server-sent event
 //! stream; the `Mcp-Session-Id` the server assigns at `initialize` is sent on every later
 //! request, and a 404 for it means the session is gone (the caller re-initializes). Failures
@@ -104,23 +105,10 @@ impl Session {
         let res = tokio::time::timeout(timeout, self.builder(body).send())
             .await
             .map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?
-            .map_err(|e| {
-                if e.is_connect() {
-                    RpcError::NotSent(format!("cannot connect to the server: {}", e.without_url()))
-                } else if e.is_timeout() {
-                    RpcError::Timeout(timeout.as_millis() as u64)
-                } else {
-                    RpcError::Transport(format!("the connection failed: {}", e.without_url()))
-                }
-            })?;
-        let status = res.status().as_u16();
-        match status {
-            200..=299 => Ok(res),
-            404 if self.session_id.lock().expect("session id lock").is_some() => Err(RpcError::SessionGone),
-            401 | 403 => Err(RpcError::Unauthorized(status)),
-            500..=599 => Err(RpcError::ServerError(status)),
-            other => Err(RpcError::Protocol(format!("the server answered HTTP {other}"))),
-        }
+            .map_err(|e| send_error(e, timeout))?;
+        let has_session = self.session_id.lock().expect("session id lock").is_some();
+        status_error(res.status().as_u16(), has_session)?;
+        Ok(res)
     }
 
     /// A notification (no answer expected beyond 202).
@@ -142,13 +130,63 @@ impl Session {
         let answer = tokio::time::timeout(left, read_answer(res, id, is_sse))
             .await
             .map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))??;
-        if let Some(err) = answer.get("error") {
-            return Err(RpcError::Remote {
-                code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
-                message: err.get("message").and_then(Value::as_str).unwrap_or("error").chars().take(500).collect(),
-            });
+        answer_of(answer)
+    }
+}
+
+/// An error of sending a request (before any answer).
+pub(super) fn send_error(e: reqwest::Error, timeout: Duration) -> RpcError {
+    if e.is_connect() {
+        RpcError::NotSent(format!("cannot connect to the server: {}", e.without_url()))
+    } else if e.is_timeout() {
+        RpcError::Timeout(timeout.as_millis() as u64)
+    } else {
+        RpcError::Transport(format!("the connection failed: {}", e.without_url()))
+    }
+}
+
+/// What an HTTP status says; `has_session`: a 404 means the session is gone.
+pub(super) fn status_error(status: u16, has_session: bool) -> Result<(), RpcError> {
+    match status {
+        200..=299 => Ok(()),
+        404 if has_session => Err(RpcError::SessionGone),
+        401 | 403 => Err(RpcError::Unauthorized(status)),
+        500..=599 => Err(RpcError::ServerError(status)),
+        other => Err(RpcError::Protocol(format!("the server answered HTTP {other}"))),
+    }
+}
+
+/// The result of a JSON-RPC answer, or its error.
+pub(super) fn answer_of(answer: Value) -> Result<Value, RpcError> {
+    if let Some(err) = answer.get("error") {
+        return Err(RpcError::Remote {
+            code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
+            message: err.get("message").and_then(Value::as_str).unwrap_or("error").chars().take(500).collect(),
+        });
+    }
+    answer.get("result").cloned().ok_or_else(|| RpcError::Protocol("the answer has neither result nor error".into()))
+}
+
+/// A session over either transport.
+pub enum Connection {
+    Http(Session),
+    Sse(super::sse::SseSession),
+}
+
+impl Connection {
+    /// Connects and initializes over `transport` (`http` or `sse`).
+    pub async fn open(transport: &str, http: reqwest::Client, url: url::Url, authorization: Option<Zeroizing<String>>, timeout: Duration) -> Result<Connection, RpcError> {
+        Ok(match transport {
+            "sse" => Connection::Sse(super::sse::SseSession::open(http, url, authorization, timeout).await?),
+            _ => Connection::Http(Session::open(http, url, authorization, timeout).await?),
+        })
+    }
+
+    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RpcError> {
+        match self {
+            Connection::Http(s) => s.request(method, params, timeout).await,
+            Connection::Sse(s) => s.request(method, params, timeout).await,
         }
-        answer.get("result").cloned().ok_or_else(|| RpcError::Protocol("the answer has neither result nor error".into()))
     }
 
     /// Every tool the server lists (following `nextCursor`, at most 50 pages).
@@ -214,7 +252,7 @@ async fn read_answer(mut res: reqwest::Response, id: u64, sse: bool) -> Result<V
 }
 
 /// Where the first event in `buf` ends: (end of its text, end including the blank line).
-fn event_end(buf: &[u8]) -> Option<(usize, usize)> {
+pub(super) fn event_end(buf: &[u8]) -> Option<(usize, usize)> {
     let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, i + 2));
     let crlf = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| (i, i + 4));
     match (lf, crlf) {

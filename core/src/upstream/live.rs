@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use zeroize::Zeroizing;
 
 use super::breaker::Breaker;
-use super::client::{RpcError, Session};
+use super::client::{Connection, RpcError};
 use crate::clock::Clock;
 use crate::vault::Vault;
 
@@ -51,15 +51,17 @@ pub struct Live {
     pub timeout: Duration,
     pub limit: tokio::sync::Semaphore,
     pub breaker: Breaker,
-    session: tokio::sync::Mutex<Option<Arc<Session>>>,
+    session: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    transport: String,
     token: Mutex<Option<(Zeroizing<String>, i64)>>,
     deps: Deps,
 }
 
 impl Live {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(project_id: String, name: String, url: url::Url, auth: AuthConfig, timeout: Duration, max_concurrency: usize, deps: Deps) -> Live {
+    pub fn new(project_id: String, name: String, transport: String, url: url::Url, auth: AuthConfig, timeout: Duration, max_concurrency: usize, deps: Deps) -> Live {
         Live {
+            transport,
             project_id,
             name,
             url,
@@ -114,7 +116,7 @@ impl Live {
         }
     }
 
-    async fn session(&self, fresh_credential: bool) -> Result<Arc<Session>, RpcError> {
+    async fn session(&self, fresh_credential: bool) -> Result<Arc<Connection>, RpcError> {
         let mut slot = self.session.lock().await;
         if let Some(s) = slot.as_ref() {
             if !fresh_credential {
@@ -122,7 +124,7 @@ impl Live {
             }
         }
         let authorization = self.authorization(fresh_credential).await?;
-        let s = Arc::new(Session::open(self.deps.http.clone(), self.url.clone(), authorization, self.timeout).await?);
+        let s = Arc::new(Connection::open(&self.transport, self.deps.http.clone(), self.url.clone(), authorization, self.timeout).await?);
         *slot = Some(s.clone());
         Ok(s)
     }

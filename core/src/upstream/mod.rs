@@ -9,6 +9,7 @@ pub mod breaker;
 mod client;
 mod handler;
 mod live;
+mod sse;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -17,7 +18,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-pub use client::{RpcError, Session, PROTOCOL_VERSION};
+pub use client::{Connection, RpcError, Session, PROTOCOL_VERSION};
 pub use live::AuthConfig;
 
 use crate::auth::{require_admin, Principal};
@@ -261,6 +262,7 @@ impl Upstreams {
         Arc::new(Live::new(
             row.project_id.clone(),
             row.name.clone(),
+            row.transport.clone(),
             url,
             auth,
             Duration::from_millis(row.timeout_ms as u64),
@@ -291,9 +293,8 @@ impl Upstreams {
             return Err(Error::invalid("name must be 1 to 40 lowercase letters, digits, '-' or '_', starting with a letter"));
         }
         match reg.transport.as_deref().unwrap_or("http") {
-            "http" => {}
-            "sse" => return Err(Error::invalid("transport sse (the 2024-11-05 HTTP+SSE transport) is not supported yet; register the server's streamable HTTP endpoint with transport http")),
-            other => return Err(Error::invalid(format!("transport must be http or sse, not {other:?}"))),
+            "http" | "sse" => {}
+            other => return Err(Error::invalid(format!("transport must be http (streamable HTTP) or sse (HTTP+SSE), not {other:?}"))),
         }
         let url = url::Url::parse(&reg.url).map_err(|e| Error::invalid(format!("url: {e}")))?;
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
@@ -361,7 +362,7 @@ impl Upstreams {
             id: new_id("mcps"),
             project_id: admin.project_id.clone(),
             name: reg.name.clone(),
-            transport: "http".into(),
+            transport: reg.transport.clone().unwrap_or_else(|| "http".into()),
             url: url.to_string(),
             auth: serde_json::to_string(&auth).map_err(|e| Error::internal(e.to_string()))?,
             tool_prefix: reg.tool_prefix.clone().unwrap_or_else(|| format!("{}.", reg.name)),

@@ -1,7 +1,7 @@
 //! The reference MCP server (`@modelcontextprotocol/server-everything`, the official TypeScript
 //! SDK, installed by the test setup into end2end/node_modules) as a real upstream: registered
-//! over its streamable HTTP endpoint, its tools federated, its `echo` run through
-//! execute_tools and REST invoke. Skipped when node or the package is missing, unless
+//! over its streamable HTTP endpoint and over its HTTP+SSE endpoint, its tools federated, its
+//! `echo` run through execute_tools and REST invoke. Skipped when node or the package is missing, unless
 //! `WB_TEST_SERVER_EVERYTHING=required` (set by scripts/test.sh).
 
 use std::path::PathBuf;
@@ -17,7 +17,7 @@ fn end2end() -> PathBuf {
 }
 
 /// Starts server-everything on a free loopback port; None (skip) when it cannot run here.
-async fn start_everything() -> Option<(tokio::process::Child, u16)> {
+async fn start_everything(mode: &str) -> Option<(tokio::process::Child, u16)> {
     let entry = end2end().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let required = std::env::var("WB_TEST_SERVER_EVERYTHING").is_ok_and(|v| v == "required");
     if !entry.exists() {
@@ -31,7 +31,7 @@ async fn start_everything() -> Option<(tokio::process::Child, u16)> {
         .arg("--import")
         .arg(end2end().join("upstream/bind-loopback.mjs"))
         .arg(&entry)
-        .arg("streamableHttp")
+        .arg(mode)
         .env("PORT", port.to_string())
         .stdout(Stdio::from(log.try_clone().unwrap()))
         .stderr(Stdio::from(log))
@@ -54,7 +54,7 @@ async fn start_everything() -> Option<(tokio::process::Child, u16)> {
 }
 
 db_test!(the_reference_mcp_server_is_a_working_upstream, |backend| {
-    let Some((_child, port)) = start_everything().await else { return };
+    let Some((_child, port)) = start_everything("streamableHttp").await else { return };
     let app = app!(backend, Options { egress_allow_private: vec!["127.0.0.1"], ..Default::default() });
     let (_, key) = admin_with_key(&app).await;
     let res = app
@@ -81,4 +81,29 @@ db_test!(the_reference_mcp_server_is_a_working_upstream, |backend| {
     let id = server["id"].as_str().unwrap();
     let refreshed: Value = app.http().post(app.url(&format!("/v1/mcp/servers/{id}/refresh"))).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
     assert_eq!(refreshed["changes"], json!({ "added": [], "removed": [], "changed": [] }), "{refreshed}");
+});
+
+db_test!(the_reference_mcp_server_works_over_the_older_sse_transport_too, |backend| {
+    let Some((_child, port)) = start_everything("sse").await else { return };
+    let app = app!(backend, Options { egress_allow_private: vec!["127.0.0.1"], ..Default::default() });
+    let (_, key) = admin_with_key(&app).await;
+    let res = app
+        .http()
+        .post(app.url("/v1/mcp/servers"))
+        .bearer_auth(&key)
+        .json(&json!({ "name": "legacy", "transport": "sse", "url": format!("http://127.0.0.1:{port}/sse"), "tool_prefix": "old." }))
+        .send()
+        .await
+        .unwrap();
+    let status = res.status();
+    let server: Value = res.json().await.unwrap();
+    assert_eq!(status, 201, "{server}");
+    assert_eq!(server["transport"], "sse");
+    let out = execute(&app, &key, json!([
+        { "tool": "old.echo", "args": { "message": "one" } },
+        { "tool": "old.echo", "args": { "message": "two" } },
+        { "tool": "old.echo", "args": { "message": "three" } },
+    ])).await;
+    let texts: Vec<&str> = out.iter().map(|o| o["result"].as_str().unwrap_or("")).collect();
+    assert_eq!(texts, ["Echo: one", "Echo: two", "Echo: three"], "answers matched to their requests by id: {out:?}");
 });

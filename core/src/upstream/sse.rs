@@ -1,0 +1,146 @@
+//! The MCP HTTP+SSE transport (protocol 2024-11-05), for servers that predate streamable HTTP:
+//! a GET opens an event stream whose first `endpoint` event names where to POST messages (it
+//! must be on the same origin); answers arrive on the stream as `message` events and are handed
+//! to the waiting request by JSON-RPC id. When the stream ends, every waiting request fails
+//! and the session is reopened by the next call.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+use zeroize::Zeroizing;
+
+use super::client::{answer_of, event_end, send_error, status_error, RpcError, MAX_ANSWER_BYTES};
+
+pub const SSE_PROTOCOL_VERSION: &str = "2024-11-05";
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
+
+pub struct SseSession {
+    http: reqwest::Client,
+    endpoint: url::Url,
+    authorization: Option<Zeroizing<String>>,
+    pending: Pending,
+    next_id: AtomicU64,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for SseSession {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl SseSession {
+    pub async fn open(http: reqwest::Client, url: url::Url, authorization: Option<Zeroizing<String>>, timeout: Duration) -> Result<SseSession, RpcError> {
+        let mut get = http.get(url.clone()).header("accept", "text/event-stream");
+        if let Some(a) = &authorization {
+            get = get.header("authorization", a.as_str());
+        }
+        let res = tokio::time::timeout(timeout, get.send()).await.map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?.map_err(|e| send_error(e, timeout))?;
+        status_error(res.status().as_u16(), false)?;
+        let pending: Pending = Arc::default();
+        let (endpoint_tx, endpoint_rx) = oneshot::channel();
+        let reader = tokio::spawn(read_stream(res, pending.clone(), endpoint_tx));
+        let endpoint = match tokio::time::timeout(timeout, endpoint_rx).await {
+            Ok(Ok(path)) => url.join(&path).map_err(|e| RpcError::Protocol(format!("the endpoint event is not a URL: {e}")))?,
+            Ok(Err(_)) => return Err(RpcError::Protocol("the event stream ended before naming its message endpoint".into())),
+            Err(_) => return Err(RpcError::Timeout(timeout.as_millis() as u64)),
+        };
+        if endpoint.origin() != url.origin() {
+            reader.abort();
+            return Err(RpcError::Protocol("the server's message endpoint is on another origin; refused".into()));
+        }
+        let s = SseSession { http, endpoint, authorization, pending, next_id: AtomicU64::new(1), reader };
+        let init = s
+            .request(
+                "initialize",
+                json!({ "protocolVersion": SSE_PROTOCOL_VERSION, "capabilities": {}, "clientInfo": { "name": "workbench", "version": env!("CARGO_PKG_VERSION") } }),
+                timeout,
+            )
+            .await?;
+        if init.get("protocolVersion").and_then(Value::as_str).is_none() {
+            return Err(RpcError::Protocol("the initialize answer has no protocolVersion; is this an MCP server?".into()));
+        }
+        s.post(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }), timeout).await?;
+        Ok(s)
+    }
+
+    async fn post(&self, body: &Value, timeout: Duration) -> Result<(), RpcError> {
+        let mut b = self.http.post(self.endpoint.clone()).header("content-type", "application/json").body(body.to_string());
+        if let Some(a) = &self.authorization {
+            b = b.header("authorization", a.as_str());
+        }
+        let res = tokio::time::timeout(timeout, b.send()).await.map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?.map_err(|e| send_error(e, timeout))?;
+        status_error(res.status().as_u16(), true)
+    }
+
+    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RpcError> {
+        if self.reader.is_finished() {
+            return Err(RpcError::Transport("the event stream closed".into()));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().expect("pending lock").insert(id, tx);
+        let started = tokio::time::Instant::now();
+        let sent = self.post(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }), timeout).await;
+        if let Err(e) = sent {
+            self.pending.lock().expect("pending lock").remove(&id);
+            return Err(e);
+        }
+        match tokio::time::timeout(timeout.saturating_sub(started.elapsed()), rx).await {
+            Ok(Ok(answer)) => answer_of(answer),
+            Ok(Err(_)) => Err(RpcError::Transport("the event stream closed before the answer".into())),
+            Err(_) => {
+                self.pending.lock().expect("pending lock").remove(&id);
+                Err(RpcError::Timeout(timeout.as_millis() as u64))
+            }
+        }
+    }
+}
+
+/// Reads the event stream: the first `endpoint` event, then answers by id.
+async fn read_stream(mut res: reqwest::Response, pending: Pending, endpoint: oneshot::Sender<String>) {
+    let mut endpoint = Some(endpoint);
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        while let Some(end) = event_end(&buf) {
+            let event: Vec<u8> = buf.drain(..end.1).collect();
+            let text = String::from_utf8_lossy(&event[..end.0]).into_owned();
+            let mut kind = "message";
+            let mut data = Vec::new();
+            for line in text.lines() {
+                if let Some(k) = line.strip_prefix("event:") {
+                    kind = if k.trim() == "endpoint" { "endpoint" } else { "message" };
+                } else if let Some(d) = line.strip_prefix("data:") {
+                    data.push(d.strip_prefix(' ').unwrap_or(d));
+                }
+            }
+            let data = data.join("\n");
+            if kind == "endpoint" {
+                if let Some(tx) = endpoint.take() {
+                    let _ = tx.send(data.trim().to_owned());
+                }
+                continue;
+            }
+            if let Ok(v) = serde_json::from_str::<Value>(&data) {
+                if let Some(id) = v.get("id").and_then(Value::as_u64) {
+                    if v.get("result").is_some() || v.get("error").is_some() {
+                        if let Some(tx) = pending.lock().expect("pending lock").remove(&id) {
+                            let _ = tx.send(v);
+                        }
+                    }
+                }
+            }
+        }
+        match res.chunk().await {
+            Ok(Some(chunk)) if buf.len() + chunk.len() <= MAX_ANSWER_BYTES => buf.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    // The stream is gone: every waiting request fails now.
+    pending.lock().expect("pending lock").clear();
+}

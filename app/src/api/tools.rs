@@ -43,7 +43,7 @@ pub async fn tools_page(query: Option<String>) -> Result<ToolsData, AppError> {
         source: t.spec.source.to_string(),
         description: t.spec.description.clone(),
         side_effects: t.spec.side_effects.as_str().to_owned(),
-        status: if t.status == workbench_core::catalog::ToolStatus::Available { "available".into() } else { "unavailable".into() },
+        status: if t.current_status() == workbench_core::catalog::ToolStatus::Available { "available".into() } else { "unavailable".into() },
         avg_latency_ms: latency.get(t.name()).copied(),
         input_schema: serde_json::to_string_pretty(&t.spec.input_schema).unwrap_or_default(),
         score,

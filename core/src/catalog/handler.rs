@@ -107,4 +107,9 @@ impl HandlerError {
 #[async_trait]
 pub trait ToolHandler: Send + Sync + 'static {
     async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError>;
+
+    /// Whether the tool can run right now (an upstream server's open breaker says no).
+    fn available(&self) -> bool {
+        true
+    }
 }

@@ -146,6 +146,16 @@ impl Tool {
     pub fn name(&self) -> &str {
         self.spec.name.as_str()
     }
+
+    /// The status right now: `unavailable` when its source no longer offers it or cannot
+    /// take calls (an upstream server whose circuit breaker is open).
+    pub fn current_status(&self) -> ToolStatus {
+        if self.status == ToolStatus::Available && self.handler.available() {
+            ToolStatus::Available
+        } else {
+            ToolStatus::Unavailable
+        }
+    }
 }
 
 /// An immutable view of the tools one project can reach, with their search index.

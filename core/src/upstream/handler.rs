@@ -30,6 +30,10 @@ pub struct UpstreamTool {
 
 #[async_trait]
 impl ToolHandler for UpstreamTool {
+    fn available(&self) -> bool {
+        !self.live.breaker.is_open(self.live.now())
+    }
+
     async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
         let live = &self.live;
         let admission = live.breaker.admit(live.now());

@@ -31,7 +31,7 @@ pub fn tool_json(t: &Tool, latency: &HashMap<String, i64>) -> Value {
     }
     m.insert("side_effects".into(), json!(t.spec.side_effects.as_str()));
     m.insert("avg_latency_ms".into(), json!(latency.get(t.name()).copied()));
-    m.insert("status".into(), json!(t.status));
+    m.insert("status".into(), json!(t.current_status()));
     Value::Object(m)
 }
 

@@ -219,6 +219,8 @@ db_test!(a_failing_server_opens_its_breaker_and_a_probe_closes_it, |backend| {
     assert_eq!(up.state.requests.load(Ordering::SeqCst), before, "an open breaker sends nothing");
     let list: Value = app.http().get(app.url("/v1/mcp/servers")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
     assert_eq!(list["data"][0]["breaker"], "open");
+    let tool: Value = app.http().get(app.url("/v1/tools/fake.add")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(tool["status"], "unavailable", "an open breaker makes its tools unavailable");
     // A tool's own error does not count; after 30 s one probe goes through and closes it.
     up.state.fail.store(false, Ordering::SeqCst);
     app.clock.advance_ms(31_000);
@@ -226,6 +228,8 @@ db_test!(a_failing_server_opens_its_breaker_and_a_probe_closes_it, |backend| {
     assert_eq!(out[0]["result"], json!({ "sum": 4 }), "the probe succeeded: {}", out[0]);
     let list: Value = app.http().get(app.url("/v1/mcp/servers")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
     assert_eq!(list["data"][0]["breaker"], "closed");
+    let tool: Value = app.http().get(app.url("/v1/tools/fake.add")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(tool["status"], "available");
     for _ in 0..6 {
         execute(&app, &key, json!([{ "tool": "fake.boom", "args": {} }])).await;
     }

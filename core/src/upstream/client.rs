@@ -59,6 +59,24 @@ pub struct Session {
     authorization: Option<Zeroizing<String>>,
     session_id: Mutex<Option<String>>,
     next_id: AtomicU64,
+    /// The stream of server-initiated messages, when the server offers one.
+    listener: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(l) = self.listener.lock().expect("listener lock").take() {
+            l.abort();
+        }
+    }
+}
+
+/// Called when a server says its tool list changed.
+pub type OnToolsChanged = std::sync::Arc<dyn Fn() + Send + Sync>;
+
+/// Whether a JSON-RPC message is `notifications/tools/list_changed`.
+pub(super) fn is_tools_changed(v: &Value) -> bool {
+    v.get("method").and_then(Value::as_str) == Some("notifications/tools/list_changed")
 }
 
 impl std::fmt::Debug for Session {
@@ -70,7 +88,7 @@ impl std::fmt::Debug for Session {
 impl Session {
     /// Connects and initializes; `authorization` is the whole header value.
     pub async fn open(http: reqwest::Client, url: url::Url, authorization: Option<Zeroizing<String>>, timeout: Duration) -> Result<Session, RpcError> {
-        let s = Session { http, url, authorization, session_id: Mutex::new(None), next_id: AtomicU64::new(1) };
+        let s = Session { http, url, authorization, session_id: Mutex::new(None), next_id: AtomicU64::new(1), listener: Mutex::new(None) };
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
             "capabilities": {},
@@ -82,6 +100,39 @@ impl Session {
         }
         s.notify("notifications/initialized", timeout).await?;
         Ok(s)
+    }
+
+    /// Opens the server's stream of server-initiated messages (a GET with the session id) and
+    /// calls `on_changed` for every `notifications/tools/list_changed`. A server without such a
+    /// stream (405, or no session) is fine: refreshes then come from an admin or the schedule.
+    pub async fn listen(&self, on_changed: OnToolsChanged) {
+        let Some(id) = self.session_id.lock().expect("session id lock").clone() else { return };
+        let mut get = self.http.get(self.url.clone()).header("accept", "text/event-stream").header("mcp-session-id", id).header("mcp-protocol-version", PROTOCOL_VERSION);
+        if let Some(a) = &self.authorization {
+            get = get.header("authorization", a.as_str());
+        }
+        let Ok(Ok(mut res)) = tokio::time::timeout(Duration::from_secs(10), get.send()).await else { return };
+        if !res.status().is_success() {
+            return;
+        }
+        let task = tokio::spawn(async move {
+            let mut buf: Vec<u8> = Vec::new();
+            while let Ok(Some(chunk)) = res.chunk().await {
+                if buf.len() + chunk.len() > MAX_ANSWER_BYTES {
+                    break;
+                }
+                buf.extend_from_slice(&chunk);
+                while let Some(end) = event_end(&buf) {
+                    let event: Vec<u8> = buf.drain(..end.1).collect();
+                    let text = String::from_utf8_lossy(&event[..end.0]).into_owned();
+                    let data: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.strip_prefix(' ').unwrap_or(d)).collect();
+                    if serde_json::from_str::<Value>(&data.join("\n")).is_ok_and(|v| is_tools_changed(&v)) {
+                        on_changed();
+                    }
+                }
+            }
+        });
+        *self.listener.lock().expect("listener lock") = Some(task);
     }
 
     fn builder(&self, body: &Value) -> reqwest::RequestBuilder {
@@ -174,11 +225,16 @@ pub enum Connection {
 }
 
 impl Connection {
-    /// Connects and initializes over `transport` (`http` or `sse`).
-    pub async fn open(transport: &str, http: reqwest::Client, url: url::Url, authorization: Option<Zeroizing<String>>, timeout: Duration) -> Result<Connection, RpcError> {
+    /// Connects and initializes over `transport` (`http` or `sse`); `on_changed` hears the
+    /// server's `notifications/tools/list_changed`.
+    pub async fn open(transport: &str, http: reqwest::Client, url: url::Url, authorization: Option<Zeroizing<String>>, timeout: Duration, on_changed: OnToolsChanged) -> Result<Connection, RpcError> {
         Ok(match transport {
-            "sse" => Connection::Sse(super::sse::SseSession::open(http, url, authorization, timeout).await?),
-            _ => Connection::Http(Session::open(http, url, authorization, timeout).await?),
+            "sse" => Connection::Sse(super::sse::SseSession::open(http, url, authorization, timeout, on_changed).await?),
+            _ => {
+                let s = Session::open(http, url, authorization, timeout).await?;
+                s.listen(on_changed).await;
+                Connection::Http(s)
+            }
         })
     }
 

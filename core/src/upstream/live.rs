@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use zeroize::Zeroizing;
 
 use super::breaker::Breaker;
-use super::client::{Connection, RpcError};
+use super::client::{Connection, OnToolsChanged, RpcError};
 use crate::clock::Clock;
 use crate::vault::Vault;
 
@@ -53,15 +53,18 @@ pub struct Live {
     pub breaker: Breaker,
     session: tokio::sync::Mutex<Option<Arc<Connection>>>,
     transport: String,
+    /// Called when the server says its tool list changed (the owner refreshes it).
+    on_changed: OnToolsChanged,
     token: Mutex<Option<(Zeroizing<String>, i64)>>,
     deps: Deps,
 }
 
 impl Live {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(project_id: String, name: String, transport: String, url: url::Url, auth: AuthConfig, timeout: Duration, max_concurrency: usize, deps: Deps) -> Live {
+    pub fn new(project_id: String, name: String, transport: String, url: url::Url, auth: AuthConfig, timeout: Duration, max_concurrency: usize, deps: Deps, on_changed: OnToolsChanged) -> Live {
         Live {
             transport,
+            on_changed,
             project_id,
             name,
             url,
@@ -124,7 +127,7 @@ impl Live {
             }
         }
         let authorization = self.authorization(fresh_credential).await?;
-        let s = Arc::new(Connection::open(&self.transport, self.deps.http.clone(), self.url.clone(), authorization, self.timeout).await?);
+        let s = Arc::new(Connection::open(&self.transport, self.deps.http.clone(), self.url.clone(), authorization, self.timeout, self.on_changed.clone()).await?);
         *slot = Some(s.clone());
         Ok(s)
     }

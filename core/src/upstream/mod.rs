@@ -222,6 +222,8 @@ pub struct Upstreams {
     deps: Deps,
     /// Servers this instance runs, by id (kept across reloads: sessions and breakers live on).
     live: Arc<RwLock<HashMap<String, Arc<Live>>>>,
+    /// Servers that said their tool list changed: (project, server id), refreshed in turn.
+    changed: tokio::sync::mpsc::UnboundedSender<(String, String)>,
     /// Per project: the (server id, updated_at) its catalog tools were built from.
     loaded: Arc<RwLock<HashMap<String, Vec<(String, i64)>>>>,
     reloading: Arc<tokio::sync::Mutex<()>>,
@@ -230,7 +232,8 @@ pub struct Upstreams {
 impl Upstreams {
     pub fn new(db: Db, clock: Arc<dyn Clock>, catalog: Arc<Catalog>, vault: Vault, http: reqwest::Client, allowance: PrivateAllowance) -> Upstreams {
         let deps = Deps { vault: vault.clone(), clock: clock.clone(), http };
-        Upstreams {
+        let (changed, mut heard) = tokio::sync::mpsc::unbounded_channel::<(String, String)>();
+        let upstreams = Upstreams {
             db,
             clock,
             catalog,
@@ -238,9 +241,28 @@ impl Upstreams {
             allowance,
             deps,
             live: Arc::default(),
+            changed,
             loaded: Arc::default(),
             reloading: Arc::default(),
+        };
+        // `notifications/tools/list_changed` triggers the same refresh an admin would.
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let me = upstreams.clone();
+            rt.spawn(async move {
+                while let Some((project, id)) = heard.recv().await {
+                    match store::mcp_servers::get_server(me.db.pool(), &project, &id).await {
+                        Ok(Some(row)) => {
+                            if let Err(e) = me.refresh_row(&row).await {
+                                tracing::warn!(server = %id, error = %e, "refresh after list_changed failed");
+                            }
+                        }
+                        Ok(None) => {}
+                        Err(e) => tracing::warn!(server = %id, error = %e, "refresh after list_changed failed"),
+                    }
+                }
+            });
         }
+        upstreams
     }
 
     fn now(&self) -> i64 {
@@ -259,6 +281,10 @@ impl Upstreams {
     }
 
     fn new_live(&self, row: &ServerRow, url: url::Url, auth: AuthConfig) -> Arc<Live> {
+        let (tx, project, id) = (self.changed.clone(), row.project_id.clone(), row.id.clone());
+        let on_changed: client::OnToolsChanged = Arc::new(move || {
+            let _ = tx.send((project.clone(), id.clone()));
+        });
         Arc::new(Live::new(
             row.project_id.clone(),
             row.name.clone(),
@@ -268,6 +294,7 @@ impl Upstreams {
             Duration::from_millis(row.timeout_ms as u64),
             row.max_concurrency as usize,
             self.deps.clone(),
+            on_changed,
         ))
     }
 
@@ -506,16 +533,22 @@ impl Upstreams {
     pub async fn refresh(&self, admin: &Principal, id: &str) -> Result<ServerView> {
         require_admin(admin)?;
         let row = self.server(admin, id).await?;
-        let live = self.live_for(&row)?;
+        let changes = self.refresh_row(&row).await?;
+        let mut view = self.get(admin, id).await?;
+        view.changes = Some(changes);
+        Ok(view)
+    }
+
+    /// The refresh itself, whoever asked (an admin, or the server's list_changed).
+    async fn refresh_row(&self, row: &ServerRow) -> Result<Changes> {
+        let live = self.live_for(row)?;
         let now = self.now();
         let listed = match live.list_tools().await {
             Ok(l) => l,
             Err(e) => {
                 store::mcp_servers::set_refreshed(self.db.pool(), &row.id, now, Some(&e.to_string())).await?;
-                self.reload_project(&admin.project_id).await?;
-                let mut view = self.get(admin, id).await?;
-                view.changes = Some(Changes::default());
-                return Ok(view);
+                self.reload_project(&row.project_id).await?;
+                return Ok(Changes::default());
             }
         };
         let existing = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
@@ -558,10 +591,8 @@ impl Upstreams {
         }
         store::mcp_servers::set_refreshed(&mut *tx, &row.id, now, None).await?;
         tx.commit().await?;
-        self.reload_project(&admin.project_id).await?;
-        let mut view = self.get(admin, id).await?;
-        view.changes = Some(changes);
-        Ok(view)
+        self.reload_project(&row.project_id).await?;
+        Ok(changes)
     }
 
     /// Approves tools held for review (upstream names): they join the catalog as they are now.

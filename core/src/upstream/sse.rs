@@ -1,7 +1,8 @@
 //! The MCP HTTP+SSE transport (protocol 2024-11-05), for servers that predate streamable HTTP:
 //! a GET opens an event stream whose first `endpoint` event names where to POST messages (it
 //! must be on the same origin); answers arrive on the stream as `message` events and are handed
-//! to the waiting request by JSON-RPC id. When the stream ends, every waiting request fails
+//! to the waiting request by JSON-RPC id; a `notifications/tools/list_changed` on the stream
+//! triggers a refresh. When the stream ends, every waiting request fails
 //! and the session is reopened by the next call.
 
 use std::collections::HashMap;
@@ -13,7 +14,7 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use zeroize::Zeroizing;
 
-use super::client::{answer_of, event_end, send_error, status_error, RpcError, MAX_ANSWER_BYTES};
+use super::client::{answer_of, event_end, is_tools_changed, send_error, status_error, OnToolsChanged, RpcError, MAX_ANSWER_BYTES};
 
 pub const SSE_PROTOCOL_VERSION: &str = "2024-11-05";
 
@@ -35,7 +36,7 @@ impl Drop for SseSession {
 }
 
 impl SseSession {
-    pub async fn open(http: reqwest::Client, url: url::Url, authorization: Option<Zeroizing<String>>, timeout: Duration) -> Result<SseSession, RpcError> {
+    pub async fn open(http: reqwest::Client, url: url::Url, authorization: Option<Zeroizing<String>>, timeout: Duration, on_changed: OnToolsChanged) -> Result<SseSession, RpcError> {
         let mut get = http.get(url.clone()).header("accept", "text/event-stream");
         if let Some(a) = &authorization {
             get = get.header("authorization", a.as_str());
@@ -44,7 +45,7 @@ impl SseSession {
         status_error(res.status().as_u16(), false)?;
         let pending: Pending = Arc::default();
         let (endpoint_tx, endpoint_rx) = oneshot::channel();
-        let reader = tokio::spawn(read_stream(res, pending.clone(), endpoint_tx));
+        let reader = tokio::spawn(read_stream(res, pending.clone(), endpoint_tx, on_changed));
         let endpoint = match tokio::time::timeout(timeout, endpoint_rx).await {
             Ok(Ok(path)) => url.join(&path).map_err(|e| RpcError::Protocol(format!("the endpoint event is not a URL: {e}")))?,
             Ok(Err(_)) => return Err(RpcError::Protocol("the event stream ended before naming its message endpoint".into())),
@@ -103,7 +104,7 @@ impl SseSession {
 }
 
 /// Reads the event stream: the first `endpoint` event, then answers by id.
-async fn read_stream(mut res: reqwest::Response, pending: Pending, endpoint: oneshot::Sender<String>) {
+async fn read_stream(mut res: reqwest::Response, pending: Pending, endpoint: oneshot::Sender<String>, on_changed: OnToolsChanged) {
     let mut endpoint = Some(endpoint);
     let mut buf: Vec<u8> = Vec::new();
     loop {
@@ -127,6 +128,9 @@ async fn read_stream(mut res: reqwest::Response, pending: Pending, endpoint: one
                 continue;
             }
             if let Ok(v) = serde_json::from_str::<Value>(&data) {
+                if is_tools_changed(&v) {
+                    on_changed();
+                }
                 if let Some(id) = v.get("id").and_then(Value::as_u64) {
                     if v.get("result").is_some() || v.get("error").is_some() {
                         if let Some(tx) = pending.lock().expect("pending lock").remove(&id) {

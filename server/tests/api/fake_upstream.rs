@@ -37,6 +37,8 @@ pub struct UpstreamState {
     pub in_flight: AtomicUsize,
     pub max_in_flight: AtomicUsize,
     pub last_authorization: Mutex<Option<String>>,
+    /// The client of the last tools/list, to send it notifications.
+    pub peer: Mutex<Option<rmcp::Peer<RoleServer>>>,
 }
 
 pub struct FakeUpstream {
@@ -58,6 +60,12 @@ impl FakeUpstream {
     pub fn remove_tool(&self, name: &str) {
         self.state.tools.lock().unwrap().retain(|t| t.0 != name);
     }
+
+    /// Tells the client that listed the tools that the list changed.
+    pub async fn notify_tools_changed(&self) {
+        let peer = self.state.peer.lock().unwrap().clone().expect("a client listed the tools");
+        peer.notify_tool_list_changed().await.expect("the notification is sent");
+    }
 }
 
 #[derive(Clone)]
@@ -65,10 +73,11 @@ struct Handler(Arc<UpstreamState>);
 
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(Implementation::new("fake-upstream", "1.0.0"))
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build()).with_server_info(Implementation::new("fake-upstream", "1.0.0"))
     }
 
-    async fn list_tools(&self, _r: Option<PaginatedRequestParams>, _c: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+    async fn list_tools(&self, _r: Option<PaginatedRequestParams>, c: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+        *self.0.peer.lock().unwrap() = Some(c.peer.clone());
         let tools = self.0.tools.lock().unwrap().clone();
         Ok(ListToolsResult::with_all_items(
             tools

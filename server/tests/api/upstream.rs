@@ -302,3 +302,27 @@ db_test!(an_oauth2_server_gets_a_client_credentials_token_that_never_comes_back,
     assert_eq!(status, 422, "{out}");
     assert!(out["error"]["message"].as_str().unwrap().contains("token endpoint refused"), "{out}");
 });
+
+db_test!(a_servers_tools_list_changed_notification_triggers_a_refresh, |backend| {
+    let app = app!(backend, loopback());
+    let (_, key) = admin_with_key(&app).await;
+    with_token(&app, &key).await;
+    let up = fake_upstream::start().await;
+    let server = fake_server(&app, &key, &up, json!({})).await;
+    let id = server["id"].as_str().unwrap().to_owned();
+    up.remove_tool("add");
+    up.notify_tools_changed().await;
+    // The refresh runs in the background; wait for it (bounded).
+    let mut counts = Value::Null;
+    for _ in 0..100 {
+        let s: Value = app.http().get(app.url(&format!("/v1/mcp/servers/{id}"))).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+        counts = s["tool_counts"].clone();
+        if counts["unavailable"] == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(counts, json!({ "available": 4, "unavailable": 1, "pending_review": 0 }), "no admin asked; the server's notification did");
+    let out = execute(&app, &key, json!([{ "tool": "fake.add", "args": { "a": 1, "b": 1 } }])).await;
+    assert_eq!(out[0]["code"], "UNAVAILABLE");
+});

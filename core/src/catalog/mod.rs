@@ -227,11 +227,6 @@ impl Catalog {
         Ok(Catalog { global: RwLock::new(Arc::new(snapshot)), projects: RwLock::new(HashMap::new()) })
     }
 
-    /// The tools every project shares (built-ins, plugins).
-    pub fn global_snapshot(&self) -> Arc<Snapshot> {
-        self.global.read().expect("catalog lock poisoned").clone()
-    }
-
     /// The tools `project_id` can reach right now.
     pub fn snapshot(&self, project_id: &str) -> Arc<Snapshot> {
         if let Some(p) = self.projects.read().expect("catalog lock poisoned").get(project_id) {

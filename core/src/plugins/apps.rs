@@ -119,7 +119,15 @@ impl Apps {
     pub async fn reload_project(&self, project_id: &str) -> Result<()> {
         let _one_at_a_time = self.reloading.lock().await;
         let rows = store::apps::list(self.db.pool(), project_id).await?;
-        let global = self.catalog.global_snapshot();
+        // Names taken by everything but this project's apps (built-ins, plugins, its MCP servers).
+        let taken: std::collections::HashSet<String> = self
+            .catalog
+            .snapshot(project_id)
+            .tools()
+            .iter()
+            .filter(|t| !matches!(t.spec.source, ToolSource::App(_)))
+            .map(|t| t.name().to_owned())
+            .collect();
         let mut integrations: Vec<Arc<Integration>> = Vec::new();
         let mut tools: Vec<Tool> = Vec::new();
         let mut failures = HashMap::new();
@@ -128,7 +136,7 @@ impl Apps {
                 if self.plugins.get(i.name()).is_some() || integrations.iter().any(|o| o.name() == i.name()) {
                     return Err(Error::Conflict(format!("an integration named {} already exists", i.name())));
                 }
-                if let Some(t) = app_tools.iter().find(|t| global.get(t.name()).is_some() || tools.iter().any(|o| o.name() == t.name())) {
+                if let Some(t) = app_tools.iter().find(|t| taken.contains(t.name()) || tools.iter().any(|o| o.name() == t.name())) {
                     return Err(Error::Conflict(format!("a tool named {} already exists in this project", t.name())));
                 }
                 Ok((i, app_tools))

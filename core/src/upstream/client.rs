@@ -1,5 +1,5 @@
 //! A client of the MCP streamable HTTP transport (protocol 2025-06-18; the older HTTP+SSE
-//! transport is in sse.rs, both behind `Connection`), over the guarded
+//! transport is in sse.rs, both behind connection.rs), over the guarded
 //! outbound client: JSON-RPC requests by POST, answered as JSON or as a server-sent event
 //! stream; the `Mcp-Session-Id` the server assigns at `initialize` is sent on every later
 //! request, and a 404 for it means the session is gone (the caller re-initializes). Failures
@@ -216,53 +216,6 @@ pub(super) fn answer_of(answer: Value) -> Result<Value, RpcError> {
         });
     }
     answer.get("result").cloned().ok_or_else(|| RpcError::Protocol("the answer has neither result nor error".into()))
-}
-
-/// A session over either transport.
-pub enum Connection {
-    Http(Session),
-    Sse(super::sse::SseSession),
-}
-
-impl Connection {
-    /// Connects and initializes over `transport` (`http` or `sse`); `on_changed` hears the
-    /// server's `notifications/tools/list_changed`.
-    pub async fn open(transport: &str, http: reqwest::Client, url: url::Url, authorization: Option<Zeroizing<String>>, timeout: Duration, on_changed: OnToolsChanged) -> Result<Connection, RpcError> {
-        Ok(match transport {
-            "sse" => Connection::Sse(super::sse::SseSession::open(http, url, authorization, timeout, on_changed).await?),
-            _ => {
-                let s = Session::open(http, url, authorization, timeout).await?;
-                s.listen(on_changed).await;
-                Connection::Http(s)
-            }
-        })
-    }
-
-    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RpcError> {
-        match self {
-            Connection::Http(s) => s.request(method, params, timeout).await,
-            Connection::Sse(s) => s.request(method, params, timeout).await,
-        }
-    }
-
-    /// Every tool the server lists (following `nextCursor`, at most 50 pages).
-    pub async fn list_tools(&self, timeout: Duration) -> Result<Vec<Value>, RpcError> {
-        let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..50 {
-            let params = match &cursor {
-                Some(c) => json!({ "cursor": c }),
-                None => json!({}),
-            };
-            let page = self.request("tools/list", params, timeout).await?;
-            tools.extend(page.get("tools").and_then(Value::as_array).cloned().unwrap_or_default());
-            cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
-            if cursor.is_none() {
-                break;
-            }
-        }
-        Ok(tools)
-    }
 }
 
 /// The JSON-RPC answer with `id`, from a JSON body or an event stream (other messages on the

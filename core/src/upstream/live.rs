@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 use zeroize::Zeroizing;
 
 use super::breaker::Breaker;
-use super::client::{Connection, OnToolsChanged, RpcError};
+use super::client::{OnToolsChanged, RpcError};
+use super::connection::Connection;
 use crate::clock::Clock;
 use crate::vault::Vault;
 

@@ -7,6 +7,7 @@
 
 pub mod breaker;
 mod client;
+mod connection;
 mod handler;
 mod live;
 mod sse;
@@ -18,7 +19,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-pub use client::{Connection, RpcError, Session, PROTOCOL_VERSION};
+pub use client::{RpcError, Session, PROTOCOL_VERSION};
+pub use connection::Connection;
 pub use live::AuthConfig;
 
 use crate::auth::{require_admin, Principal};

@@ -1,0 +1,58 @@
+//! One MCP session with an upstream over either transport (streamable HTTP or HTTP+SSE), and
+//! what both share: listing tools page by page.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use zeroize::Zeroizing;
+
+use super::client::{OnToolsChanged, RpcError, Session};
+use super::sse::SseSession;
+
+/// A session over either transport.
+pub enum Connection {
+    Http(Session),
+    Sse(SseSession),
+}
+
+impl Connection {
+    /// Connects and initializes over `transport` (`http` or `sse`); `on_changed` hears the
+    /// server's `notifications/tools/list_changed`.
+    pub async fn open(transport: &str, http: reqwest::Client, url: url::Url, authorization: Option<Zeroizing<String>>, timeout: Duration, on_changed: OnToolsChanged) -> Result<Connection, RpcError> {
+        Ok(match transport {
+            "sse" => Connection::Sse(SseSession::open(http, url, authorization, timeout, on_changed).await?),
+            _ => {
+                let s = Session::open(http, url, authorization, timeout).await?;
+                s.listen(on_changed).await;
+                Connection::Http(s)
+            }
+        })
+    }
+
+    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RpcError> {
+        match self {
+            Connection::Http(s) => s.request(method, params, timeout).await,
+            Connection::Sse(s) => s.request(method, params, timeout).await,
+        }
+    }
+
+    /// Every tool the server lists (following `nextCursor`, at most 50 pages).
+    pub async fn list_tools(&self, timeout: Duration) -> Result<Vec<Value>, RpcError> {
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..50 {
+            let params = match &cursor {
+                Some(c) => json!({ "cursor": c }),
+                None => json!({}),
+            };
+            let page = self.request("tools/list", params, timeout).await?;
+            tools.extend(page.get("tools").and_then(Value::as_array).cloned().unwrap_or_default());
+            cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
+            if cursor.is_none() {
+                break;
+            }
+        }
+        Ok(tools)
+    }
+}
+

@@ -2,6 +2,9 @@
 //! (/v1) and health probes over the domain in `workbench-core`. `router` and `serve` are
 //! public so tests run the real application on port 0.
 
+// The OpenAPI document is one `json!` literal, deeper than the default limit.
+#![recursion_limit = "512"]
+
 pub mod api_auth;
 pub mod api_error;
 pub mod cli;

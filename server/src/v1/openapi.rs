@@ -91,6 +91,68 @@ pub async fn document() -> Json<Value> {
                 ],
                 "responses": { "200": { "description": "usage rows" }, "400": error_response("bad_request"), "401": error_response("unauthorized") }
             }},
+            "/v1/apps": {
+                "get": { "summary": "The project's custom apps, each with load_error when a stored app does not load", "responses": { "200": { "description": "{ object: list, data }" }, "401": error_response("unauthorized") } },
+                "post": {
+                    "summary": "Create a custom app from a definition in the plugin format (admin key)",
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object" } } } },
+                    "responses": { "201": { "description": "the app" }, "400": error_response("bad_request"), "403": error_response("forbidden"), "409": error_response("conflict") }
+                }
+            },
+            "/v1/apps/{id}": { "delete": {
+                "summary": "Delete a custom app, every user's credential for it and its proxy tokens (admin key)",
+                "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+                "responses": { "204": { "description": "deleted" }, "403": error_response("forbidden"), "404": error_response("not_found") }
+            }},
+            "/v1/mcp/servers": {
+                "get": { "summary": "Registered upstream MCP servers with state, breaker, last refresh, last error and tool counts", "responses": { "200": { "description": "{ object: list, data: [McpServer] }" }, "401": error_response("unauthorized") } },
+                "post": {
+                    "summary": "Register an upstream MCP server (admin key): connects, initializes and lists its tools before storing",
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": {
+                        "type": "object", "required": ["name", "url"], "additionalProperties": false,
+                        "properties": {
+                            "name": { "type": "string" },
+                            "transport": { "enum": ["http", "sse"], "default": "http" },
+                            "url": { "type": "string", "format": "uri" },
+                            "auth": { "type": "object", "description": "{type: none} | {type: bearer, secret_ref} | {type: oauth2, token_url, client_id, secret_ref, scope?}; credentials are secret refs, never inline" },
+                            "tool_prefix": { "type": "string", "description": "defaults to <name>." },
+                            "timeout_ms": { "type": "integer", "minimum": 1, "maximum": 300000, "default": 30000 },
+                            "max_concurrency": { "type": "integer", "minimum": 1, "maximum": 1000, "default": 10 },
+                            "auto_approve": { "type": "boolean", "default": false }
+                        }
+                    }}}},
+                    "responses": { "201": { "description": "the server, its tools and any skipped tools" }, "403": error_response("forbidden"), "409": error_response("conflict"), "422": error_response("invalid_request") }
+                }
+            },
+            "/v1/mcp/servers/{id}": {
+                "get": { "summary": "One server", "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }], "responses": { "200": { "description": "the server" }, "404": error_response("not_found") } },
+                "delete": { "summary": "Deregister (admin key); its tools leave the catalog at once", "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }], "responses": { "204": { "description": "deleted" }, "404": error_response("not_found") } }
+            },
+            "/v1/mcp/servers/{id}/refresh": { "post": {
+                "summary": "Re-read the tool list (admin key): vanished tools become unavailable, changed and new ones wait for review",
+                "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+                "responses": { "200": { "description": "the server plus changes: {added, removed, changed}" }, "404": error_response("not_found") }
+            }},
+            "/v1/mcp/servers/{id}/tools": { "get": {
+                "summary": "A server's tools for review: status, side effects, and what was approved when a tool changed",
+                "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+                "responses": { "200": { "description": "{ object: list, data }" }, "404": error_response("not_found") }
+            }},
+            "/v1/mcp/servers/{id}/approve": { "post": {
+                "summary": "Approve tools held for review (admin key)",
+                "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+                "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["tools"], "properties": { "tools": { "type": "array", "items": { "type": "string" } } } } } } },
+                "responses": { "200": { "description": "the server" }, "404": error_response("not_found"), "422": error_response("invalid_request") }
+            }},
+            "/v1/mcp/servers/{id}/tools/{name}": { "patch": {
+                "summary": "Override a tool's side effects (admin key); null clears the override",
+                "parameters": [
+                    { "name": "id", "in": "path", "required": true, "schema": { "type": "string" } },
+                    { "name": "name", "in": "path", "required": true, "schema": { "type": "string" } }
+                ],
+                "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "properties": { "side_effects": { "enum": ["none", "network", "write", "destructive", null] } } } } } },
+                "responses": { "200": { "description": "the tool" }, "404": error_response("not_found"), "422": error_response("invalid_request") }
+            }},
             "/rest/{integration}": { "post": {
                 "summary": "Run a batch of one integration's tools (execute_tools without compose or return)",
                 "parameters": [{ "name": "integration", "in": "path", "required": true, "schema": { "type": "string" } }],

@@ -211,7 +211,11 @@ db_test!(the_openapi_document_describes_every_route, |backend| {
     let (_, key) = admin_with_key(&app).await;
     let doc: Value = app.http().get(app.url("/v1/openapi.json")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
     assert_eq!(doc["openapi"], "3.1.0");
-    for path in ["/v1/tools", "/v1/tools/{name}", "/v1/tools/invoke", "/v1/tools/calls/{id}", "/v1/usage", "/rest/{integration}", "/v1/me"] {
+    for path in [
+        "/v1/tools", "/v1/tools/{name}", "/v1/tools/invoke", "/v1/tools/calls/{id}", "/v1/usage", "/rest/{integration}", "/v1/me",
+        "/v1/apps", "/v1/apps/{id}", "/v1/mcp/servers", "/v1/mcp/servers/{id}", "/v1/mcp/servers/{id}/refresh",
+        "/v1/mcp/servers/{id}/tools", "/v1/mcp/servers/{id}/approve", "/v1/mcp/servers/{id}/tools/{name}",
+    ] {
         assert!(doc["paths"][path].is_object(), "{path} missing");
     }
     assert_eq!(doc["paths"]["/v1/tools/invoke"]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]["timeout_ms"]["maximum"], 300000);

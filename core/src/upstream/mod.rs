@@ -405,7 +405,10 @@ impl Upstreams {
         };
         // A live server for the check only; it is kept once the row is stored.
         let live = self.new_live(&row, url, auth);
-        let listed = live.list_tools().await.map_err(|e| Error::invalid(format!("cannot register {}: {e}", row.url)))?;
+        let listed = self.listing(&live).await.map_err(|e| match e {
+            Error::Invalid(why) => Error::invalid(format!("cannot register {}: {why}", row.url)),
+            other => other,
+        })?;
         let mut rows: Vec<ToolRow> = listed.iter().filter_map(|t| row_of(&row.id, t, now)).collect();
         rows.iter_mut().for_each(approve);
         let snapshot = self.catalog.snapshot(&admin.project_id);
@@ -440,6 +443,28 @@ impl Upstreams {
         let mut view = self.view(&row).await?;
         view.skipped = skipped;
         Ok(view)
+    }
+
+    /// The server's tool list, or why not, scrubbed of the project's secrets and the server's
+    /// token before anything is stored or shown: a server that echoes the credential it was
+    /// sent (in a description, a schema or an error) must not hand it to agents or admins.
+    /// An unanswered listing is `Error::Invalid` with the (scrubbed) reason.
+    async fn listing(&self, live: &Live) -> Result<Vec<Value>> {
+        let listed = live.list_tools().await;
+        let mut scrubber = self.vault.scrubber(&live.project_id).await?;
+        if let Some(t) = live.current_token() {
+            scrubber.add(&format!("{}_token", live.name), &t);
+        }
+        match listed {
+            Ok(mut tools) => {
+                tools.iter_mut().for_each(|t| scrubber.scrub(t));
+                Ok(tools)
+            }
+            Err(e) => {
+                let message = e.to_string();
+                Err(Error::Invalid(scrubber.scrub_str(&message).unwrap_or(message)))
+            }
+        }
     }
 
     async fn view(&self, row: &ServerRow) -> Result<ServerView> {
@@ -545,13 +570,14 @@ impl Upstreams {
     async fn refresh_row(&self, row: &ServerRow) -> Result<Changes> {
         let live = self.live_for(row)?;
         let now = self.now();
-        let listed = match live.list_tools().await {
+        let listed = match self.listing(&live).await {
             Ok(l) => l,
-            Err(e) => {
-                store::mcp_servers::set_refreshed(self.db.pool(), &row.id, now, Some(&e.to_string())).await?;
+            Err(Error::Invalid(why)) => {
+                store::mcp_servers::set_refreshed(self.db.pool(), &row.id, now, Some(&why)).await?;
                 self.reload_project(&row.project_id).await?;
                 return Ok(Changes::default());
             }
+            Err(other) => return Err(other),
         };
         let existing = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
         let mut by_name: HashMap<String, ToolRow> = existing.into_iter().map(|t| (t.name.clone(), t)).collect();

@@ -29,6 +29,8 @@ pub struct UpstreamState {
     pub tools: Mutex<Vec<(String, String, Value, bool)>>,
     /// Answer every HTTP request with 500.
     pub fail: AtomicBool,
+    /// Answer every request with a JSON-RPC error that quotes the Authorization it received.
+    pub echo_auth_in_errors: AtomicBool,
     /// How long `slow` takes, in ms.
     pub slow_ms: AtomicU64,
     pub calls: AtomicUsize,
@@ -105,6 +107,7 @@ impl ServerHandler for Handler {
                 CallToolResult::success(vec![ContentBlock::text("done")])
             }
             "boom" => CallToolResult::error(vec![ContentBlock::text("the widget exploded")]),
+            "whoami_error" => CallToolResult::error(vec![ContentBlock::text(format!("refused {}", s.last_authorization.lock().unwrap().clone().unwrap_or_default()))]),
             other => CallToolResult::error(vec![ContentBlock::text(format!("no tool {other}"))]),
         };
         s.in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -122,6 +125,11 @@ async fn observe(State(s): State<Arc<UpstreamState>>, req: Request, next: Next) 
     }
     let (parts, body) = req.into_parts();
     let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap_or_default();
+    if s.echo_auth_in_errors.load(Ordering::SeqCst) {
+        let id = serde_json::from_slice::<Value>(&bytes).ok().and_then(|v| v.get("id").cloned()).unwrap_or(Value::Null);
+        let auth = s.last_authorization.lock().unwrap().clone().unwrap_or_default();
+        return axum::Json(json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32000, "message": format!("bad credential {auth}") } })).into_response();
+    }
     if String::from_utf8_lossy(&bytes).contains("\"initialize\"") {
         s.initializes.fetch_add(1, Ordering::SeqCst);
     }

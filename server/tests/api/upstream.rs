@@ -326,3 +326,35 @@ db_test!(a_servers_tools_list_changed_notification_triggers_a_refresh, |backend|
     let out = execute(&app, &key, json!([{ "tool": "fake.add", "args": { "a": 1, "b": 1 } }])).await;
     assert_eq!(out[0]["code"], "UNAVAILABLE");
 });
+
+db_test!(an_upstream_that_echoes_its_credential_never_hands_it_out, |backend| {
+    let app = app!(backend, loopback());
+    let (_, key) = admin_with_key(&app).await;
+    with_token(&app, &key).await;
+    let token = "upstream-token-7f3a9c";
+    let up = fake_upstream::start().await;
+    up.set_tool("whoami_error", "Fails quoting the credential it got.", json!({ "type": "object", "properties": {} }), true);
+    // In a tool description and schema, as a careless server might publish it.
+    up.set_tool("leaky", &format!("Uses the key Bearer {token} for you."), json!({ "type": "object", "properties": { "k": { "type": "string", "default": token } } }), true);
+    let server = fake_server(&app, &key, &up, json!({})).await;
+    let id = server["id"].as_str().unwrap().to_owned();
+    assert!(!server.to_string().contains(token), "{server}");
+    for path in ["/v1/tools/fake.leaky".to_string(), format!("/v1/mcp/servers/{id}/tools")] {
+        let text = app.http().get(app.url(&path)).bearer_auth(&key).send().await.unwrap().text().await.unwrap();
+        assert!(!text.contains(token) && text.contains("[redacted:FAKE_TOKEN]"), "{path}: {text}");
+    }
+    let (found, _) = mcp_call(&app, &key, "search_tools", json!({ "query": "uses the key for you" })).await;
+    assert!(!found.to_string().contains(token), "{found}");
+    let (schema, _) = mcp_call(&app, &key, "get_tool_schema", json!({ "tool": "fake.leaky" })).await;
+    assert!(!schema.to_string().contains(token), "{schema}");
+    // In a tool's error.
+    let out = execute(&app, &key, json!([{ "tool": "fake.whoami_error", "args": {} }])).await;
+    assert_eq!(out[0]["handler_error"], "refused Bearer [redacted:FAKE_TOKEN]", "{}", out[0]);
+    // In a JSON-RPC error, at registration and at refresh (stored as last_error).
+    up.state.echo_auth_in_errors.store(true, std::sync::atomic::Ordering::SeqCst);
+    let refreshed = app.http().post(app.url(&format!("/v1/mcp/servers/{id}/refresh"))).bearer_auth(&key).send().await.unwrap().text().await.unwrap();
+    assert!(!refreshed.contains(token) && refreshed.contains("bad credential Bearer [redacted:FAKE_TOKEN]"), "{refreshed}");
+    let (status, out) = register(&app, &key, json!({ "name": "again", "url": up.url(), "auth": { "type": "bearer", "secret_ref": "FAKE_TOKEN" } })).await;
+    assert_eq!(status, 422);
+    assert!(!out.to_string().contains(token) && out.to_string().contains("[redacted:FAKE_TOKEN]"), "{out}");
+});

@@ -160,6 +160,7 @@ impl Engine {
         for (name, value) in self.connections.credential_secrets(who).await.map_err(unavailable)? {
             s.add(&name, &value);
         }
+        s.prepare();
         Ok(s)
     }
 

@@ -150,11 +150,19 @@ impl Scrubber {
 
     /// Registers a secret value under its name, in every form.
     pub fn add(&mut self, name: &str, value: &str) {
-        if value.len() < MIN_NEEDLE {
+        // A value already known keeps the compiled patterns (the credential of a call was
+        // already added with every credential of the caller).
+        if value.len() < MIN_NEEDLE || self.own.iter().any(|(v, _)| v.as_str() == value) {
             return;
         }
         self.own.push((Zeroizing::new(value.to_owned()), name.to_owned()));
         self.compiled = OnceLock::new();
+    }
+
+    /// Builds the call's own patterns now, so copies of this scrubber (one per execution of a
+    /// batch) share them instead of each building its own.
+    pub fn prepare(&self) {
+        let _ = self.own_needles();
     }
 
     /// Registers a value that must not be echoed whatever its length (the value a vault_set call

@@ -51,6 +51,8 @@ pub mod proxy_tokens;
 pub mod sessions;
 pub mod sign_in;
 pub mod storage_objects;
+#[cfg(feature = "test-support")]
+pub mod testing;
 pub mod tool_calls;
 pub mod usage;
 pub mod users;

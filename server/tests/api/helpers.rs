@@ -85,21 +85,12 @@ pub async fn fresh_pg_database() -> Option<String> {
     CLEANED
         .get_or_init(|| async {
             // Databases left behind by earlier runs (a test process cannot drop its own at exit).
-            let stale: Vec<(String,)> = sqlx::query_as(
-                "SELECT datname FROM pg_database WHERE datname LIKE 'wbt\\_%' \
-                 AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = pg_database.datname)",
-            )
-            .fetch_all(&mut conn)
-            .await
-            .unwrap_or_default();
-            for (name,) in stale {
-                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\"")).execute(&mut conn).await;
-            }
+            let _ = workbench_core::store::testing::drop_stale_databases(&mut conn, "wbt_").await;
             true
         })
         .await;
     let name = format!("wbt_{}_{}", std::process::id(), workbench_core::crypto::random_base62(10).to_lowercase());
-    sqlx::query(&format!("CREATE DATABASE \"{name}\"")).execute(&mut conn).await.expect("create test database");
+    workbench_core::store::testing::create_database(&mut conn, &name).await.expect("create test database");
     let mut url = url::Url::parse(&server).unwrap();
     url.set_path(&format!("/{name}"));
     Some(url.to_string())

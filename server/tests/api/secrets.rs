@@ -117,8 +117,8 @@ db_test!(http_fetch_sends_no_credential_or_secret_header_to_another_origin_after
 db_test!(a_side_effecting_call_does_not_run_when_its_audit_row_cannot_be_written, |backend| {
     let app = app!(backend);
     let (_, key) = admin_with_key(&app).await;
-    // Sabotage only the audit log (test infrastructure; the product never does this).
-    sqlx::query("ALTER TABLE audit_events RENAME TO audit_events_away").execute(app.wb.db().pool()).await.unwrap();
+    // Break only the audit log (test support; the product never does this).
+    workbench_core::store::testing::break_audit_log(app.wb.db(), true).await.unwrap();
     let before = app.wb.engine().audit_write_failures();
     let out = execute(&app, &key, json!([{ "tool": "storage.put", "args": { "key": "unaudited", "content": "x" } }])).await.remove(0);
     assert_eq!(out["code"], "UNAVAILABLE", "{out}");
@@ -127,7 +127,7 @@ db_test!(a_side_effecting_call_does_not_run_when_its_audit_row_cannot_be_written
     let read = execute(&app, &key, json!([{ "tool": "vault_list", "args": {} }])).await.remove(0);
     assert!(read.get("result").is_some(), "{read}");
     assert!(app.wb.engine().audit_write_failures() >= before + 2);
-    sqlx::query("ALTER TABLE audit_events_away RENAME TO audit_events").execute(app.wb.db().pool()).await.unwrap();
+    workbench_core::store::testing::break_audit_log(app.wb.db(), false).await.unwrap();
     let got = execute(&app, &key, json!([{ "tool": "storage.get", "args": { "key": "unaudited" } }])).await.remove(0);
     assert_eq!(got["code"], "TOOL_ERROR", "the write never happened: {got}");
     // With the log back, a write is recorded as running first and finished after.

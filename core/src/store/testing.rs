@@ -1,0 +1,37 @@
+//! Test support, built only with the `test-support` feature (the server's API tests enable it):
+//! throwaway PostgreSQL databases per test run, and breaking the audit log on purpose to test
+//! that side effects fail closed. Never part of the product.
+
+use sqlx::PgConnection;
+
+use super::Db;
+use crate::Result;
+
+/// Drops databases named `<prefix>…` that no session uses (left behind by earlier runs).
+pub async fn drop_stale_databases(conn: &mut PgConnection, prefix: &str) -> Result<()> {
+    let stale: Vec<(String,)> = sqlx::query_as(
+        "SELECT datname FROM pg_database WHERE datname LIKE $1 \
+         AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = pg_database.datname)",
+    )
+    .bind(format!("{}%", prefix.replace('_', "\\_")))
+    .fetch_all(&mut *conn)
+    .await?;
+    for (name,) in stale {
+        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\"")).execute(&mut *conn).await;
+    }
+    Ok(())
+}
+
+/// Creates a database; `name` is the caller's own (letters, digits, `_`).
+pub async fn create_database(conn: &mut PgConnection, name: &str) -> Result<()> {
+    assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'), "a plain database name");
+    sqlx::query(&format!("CREATE DATABASE \"{name}\"")).execute(&mut *conn).await?;
+    Ok(())
+}
+
+/// Moves the audit log out of the way (`broken: true`) or back, so its writes fail.
+pub async fn break_audit_log(db: &Db, broken: bool) -> Result<()> {
+    let sql = if broken { "ALTER TABLE audit_events RENAME TO audit_events_away" } else { "ALTER TABLE audit_events_away RENAME TO audit_events" };
+    sqlx::query(sql).execute(db.pool()).await?;
+    Ok(())
+}

@@ -25,18 +25,21 @@ pub async fn viewer() -> Result<Option<ViewerInfo>, AppError> {
     }
 }
 
+/// A fresh session (new id, so a planted one is useless) for the signed-in user.
+#[cfg(feature = "ssr")]
+async fn start_session(user_id: &str) -> Result<(), AppError> {
+    let session = ssr::session().await?;
+    let failed = |_| AppError::Message("cannot start a session; try again".into());
+    session.cycle_id().await.map_err(failed)?;
+    session.insert(workbench_core::auth::SESSION_USER_KEY, user_id).await.map_err(failed)
+}
+
 /// Checks the credentials, starts a fresh session (new id) and goes to `next` or home.
 #[server(endpoint = "sign_in")]
 pub async fn sign_in(email: String, password: String, next: Option<String>) -> Result<(), AppError> {
-    use workbench_core::auth::SESSION_USER_KEY;
     let wb = ssr::wb()?;
     let principal = wb.accounts().sign_in(&email, &password, ssr::client_ip()).await?;
-    let session = ssr::session().await?;
-    session.cycle_id().await.map_err(|_| AppError::Message("cannot start a session; try again".into()))?;
-    session
-        .insert(SESSION_USER_KEY, &principal.user_id)
-        .await
-        .map_err(|_| AppError::Message("cannot start a session; try again".into()))?;
+    start_session(&principal.user_id).await?;
     tracing::info!(user_id = %principal.user_id, "signed in");
     leptos_axum::redirect(&ssr::safe_next(next.as_deref()));
     Ok(())
@@ -58,15 +61,9 @@ pub async fn sign_out() -> Result<(), AppError> {
 /// Creates the first admin and signs them in. Refused once anyone exists.
 #[server(endpoint = "set_up")]
 pub async fn set_up(email: String, password: String, project: String) -> Result<(), AppError> {
-    use workbench_core::auth::SESSION_USER_KEY;
     let wb = ssr::wb()?;
     let principal = wb.accounts().setup_first_admin(&email, &password, &project).await?;
-    let session = ssr::session().await?;
-    session.cycle_id().await.map_err(|_| AppError::Message("cannot start a session; try again".into()))?;
-    session
-        .insert(SESSION_USER_KEY, &principal.user_id)
-        .await
-        .map_err(|_| AppError::Message("cannot start a session; try again".into()))?;
+    start_session(&principal.user_id).await?;
     leptos_axum::redirect("/");
     Ok(())
 }

@@ -53,21 +53,20 @@ async fn start_everything(mode: &str) -> Option<(tokio::process::Child, u16)> {
     panic!("server-everything did not start listening on 127.0.0.1:{port}");
 }
 
+/// Registers an upstream and expects 201; the server object.
+async fn register(app: &crate::helpers::TestApp, key: &str, body: Value) -> Value {
+    let res = app.http().post(app.url("/v1/mcp/servers")).bearer_auth(key).json(&body).send().await.unwrap();
+    let status = res.status();
+    let server: Value = res.json().await.unwrap();
+    assert_eq!(status, 201, "{server}");
+    server
+}
+
 db_test!(the_reference_mcp_server_is_a_working_upstream, |backend| {
     let Some((_child, port)) = start_everything("streamableHttp").await else { return };
     let app = app!(backend, Options { egress_allow_private: vec!["127.0.0.1"], ..Default::default() });
     let (_, key) = admin_with_key(&app).await;
-    let res = app
-        .http()
-        .post(app.url("/v1/mcp/servers"))
-        .bearer_auth(&key)
-        .json(&json!({ "name": "everything", "transport": "http", "url": format!("http://127.0.0.1:{port}/mcp"), "tool_prefix": "ev." }))
-        .send()
-        .await
-        .unwrap();
-    let status = res.status();
-    let server: Value = res.json().await.unwrap();
-    assert_eq!(status, 201, "{server}");
+    let server = register(&app, &key, json!({ "name": "everything", "transport": "http", "url": format!("http://127.0.0.1:{port}/mcp"), "tool_prefix": "ev." })).await;
     let tools: Vec<&str> = server["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
     assert!(tools.contains(&"ev.echo"), "{tools:?}");
     let out = execute(&app, &key, json!([{ "tool": "ev.echo", "args": { "message": "hello upstream" } }])).await;
@@ -87,17 +86,7 @@ db_test!(the_reference_mcp_server_works_over_the_older_sse_transport_too, |backe
     let Some((_child, port)) = start_everything("sse").await else { return };
     let app = app!(backend, Options { egress_allow_private: vec!["127.0.0.1"], ..Default::default() });
     let (_, key) = admin_with_key(&app).await;
-    let res = app
-        .http()
-        .post(app.url("/v1/mcp/servers"))
-        .bearer_auth(&key)
-        .json(&json!({ "name": "legacy", "transport": "sse", "url": format!("http://127.0.0.1:{port}/sse"), "tool_prefix": "old." }))
-        .send()
-        .await
-        .unwrap();
-    let status = res.status();
-    let server: Value = res.json().await.unwrap();
-    assert_eq!(status, 201, "{server}");
+    let server = register(&app, &key, json!({ "name": "legacy", "transport": "sse", "url": format!("http://127.0.0.1:{port}/sse"), "tool_prefix": "old." })).await;
     assert_eq!(server["transport"], "sse");
     let out = execute(&app, &key, json!([
         { "tool": "old.echo", "args": { "message": "one" } },

@@ -137,21 +137,24 @@ impl Live {
         *self.session.lock().await = None;
     }
 
-    /// A request on the pooled session; a forgotten session or a refused (rotated) credential
-    /// reopens the session once and repeats the request (the server did not act on it).
-    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RpcError> {
-        let session = self.session(false).await?;
-        match session.request(method, params.clone(), timeout).await {
+    /// `op` on the pooled session. A forgotten session, or a refused (rotated) credential,
+    /// reopens the session once and repeats `op` (the server did not act on it); after a
+    /// server failure the next call opens a new session.
+    async fn on_session<T, F, Fut>(&self, op: F) -> Result<T, RpcError>
+    where
+        F: Fn(Arc<Connection>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, RpcError>>,
+    {
+        match op(self.session(false).await?).await {
             Err(RpcError::SessionGone) => {
                 self.forget_session().await;
-                self.session(false).await?.request(method, params, timeout).await
+                op(self.session(false).await?).await
             }
             Err(RpcError::Unauthorized(_)) => {
                 self.forget_session().await;
-                self.session(true).await?.request(method, params, timeout).await
+                op(self.session(true).await?).await
             }
             Err(e) if e.is_server_failure() => {
-                // The connection may be broken: the next call opens a new session.
                 self.forget_session().await;
                 Err(e)
             }
@@ -159,15 +162,17 @@ impl Live {
         }
     }
 
+    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RpcError> {
+        self.on_session(|s| {
+            let params = params.clone();
+            async move { s.request(method, params, timeout).await }
+        })
+        .await
+    }
+
     pub async fn list_tools(&self) -> Result<Vec<Value>, RpcError> {
-        let session = self.session(false).await?;
-        match session.list_tools(self.timeout).await {
-            Err(RpcError::SessionGone) | Err(RpcError::Unauthorized(_)) => {
-                self.forget_session().await;
-                self.session(true).await?.list_tools(self.timeout).await
-            }
-            other => other,
-        }
+        let timeout = self.timeout;
+        self.on_session(|s| async move { s.list_tools(timeout).await }).await
     }
 
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, RpcError> {

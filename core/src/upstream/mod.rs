@@ -17,7 +17,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 pub use client::{RpcError, Session, PROTOCOL_VERSION};
 pub use connection::Connection;
@@ -728,11 +728,5 @@ impl Upstreams {
             }
         }
         Ok(changed.len())
-    }
-
-    /// Every upstream tool's server, for the admin pages: id → (name, breaker state).
-    pub fn breakers(&self) -> Map<String, Value> {
-        let now = self.now();
-        self.live.read().expect("upstreams lock").iter().map(|(id, l)| (id.clone(), json!({ "name": l.name, "breaker": l.breaker.state(now) }))).collect()
     }
 }

@@ -4,7 +4,8 @@
 //! Modules are layered and import only modules below them (checked by `tests/layers.rs`; the
 //! picture is in `core/README.md`), bottom first:
 //! - foundation: `error`, `crypto`, `ids`, `clock`, `args`, `store` (all SQL), `auth`, `vault`,
-//!   `egress`, `audit`, `metering`;
+//!   `egress`, `audit` (reading the log, and the record writer), `metering`, `policy` (tool
+//!   allowlists);
 //! - `catalog`: tool specs, names, search, and the handler seam (`ToolHandler`, `CallContext`,
 //!   `HandlerError`, `ConnectionSource`, `Credential`);
 //! - `integrations`: integrations as data (definitions, request templates, the outbound
@@ -31,6 +32,7 @@ pub mod ids;
 pub mod integrations;
 pub mod metering;
 pub mod plugins;
+pub mod policy;
 pub mod store;
 pub mod upstream;
 pub mod vault;

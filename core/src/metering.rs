@@ -1,12 +1,14 @@
 //! Metering reports (D17): usage counters of a project per day, key, tool and meter, and each
 //! tool's measured mean latency. The counters themselves are written with each execution's
-//! record (engine/record.rs) and by the curl proxy (audit.rs).
+//! record (engine/record.rs) and by the curl proxy (audit/mod.rs), through the record writer;
+//! reports flush it first.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::audit::Recorder;
 use crate::auth::Principal;
 use crate::clock::{rfc3339, Clock};
 use crate::store::{self, Db};
@@ -27,12 +29,13 @@ pub struct UsageRow {
 #[derive(Clone)]
 pub struct Metering {
     db: Db,
+    recorder: Recorder,
     clock: Arc<dyn Clock>,
 }
 
 impl Metering {
-    pub fn new(db: Db, clock: Arc<dyn Clock>) -> Metering {
-        Metering { db, clock }
+    pub fn new(db: Db, recorder: Recorder, clock: Arc<dyn Clock>) -> Metering {
+        Metering { db, recorder, clock }
     }
 
     /// Measured mean handler time per tool over the last 30 days, in ms, for the project.
@@ -64,6 +67,7 @@ impl Metering {
 
     /// Usage rows of the caller's project between two days (inclusive, `YYYY-MM-DD`).
     pub async fn usage(&self, who: &Principal, from_day: &str, to_day: &str) -> Result<Vec<UsageRow>> {
+        self.recorder.flush().await;
         let rows = store::usage::rows(self.db.pool(), &who.project_id, from_day, to_day).await?;
         Ok(rows
             .into_iter()

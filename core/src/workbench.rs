@@ -3,17 +3,18 @@
 
 use std::sync::Arc;
 
-use crate::audit::AuditLog;
+use crate::audit::{AuditLog, Recorder};
 use crate::auth::Accounts;
 use crate::builtin::{self, BuiltinServices, ObjectStorage};
 use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
 use crate::egress::{AddrRange, EgressRules, GuardedClient, PrivateAllowance};
 use crate::connections::{Connections, ProxyTokens, DEFAULT_CONNECT_TTL_SECS};
-use crate::engine::{Engine, Idempotency};
+use crate::engine::{ConfirmSettings, Engine, EngineParts, Idempotency};
 use crate::integrations::{AppRegistry, IntegrationSettings, Integrations, Outbound};
 use crate::metering::Metering;
 use crate::plugins::Apps;
+use crate::policy::Policies;
 use crate::upstream::Upstreams;
 use crate::store::Db;
 use crate::vault::{KeyRing, Vault};
@@ -34,6 +35,8 @@ pub struct WorkbenchOptions {
     pub proxy_token_key: [u8; 32],
     /// Lifetime of pending connections (`CONNECT_TTL_SECONDS`).
     pub connect_ttl_secs: i64,
+    /// Where confirmation links point and how long held calls wait (D15).
+    pub confirmations: ConfirmSettings,
 }
 
 impl Default for WorkbenchOptions {
@@ -46,6 +49,7 @@ impl Default for WorkbenchOptions {
             integrations: Default::default(),
             proxy_token_key: crate::crypto::random_bytes::<32>(),
             connect_ttl_secs: DEFAULT_CONNECT_TTL_SECS,
+            confirmations: ConfirmSettings::default(),
         }
     }
 }
@@ -65,6 +69,7 @@ pub struct Workbench {
     apps: Apps,
     metering: Metering,
     upstreams: Upstreams,
+    policies: Policies,
 }
 
 impl Workbench {
@@ -110,18 +115,34 @@ impl Workbench {
             vault.clone(),
             Outbound::guarded(guarded.reqwest(), allowance),
         );
+        let recorder = Recorder::start(db.clone());
+        let accounts = Accounts::new(db.clone(), clock.clone());
+        let policies = Policies::new(db.clone(), clock.clone());
         Ok(Workbench {
             apps,
             upstreams,
-            accounts: Accounts::new(db.clone(), clock.clone()),
-            engine: Engine::new(catalog, db.clone(), clock.clone(), vault.clone(), connections.clone()),
-            metering: Metering::new(db.clone(), clock.clone()),
+            engine: Engine::new(
+                catalog,
+                EngineParts {
+                    db: db.clone(),
+                    recorder: recorder.clone(),
+                    clock: clock.clone(),
+                    vault: vault.clone(),
+                    connections: connections.clone(),
+                    policies: policies.clone(),
+                    accounts: accounts.clone(),
+                    confirm: options.confirmations,
+                },
+            ),
+            accounts,
+            policies,
+            metering: Metering::new(db.clone(), recorder.clone(), clock.clone()),
             proxy_tokens: ProxyTokens::new(db.clone(), clock.clone(), options.proxy_token_key),
             connections,
             idempotency: Idempotency::new(db.clone(), clock.clone()),
             vault,
             egress: EgressRules::new(db.clone(), clock.clone()),
-            audit: AuditLog::new(db.clone()),
+            audit: AuditLog::new(db.clone(), recorder),
             db,
             clock,
         })
@@ -137,6 +158,10 @@ impl Workbench {
 
     pub fn accounts(&self) -> &Accounts {
         &self.accounts
+    }
+
+    pub fn policies(&self) -> &Policies {
+        &self.policies
     }
 
     pub fn engine(&self) -> &Engine {
@@ -182,6 +207,12 @@ impl Workbench {
     /// The process is shutting down: long waits answer now.
     pub fn begin_shutdown(&self) {
         self.connections.begin_shutdown();
+    }
+
+    /// Waits until every queued record (tool calls, audit rows, usage) is written; the server
+    /// calls it after the last request, before exiting.
+    pub async fn flush_records(&self) {
+        self.audit.flush().await;
     }
 
     pub fn proxy_tokens(&self) -> &ProxyTokens {

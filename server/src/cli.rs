@@ -112,6 +112,10 @@ pub enum AdminCommand {
         /// A name that tells the key apart in the portal.
         #[arg(long, default_value = "cli")]
         name: String,
+        /// A policy of the user's project to attach (`pol_…`); without it the project's
+        /// default policy applies.
+        #[arg(long)]
+        policy: Option<String>,
     },
 }
 
@@ -206,12 +210,9 @@ async fn admin(cmd: AdminCommand) -> Result<(), CliError> {
             eprintln!("workbench: re-encrypted {n} secrets and {c} connection credentials under new master key version {version}");
             Ok(())
         }
-        AdminCommand::CreateApiKey { db, email, name } => {
+        AdminCommand::CreateApiKey { db, email, name, policy } => {
             let wb = open(&db).await?;
-            let key = wb
-                .accounts()
-                .create_api_key_for_email(&email, &name)
-                .await?;
+            let key = wb.accounts().create_api_key_for_email(&email, &name, policy.as_deref()).await?;
             println!("{}", key.secret.expose());
             Ok(())
         }

@@ -54,6 +54,9 @@ pub struct ServeArgs {
     /// How long a connect link (pending connection) stays valid, in seconds.
     #[arg(long, env = "CONNECT_TTL_SECONDS", default_value_t = 600, value_parser = clap::value_parser!(i64).range(30..=86400))]
     pub connect_ttl_seconds: i64,
+    /// How long a call held for a person's confirmation waits for a decision, in seconds.
+    #[arg(long, env = "CONFIRMATION_TTL_SECONDS", default_value_t = 900, value_parser = clap::value_parser!(i64).range(60..=604800))]
+    pub confirmation_ttl_seconds: i64,
     /// The longest a curl proxy request (/c/…) may take, answer and body included, in seconds;
     /// past it the proxy answers 504 (or ends the stream).
     #[arg(long, env = "WB_PROXY_TIMEOUT_SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
@@ -96,6 +99,7 @@ pub struct ServerConfig {
     /// Host names /mcp answers to.
     pub allowed_hosts: Vec<String>,
     pub connect_ttl_secs: i64,
+    pub confirmation_ttl_secs: i64,
     /// How often an instance picks up custom apps other instances added or removed.
     pub apps_reload_every: std::time::Duration,
     /// The longest a curl proxy request may take.
@@ -133,6 +137,7 @@ impl ServerConfig {
             egress_allow_private: args.egress_allow_private.clone(),
             allowed_hosts,
             connect_ttl_secs: args.connect_ttl_seconds,
+            confirmation_ttl_secs: args.confirmation_ttl_seconds,
             apps_reload_every: std::time::Duration::from_secs(15),
             proxy_timeout: std::time::Duration::from_secs(args.proxy_timeout_seconds),
             proxy_max_concurrent_per_user: args.proxy_max_concurrent_per_user as usize,

@@ -64,11 +64,14 @@ pub fn router(state: AppState) -> Router {
 
 /// How long in-flight requests get to finish after a shutdown signal.
 pub const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
+/// How long writing the queued call records may take after the last request.
+pub const RECORDS_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Serves `router(state)` on `listener` until `shutdown` resolves, with background upkeep
 /// (expired sessions, old sign-in failures) running alongside. On shutdown it stops
 /// accepting, tells long waits to answer now (`wait_for_connection` answers TIMEOUT), lets
-/// in-flight requests finish, and returns within `DRAIN_DEADLINE` whatever is still open.
+/// in-flight requests finish (cutting off whatever is still open after `DRAIN_DEADLINE`), then
+/// writes the queued call records (at most `RECORDS_DEADLINE`).
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -76,6 +79,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let upkeep = tokio::spawn(upkeep(state.wb.clone(), state.config.apps_reload_every));
     let wb = state.wb.clone();
+    let state_wb = state.wb.clone();
     let (signalled, drain_started) = tokio::sync::oneshot::channel::<()>();
     let graceful = async move {
         shutdown.await;
@@ -101,6 +105,10 @@ pub async fn serve(
         }
     };
     upkeep.abort();
+    // Records of the last calls are queued, not yet written: write them before exiting.
+    if tokio::time::timeout(RECORDS_DEADLINE, state_wb.flush_records()).await.is_err() {
+        tracing::error!("queued call records were not all written within {} s of shutdown", RECORDS_DEADLINE.as_secs());
+    }
     result
 }
 
@@ -147,6 +155,7 @@ pub async fn serve_from_args(args: ServeArgs) -> Result<(), cli::CliError> {
         integrations: workbench_core::integrations::IntegrationSettings::from_env(std::env::vars()),
         proxy_token_key: *keys.jwt.bytes(),
         connect_ttl_secs: config.connect_ttl_secs,
+        confirmations: workbench_core::engine::ConfirmSettings { public_url: config.public_url.to_string(), ttl_secs: config.confirmation_ttl_secs },
         ..WorkbenchOptions::default()
     };
     let wb = Workbench::open(&args.database_url, options).await?;

@@ -76,9 +76,7 @@ async fn proxy(State(state): State<AppState>, req: Request) -> Response {
                     duration_ms: 0,
                     at_ms: state.wb.clock().now_ms(),
                 };
-                if let Err(err) = state.wb.audit().record_proxy(&event).await {
-                    tracing::error!(error = %err, "could not record a refused proxy request");
-                }
+                state.wb.audit().record_proxy(&event).await;
             }
             e.into_response()
         }
@@ -218,9 +216,7 @@ async fn handle(state: &AppState, req: Request, refused_by: &mut Option<Principa
                 duration_ms: started.elapsed().as_millis() as u64,
                 at_ms: clock.now_ms(),
             };
-            if let Err(e) = audit.record_proxy(&event).await {
-                tracing::error!(error = %e, "could not record a proxy request");
-            }
+            audit.record_proxy(&event).await;
         });
     };
     let stream = Metered {

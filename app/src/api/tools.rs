@@ -35,7 +35,7 @@ pub async fn tools_page(query: Option<String>) -> Result<ToolsData, AppError> {
     let wb = ssr::wb()?;
     let engine = wb.engine();
     let latency = wb.metering().average_latency_ms(&p).await?;
-    let all = engine.tools(&p);
+    let all = engine.tools(&p).await?;
     let total = all.len();
     let view = |t: &workbench_core::catalog::Tool, score: Option<f32>| ToolView {
         name: t.spec.name.to_string(),
@@ -50,9 +50,10 @@ pub async fn tools_page(query: Option<String>) -> Result<ToolsData, AppError> {
     };
     let tools = match query.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
         Some(q) => engine
-            .search(&p, q, workbench_core::engine::SEARCH_LIMIT_MAX)?
+            .search(&p, q, workbench_core::engine::SEARCH_LIMIT_MAX)
+            .await?
             .into_iter()
-            .filter_map(|hit| engine.tool(&p, &hit.name).map(|t| view(&t, Some(hit.score))))
+            .filter_map(|hit| all.iter().find(|t| t.name() == hit.name).map(|t| view(t, Some(hit.score))))
             .collect(),
         None => all.iter().map(|t| view(t, None)).collect(),
     };

@@ -54,6 +54,7 @@ pub struct ApiKeyInfo {
     pub created_at: i64,
     pub last_used_at: Option<i64>,
     pub revoked_at: Option<i64>,
+    pub policy_id: Option<String>,
 }
 
 impl From<ApiKeyRow> for ApiKeyInfo {
@@ -67,6 +68,7 @@ impl From<ApiKeyRow> for ApiKeyInfo {
             created_at: r.created_at,
             last_used_at: r.last_used_at,
             revoked_at: r.revoked_at,
+            policy_id: r.policy_id,
         }
     }
 }
@@ -137,6 +139,8 @@ impl Accounts {
             project_name: project.name,
             role: Role::Admin,
             api_key_id: None,
+            policy_id: None,
+            policy_generation: None,
         })
     }
 
@@ -316,6 +320,8 @@ impl Accounts {
             project_name: m.project_name,
             role: Role::parse(&m.role).unwrap_or(Role::Member),
             api_key_id: None,
+            policy_id: None,
+            policy_generation: None,
         }))
     }
 
@@ -325,7 +331,18 @@ impl Accounts {
 
     /// Issues a key for the principal's own user in its project.
     pub async fn create_api_key(&self, who: &Principal, name: &str) -> Result<NewApiKey> {
+        self.create_api_key_with_policy(who, name, None).await
+    }
+
+    /// Issues a key with a policy of the project attached (`None`: the project's default
+    /// applies to it).
+    pub async fn create_api_key_with_policy(&self, who: &Principal, name: &str, policy_id: Option<&str>) -> Result<NewApiKey> {
         let name = clean_name(name, "key name")?;
+        if let Some(p) = policy_id {
+            if store::policies::get(self.db.pool(), &who.project_id, p).await?.is_none() {
+                return Err(Error::invalid(format!("policy_id {p:?} is not a policy of this project")));
+            }
+        }
         let secret = ApiKey::generate();
         let row = ApiKeyRow {
             id: new_id("key"),
@@ -337,13 +354,14 @@ impl Accounts {
             last_used_at: None,
             revoked_at: None,
             owner_email: Some(who.email.clone()),
+            policy_id: policy_id.map(str::to_owned),
         };
         store::api_keys::insert(self.db.pool(), &row, &secret.hash()).await?;
         Ok(NewApiKey { info: row.into(), secret })
     }
 
     /// Operator path (CLI): a key for the user with this email in their home project.
-    pub async fn create_api_key_for_email(&self, email: &str, name: &str) -> Result<NewApiKey> {
+    pub async fn create_api_key_for_email(&self, email: &str, name: &str, policy_id: Option<&str>) -> Result<NewApiKey> {
         let email = normalize_email(email)?;
         let user = store::users::by_email(self.db.pool(), &email)
             .await?
@@ -352,7 +370,7 @@ impl Accounts {
             .principal_for_user(&user.id)
             .await?
             .ok_or_else(|| Error::invalid(format!("user {email} belongs to no project")))?;
-        self.create_api_key(&principal, name).await
+        self.create_api_key_with_policy(&principal, name, policy_id).await
     }
 
     /// Admins see every key of the project; members see their own.
@@ -392,14 +410,14 @@ impl Accounts {
         if row.last_used_at.is_none_or(|t| t < now - KEY_TOUCH_GRANULARITY_MS) {
             store::api_keys::touch(self.db.pool(), &row.id, now, KEY_TOUCH_GRANULARITY_MS).await?;
         }
-        Ok(Principal {
-            user_id: row.user_id,
-            email: row.email,
-            project_id: row.project_id,
-            project_name: row.project_name,
-            role: Role::parse(&row.role).unwrap_or(Role::Member),
-            api_key_id: Some(row.id),
-        })
+        Ok(key_principal(row))
+    }
+
+    /// The principal behind a live key of the project, by its id (a held call runs as the key
+    /// that made it); None when the key was revoked or its owner left.
+    pub async fn principal_for_key(&self, project_id: &str, key_id: &str) -> Result<Option<Principal>> {
+        let row = store::api_keys::principal_by_id(self.db.pool(), project_id, key_id).await?;
+        Ok(row.filter(|r| r.revoked_at.is_none()).map(key_principal))
     }
 
     /// Removes expired sessions and old sign-in failures.
@@ -408,6 +426,19 @@ impl Accounts {
         store::sessions::delete_expired(self.db.pool(), now).await?;
         store::sign_in::delete_older_than(self.db.pool(), now - FAILURE_WINDOW_MS).await?;
         Ok(())
+    }
+}
+
+fn key_principal(row: store::api_keys::KeyPrincipalRow) -> Principal {
+    Principal {
+        user_id: row.user_id,
+        email: row.email,
+        project_id: row.project_id,
+        project_name: row.project_name,
+        role: Role::parse(&row.role).unwrap_or(Role::Member),
+        api_key_id: Some(row.id),
+        policy_id: row.policy_id,
+        policy_generation: Some(row.policy_generation),
     }
 }
 

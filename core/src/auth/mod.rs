@@ -48,11 +48,23 @@ pub struct Principal {
     pub project_name: String,
     pub role: Role,
     pub api_key_id: Option<String>,
+    /// The policy attached to the caller's key; None: the project's default (if any) applies.
+    #[serde(default)]
+    pub policy_id: Option<String>,
+    /// The project's policy generation as read with the key (spares a query per request).
+    #[serde(skip)]
+    pub policy_generation: Option<i64>,
 }
 
 impl Principal {
     pub fn is_admin(&self) -> bool {
         self.role == Role::Admin
+    }
+
+    /// May manage keys, policies and confirmations (D20): an admin whose key has no policy
+    /// attached (a signed-in admin has no key).
+    pub fn is_unrestricted_admin(&self) -> bool {
+        self.is_admin() && self.policy_id.is_none()
     }
 }
 

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::batch::{entry, ExecuteRequest};
 use super::template::{self, Context, TemplateError};
-use super::{CallOptions, EntryContext, Engine, Invocation, Steps, ToolError, RESULT_CAP_CHARS};
+use super::{CallOptions, EntryContext, Engine, Invocation, Prepared, Steps, ToolError, RESULT_CAP_CHARS};
 use crate::auth::Principal;
 use crate::catalog::Snapshot;
 
@@ -134,8 +134,8 @@ impl Engine {
         let mut results: HashMap<String, Value> = HashMap::new();
         let no_failures = HashSet::new();
         let mut last = Value::Null;
-        let mut scrubber = match self.scrubber(who).await {
-            Ok(s) => s,
+        let Prepared { mut scrubber, policy } = match self.prepare(who).await {
+            Ok(p) => p,
             Err(err) => {
                 let first = req.executions.into_iter().next().map(|e| e.tool).unwrap_or_default();
                 let err = self.refuse(who, Invocation { tool: first, args: Value::Null }, opts, err).await.result.unwrap_err();
@@ -145,7 +145,7 @@ impl Engine {
         for (i, e) in req.executions.into_iter().enumerate() {
             let ref_id = e.ref_id.clone().unwrap_or_default();
             let steps = Steps { results: Some(&results), failed: &no_failures };
-            let outcome = self.run_step(snapshot, who, Invocation { tool: e.tool, args: e.args }, opts, &steps, false, &mut scrubber).await;
+            let outcome = self.run_step(snapshot, who, Invocation { tool: e.tool, args: e.args }, opts, &steps, false, &mut scrubber, &policy, None).await;
             match outcome.result {
                 Ok(v) => {
                     last = v.clone();

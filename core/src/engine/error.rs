@@ -22,7 +22,9 @@ pub enum ToolError {
         #[serde(default)]
         integration: Option<String>,
     },
-    NotAllowed { tool: String, rule: String },
+    NotAllowed { tool: String, rule: crate::policy::Rule },
+    /// A person denied the held call (D15).
+    Denied { tool: String, confirmation_id: String, reason: Option<String> },
     NotConnected {
         integration: String,
         /// The connection existed but its token could not be refreshed.
@@ -66,7 +68,7 @@ impl ToolError {
     pub fn code(&self) -> &'static str {
         match self {
             ToolError::NotFound { .. } => "TOOL_NOT_FOUND",
-            ToolError::NotAllowed { .. } => "NOT_ALLOWED",
+            ToolError::NotAllowed { .. } | ToolError::Denied { .. } => "NOT_ALLOWED",
             ToolError::NotConnected { .. } => "NOT_CONNECTED",
             ToolError::InvalidArguments { .. } => "INVALID_ARGUMENTS",
             ToolError::AwaitingConfirmation { .. } => "AWAITING_CONFIRMATION",
@@ -83,7 +85,13 @@ impl ToolError {
         match self {
             ToolError::NotFound { tool, integration: None } => format!("tool not found: {tool}; use search_tools to find available tools"),
             ToolError::NotFound { tool, integration: Some(i) } => format!("tool not found in integration {i}: {tool}"),
-            ToolError::NotAllowed { tool, .. } => format!("tool {tool} is not allowed by this key's policy"),
+            ToolError::NotAllowed { tool, rule } => match (rule.list.as_str(), &rule.pattern) {
+                ("allow", None) => format!("tool {tool} is not on the allowlist of this key's policy {}", rule.policy_id),
+                (list, Some(p)) => format!("tool {tool} is blocked by policy {} ({list}: {p})", rule.policy_id),
+                (list, None) => format!("tool {tool} is blocked by policy {} ({list})", rule.policy_id),
+            },
+            ToolError::Denied { tool, reason: Some(r), .. } => format!("a person denied this call of {tool}: {r}"),
+            ToolError::Denied { tool, reason: None, .. } => format!("a person denied this call of {tool}"),
             ToolError::NotConnected { integration, expired: false } => format!(
                 "integration {integration} is not connected; call connect with integration \"{integration}\" and ask the user to open the link"
             ),
@@ -116,6 +124,10 @@ impl ToolError {
             }
             ToolError::NotAllowed { rule, .. } => {
                 m.insert("rule".into(), json!(rule));
+            }
+            ToolError::Denied { confirmation_id, reason, .. } => {
+                m.insert("confirmation_id".into(), json!(confirmation_id));
+                m.insert("reason".into(), json!(reason));
             }
             ToolError::NotConnected { integration, .. } => {
                 m.insert("integration".into(), json!(integration));
@@ -175,7 +187,7 @@ impl ToolError {
     pub fn rest_status_and_code(&self) -> (u16, &'static str) {
         match self {
             ToolError::NotFound { .. } => (404, "tool_not_found"),
-            ToolError::NotAllowed { .. } => (403, "tool_not_allowed"),
+            ToolError::NotAllowed { .. } | ToolError::Denied { .. } => (403, "tool_not_allowed"),
             ToolError::NotConnected { .. } => (409, "not_connected"),
             ToolError::InvalidArguments { .. } => (422, "tool_invalid_arguments"),
             ToolError::AwaitingConfirmation { .. } => (202, "awaiting_confirmation"),
@@ -201,7 +213,7 @@ impl ToolError {
     /// The tool_call status this outcome leaves.
     pub fn call_status(&self) -> &'static str {
         match self {
-            ToolError::NotAllowed { .. } => "denied",
+            ToolError::NotAllowed { .. } | ToolError::Denied { .. } => "denied",
             ToolError::AwaitingConfirmation { .. } => "awaiting_confirmation",
             _ => "failed",
         }
@@ -242,9 +254,11 @@ mod tests {
 
     #[test]
     fn rest_errors_follow_seed_004() {
-        let e = ToolError::NotAllowed { tool: "x".into(), rule: "deny:x".into() };
+        let rule = crate::policy::Rule { policy_id: "pol_1".into(), list: "deny".into(), pattern: Some("x".into()) };
+        let e = ToolError::NotAllowed { tool: "x".into(), rule };
         assert_eq!(e.rest_status_and_code(), (403, "tool_not_allowed"));
-        assert_eq!(e.details()["rule"], "deny:x");
+        assert_eq!(e.details()["rule"], json!({ "policy_id": "pol_1", "list": "deny", "pattern": "x" }));
+        assert_eq!(e.to_mcp()["error"], "tool x is blocked by policy pol_1 (deny: x)");
         assert_eq!(ToolError::Timeout { timeout_ms: 5 }.rest_status_and_code(), (504, "tool_timeout"));
         assert_eq!(ToolError::Unavailable { reason: "r".into() }.rest_status_and_code(), (503, "tool_unavailable"));
     }

@@ -5,6 +5,7 @@
 
 mod batch;
 mod compose;
+mod confirm;
 mod error;
 mod idempotency;
 mod record;
@@ -20,12 +21,15 @@ use serde_json::{json, Value};
 pub use batch::{entry, parse_request, valid_ref_id, ExecuteRequest, ExecutionSpec, RequestError};
 pub use error::{EntryContext, FieldError, ToolError, RESULT_CAP_CHARS};
 pub use compose::ExecuteOutcome;
+pub use confirm::{ConfirmSettings, ConfirmationView, DecideError, DEFAULT_CONFIRMATION_TTL_SECS};
 pub use idempotency::{Begin, Idempotency, IDEMPOTENCY_TTL_MS};
 pub use record::ToolCallView;
 pub use crate::vault::Scrubber;
 pub use validate::{apply_defaults, violations};
 
-use crate::auth::Principal;
+use crate::audit::Recorder;
+use crate::auth::{Accounts, Principal};
+use crate::policy::{Applied, Decision, Policies};
 use crate::catalog::{CallContext, Catalog, SideEffects, Snapshot, Tool, ToolStatus};
 use crate::clock::Clock;
 use crate::connections::Connections;
@@ -107,11 +111,17 @@ pub struct CallOutcome {
     /// The same in microseconds, for measurements.
     pub duration_us: u64,
     pub egress_bytes: u64,
-    /// The record was written as `running` before the handler ran.
-    pub(crate) begun: bool,
+    /// Which rows the record writes (new ones, or finishing existing ones).
+    pub(crate) rows: record::Rows,
+    /// The confirmation the call was held for, if any.
+    pub confirmation_id: Option<String>,
 }
 
 impl CallOutcome {
+    fn new(id: String, tool: String) -> CallOutcome {
+        CallOutcome { id, tool, result: Ok(Value::Null), duration_ms: 0, duration_us: 0, egress_bytes: 0, rows: record::Rows::New, confirmation_id: None }
+    }
+
     pub fn status(&self) -> &'static str {
         match &self.result {
             Ok(_) => "succeeded",
@@ -138,14 +148,63 @@ impl Steps<'static> {
 pub struct Engine {
     catalog: Arc<Catalog>,
     db: Db,
+    recorder: Recorder,
     clock: Arc<dyn Clock>,
     vault: Vault,
     connections: Connections,
+    policies: Policies,
+    accounts: Accounts,
+    confirm: Arc<ConfirmSettings>,
+}
+
+/// The services the engine works with.
+pub struct EngineParts {
+    pub db: Db,
+    pub recorder: Recorder,
+    pub clock: Arc<dyn Clock>,
+    pub vault: Vault,
+    /// Only to collect the caller's credentials for scrubbing.
+    pub connections: Connections,
+    pub policies: Policies,
+    /// To run an approved call as the key that made it.
+    pub accounts: Accounts,
+    pub confirm: ConfirmSettings,
+}
+
+/// What every execution of one request shares: the scrubber (D7) and the caller's policy (D14).
+#[derive(Clone)]
+pub(crate) struct Prepared {
+    pub scrubber: Scrubber,
+    pub policy: Applied,
 }
 
 impl Engine {
-    pub fn new(catalog: Arc<Catalog>, db: Db, clock: Arc<dyn Clock>, vault: Vault, connections: Connections) -> Engine {
-        Engine { catalog, db, clock, vault, connections }
+    pub fn new(catalog: Arc<Catalog>, p: EngineParts) -> Engine {
+        Engine {
+            catalog,
+            db: p.db,
+            recorder: p.recorder,
+            clock: p.clock,
+            vault: p.vault,
+            connections: p.connections,
+            policies: p.policies,
+            accounts: p.accounts,
+            confirm: Arc::new(p.confirm),
+        }
+    }
+
+    /// The policy `who` runs under (D14).
+    pub async fn policy(&self, who: &Principal) -> std::result::Result<Applied, ToolError> {
+        self.policies.applied(who).await.map_err(|e| {
+            tracing::error!(error = ?e, "policies cannot be read");
+            ToolError::Unavailable { reason: "policies cannot be read right now".into() }
+        })
+    }
+
+    /// The request's scrubber and policy, read at once.
+    pub(crate) async fn prepare(&self, who: &Principal) -> std::result::Result<Prepared, ToolError> {
+        let (scrubber, policy) = tokio::join!(self.scrubber(who), self.policy(who));
+        Ok(Prepared { scrubber: scrubber?, policy: policy? })
     }
 
     /// What every output of a request by `who` is scrubbed of (D7): every live vault secret
@@ -174,10 +233,6 @@ impl Engine {
         self.catalog.snapshot(&who.project_id)
     }
 
-    /// Whether `who` may run `tool` (D2). Confirmation-gated tools count as runnable.
-    pub fn can_run(&self, _who: &Principal, _tool: &Tool) -> bool {
-        true
-    }
 
     /// Runs one execution through the whole pipeline and records it.
     pub async fn run(&self, who: &Principal, inv: Invocation, opts: &CallOptions) -> CallOutcome {
@@ -187,30 +242,31 @@ impl Engine {
 
     /// `run` on a catalog snapshot the caller already took.
     pub async fn run_on(&self, snapshot: &Snapshot, who: &Principal, inv: Invocation, opts: &CallOptions) -> CallOutcome {
-        let base = self.scrubber(who).await;
-        self.run_scrubbed(snapshot, who, inv, opts, base).await
+        let base = self.prepare(who).await;
+        self.run_prepared(snapshot, who, inv, opts, base).await
     }
 
-    /// One execution with the request's scrubber (or why it could not be had: then nothing
-    /// runs and the call answers UNAVAILABLE).
-    async fn run_scrubbed(
+    /// One execution with the request's scrubber and policy (or why they could not be had:
+    /// then nothing runs and the call answers UNAVAILABLE).
+    async fn run_prepared(
         &self,
         snapshot: &Snapshot,
         who: &Principal,
         inv: Invocation,
         opts: &CallOptions,
-        base: std::result::Result<Scrubber, ToolError>,
+        base: std::result::Result<Prepared, ToolError>,
     ) -> CallOutcome {
         match base {
-            Ok(mut scrubber) => self.run_step(snapshot, who, inv, opts, &Steps::none(), true, &mut scrubber).await,
+            Ok(Prepared { mut scrubber, policy }) => self.run_step(snapshot, who, inv, opts, &Steps::none(), true, &mut scrubber, &policy, None).await,
             Err(e) => self.refuse(who, inv, opts, e).await,
         }
     }
 
     /// Records and answers an execution that did not start.
     pub(crate) async fn refuse(&self, who: &Principal, inv: Invocation, opts: &CallOptions, e: ToolError) -> CallOutcome {
-        let outcome = CallOutcome { id: new_id("tcall"), tool: inv.tool, result: Err(e), duration_ms: 0, duration_us: 0, egress_bytes: 0, begun: false };
-        record::write(&self.db, who, &json!({}), opts, &outcome, self.clock.now_ms(), false).await;
+        let mut outcome = CallOutcome::new(new_id("tcall"), inv.tool);
+        outcome.result = Err(e);
+        record::write(&self.recorder, who, &json!({}), opts, &outcome, self.clock.now_ms()).await;
         outcome
     }
 
@@ -228,12 +284,21 @@ impl Engine {
         steps: &Steps<'_>,
         cap: bool,
         scrubber: &mut Scrubber,
+        policy: &Applied,
+        held: Option<&confirm::Held>,
     ) -> CallOutcome {
-        let id = new_id("tcall");
         let started_at = self.clock.now_ms();
-        let mut outcome =
-            CallOutcome { id, tool: inv.tool.clone(), result: Ok(Value::Null), duration_ms: 0, duration_us: 0, egress_bytes: 0, begun: false };
-        outcome.result = self.execute(who, snapshot, &inv, opts, steps, scrubber, &mut outcome, started_at).await;
+        let mut outcome = match held {
+            // An approved call runs under the id it was held with, finishing its rows.
+            Some(h) => {
+                let mut o = CallOutcome::new(h.tool_call_id.clone(), inv.tool.clone());
+                o.rows = record::Rows::Existing;
+                o.confirmation_id = Some(h.confirmation_id.clone());
+                o
+            }
+            None => CallOutcome::new(new_id("tcall"), inv.tool.clone()),
+        };
+        outcome.result = self.execute(who, snapshot, &inv, opts, steps, scrubber, policy, held, &mut outcome, started_at).await;
         match &mut outcome.result {
             Ok(v) => scrubber.scrub(v),
             Err(e) => e.scrub(&scrubber),
@@ -248,7 +313,7 @@ impl Engine {
         }
         let mut recorded_args = inv.args.clone();
         scrubber.scrub(&mut recorded_args);
-        record::write(&self.db, who, &recorded_args, opts, &outcome, started_at, outcome.begun).await;
+        record::write(&self.recorder, who, &recorded_args, opts, &outcome, started_at).await;
         outcome
     }
 
@@ -261,13 +326,21 @@ impl Engine {
         opts: &CallOptions,
         steps: &Steps<'_>,
         scrubber: &mut Scrubber,
+        policy: &Applied,
+        held: Option<&confirm::Held>,
         outcome: &mut CallOutcome,
         started_at: i64,
     ) -> std::result::Result<Value, ToolError> {
-        let tool = snapshot
-            .get(&inv.tool)
-            .filter(|t| self.can_run(who, t))
-            .ok_or_else(|| ToolError::NotFound { tool: inv.tool.clone(), integration: None })?;
+        let tool = snapshot.get(&inv.tool).ok_or_else(|| ToolError::NotFound { tool: inv.tool.clone(), integration: None })?;
+        // The policy step (D14), right after the tool is known: a hidden tool called by name
+        // answers why, not "not found". An approved call is checked again; its approval
+        // answers the confirmation gate.
+        let gate = match policy.decide(tool.name()) {
+            Decision::Run => None,
+            Decision::Deny(rule) => return Err(ToolError::NotAllowed { tool: inv.tool.clone(), rule }),
+            Decision::Confirm(_) if held.is_some() => None,
+            Decision::Confirm(rule) => Some(rule),
+        };
         if tool.status == ToolStatus::Unavailable {
             return Err(ToolError::Unavailable { reason: "the tool's source no longer offers it".into() });
         }
@@ -305,16 +378,22 @@ impl Engine {
         if !errors.is_empty() {
             return Err(ToolError::InvalidArguments { errors });
         }
+        if let Some(rule) = gate {
+            // Valid, and a person must say yes first (D15): hold it (the agent's template, not
+            // the resolved arguments), or answer what an identical held call came to.
+            return self.hold(who, tool.name(), &inv.args, opts, rule, outcome).await;
+        }
         if matches!(tool.spec.side_effects, SideEffects::Write | SideEffects::Destructive) {
             // No record, no call: a tool that changes things runs only once its audit row exists.
             let mut recorded_args = inv.args.clone();
             scrubber.scrub(&mut recorded_args);
-            if let Err(e) = record::begin(&self.db, who, &recorded_args, opts, &outcome.id, tool.name(), started_at).await {
+            let existing = outcome.rows == record::Rows::Existing;
+            if let Err(e) = record::begin(&self.db, who, &recorded_args, opts, &outcome.id, tool.name(), started_at, existing).await {
                 record::AUDIT_WRITE_FAILURES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 tracing::error!(error = %e, tool = %tool.name(), "audit log unwritable; a side-effecting call was not started");
                 return Err(ToolError::Unavailable { reason: "the audit log cannot be written right now, and tools that change things do not run without it".into() });
             }
-            outcome.begun = true;
+            outcome.rows = record::Rows::Existing;
         }
         let mut ctx = CallContext::new(&outcome.id, tool.name(), who, opts.end_user_id.as_deref());
         ctx.template = Some(&template_for_messages);
@@ -373,11 +452,11 @@ impl Engine {
     /// read once and each execution starts from a copy.
     pub(crate) async fn run_batch_on(&self, snapshot: &Snapshot, who: &Principal, invocations: Vec<Invocation>, opts: &CallOptions) -> Vec<CallOutcome> {
         let n = invocations.len();
-        let base = self.scrubber(who).await;
+        let base = self.prepare(who).await;
         let base = &base;
         let mut slots: Vec<Option<CallOutcome>> = (0..n).map(|_| None).collect();
         let mut done = stream::iter(invocations.into_iter().enumerate())
-            .map(|(i, inv)| async move { (i, self.run_scrubbed(snapshot, who, inv, opts, base.clone()).await) })
+            .map(|(i, inv)| async move { (i, self.run_prepared(snapshot, who, inv, opts, base.clone()).await) })
             .buffer_unordered(POOL_SIZE);
         while let Some((i, outcome)) = done.next().await {
             slots[i] = Some(outcome);
@@ -386,7 +465,7 @@ impl Engine {
     }
 
     /// The tools `who` can run that best match `query` (D2), best first; `limit` is 1..=50.
-    pub fn search(&self, who: &Principal, query: &str, limit: usize) -> Result<Vec<SearchResult>> {
+    pub async fn search(&self, who: &Principal, query: &str, limit: usize) -> Result<Vec<SearchResult>> {
         if !(1..=SEARCH_LIMIT_MAX).contains(&limit) {
             return Err(crate::Error::invalid(format!("limit must be between 1 and {SEARCH_LIMIT_MAX}")));
         }
@@ -396,9 +475,10 @@ impl Engine {
         if query.len() > 1000 {
             return Err(crate::Error::invalid("query too long; use at most 1000 characters"));
         }
+        let policy = self.policies.applied(who).await?;
         let snapshot = self.snapshot(who);
         Ok(snapshot
-            .search(query, limit, |t| self.can_run(who, t))
+            .search(query, limit, |t| policy.decide(t.name()).visible())
             .into_iter()
             .map(|(t, score)| SearchResult {
                 name: t.spec.name.to_string(),
@@ -409,14 +489,16 @@ impl Engine {
             .collect())
     }
 
-    /// A tool `who` can run, by name (D2: others are "not found").
-    pub fn tool(&self, who: &Principal, name: &str) -> Option<Arc<Tool>> {
-        self.snapshot(who).get(name).filter(|t| self.can_run(who, t)).cloned()
+    /// A tool `who` can run (now or after a confirmation), by name (D2: others are "not found").
+    pub async fn tool(&self, who: &Principal, name: &str) -> Result<Option<Arc<Tool>>> {
+        let policy = self.policies.applied(who).await?;
+        Ok(self.snapshot(who).get(name).filter(|t| policy.decide(t.name()).visible()).cloned())
     }
 
-    /// Every tool `who` can run, in catalog order.
-    pub fn tools(&self, who: &Principal) -> Vec<Arc<Tool>> {
-        self.snapshot(who).tools().iter().filter(|t| self.can_run(who, t)).cloned().collect()
+    /// Every tool `who` can run (now or after a confirmation), in catalog order.
+    pub async fn tools(&self, who: &Principal) -> Result<Vec<Arc<Tool>>> {
+        let policy = self.policies.applied(who).await?;
+        Ok(self.snapshot(who).tools().iter().filter(|t| policy.decide(t.name()).visible()).cloned().collect())
     }
 
     /// Audit rows that could not be written since start.
@@ -426,6 +508,6 @@ impl Engine {
 
     /// A recorded call of the caller's project.
     pub async fn get_call(&self, who: &Principal, id: &str) -> Result<Option<ToolCallView>> {
-        record::get(&self.db, who, id).await
+        record::get(&self.db, &self.recorder, who, id).await
     }
 }

@@ -1,13 +1,14 @@
 //! The record of an execution: one tool_calls row, one audit row and the usage counters,
-//! written in one transaction at the end. A tool that changes things (`write`, `destructive`)
-//! is recorded as `running` before its handler runs and does not run when that fails (the audit
-//! log fails closed); a read-only tool still answers when its record cannot be written, and
-//! the failure is counted.
+//! queued together on the record writer (audit/writer.rs) when the call ends. A tool that
+//! changes things (`write`, `destructive`) is first recorded as `running`, synchronously, before
+//! its handler runs, and does not run when that fails (the audit log fails closed); a read-only
+//! tool still answers when its record cannot be written, and the failure is counted.
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::{CallOptions, CallOutcome, ToolError};
+use crate::audit::{Record, Recorder, UsageAdd, Write};
 use crate::auth::Principal;
 use crate::clock::rfc3339;
 use crate::ids::new_id;
@@ -27,13 +28,26 @@ pub struct ToolCallView {
     pub created_at: String,
 }
 
-/// Audit rows that could not be written since start (read-only tools still ran).
-pub static AUDIT_WRITE_FAILURES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+pub use crate::audit::AUDIT_WRITE_FAILURES;
 
 fn day(ms: i64) -> String {
     rfc3339(ms)[..10].to_owned()
 }
 
+/// Which rows an execution's record writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Rows {
+    /// A new tool_calls row and audit row.
+    New,
+    /// The rows exist (written as `running` before the handler, or when the call was held
+    /// for confirmation): they are finished.
+    Existing,
+    /// An identical repeat of a held call: it answers that call's state, so only an audit row
+    /// (`tool.replay`) and the meters; the held call's rows stay as they are.
+    Replay,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn rows(who: &Principal, args: &Value, opts: &CallOptions, id: &str, tool: &str, status: &str, o: Option<&CallOutcome>, now: i64) -> (ToolCallRow, AuditRow) {
     let (result, error) = match o.map(|o| &o.result) {
         Some(Ok(v)) => (Some(v.to_string()), None),
@@ -62,7 +76,7 @@ fn rows(who: &Principal, args: &Value, opts: &CallOptions, id: &str, tool: &str,
         project_id: who.project_id.clone(),
         user_id: Some(who.user_id.clone()),
         api_key_id: who.api_key_id.clone(),
-        action: "tool.execute".into(),
+        action: if o.is_some_and(|o| o.rows == Rows::Replay) { "tool.replay".into() } else { "tool.execute".into() },
         tool: Some(tool.to_owned()),
         tool_call_id: Some(id.to_owned()),
         status: status.to_owned(),
@@ -70,60 +84,60 @@ fn rows(who: &Principal, args: &Value, opts: &CallOptions, id: &str, tool: &str,
         duration_ms: Some(duration_ms),
         end_user_id: opts.end_user_id.clone(),
         surface: opts.surface.as_str().to_owned(),
-        detail: None,
+        detail: o.and_then(|o| o.confirmation_id.as_ref()).map(|c| format!("confirmation {c}")),
         created_at: now,
     };
     (call, audit)
 }
 
 /// Records a call as `running` before its handler runs (tools that change things: no record,
-/// no call). The rows are finished by `write`.
-pub(super) async fn begin(db: &Db, who: &Principal, args: &Value, opts: &CallOptions, id: &str, tool: &str, now: i64) -> Result<()> {
+/// no call); `existing` when its rows exist already (a held call, now approved). The rows are
+/// finished by `write`.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn begin(db: &Db, who: &Principal, args: &Value, opts: &CallOptions, id: &str, tool: &str, now: i64, existing: bool) -> Result<()> {
     let (call, audit) = rows(who, args, opts, id, tool, "running", None, now);
     let mut tx = db.pool().begin().await?;
-    store::tool_calls::insert(&mut *tx, &call).await?;
-    store::audit::insert(&mut *tx, &audit).await?;
-    tx.commit().await?;
-    Ok(())
-}
-
-/// The tool_calls row, the audit row and the usage counters of an execution, in one
-/// transaction; `begun` when `begin` wrote the rows as running.
-pub(super) async fn write(db: &Db, who: &Principal, args: &Value, opts: &CallOptions, o: &CallOutcome, now: i64, begun: bool) {
-    if let Err(e) = try_write(db, who, args, opts, o, now, begun).await {
-        AUDIT_WRITE_FAILURES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        tracing::error!(error = %e, call_id = %o.id, tool = %o.tool, "could not record a tool call");
-    }
-}
-
-async fn try_write(db: &Db, who: &Principal, args: &Value, opts: &CallOptions, o: &CallOutcome, now: i64, begun: bool) -> Result<()> {
-    let (call, audit) = rows(who, args, opts, &o.id, &o.tool, o.status(), Some(o), now);
-    let key = who.api_key_id.clone().unwrap_or_default();
-    // Write-only: a deferred transaction takes the write lock at its first statement.
-    let mut tx = db.pool().begin().await?;
-    if begun {
+    if existing {
         store::tool_calls::finish(&mut *tx, &call).await?;
         store::audit::finish_for_call(&mut *tx, &audit).await?;
     } else {
         store::tool_calls::insert(&mut *tx, &call).await?;
         store::audit::insert(&mut *tx, &audit).await?;
     }
-    let d = day(now);
-    // Unknown tools are not metered: there is nothing to bill them to.
-    if !matches!(o.result, Err(ToolError::NotFound { .. })) {
-        let mut meters = vec![(Meter::ToolCall, 1), (Meter::ToolCallMs, o.duration_ms as i64)];
-        if o.egress_bytes > 0 {
-            meters.push((Meter::EgressBytes, o.egress_bytes as i64));
-        }
-        store::usage::add_many(&mut *tx, &who.project_id, &key, &o.tool, &d, &meters).await?;
-    }
     tx.commit().await?;
     Ok(())
 }
 
+/// Queues the tool_calls row, the audit row and the usage counters of an execution (one
+/// transaction when written), as `o.rows` says.
+pub(super) async fn write(recorder: &Recorder, who: &Principal, args: &Value, opts: &CallOptions, o: &CallOutcome, now: i64) {
+    let (call, audit) = rows(who, args, opts, &o.id, &o.tool, o.status(), Some(o), now);
+    // Unknown tools are not metered: there is nothing to bill them to.
+    let usage = (!matches!(o.result, Err(ToolError::NotFound { .. }))).then(|| {
+        let mut meters = vec![(Meter::ToolCall, 1), (Meter::ToolCallMs, o.duration_ms as i64)];
+        if o.egress_bytes > 0 {
+            meters.push((Meter::EgressBytes, o.egress_bytes as i64));
+        }
+        UsageAdd {
+            project_id: who.project_id.clone(),
+            api_key_id: who.api_key_id.clone().unwrap_or_default(),
+            tool: o.tool.clone(),
+            day: day(now),
+            meters,
+        }
+    });
+    let (call, audit) = match o.rows {
+        Rows::New => (Some((call, Write::Insert)), (audit, Write::Insert)),
+        Rows::Existing => (Some((call, Write::Finish)), (audit, Write::Finish)),
+        Rows::Replay => (None, (audit, Write::Insert)),
+    };
+    recorder.write(Record { call, audit: Some(audit), usage }).await;
+}
+
 /// A call of `who`'s project: a member sees their own calls only (as on the Audit page), an
 /// admin every call; anything else is not found.
-pub(super) async fn get(db: &Db, who: &Principal, id: &str) -> Result<Option<ToolCallView>> {
+pub(super) async fn get(db: &Db, recorder: &Recorder, who: &Principal, id: &str) -> Result<Option<ToolCallView>> {
+    recorder.flush().await;
     let Some(row) = store::tool_calls::get(db.pool(), &who.project_id, id).await? else {
         return Ok(None);
     };

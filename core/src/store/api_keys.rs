@@ -18,15 +18,17 @@ pub struct ApiKeyRow {
     pub revoked_at: Option<i64>,
     /// Email of the owning user (joined in for listings).
     pub owner_email: Option<String>,
+    /// The policy attached to the key (None: the project's default applies).
+    pub policy_id: Option<String>,
 }
 
 const COLUMNS: &str = "id, project_id, user_id, name, key_prefix, created_at, last_used_at, \
-     revoked_at, (SELECT email FROM users WHERE users.id = api_keys.user_id) AS owner_email";
+     revoked_at, (SELECT email FROM users WHERE users.id = api_keys.user_id) AS owner_email, policy_id";
 
 pub async fn insert<'e>(ex: impl Exec<'e>, row: &ApiKeyRow, key_hash: &str) -> Result<()> {
     sqlx::query(
-        "INSERT INTO api_keys (id, project_id, user_id, name, key_hash, key_prefix, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO api_keys (id, project_id, user_id, name, key_hash, key_prefix, created_at, policy_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(&row.id)
     .bind(&row.project_id)
@@ -35,6 +37,7 @@ pub async fn insert<'e>(ex: impl Exec<'e>, row: &ApiKeyRow, key_hash: &str) -> R
     .bind(key_hash)
     .bind(&row.key_prefix)
     .bind(row.created_at)
+    .bind(&row.policy_id)
     .execute(ex)
     .await?;
     Ok(())
@@ -128,18 +131,22 @@ pub struct KeyPrincipalRow {
     pub role: String,
     pub last_used_at: Option<i64>,
     pub revoked_at: Option<i64>,
+    pub policy_id: Option<String>,
+    pub policy_generation: i64,
 }
 
+const PRINCIPAL: &str = "SELECT k.id, k.project_id, p.name AS project_name, k.user_id, u.email, m.role, k.last_used_at, k.revoked_at, \
+     k.policy_id, p.policy_generation \
+     FROM api_keys k \
+     JOIN users u ON u.id = k.user_id \
+     JOIN memberships m ON m.project_id = k.project_id AND m.user_id = k.user_id \
+     JOIN projects p ON p.id = k.project_id";
+
 pub async fn principal_by_hash<'e>(ex: impl Exec<'e>, key_hash: &str) -> Result<Option<KeyPrincipalRow>> {
-    Ok(sqlx::query_as(
-        "SELECT k.id, k.project_id, p.name AS project_name, k.user_id, u.email, m.role, k.last_used_at, k.revoked_at \
-         FROM api_keys k \
-         JOIN users u ON u.id = k.user_id \
-         JOIN memberships m ON m.project_id = k.project_id AND m.user_id = k.user_id \
-         JOIN projects p ON p.id = k.project_id \
-         WHERE k.key_hash = $1",
-    )
-    .bind(key_hash)
-    .fetch_optional(ex)
-    .await?)
+    Ok(sqlx::query_as(&format!("{PRINCIPAL} WHERE k.key_hash = $1")).bind(key_hash).fetch_optional(ex).await?)
+}
+
+/// The same by the key's id, within a project.
+pub async fn principal_by_id<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<Option<KeyPrincipalRow>> {
+    Ok(sqlx::query_as(&format!("{PRINCIPAL} WHERE k.project_id = $1 AND k.id = $2")).bind(project_id).bind(id).fetch_optional(ex).await?)
 }

@@ -52,7 +52,7 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &AuditRow) -> Result<()> {
 
 /// Finishes the audit row of a call recorded as `running` before its handler ran.
 pub async fn finish_for_call<'e>(ex: impl Exec<'e>, r: &AuditRow) -> Result<()> {
-    sqlx::query("UPDATE audit_events SET status = $1, error_code = $2, duration_ms = $3 WHERE tool_call_id = $4 AND project_id = $5")
+    sqlx::query("UPDATE audit_events SET status = $1, error_code = $2, duration_ms = $3 WHERE tool_call_id = $4 AND project_id = $5 AND action = 'tool.execute'")
         .bind(&r.status)
         .bind(&r.error_code)
         .bind(r.duration_ms)

@@ -18,6 +18,14 @@ macro_rules! text_enum {
                     $($name::$variant => $text,)+
                 }
             }
+
+            /// The value this text names, if any.
+            pub fn parse(s: &str) -> Option<Self> {
+                match s {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
         }
 
         impl serde::Serialize for $name {
@@ -41,11 +49,13 @@ macro_rules! text_enum {
 pub mod api_keys;
 pub mod apps;
 pub mod audit;
+pub mod confirmations;
 pub mod connections;
 pub mod egress;
 pub mod idempotency;
 pub mod mcp_servers;
 pub mod pending_connections;
+pub mod policies;
 pub mod projects;
 pub mod proxy_tokens;
 pub mod sessions;

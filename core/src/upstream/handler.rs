@@ -59,20 +59,21 @@ impl ToolHandler for UpstreamTool {
         };
         live.breaker.record(admission, result.as_ref().err().is_some_and(RpcError::is_server_failure), live.now());
         // An OAuth token workbench obtained is no vault value: scrub it here, whatever echoes it.
-        let mut scrubber = Scrubber::new();
-        if let Some(t) = live.current_token() {
-            scrubber.add(&format!("{}_token", live.name), &t);
-        }
-        let answer = result.map_err(|e| failure(&live.name, e)).map_err(|e| match e {
-            HandlerError::Failed(m) => HandlerError::Failed(scrubber.scrub_str(&m).unwrap_or(m)),
-            other => other,
-        })?;
+        let token = live.current_token().map(|t| {
+            let mut s = Scrubber::new();
+            s.add(&format!("{}_token", live.name), &t);
+            s
+        });
+        let clean = |e: HandlerError| match (e, &token) {
+            (HandlerError::Failed(m), Some(s)) => HandlerError::Failed(s.scrub_str(&m).unwrap_or(m)),
+            (other, _) => other,
+        };
+        let answer = result.map_err(|e| clean(failure(&live.name, e)))?;
         ctx.add_egress(answer.to_string().len() as u64);
-        let mut v = shape(answer).map_err(|e| match e {
-            HandlerError::Failed(m) => HandlerError::Failed(scrubber.scrub_str(&m).unwrap_or(m)),
-            other => other,
-        })?;
-        scrubber.scrub(&mut v);
+        let mut v = shape(answer).map_err(clean)?;
+        if let Some(s) = &token {
+            s.scrub(&mut v);
+        }
         Ok(v)
     }
 }

@@ -46,6 +46,7 @@ pub async fn start(tag: &str, configure: impl FnOnce(&mut WorkbenchOptions)) -> 
         egress_allow_private: vec![],
         allowed_hosts: vec![],
         connect_ttl_seconds: 600,
+        confirmation_ttl_seconds: 900,
         proxy_timeout_seconds: 60,
         proxy_max_concurrent_per_user: 8,
     };

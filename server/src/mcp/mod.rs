@@ -60,15 +60,19 @@ impl McpHandler {
                     None => SEARCH_LIMIT_DEFAULT,
                     Some(v) => v.ok().map(|n| n as usize).ok_or_else(|| invalid("limit must be an integer between 1 and 50"))?,
                 };
-                let hits = self.wb.engine().search(who, &query, limit).map_err(|e| invalid(&e.to_string()))?;
+                let hits = self.wb.engine().search(who, &query, limit).await.map_err(|e| match e {
+                    workbench_core::Error::Invalid(m) => invalid(&m),
+                    other => failed(&other),
+                })?;
                 Ok(json!({ "tools": hits }))
             }
             meta_tools::GET_TOOL_SCHEMA => {
                 let a: ToolArgs = parse(args)?;
                 let name = a.tool.and_then(Arg::ok).ok_or_else(|| invalid("tool must be a tool name"))?;
-                match self.wb.engine().tool(who, &name) {
-                    Some(t) => Ok(json!({ "schema": t.spec.input_schema })),
-                    None => Err(json!({ "error": "Tool not found" })),
+                match self.wb.engine().tool(who, &name).await {
+                    Ok(Some(t)) => Ok(json!({ "schema": t.spec.input_schema })),
+                    Ok(None) => Err(json!({ "error": "Tool not found" })),
+                    Err(e) => Err(failed(&e)),
                 }
             }
             meta_tools::EXECUTE_TOOLS => {
@@ -183,6 +187,12 @@ fn unavailable() -> Value {
 
 fn invalid(message: &str) -> Value {
     json!({ "error": message, "code": "INVALID_ARGUMENTS" })
+}
+
+/// A failure of workbench itself (its database): logged, answered without detail.
+fn failed(e: &workbench_core::Error) -> Value {
+    tracing::error!(error = ?e, "a meta-tool failed");
+    unavailable()
 }
 
 impl ServerHandler for McpHandler {

@@ -1,10 +1,13 @@
 //! The REST API (tier 0, seed 004) under /v1, and the batch form `/rest/{integration}`. Every
 //! route needs a bearer API key; bodies are JSON and errors use the API's error shape.
 
+mod api_keys;
 mod apps;
 mod body;
+mod confirmations;
 mod mcp_servers;
 mod openapi;
+mod policies;
 mod rest_batch;
 mod tools;
 mod usage;
@@ -30,6 +33,8 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/tools", get(tools::list))
         .route("/v1/tools/invoke", post(tools::invoke))
         .route("/v1/tools/calls/{id}", get(tools::get_call))
+        .route("/v1/tools/confirmations", get(confirmations::list))
+        .route("/v1/tools/confirmations/{id}", get(confirmations::get_one).post(confirmations::decide))
         .route("/v1/tools/{name}", get(tools::get_one))
         .route("/v1/usage", get(usage::usage))
         .route("/v1/apps", get(apps::list).post(apps::create))
@@ -40,6 +45,10 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/mcp/servers/{id}/approve", post(mcp_servers::approve))
         .route("/v1/mcp/servers/{id}/tools", get(mcp_servers::tools))
         .route("/v1/mcp/servers/{id}/tools/{name}", axum::routing::patch(mcp_servers::patch_tool))
+        .route("/v1/policies", get(policies::list).post(policies::create))
+        .route("/v1/policies/{id}", get(policies::get_one).put(policies::replace).delete(policies::delete))
+        .route("/v1/api-keys", get(api_keys::list).post(api_keys::create))
+        .route("/v1/api-keys/{id}", axum::routing::patch(api_keys::patch).delete(api_keys::revoke))
         .route("/rest/{integration}", post(rest_batch::execute))
         .route("/v1", get(not_found))
         .route("/v1/{*rest}", get(not_found).post(not_found).put(not_found).patch(not_found).delete(not_found))
@@ -54,6 +63,7 @@ async fn me(ApiCaller(p): ApiCaller) -> Json<Value> {
         "project": { "id": p.project_id, "name": p.project_name },
         "role": p.role,
         "api_key_id": p.api_key_id,
+        "policy_id": p.policy_id,
     }))
 }
 

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use workbench_core::args::Arg;
 use workbench_core::catalog::Tool;
-use workbench_core::engine::{Begin, CallOptions, Idempotency, Invocation, Surface, MAX_TIMEOUT};
+use workbench_core::engine::{Begin, CallOptions, Idempotency, Invocation, Surface, ToolError, MAX_TIMEOUT};
 
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
@@ -37,7 +37,7 @@ pub fn tool_json(t: &Tool, latency: &HashMap<String, i64>) -> Value {
 
 pub async fn list(State(state): State<AppState>, ApiCaller(who): ApiCaller) -> Result<Json<Value>, ApiError> {
     let latency = state.wb.metering().average_latency_ms(&who).await?;
-    let data: Vec<Value> = state.wb.engine().tools(&who).iter().map(|t| tool_json(t, &latency)).collect();
+    let data: Vec<Value> = state.wb.engine().tools(&who).await?.iter().map(|t| tool_json(t, &latency)).collect();
     Ok(Json(json!({ "object": "list", "data": data })))
 }
 
@@ -46,7 +46,7 @@ pub async fn get_one(
     ApiCaller(who): ApiCaller,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let tool = state.wb.engine().tool(&who, &name).ok_or_else(|| tool_not_found(&name))?;
+    let tool = state.wb.engine().tool(&who, &name).await?.ok_or_else(|| tool_not_found(&name))?;
     let latency = state.wb.metering().average_latency_ms(&who).await?;
     Ok(Json(tool_json(&tool, &latency)))
 }
@@ -127,6 +127,20 @@ async fn run_invoke(state: &AppState, who: &workbench_core::auth::Principal, bod
             })
             .to_string(),
         ),
+        // Held for a person's confirmation: 202 with the seed's shape (not an error).
+        Err(ToolError::AwaitingConfirmation { confirmation_id, expires_at, url }) => (
+            StatusCode::ACCEPTED,
+            json!({
+                "id": outcome.id,
+                "object": "tool_call",
+                "tool": outcome.tool,
+                "status": "awaiting_confirmation",
+                "confirmation_id": confirmation_id,
+                "expires_at": expires_at,
+                "url": url,
+            })
+            .to_string(),
+        ),
         Err(e) => {
             let e = ApiError::from(e).with_meta_field("tool_call_id", json!(outcome.id));
             (e.status, e.body().to_string())
@@ -163,6 +177,18 @@ pub async fn invoke(State(state): State<AppState>, ApiCaller(who): ApiCaller, re
             Ok(json_response(status, body, false))
         }
         Begin::Replay { status, body } => {
+            // A held call's 202 is replayed as the call stands now, once it was decided.
+            if status == 202 {
+                let id = serde_json::from_str::<Value>(&body).ok().and_then(|v| v["id"].as_str().map(str::to_owned));
+                if let Some(call) = match id {
+                    Some(id) => state.wb.engine().get_call(&who, &id).await?,
+                    None => None,
+                } {
+                    if call.status != "awaiting_confirmation" {
+                        return Ok(json_response(StatusCode::OK, call_json(call).to_string(), true));
+                    }
+                }
+            }
             Ok(json_response(StatusCode::from_u16(status).unwrap_or(StatusCode::OK), body, true))
         }
         Begin::InFlight => Err(ApiError::new(
@@ -184,6 +210,11 @@ pub async fn get_call(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let call = state.wb.engine().get_call(&who, &id).await?.ok_or_else(ApiError::not_found)?;
+    Ok(Json(call_json(call)))
+}
+
+/// A recorded call as `GET /v1/tools/calls/{id}` shows it.
+pub(super) fn call_json(call: workbench_core::engine::ToolCallView) -> Value {
     let mut v = json!({
         "id": call.id,
         "object": "tool_call",
@@ -202,5 +233,5 @@ pub async fn get_call(
     if let Some(u) = call.end_user_id {
         v["end_user_id"] = json!(u);
     }
-    Ok(Json(v))
+    v
 }

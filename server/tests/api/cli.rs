@@ -118,7 +118,7 @@ db_test!(rotate_master_key_re_encrypts_every_secret_and_connection_and_can_run_a
     let keys = workbench_server::keys::Keys::load_or_create(std::path::Path::new(data)).unwrap();
     let options = workbench_core::WorkbenchOptions { master_keys: keys.master.clone(), ..Default::default() };
     let wb = workbench_core::Workbench::open(&url, options).await.unwrap();
-    let user = wb.accounts().create_api_key_for_email("ops@example.com", "k").await.unwrap();
+    let user = wb.accounts().create_api_key_for_email("ops@example.com", "k", None).await.unwrap();
     let who = wb.accounts().authenticate_api_key(user.secret.expose()).await.unwrap();
     for i in 0..3 {
         wb.vault().set(&who, &format!("S{i}"), &format!("secret-value-{i}")).await.unwrap();

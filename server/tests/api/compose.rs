@@ -11,6 +11,7 @@ async fn run(app: &crate::helpers::TestApp, key: &str, args: Value) -> (Value, b
 }
 
 async fn audit_count(app: &crate::helpers::TestApp, who: &workbench_core::auth::Principal) -> usize {
+    app.wb.flush_records().await;
     store::audit::list(app.wb.db().pool(), &who.project_id, &Default::default(), 1000).await.unwrap().len()
 }
 
@@ -252,6 +253,7 @@ db_test!(every_compose_step_passes_the_whole_pipeline, |backend| {
     assert!(is_error);
     assert_eq!(out["code"], "INVALID_ARGUMENTS", "the number 1 fails the key's string schema: {out}");
     assert_eq!(out["errors"][0]["path"], "/key");
+    app.wb.flush_records().await;
     let rows = store::audit::list(app.wb.db().pool(), &admin.project_id, &Default::default(), 10).await.unwrap();
     assert_eq!(rows.len(), 2, "each step leaves its audit row");
 });

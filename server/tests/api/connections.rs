@@ -391,6 +391,7 @@ db_test!(the_curl_proxy_injects_the_credential_and_stays_on_the_integrations_ori
     let usage_after = app.wb.metering().usage(&admin, "2000-01-01", "2999-12-31").await.unwrap();
     let egress: i64 = usage_after.iter().filter(|u| u.tool == "curl:github" && u.meter.as_str() == "egress_bytes").map(|u| u.value).sum();
     assert!(egress > 0, "{usage:?} {usage_after:?}");
+    app.wb.flush_records().await;
     let audit = workbench_core::store::audit::list(app.wb.db().pool(), &admin.project_id, &Default::default(), 100).await.unwrap();
     assert!(audit.iter().any(|r| r.action == "proxy.request" && r.detail.as_deref().unwrap_or("").starts_with("GET /user")));
     assert!(!audit.iter().any(|r| format!("{r:?}").contains(&token)));

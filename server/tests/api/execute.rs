@@ -141,6 +141,7 @@ db_test!(batches_over_fifty_and_malformed_requests_are_refused_before_running, |
         assert!(is_error, "{bad}");
         assert_eq!(out["code"], "INVALID_ARGUMENTS");
     }
+    app.wb.flush_records().await;
     let rows = store::audit::list(app.wb.db().pool(), &admin.project_id, &Default::default(), 100).await.unwrap();
     assert!(rows.is_empty(), "nothing ran, nothing was audited");
 });
@@ -159,6 +160,7 @@ db_test!(every_execution_leaves_one_audit_row_and_usage, |backend| {
     )
     .await;
     assert_eq!(results.len(), 3);
+    app.wb.flush_records().await;
     let rows = store::audit::list(app.wb.db().pool(), &admin.project_id, &Default::default(), 100).await.unwrap();
     assert_eq!(rows.len(), 3);
     let mut statuses: Vec<(String, String, Option<String>)> =

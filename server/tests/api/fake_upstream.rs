@@ -46,6 +46,8 @@ pub struct UpstreamState {
 pub struct FakeUpstream {
     pub addr: SocketAddr,
     pub state: Arc<UpstreamState>,
+    /// Stops the running server (see `stop`).
+    stop: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
 }
 
 impl FakeUpstream {
@@ -61,6 +63,27 @@ impl FakeUpstream {
 
     pub fn remove_tool(&self, name: &str) {
         self.state.tools.lock().unwrap().retain(|t| t.0 != name);
+    }
+
+    /// Stops listening and closes idle connections: connecting is refused until `restart`.
+    pub async fn stop(&self) {
+        if let Some(stop) = self.stop.lock().unwrap().take() {
+            let _ = stop.send(());
+        }
+        // The port is free once a connect is refused.
+        for _ in 0..200 {
+            if tokio::net::TcpStream::connect(self.addr).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("the fake upstream did not stop");
+    }
+
+    /// Listens again on the same address, with the same tools and counters (sessions are new).
+    pub async fn restart(&self) {
+        let listener = tokio::net::TcpListener::bind(self.addr).await.expect("the fake's port is free again");
+        *self.stop.lock().unwrap() = Some(serve(listener, self.state.clone()));
     }
 
     /// Tells the client that listed the tools that the list changed.
@@ -140,19 +163,28 @@ async fn observe(State(s): State<Arc<UpstreamState>>, req: Request, next: Next) 
 pub async fn start() -> FakeUpstream {
     let state = Arc::new(UpstreamState::default());
     state.slow_ms.store(2000, Ordering::SeqCst);
-    let up = FakeUpstream { addr: "127.0.0.1:0".parse().unwrap(), state: state.clone() };
+    let up = FakeUpstream { addr: "127.0.0.1:0".parse().unwrap(), state: state.clone(), stop: Mutex::new(None) };
     up.set_tool("echo", "Echo a message back.", json!({ "type": "object", "properties": { "message": { "type": "string" } }, "required": ["message"] }), true);
     up.set_tool("add", "Add two numbers.", json!({ "type": "object", "properties": { "a": { "type": "integer" }, "b": { "type": "integer" } } }), false);
     up.set_tool("slow", "Take a while.", json!({ "type": "object", "properties": {} }), true);
     up.set_tool("boom", "Always fails.", json!({ "type": "object", "properties": {} }), false);
     up.set_tool("whoami", "Show the credential the server received.", json!({ "type": "object", "properties": {} }), true);
-    let handler = Handler(state.clone());
-    let service = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), StreamableHttpServerConfig::default());
-    let app = Router::new().nest_service("/mcp", service).layer(middleware::from_fn_with_state(state.clone(), observe));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let stop = serve(listener, state.clone());
+    FakeUpstream { addr, state, stop: Mutex::new(Some(stop)) }
+}
+
+/// Serves the fake on `listener` until the returned sender fires.
+fn serve(listener: tokio::net::TcpListener, state: Arc<UpstreamState>) -> tokio::sync::oneshot::Sender<()> {
+    let handler = Handler(state.clone());
+    let service = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), StreamableHttpServerConfig::default());
+    let app = Router::new().nest_service("/mcp", service).layer(middleware::from_fn_with_state(state, observe));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        let _ = axum::serve(listener, app).with_graceful_shutdown(async move {
+            let _ = stopped.await;
+        }).await;
     });
-    FakeUpstream { addr, state }
+    stop
 }

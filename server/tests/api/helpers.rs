@@ -126,6 +126,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
             integrations: options.integrations.clone(),
             proxy_token_key: *keys.jwt.bytes(),
             connect_ttl_secs: options.connect_ttl_secs.unwrap_or(600),
+            ..Default::default()
         },
     )
     .await
@@ -143,6 +144,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         egress_allow_private: Vec::new(),
         allowed_hosts: Vec::new(),
         connect_ttl_seconds: 600,
+        confirmation_ttl_seconds: 900,
         proxy_timeout_seconds: options.proxy_timeout_secs.unwrap_or(60),
         proxy_max_concurrent_per_user: options.proxy_max_concurrent.unwrap_or(8),
     };

@@ -23,6 +23,7 @@ async fn invoke(app: &crate::helpers::TestApp, key: &str, idem: &str, body: &Val
 }
 
 async fn calls(app: &crate::helpers::TestApp, who: &workbench_core::auth::Principal) -> usize {
+    app.wb.flush_records().await;
     store::audit::list(app.wb.db().pool(), &who.project_id, &Default::default(), 1000).await.unwrap().len()
 }
 

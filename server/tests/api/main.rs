@@ -17,6 +17,7 @@ mod idempotency;
 mod mcp;
 mod mcp_sdk;
 mod plugin_requests;
+mod policies;
 mod members;
 mod portal_auth;
 mod portal_tools;

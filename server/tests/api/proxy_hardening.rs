@@ -58,6 +58,7 @@ db_test!(the_curl_proxy_forwards_only_ordinary_methods_and_audits_refusals, |bac
         let res = app.http().request(m, app.url("/c/linear/echo-key")).bearer_auth(&token).send().await.unwrap();
         assert_eq!(res.status(), 200, "{method}");
     }
+    app.wb.flush_records().await;
     let audit = workbench_core::store::audit::list(app.wb.db().pool(), &ada.project_id, &Default::default(), 100).await.unwrap();
     let refused: Vec<_> = audit.iter().filter(|r| r.action == "proxy.request" && r.status == "failed" && r.error_code.as_deref() == Some("HTTP_405")).collect();
     assert_eq!(refused.len(), 3, "every refused request has its audit row: {audit:?}");

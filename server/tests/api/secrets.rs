@@ -126,6 +126,7 @@ db_test!(a_side_effecting_call_does_not_run_when_its_audit_row_cannot_be_written
     // A read-only tool still answers, and the failure is counted.
     let read = execute(&app, &key, json!([{ "tool": "vault_list", "args": {} }])).await.remove(0);
     assert!(read.get("result").is_some(), "{read}");
+    app.wb.flush_records().await;
     assert!(app.wb.engine().audit_write_failures() >= before + 2);
     workbench_core::store::testing::break_audit_log(app.wb.db(), false).await.unwrap();
     let got = execute(&app, &key, json!([{ "tool": "storage.get", "args": { "key": "unaudited" } }])).await.remove(0);

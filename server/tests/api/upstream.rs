@@ -239,6 +239,45 @@ db_test!(a_failing_server_opens_its_breaker_and_a_probe_closes_it, |backend| {
     assert_eq!(out[0]["result"], json!({ "sum": 2 }), "isError answers never open the breaker");
 });
 
+db_test!(read_only_calls_are_retried_only_when_nothing_was_sent, |backend| {
+    let Some((app, key, up, _)) = registered(backend).await else { return };
+    let echo = json!([{ "tool": "fake.echo", "args": { "message": "again" } }]);
+    assert_eq!(execute(&app, &key, echo.clone()).await[0]["result"], "Echo: again");
+
+    // The server is down when the call starts and back 30 ms later: the first attempt is
+    // refused before anything is sent, and a read-only tool's retry (after 50 ms or more) runs.
+    let calls = up.state.calls.load(Ordering::SeqCst);
+    up.stop().await;
+    let back = async {
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        up.restart().await;
+    };
+    let (out, ()) = tokio::join!(execute(&app, &key, echo.clone()), back);
+    assert_eq!(out[0]["result"], "Echo: again", "retried after the refused connection: {}", out[0]);
+    assert_eq!(up.state.calls.load(Ordering::SeqCst), calls + 1, "it ran once");
+
+    // The same for a tool that changes things: no retry, the call fails at once, nothing ran.
+    let calls = up.state.calls.load(Ordering::SeqCst);
+    up.stop().await;
+    let back = async {
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        up.restart().await;
+    };
+    let (out, ()) = tokio::join!(execute(&app, &key, json!([{ "tool": "fake.add", "args": { "a": 1, "b": 2 } }])), back);
+    assert_eq!(out[0]["code"], "UNAVAILABLE", "{}", out[0]);
+    assert!(out[0]["error"].as_str().unwrap().contains("cannot be reached"), "{}", out[0]);
+    assert_eq!(up.state.calls.load(Ordering::SeqCst), calls, "a write tool is never retried");
+    let out = execute(&app, &key, json!([{ "tool": "fake.add", "args": { "a": 1, "b": 2 } }])).await;
+    assert_eq!(out[0]["result"], json!({ "sum": 3 }), "the server is back: {}", out[0]);
+
+    // A read-only call the server received and failed (HTTP 502) is not repeated either.
+    up.state.fail.store(true, Ordering::SeqCst);
+    let requests = up.state.requests.load(Ordering::SeqCst);
+    let out = execute(&app, &key, echo).await;
+    assert_eq!(out[0]["code"], "UNAVAILABLE", "{}", out[0]);
+    assert_eq!(up.state.requests.load(Ordering::SeqCst), requests + 1, "sent once, not retried");
+});
+
 db_test!(a_slow_server_times_out_and_degrades_only_its_own_tools, |backend| {
     let app = app!(backend, loopback());
     let (_, key) = admin_with_key(&app).await;

@@ -18,6 +18,7 @@ async fn set(app: &crate::helpers::TestApp, key: &str, name: &str, value: &str) 
 /// Every stored text of the project's tool calls and audit rows, for leak checks.
 async fn recorded_text(app: &crate::helpers::TestApp, who: &workbench_core::auth::Principal) -> String {
     let mut text = String::new();
+    app.wb.flush_records().await;
     let audit = store::audit::list(app.wb.db().pool(), &who.project_id, &Default::default(), 1000).await.unwrap();
     for row in audit {
         text.push_str(&format!("{row:?}"));

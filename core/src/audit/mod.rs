@@ -1,5 +1,10 @@
 //! Reading the audit log: admins see the whole project, members their own rows; newest first,
-//! filtered by tool, status and key, paged with an opaque cursor.
+//! filtered by tool, status and key, paged with an opaque cursor. Rows are written through the
+//! record writer (writer.rs).
+
+mod writer;
+
+pub use writer::{Record, Recorder, UsageAdd, Write, AUDIT_WRITE_FAILURES};
 
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +49,7 @@ pub struct AuditPage {
 #[derive(Clone)]
 pub struct AuditLog {
     db: Db,
+    recorder: Recorder,
 }
 
 fn parse_cursor(c: &str) -> Result<(i64, String)> {
@@ -53,8 +59,13 @@ fn parse_cursor(c: &str) -> Result<(i64, String)> {
 }
 
 impl AuditLog {
-    pub fn new(db: Db) -> Self {
-        AuditLog { db }
+    pub fn new(db: Db, recorder: Recorder) -> Self {
+        AuditLog { db, recorder }
+    }
+
+    /// Returns once every record queued so far is written (readers of the log call it first).
+    pub async fn flush(&self) {
+        self.recorder.flush().await;
     }
 
     pub async fn page(&self, who: &Principal, q: &AuditQuery) -> Result<AuditPage> {
@@ -65,6 +76,7 @@ impl AuditLog {
             before: q.cursor.as_deref().filter(|s| !s.is_empty()).map(parse_cursor).transpose()?,
             user_id: (!who.is_admin()).then(|| who.user_id.clone()),
         };
+        self.recorder.flush().await;
         let mut rows = store::audit::list(self.db.pool(), &who.project_id, &filter, PAGE_SIZE + 1).await?;
         let next = if rows.len() as i64 > PAGE_SIZE {
             rows.truncate(PAGE_SIZE as usize);
@@ -110,33 +122,34 @@ pub struct ProxyEvent<'a> {
 
 impl AuditLog {
     /// Records a curl proxy request: one audit row (method, path and status, never headers or
-    /// bodies) and its egress bytes under the meter of `curl:<integration>`.
-    pub async fn record_proxy(&self, e: &ProxyEvent<'_>) -> Result<()> {
+    /// bodies) and its egress bytes under the meter of `curl:<integration>`, queued on the
+    /// record writer.
+    pub async fn record_proxy(&self, e: &ProxyEvent<'_>) {
         let status = if (200..400).contains(&e.status) { "succeeded" } else { "failed" };
-        let mut tx = self.db.pool().begin().await?;
-        store::audit::insert(
-            &mut *tx,
-            &store::audit::AuditRow {
-                id: crate::ids::new_id("aud"),
-                project_id: e.who.project_id.clone(),
-                user_id: Some(e.who.user_id.clone()),
-                api_key_id: None,
-                action: "proxy.request".into(),
-                tool: Some(format!("curl:{}", e.integration)),
-                tool_call_id: None,
-                status: status.into(),
-                error_code: (status == "failed").then(|| format!("HTTP_{}", e.status)),
-                duration_ms: Some(e.duration_ms as i64),
-                end_user_id: None,
-                surface: "proxy".into(),
-                detail: Some(format!("{} {} → {}", e.method, e.path.chars().take(300).collect::<String>(), e.status)),
-                created_at: e.at_ms,
-            },
-        )
-        .await?;
-        let day = &rfc3339(e.at_ms)[..10];
-        store::usage::add_many(&mut *tx, &e.who.project_id, "", &format!("curl:{}", e.integration), day, &[(store::usage::Meter::EgressBytes, e.egress_bytes as i64)]).await?;
-        tx.commit().await?;
-        Ok(())
+        let tool = format!("curl:{}", e.integration);
+        let audit = store::audit::AuditRow {
+            id: crate::ids::new_id("aud"),
+            project_id: e.who.project_id.clone(),
+            user_id: Some(e.who.user_id.clone()),
+            api_key_id: None,
+            action: "proxy.request".into(),
+            tool: Some(tool.clone()),
+            tool_call_id: None,
+            status: status.into(),
+            error_code: (status == "failed").then(|| format!("HTTP_{}", e.status)),
+            duration_ms: Some(e.duration_ms as i64),
+            end_user_id: None,
+            surface: "proxy".into(),
+            detail: Some(format!("{} {} → {}", e.method, e.path.chars().take(300).collect::<String>(), e.status)),
+            created_at: e.at_ms,
+        };
+        let usage = UsageAdd {
+            project_id: e.who.project_id.clone(),
+            api_key_id: String::new(),
+            tool,
+            day: rfc3339(e.at_ms)[..10].to_owned(),
+            meters: vec![(store::usage::Meter::EgressBytes, e.egress_bytes as i64)],
+        };
+        self.recorder.write(Record { call: None, audit: Some((audit, Write::Insert)), usage: Some(usage) }).await;
     }
 }

@@ -1,0 +1,163 @@
+//! The record writer: tool_calls rows, audit rows and usage counters reach the database through
+//! one background task that commits them in groups, so a call does not wait for its record.
+//!
+//! What stays synchronous is what atomicity needs: the `running` row a side-effecting tool
+//! must have before it runs (engine/record.rs writes it directly), idempotency claims, and
+//! anything a caller reads back at once (readers call `flush` first). Records are queued on a
+//! bounded channel: when it is full, callers wait (nothing is dropped). A batch that cannot be
+//! committed is retried one record at a time, so one bad record costs only itself; each
+//! record that still fails is counted in `AUDIT_WRITE_FAILURES`. On a clean shutdown the
+//! server flushes before exiting; a crash loses what was queued but not yet committed (the
+//! records of calls that finished in the last few milliseconds).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::store::{self, audit::AuditRow, tool_calls::ToolCallRow, usage::Meter, Db};
+use crate::Result;
+
+/// Records that could not be written since start (read-only tools still ran).
+pub static AUDIT_WRITE_FAILURES: AtomicU64 = AtomicU64::new(0);
+
+/// Records queued at most; a full queue makes callers wait.
+pub const QUEUE_CAPACITY: usize = 8192;
+/// Records committed in one transaction at most.
+pub const BATCH_MAX: usize = 256;
+
+/// How a row reaches its table: a new row, or the end of one written as `running` earlier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    Insert,
+    Finish,
+}
+
+/// Meters to add for one project, key, tool and day.
+#[derive(Debug, Clone)]
+pub struct UsageAdd {
+    pub project_id: String,
+    /// `""` when no API key made the call.
+    pub api_key_id: String,
+    pub tool: String,
+    /// `YYYY-MM-DD` (UTC).
+    pub day: String,
+    pub meters: Vec<(Meter, i64)>,
+}
+
+/// What one event writes: any of a tool_calls row, an audit row and usage counters, committed
+/// together.
+#[derive(Debug, Clone, Default)]
+pub struct Record {
+    pub call: Option<(ToolCallRow, Write)>,
+    pub audit: Option<(AuditRow, Write)>,
+    pub usage: Option<UsageAdd>,
+}
+
+enum Job {
+    Write(Box<Record>),
+    Flush(oneshot::Sender<()>),
+}
+
+/// The handle callers queue records on. Cheap to clone; the writer task ends when the last
+/// handle is dropped, after writing what was queued.
+#[derive(Clone)]
+pub struct Recorder {
+    tx: mpsc::Sender<Job>,
+}
+
+impl Recorder {
+    /// Starts the writer task on the current tokio runtime.
+    pub fn start(db: Db) -> Recorder {
+        let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        tokio::spawn(run(db, rx));
+        Recorder { tx }
+    }
+
+    /// Queues a record; waits only while the queue is full.
+    pub async fn write(&self, record: Record) {
+        if self.tx.send(Job::Write(Box::new(record))).await.is_err() {
+            // The writer is gone (only while the runtime shuts down).
+            AUDIT_WRITE_FAILURES.fetch_add(1, Ordering::Relaxed);
+            tracing::error!("the record writer has stopped; a record was not written");
+        }
+    }
+
+    /// Returns once every record queued before this call is committed (or counted as failed).
+    pub async fn flush(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.tx.send(Job::Flush(done)).await.is_ok() {
+            let _ = wait.await;
+        }
+    }
+}
+
+async fn run(db: Db, mut rx: mpsc::Receiver<Job>) {
+    let mut jobs = Vec::with_capacity(BATCH_MAX);
+    while rx.recv_many(&mut jobs, BATCH_MAX).await > 0 {
+        let mut records = Vec::new();
+        let mut flushes = Vec::new();
+        for job in jobs.drain(..) {
+            match job {
+                Job::Write(r) => records.push(*r),
+                Job::Flush(f) => flushes.push(f),
+            }
+        }
+        if !records.is_empty() {
+            write_all(&db, &records).await;
+        }
+        // A flush answers only after every record queued before it (it came later in the
+        // channel, so it is in this batch or a later one).
+        for f in flushes {
+            let _ = f.send(());
+        }
+    }
+}
+
+/// One transaction for the batch; when it fails, each record alone.
+async fn write_all(db: &Db, records: &[Record]) {
+    if records.len() > 1 {
+        match commit(db, records).await {
+            Ok(()) => return,
+            Err(e) => tracing::warn!(error = %e, records = records.len(), "a batch of records failed; writing them one by one"),
+        }
+    }
+    for r in records {
+        if let Err(e) = commit(db, std::slice::from_ref(r)).await {
+            AUDIT_WRITE_FAILURES.fetch_add(1, Ordering::Relaxed);
+            let call = r.call.as_ref().map(|(c, _)| c.id.as_str()).or(r.audit.as_ref().and_then(|(a, _)| a.tool_call_id.as_deref()));
+            tracing::error!(error = %e, call_id = ?call, "could not write a record");
+        }
+    }
+}
+
+async fn commit(db: &Db, records: &[Record]) -> Result<()> {
+    // Write-only: a deferred transaction takes the write lock at its first statement.
+    let mut tx = db.pool().begin().await?;
+    // Usage of the batch summed per counter first: one statement per project, key, tool, day.
+    let mut usage: BTreeMap<(&str, &str, &str, &str), BTreeMap<&'static str, (Meter, i64)>> = BTreeMap::new();
+    for r in records {
+        match &r.call {
+            Some((c, Write::Insert)) => store::tool_calls::insert(&mut *tx, c).await?,
+            Some((c, Write::Finish)) => store::tool_calls::finish(&mut *tx, c).await?,
+            None => {}
+        }
+        match &r.audit {
+            Some((a, Write::Insert)) => store::audit::insert(&mut *tx, a).await?,
+            Some((a, Write::Finish)) => store::audit::finish_for_call(&mut *tx, a).await?,
+            None => {}
+        }
+        if let Some(u) = &r.usage {
+            let counters = usage.entry((&u.project_id, &u.api_key_id, &u.tool, &u.day)).or_default();
+            for (meter, value) in &u.meters {
+                counters.entry(meter.as_str()).or_insert((*meter, 0)).1 += value;
+            }
+        }
+    }
+    for ((project, key, tool, day), counters) in usage {
+        let meters: Vec<(Meter, i64)> = counters.into_values().collect();
+        store::usage::add_many(&mut *tx, project, key, tool, day, &meters).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}

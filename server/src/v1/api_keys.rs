@@ -1,0 +1,92 @@
+//! API keys over REST (D20): `POST/GET /v1/api-keys`, `PATCH/DELETE /v1/api-keys/{id}`, for an
+//! admin whose key has no policy attached. A new key is shown once, in the 201 answer; listings
+//! never carry it.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use workbench_core::auth::ApiKeyInfo;
+use workbench_core::clock::rfc3339;
+use workbench_core::policy::require_unrestricted_admin;
+
+use super::policies::unprocessable;
+use super::JsonBody;
+use crate::api_auth::ApiCaller;
+use crate::api_error::ApiError;
+use crate::state::AppState;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewKey {
+    name: String,
+    #[serde(default)]
+    policy_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyPatch {
+    /// Required; `null` detaches the policy.
+    policy_id: Option<Option<String>>,
+}
+
+fn view(k: &ApiKeyInfo) -> Value {
+    json!({
+        "id": k.id,
+        "object": "api_key",
+        "name": k.name,
+        "policy_id": k.policy_id,
+        "prefix": k.prefix,
+        "owner_email": k.owner_email,
+        "created_at": rfc3339(k.created_at),
+        "last_used_at": k.last_used_at.map(rfc3339),
+        "revoked_at": k.revoked_at.map(rfc3339),
+    })
+}
+
+fn shape_error(expected: &str, e: serde_json::Error) -> ApiError {
+    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", format!("expected {expected}: {e}"))
+}
+
+pub async fn create(State(state): State<AppState>, ApiCaller(who): ApiCaller, JsonBody(body): JsonBody) -> Result<(StatusCode, Json<Value>), ApiError> {
+    require_unrestricted_admin(&who)?;
+    let req: NewKey = serde_json::from_value(body).map_err(|e| shape_error("{\"name\", \"policy_id\"?}", e))?;
+    let key = state.wb.accounts().create_api_key_with_policy(&who, &req.name, req.policy_id.as_deref()).await.map_err(unprocessable)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({
+            "id": key.info.id,
+            "object": "api_key",
+            "name": key.info.name,
+            "policy_id": key.info.policy_id,
+            "key": key.secret.expose(),
+            "created_at": rfc3339(key.info.created_at),
+        })),
+    ))
+}
+
+pub async fn list(State(state): State<AppState>, ApiCaller(who): ApiCaller) -> Result<Json<Value>, ApiError> {
+    require_unrestricted_admin(&who)?;
+    let keys = state.wb.accounts().list_api_keys(&who).await?;
+    Ok(Json(json!({ "object": "list", "data": keys.iter().map(view).collect::<Vec<_>>() })))
+}
+
+pub async fn patch(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>, JsonBody(body): JsonBody) -> Result<Json<Value>, ApiError> {
+    require_unrestricted_admin(&who)?;
+    let req: KeyPatch = serde_json::from_value(body).map_err(|e| shape_error("{\"policy_id\": \"pol_…\"|null}", e))?;
+    let Some(policy_id) = req.policy_id else {
+        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", "policy_id is required: a policy id, or null to detach"));
+    };
+    state.wb.policies().attach(&who, &id, policy_id.as_deref()).await.map_err(unprocessable)?;
+    let keys = state.wb.accounts().list_api_keys(&who).await?;
+    let key = keys.iter().find(|k| k.id == id).ok_or_else(ApiError::not_found)?;
+    Ok(Json(view(key)))
+}
+
+pub async fn revoke(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+    require_unrestricted_admin(&who)?;
+    state.wb.accounts().revoke_api_key(&who, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -25,13 +25,6 @@ struct NewKey {
     policy_id: Option<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KeyPatch {
-    /// Required; `null` detaches the policy.
-    policy_id: Option<Option<String>>,
-}
-
 fn view(k: &ApiKeyInfo) -> Value {
     json!({
         "id": k.id,
@@ -75,9 +68,13 @@ pub async fn list(State(state): State<AppState>, ApiCaller(who): ApiCaller) -> R
 
 pub async fn patch(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>, JsonBody(body): JsonBody) -> Result<Json<Value>, ApiError> {
     require_unrestricted_admin(&who)?;
-    let req: KeyPatch = serde_json::from_value(body).map_err(|e| shape_error("{\"policy_id\": \"pol_…\"|null}", e))?;
-    let Some(policy_id) = req.policy_id else {
-        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", "policy_id is required: a policy id, or null to detach"));
+    // `{"policy_id": "pol_…"}` attaches, `{"policy_id": null}` detaches; nothing else.
+    let expected = || ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", "expected {\"policy_id\": \"pol_…\"} to attach a policy or {\"policy_id\": null} to detach it");
+    let fields = body.as_object().filter(|m| m.len() == 1).ok_or_else(expected)?;
+    let policy_id = match fields.get("policy_id").ok_or_else(expected)? {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        _ => return Err(expected()),
     };
     state.wb.policies().attach(&who, &id, policy_id.as_deref()).await.map_err(unprocessable)?;
     let keys = state.wb.accounts().list_api_keys(&who).await?;

@@ -9,6 +9,7 @@ mod fake_upstream;
 mod fakes;
 mod cli;
 mod compose;
+mod confirmations;
 mod connections;
 mod execute;
 mod health;

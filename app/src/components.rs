@@ -11,7 +11,7 @@ const SECTIONS: &[(&str, Option<&str>)] = &[
     ("Overview", Some("/")),
     ("Tools", Some("/tools")),
     ("Connections", Some("/connections")),
-    ("Confirmations", None),
+    ("Confirmations", Some("/confirmations")),
     ("Vault", Some("/vault")),
     ("MCP servers", Some("/mcp-servers")),
     ("Apps", Some("/apps")),

@@ -11,6 +11,7 @@ mod vault;
 mod connections;
 mod apps;
 mod mcp_servers;
+mod confirmations;
 
 pub use session::*;
 pub use api_keys::*;
@@ -22,3 +23,4 @@ pub use vault::*;
 pub use connections::*;
 pub use apps::*;
 pub use mcp_servers::*;
+pub use confirmations::*;

@@ -28,6 +28,25 @@ pub async fn document() -> Json<Value> {
         ("504", "tool_timeout"),
     ]);
     invoke_responses["200"] = json!({ "description": "the finished call", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/ToolCall" } } } });
+    invoke_responses["202"] = json!({ "description": "held for a person's confirmation: { id, object: tool_call, tool, status: awaiting_confirmation, confirmation_id, expires_at, url }" });
+    let id_param = json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } });
+    let pattern = json!({ "type": "string", "minLength": 1, "maxLength": 64, "description": "a tool name, or a prefix followed by one trailing '*'" });
+    let policy_schema = json!({
+        "type": "object", "required": ["name", "tool_allowlist"], "additionalProperties": false,
+        "properties": {
+            "name": { "type": "string", "minLength": 1, "maxLength": 100 },
+            "default": { "type": "boolean", "default": false, "description": "applies to keys without a policy; at most one per project" },
+            "tool_allowlist": {
+                "type": "object", "required": ["mode"],
+                "properties": {
+                    "mode": { "enum": ["allowlist", "open"] },
+                    "allow": { "type": "array", "items": pattern.clone() },
+                    "deny": { "type": "array", "items": pattern.clone() },
+                    "require_confirmation": { "type": "array", "items": pattern }
+                }
+            }
+        }
+    });
     Json(json!({
         "openapi": "3.1.0",
         "info": {
@@ -153,6 +172,45 @@ pub async fn document() -> Json<Value> {
                 "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "properties": { "side_effects": { "enum": ["none", "network", "write", "destructive", null] } } } } } },
                 "responses": { "200": { "description": "the tool" }, "404": error_response("not_found"), "422": error_response("invalid_request") }
             }},
+            "/v1/policies": {
+                "get": { "summary": "The project's tool allowlist policies (admin key)", "responses": { "200": { "description": "{ object: list, data: [Policy] }" }, "403": error_response("forbidden") } },
+                "post": {
+                    "summary": "Create a policy (admin key with no policy attached); patterns are tool names or a prefix ending in one '*'",
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": policy_schema.clone() } } },
+                    "responses": { "201": { "description": "the policy: { id: pol_…, object: policy, name, tool_allowlist, default, created_at, updated_at }" }, "403": error_response("forbidden"), "409": error_response("conflict"), "422": error_response("invalid_request") }
+                }
+            },
+            "/v1/policies/{id}": {
+                "get": { "summary": "One policy", "parameters": [id_param.clone()], "responses": { "200": { "description": "the policy" }, "404": error_response("not_found") } },
+                "put": { "summary": "Replace a policy's name, rules and default flag", "parameters": [id_param.clone()], "requestBody": { "required": true, "content": { "application/json": { "schema": policy_schema } } }, "responses": { "200": { "description": "the policy" }, "404": error_response("not_found"), "422": error_response("invalid_request") } },
+                "delete": { "summary": "Delete a policy no live key uses", "parameters": [id_param.clone()], "responses": { "204": { "description": "deleted" }, "404": error_response("not_found"), "409": error_response("conflict (names the keys using it)") } }
+            },
+            "/v1/api-keys": {
+                "get": { "summary": "The project's API keys, never their secrets (admin key with no policy attached)", "responses": { "200": { "description": "{ object: list, data: [ApiKey] }" }, "403": error_response("forbidden") } },
+                "post": {
+                    "summary": "Create a key for yourself; the secret is in this answer only",
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "additionalProperties": false, "properties": { "name": { "type": "string" }, "policy_id": { "type": ["string", "null"] } } } } } },
+                    "responses": { "201": { "description": "{ id, object: api_key, name, policy_id, key, created_at }" }, "403": error_response("forbidden"), "422": error_response("invalid_request") }
+                }
+            },
+            "/v1/api-keys/{id}": {
+                "patch": { "summary": "Attach a policy to a key, or detach it with null", "parameters": [id_param.clone()], "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["policy_id"], "properties": { "policy_id": { "type": ["string", "null"] } } } } } }, "responses": { "200": { "description": "the key" }, "404": error_response("not_found"), "422": error_response("invalid_request") } },
+                "delete": { "summary": "Revoke a key", "parameters": [id_param.clone()], "responses": { "204": { "description": "revoked" }, "404": error_response("not_found") } }
+            },
+            "/v1/tools/confirmations": { "get": {
+                "summary": "Calls held for a person's confirmation, newest first (admin key with no policy attached)",
+                "parameters": [{ "name": "status", "in": "query", "required": false, "schema": { "enum": ["pending", "approved", "denied", "expired"] } }],
+                "responses": { "200": { "description": "{ object: list, data: [Confirmation] }" }, "400": error_response("bad_request"), "403": error_response("forbidden") }
+            }},
+            "/v1/tools/confirmations/{id}": {
+                "get": { "summary": "One confirmation (also for the key that made the call)", "parameters": [id_param.clone()], "responses": { "200": { "description": "the confirmation" }, "404": error_response("not_found") } },
+                "post": {
+                    "summary": "Approve (runs the held call once and answers the finished tool_call) or deny; never by the key that made the call",
+                    "parameters": [id_param],
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["decision"], "additionalProperties": false, "properties": { "decision": { "enum": ["approve", "deny"] }, "reason": { "type": "string", "maxLength": 1000 } } } } } },
+                    "responses": { "200": { "description": "the tool_call: succeeded, failed or denied" }, "403": error_response("forbidden"), "404": error_response("not_found"), "409": error_response("confirmation_closed (meta.status: approved, denied or expired)"), "422": error_response("invalid_request") }
+                }
+            },
             "/rest/{integration}": { "post": {
                 "summary": "Run a batch of one integration's tools (execute_tools without compose or return)",
                 "parameters": [{ "name": "integration", "in": "path", "required": true, "schema": { "type": "string" } }],

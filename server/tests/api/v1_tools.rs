@@ -215,6 +215,7 @@ db_test!(the_openapi_document_describes_every_route, |backend| {
         "/v1/tools", "/v1/tools/{name}", "/v1/tools/invoke", "/v1/tools/calls/{id}", "/v1/usage", "/rest/{integration}", "/v1/me",
         "/v1/apps", "/v1/apps/{id}", "/v1/mcp/servers", "/v1/mcp/servers/{id}", "/v1/mcp/servers/{id}/refresh",
         "/v1/mcp/servers/{id}/tools", "/v1/mcp/servers/{id}/approve", "/v1/mcp/servers/{id}/tools/{name}",
+        "/v1/policies", "/v1/policies/{id}", "/v1/api-keys", "/v1/api-keys/{id}", "/v1/tools/confirmations", "/v1/tools/confirmations/{id}",
     ] {
         assert!(doc["paths"][path].is_object(), "{path} missing");
     }

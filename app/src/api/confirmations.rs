@@ -1,0 +1,117 @@
+//! Server functions of the Confirmations pages: the pending list and history, one held call,
+//! and a signed-in member's decision (D15). The engine decides who may decide; this only
+//! translates shapes.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::AppError;
+
+#[cfg(feature = "ssr")]
+use crate::ssr;
+
+/// One held call as the pages show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfirmationItem {
+    pub id: String,
+    pub tool: String,
+    pub side_effects: String,
+    pub status: String,
+    /// The agent's arguments, pretty JSON; vault references as references, secrets redacted.
+    pub arguments: String,
+    pub api_key: String,
+    pub requested_by: String,
+    pub end_user_id: Option<String>,
+    pub surface: String,
+    pub created_at: String,
+    pub expires_at: String,
+    pub expires_at_ms: i64,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<String>,
+    pub reason: Option<String>,
+    pub tool_call_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfirmationsData {
+    pub pending: Vec<ConfirmationItem>,
+    pub history: Vec<ConfirmationItem>,
+    pub now_ms: i64,
+}
+
+#[cfg(feature = "ssr")]
+async fn items(wb: &workbench_core::Workbench, who: &workbench_core::auth::Principal, views: Vec<workbench_core::engine::ConfirmationView>) -> Result<Vec<ConfirmationItem>, AppError> {
+    let members = wb.accounts().members(who).await.unwrap_or_default();
+    let keys = wb.accounts().list_api_keys(who).await.unwrap_or_default();
+    let email = |user_id: &str| members.iter().find(|m| m.user_id == user_id).map(|m| m.email.clone()).unwrap_or_else(|| user_id.to_owned());
+    let snapshot = wb.engine().snapshot(who);
+    Ok(views
+        .into_iter()
+        .map(|c| ConfirmationItem {
+            side_effects: snapshot.get(&c.tool).map(|t| t.spec.side_effects.as_str().to_owned()).unwrap_or_else(|| "unknown".into()),
+            arguments: serde_json::to_string_pretty(&c.arguments).unwrap_or_default(),
+            api_key: match &c.api_key_id {
+                Some(id) => keys.iter().find(|k| &k.id == id).map(|k| format!("{} ({})", k.name, k.prefix)).unwrap_or_else(|| id.clone()),
+                None => "portal".into(),
+            },
+            requested_by: email(&c.user_id),
+            decided_by: c.decided_by.as_deref().map(email),
+            id: c.id,
+            tool: c.tool,
+            status: c.status,
+            end_user_id: c.end_user_id,
+            surface: c.surface,
+            created_at: c.created_at,
+            expires_at: c.expires_at,
+            expires_at_ms: c.expires_at_ms,
+            decided_at: c.decided_at,
+            reason: c.reason,
+            tool_call_id: c.tool_call_id,
+        })
+        .collect())
+}
+
+#[server(endpoint = "confirmations_page")]
+pub async fn confirmations_page() -> Result<ConfirmationsData, AppError> {
+    let p = ssr::principal().await?;
+    let wb = ssr::wb()?;
+    let all = wb.engine().confirmations(&p, None).await?;
+    let (pending, history): (Vec<_>, Vec<_>) = all.into_iter().partition(|c| c.status == "pending");
+    Ok(ConfirmationsData { pending: items(&wb, &p, pending).await?, history: items(&wb, &p, history).await?, now_ms: wb.clock().now_ms() })
+}
+
+#[server(endpoint = "confirmation_page")]
+pub async fn confirmation_page(id: String) -> Result<(ConfirmationItem, i64), AppError> {
+    let p = ssr::principal().await?;
+    let wb = ssr::wb()?;
+    let view = wb.engine().confirmation(&p, &id).await?;
+    let item = items(&wb, &p, vec![view]).await?.remove(0);
+    Ok((item, wb.clock().now_ms()))
+}
+
+/// Held calls waiting for a decision (the navigation's count).
+#[server(endpoint = "pending_confirmations")]
+pub async fn pending_confirmations() -> Result<i64, AppError> {
+    let p = ssr::principal().await?;
+    Ok(ssr::wb()?.engine().pending_confirmations(&p).await?)
+}
+
+/// Approves (runs the held call) or denies; answers the call's final status.
+#[server(endpoint = "decide_confirmation")]
+pub async fn decide_confirmation(id: String, decision: String, reason: Option<String>) -> Result<String, AppError> {
+    use workbench_core::engine::DecideError;
+    let p = ssr::principal().await?;
+    let approve = match decision.as_str() {
+        "approve" => true,
+        "deny" => false,
+        _ => return Err(AppError::Message("choose approve or deny".into())),
+    };
+    match ssr::wb()?.engine().decide(&p, &id, approve, reason).await {
+        Ok(call) => Ok(call.status),
+        Err(DecideError::NotFound) => Err(workbench_core::Error::NotFound.into()),
+        Err(DecideError::Forbidden(m)) => Err(workbench_core::Error::Forbidden(m).into()),
+        Err(DecideError::Invalid(m)) => Err(workbench_core::Error::Invalid(m).into()),
+        Err(e @ DecideError::Closed { .. }) => Err(workbench_core::Error::Conflict(e.to_string()).into()),
+        Err(DecideError::Failed(e)) => Err(e.into()),
+    }
+}

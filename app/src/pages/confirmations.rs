@@ -1,0 +1,138 @@
+//! Confirmations: calls an agent made that its policy holds for a person (D15). The list shows
+//! what is waiting (tool, side effects, who asked, the arguments as the agent sent them, time
+//! left) with approve and deny, and the history with who decided; `/confirmations/<id>` is the
+//! page the agent's link opens.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+
+use crate::api::{confirmation_page, confirmations_page, ConfirmationItem, DecideConfirmation};
+use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL};
+
+fn time_left(expires_at_ms: i64, now_ms: i64) -> String {
+    let secs = (expires_at_ms - now_ms).max(0) / 1000;
+    if secs >= 60 {
+        format!("{} min left", secs / 60)
+    } else {
+        format!("{secs} s left")
+    }
+}
+
+fn badge(side_effects: &str) -> &'static str {
+    match side_effects {
+        "destructive" => "rounded bg-red-100 px-1.5 py-0.5 text-xs font-medium text-red-800",
+        "write" => "rounded bg-amber-100 px-1.5 py-0.5 text-xs font-medium text-amber-800",
+        _ => "rounded bg-slate-100 px-1.5 py-0.5 text-xs font-medium text-slate-700",
+    }
+}
+
+/// Approve and deny, with an optional reason.
+#[component]
+fn DecisionForm(id: String, action: ServerAction<DecideConfirmation>) -> impl IntoView {
+    let reason_id = format!("reason-{id}");
+    view! {
+        <ActionForm action=action attr:class="mt-3 flex flex-wrap items-end gap-3">
+            <input type="hidden" name="id" value=id.clone()/>
+            <div class="min-w-64 flex-1">
+                <label for=reason_id.clone() class=LABEL>"Reason (optional)"</label>
+                <input id=reason_id name="reason" type="text" maxlength="1000" class=INPUT/>
+            </div>
+            <button type="submit" name="decision" value="approve" class=BUTTON data-testid="approve">"Approve and run"</button>
+            <button type="submit" name="decision" value="deny" class=BUTTON_DANGER data-testid="deny">"Deny"</button>
+        </ActionForm>
+    }
+}
+
+#[component]
+fn Held(c: ConfirmationItem, now_ms: i64, action: Option<ServerAction<DecideConfirmation>>) -> impl IntoView {
+    let pending = c.status == "pending";
+    view! {
+        <article class=format!("{CARD} mb-4") data-testid="confirmation" data-id=c.id.clone()>
+            <div class="flex flex-wrap items-center gap-2">
+                <a href=format!("/confirmations/{}", c.id) class="font-mono text-sm font-semibold text-indigo-700 underline">{c.tool.clone()}</a>
+                <span class=badge(&c.side_effects)>{c.side_effects.clone()}</span>
+                <span class="text-xs text-slate-500" data-testid="confirmation-status">{c.status.clone()}</span>
+                {pending.then(|| view! { <span class="ml-auto text-xs text-slate-500">{time_left(c.expires_at_ms, now_ms)}</span> })}
+            </div>
+            <dl class="mt-2 grid grid-cols-[10rem_1fr] gap-x-3 gap-y-1 text-sm">
+                <dt class="text-slate-500">"Requested by"</dt><dd>{c.requested_by.clone()} " · key " {c.api_key.clone()} " · " {c.surface.clone()}</dd>
+                {c.end_user_id.clone().map(|u| view! { <dt class="text-slate-500">"On behalf of"</dt><dd class="font-mono">{u}</dd> })}
+                <dt class="text-slate-500">"Asked at"</dt><dd>{c.created_at.clone()}</dd>
+                {c.decided_by.clone().map(|d| view! {
+                    <dt class="text-slate-500">"Decided by"</dt>
+                    <dd>{d} " at " {c.decided_at.clone().unwrap_or_default()}</dd>
+                })}
+                {c.reason.clone().map(|r| view! { <dt class="text-slate-500">"Reason"</dt><dd>{r}</dd> })}
+            </dl>
+            <pre class="mt-3 overflow-x-auto rounded bg-slate-50 p-3 text-xs" data-testid="confirmation-arguments">{c.arguments.clone()}</pre>
+            {match (pending, action) {
+                (true, Some(a)) => Some(view! { <DecisionForm id=c.id.clone() action=a/> }),
+                _ => None,
+            }}
+        </article>
+    }
+}
+
+#[component]
+pub fn Confirmations() -> impl IntoView {
+    let decide = ServerAction::<DecideConfirmation>::new();
+    let data = Resource::new(move || decide.version().get(), |_| confirmations_page());
+    view! {
+        <Title text="Confirmations"/>
+        <Layout current="/confirmations">
+            <PageHeader
+                title="Confirmations"
+                subtitle="Calls an agent's policy holds until a person approves them. Approving runs the call once, as the key that made it; the agent's identical call then gets the outcome."
+            />
+            <ActionError value=decide.value()/>
+            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Err(error) => view! { <LoadError error/> }.into_any(),
+                        Ok(d) => {
+                            let now = d.now_ms;
+                            let empty = d.pending.is_empty();
+                            let pending = d.pending.into_iter().map(|c| view! { <Held c now_ms=now action=Some(decide)/> }).collect_view();
+                            let history = d.history.into_iter().map(|c| view! { <Held c now_ms=now action=None/> }).collect_view();
+                            view! {
+                                <h2 class="mb-3 text-lg font-semibold">"Waiting"</h2>
+                                {if empty {
+                                    view! { <p class="mb-6 text-sm text-slate-600" data-testid="no-pending">"Nothing is waiting for a decision."</p> }.into_any()
+                                } else {
+                                    view! { <div data-testid="pending">{pending}</div> }.into_any()
+                                }}
+                                <h2 class="mb-3 mt-8 text-lg font-semibold">"History"</h2>
+                                <div data-testid="history">{history}</div>
+                            }.into_any()
+                        }
+                    }
+                })}
+            </Suspense>
+        </Layout>
+    }
+}
+
+#[component]
+pub fn ConfirmationPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.read().get("id").unwrap_or_default();
+    let decide = ServerAction::<DecideConfirmation>::new();
+    let data = Resource::new(move || (id(), decide.version().get()), |(id, _)| confirmation_page(id));
+    view! {
+        <Title text="Confirmation"/>
+        <Layout current="/confirmations">
+            <PageHeader title="Confirm a call" subtitle="An agent asked to run this tool; its policy needs a person to say yes first."/>
+            <ActionError value=decide.value()/>
+            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Err(error) => view! { <LoadError error/> }.into_any(),
+                        Ok((c, now)) => view! { <Held c now_ms=now action=Some(decide)/> }.into_any(),
+                    }
+                })}
+            </Suspense>
+            <a href="/confirmations" class="text-sm text-indigo-600 underline">"All confirmations"</a>
+        </Layout>
+    }
+}

@@ -23,6 +23,7 @@ export default defineConfig({
   projects: [
     { name: "portal", testMatch: /portal\.spec\.ts/ },
     { name: "connect", testMatch: /connect\.spec\.ts/, dependencies: ["portal"] },
+    { name: "governance", testMatch: /governance\.spec\.ts/, dependencies: ["connect"] },
   ],
   use: {
     baseURL,

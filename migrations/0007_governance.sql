@@ -45,3 +45,7 @@ CREATE TABLE confirmations (
 );
 CREATE INDEX confirmations_fingerprint ON confirmations(project_id, fingerprint, created_at);
 CREATE INDEX confirmations_status ON confirmations(project_id, status, created_at);
+
+-- Finishing a call's audit row (and a call's audit detail) looks it up by tool call: without
+-- this index every finish scanned the project's whole log.
+CREATE INDEX audit_events_tool_call ON audit_events(tool_call_id);

@@ -15,7 +15,7 @@ const SECTIONS: &[(&str, Option<&str>)] = &[
     ("Vault", Some("/vault")),
     ("MCP servers", Some("/mcp-servers")),
     ("Apps", Some("/apps")),
-    ("Policies", None),
+    ("Policies", Some("/policies")),
     ("Egress", Some("/egress")),
     ("Audit", Some("/audit")),
     ("Usage", None),

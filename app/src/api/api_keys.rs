@@ -17,6 +17,8 @@ pub struct ApiKeyView {
     pub created: String,
     pub last_used: Option<String>,
     pub revoked: Option<String>,
+    /// The attached policy's id (None: the project's default applies).
+    pub policy_id: Option<String>,
 }
 
 /// A key just created: the only time its secret is shown.
@@ -29,6 +31,9 @@ pub struct NewApiKeyView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApiKeysData {
     pub keys: Vec<ApiKeyView>,
+    /// The project's policies `(id, name)`, for admins who may attach them.
+    pub policies: Vec<(String, String)>,
+    pub can_manage_policies: bool,
     /// A key created by a plain form post (no JavaScript), carried once through the session.
     pub just_created: Option<NewApiKeyView>,
 }
@@ -53,11 +58,18 @@ pub async fn api_keys_page() -> Result<ApiKeysData, AppError> {
             created: display_time(k.created_at),
             last_used: k.last_used_at.map(display_time),
             revoked: k.revoked_at.map(display_time),
+            policy_id: k.policy_id,
         })
         .collect();
+    let can_manage_policies = p.is_unrestricted_admin();
+    let policies = if can_manage_policies {
+        ssr::wb()?.policies().list(&p).await?.into_iter().map(|pol| (pol.id, if pol.default { format!("{} (default)", pol.name) } else { pol.name })).collect()
+    } else {
+        Vec::new()
+    };
     let session = ssr::session().await?;
     let just_created = session.remove::<NewApiKeyView>(NEW_KEY_FLASH).await.ok().flatten();
-    Ok(ApiKeysData { keys, just_created })
+    Ok(ApiKeysData { keys, policies, can_manage_policies, just_created })
 }
 
 #[server(endpoint = "create_api_key")]

@@ -12,6 +12,7 @@ mod connections;
 mod apps;
 mod mcp_servers;
 mod confirmations;
+mod policies;
 
 pub use session::*;
 pub use api_keys::*;
@@ -24,3 +25,4 @@ pub use connections::*;
 pub use apps::*;
 pub use mcp_servers::*;
 pub use confirmations::*;
+pub use policies::*;

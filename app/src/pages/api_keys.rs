@@ -1,9 +1,10 @@
-//! API keys: create (the secret is shown once), list with last use, revoke.
+//! API keys: create (the secret is shown once), list with last use and policy (admins attach
+//! one), revoke.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::api::{api_keys_page, ApiKeyView, CreateApiKey, NewApiKeyView, RevokeApiKey};
+use crate::api::{api_keys_page, ApiKeyView, CreateApiKey, NewApiKeyView, RevokeApiKey, SetKeyPolicy};
 use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL};
 
 #[component]
@@ -25,8 +26,30 @@ fn NewKeyNotice(key: NewApiKeyView) -> impl IntoView {
 }
 
 #[component]
-fn KeyRow(key: ApiKeyView, revoke: ServerAction<RevokeApiKey>) -> impl IntoView {
+fn KeyRow(key: ApiKeyView, revoke: ServerAction<RevokeApiKey>, set_policy: ServerAction<SetKeyPolicy>, policies: Vec<(String, String)>, can_manage: bool) -> impl IntoView {
     let revoked = key.revoked.clone();
+    let current = key.policy_id.clone().unwrap_or_default();
+    let policy_cell = if can_manage && revoked.is_none() {
+        let options = policies
+            .iter()
+            .map(|(id, name)| view! { <option value=id.clone() selected=*id == current>{name.clone()}</option> })
+            .collect_view();
+        let (key_id, label) = (key.id.clone(), format!("Policy of {}", key.name));
+        view! {
+            <ActionForm action=set_policy attr:class="flex items-center gap-2">
+                <input type="hidden" name="key_id" value=key_id/>
+                <select name="policy_id" class="rounded border border-slate-300 px-2 py-1 text-xs" aria-label=label>
+                    <option value="" selected=current.is_empty()>"project default"</option>
+                    {options}
+                </select>
+                <button type="submit" class="text-xs text-indigo-700 underline">"Set"</button>
+            </ActionForm>
+        }
+        .into_any()
+    } else {
+        let label = policies.iter().find(|(id, _)| *id == current).map(|(_, n)| n.clone()).or(key.policy_id.clone()).unwrap_or_else(|| "project default".into());
+        view! { <span class="text-xs text-slate-600">{label}</span> }.into_any()
+    };
     view! {
         <tr class="border-t border-slate-100" data-testid="api-key-row">
             <td class="py-2 pr-4 font-medium">{key.name.clone()}</td>
@@ -34,6 +57,7 @@ fn KeyRow(key: ApiKeyView, revoke: ServerAction<RevokeApiKey>) -> impl IntoView 
             <td class="py-2 pr-4 text-slate-600">{key.owner.clone()}</td>
             <td class="py-2 pr-4 text-slate-600">{key.created.clone()}</td>
             <td class="py-2 pr-4 text-slate-600">{key.last_used.clone().unwrap_or_else(|| "never".into())}</td>
+            <td class="py-2 pr-4" data-testid="api-key-policy">{policy_cell}</td>
             <td class="py-2 text-right">
                 {match revoked {
                     Some(at) => view! { <span class="text-xs text-slate-500">"revoked " {at}</span> }.into_any(),
@@ -53,8 +77,9 @@ fn KeyRow(key: ApiKeyView, revoke: ServerAction<RevokeApiKey>) -> impl IntoView 
 pub fn ApiKeys() -> impl IntoView {
     let create = ServerAction::<CreateApiKey>::new();
     let revoke = ServerAction::<RevokeApiKey>::new();
+    let set_policy = ServerAction::<SetKeyPolicy>::new();
     let page = Resource::new(
-        move || (create.version().get(), revoke.version().get()),
+        move || (create.version().get(), revoke.version().get(), set_policy.version().get()),
         |_| api_keys_page(),
     );
     let fresh = move || create.value().get().and_then(Result::ok);
@@ -72,6 +97,7 @@ pub fn ApiKeys() -> impl IntoView {
                 </ActionForm>
                 <ActionError value=create.value()/>
                 <ActionError value=revoke.value()/>
+                <ActionError value=set_policy.value()/>
             </section>
             {move || fresh().map(|key| view! { <NewKeyNotice key/> })}
             <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
@@ -81,7 +107,8 @@ pub fn ApiKeys() -> impl IntoView {
                         Ok(data) => {
                             let flash = data.just_created.filter(|_| fresh().is_none());
                             let empty = data.keys.is_empty();
-                            let rows = data.keys.into_iter().map(|key| view! { <KeyRow key revoke/> }).collect_view();
+                            let (policies, can_manage) = (data.policies.clone(), data.can_manage_policies);
+                            let rows = data.keys.into_iter().map(|key| view! { <KeyRow key revoke set_policy policies=policies.clone() can_manage/> }).collect_view();
                             view! {
                                 {flash.map(|key| view! { <NewKeyNotice key/> })}
                                 <section class=CARD>
@@ -97,6 +124,7 @@ pub fn ApiKeys() -> impl IntoView {
                                                         <th class="pb-2 pr-4">"Owner"</th>
                                                         <th class="pb-2 pr-4">"Created"</th>
                                                         <th class="pb-2 pr-4">"Last used"</th>
+                                                        <th class="pb-2 pr-4">"Policy"</th>
                                                         <th class="pb-2"></th>
                                                     </tr>
                                                 </thead>

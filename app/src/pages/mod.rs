@@ -10,6 +10,7 @@ mod egress;
 mod mcp_servers;
 mod members;
 mod overview;
+mod policies;
 mod tools;
 mod vault;
 
@@ -23,6 +24,7 @@ pub use connections::{Connect, Connected, ConnectionsPage};
 pub use mcp_servers::{McpServerPage, McpServers};
 pub use members::Members;
 pub use overview::Overview;
+pub use policies::Policies;
 pub use tools::Tools;
 pub use vault::Vault;
 

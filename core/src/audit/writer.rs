@@ -161,3 +161,74 @@ async fn commit(db: &Db, records: &[Record]) -> Result<()> {
     tx.commit().await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::auth::{Accounts, Role};
+    use crate::clock::SystemClock;
+
+    fn record(project_id: &str, n: usize) -> Record {
+        let id = crate::ids::new_id("tcall");
+        let call = ToolCallRow {
+            id: id.clone(),
+            project_id: project_id.into(),
+            user_id: "usr_x".into(),
+            api_key_id: None,
+            tool: "storage.get".into(),
+            status: "succeeded".into(),
+            arguments: format!("{{\"n\":{n}}}"),
+            result: None,
+            error: None,
+            duration_ms: 3,
+            end_user_id: None,
+            surface: "mcp".into(),
+            created_at: 1_000 + n as i64,
+        };
+        let audit = AuditRow {
+            id: crate::ids::new_id("aud"),
+            project_id: project_id.into(),
+            user_id: Some("usr_x".into()),
+            api_key_id: None,
+            action: "tool.execute".into(),
+            tool: Some("storage.get".into()),
+            tool_call_id: Some(id),
+            status: "succeeded".into(),
+            error_code: None,
+            duration_ms: Some(3),
+            end_user_id: None,
+            surface: "mcp".into(),
+            detail: None,
+            created_at: 1_000 + n as i64,
+        };
+        let usage = UsageAdd { project_id: project_id.into(), api_key_id: String::new(), tool: "storage.get".into(), day: "2026-12-01".into(), meters: vec![(Meter::ToolCall, 1), (Meter::ToolCallMs, 3)] };
+        Record { call: Some((call, Write::Insert)), audit: Some((audit, Write::Insert)), usage: Some(usage) }
+    }
+
+    #[tokio::test]
+    async fn one_bad_record_costs_only_itself_and_a_flush_waits_for_everything_queued_before_it() {
+        let path = std::env::temp_dir().join(format!("wb-writer-{}.db", crate::ids::new_id("t")));
+        let db = Db::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+        db.migrate().await.unwrap();
+        let accounts = Accounts::new(db.clone(), Arc::new(SystemClock));
+        let (user, _) = accounts.create_user("writer@example.com", "correct horse battery staple", Some("p"), Role::Admin).await.unwrap();
+        let project = accounts.principal_for_user(&user.id).await.unwrap().unwrap().project_id;
+        let recorder = Recorder::start(db.clone());
+        let failures = AUDIT_WRITE_FAILURES.load(Ordering::Relaxed);
+        // The middle record names a project that does not exist: its rows break a foreign key.
+        for (n, p) in [project.as_str(), "prj_missing", project.as_str(), project.as_str()].into_iter().enumerate() {
+            recorder.write(record(p, n)).await;
+        }
+        recorder.flush().await;
+        let rows = store::audit::list(db.pool(), &project, &Default::default(), 10).await.unwrap();
+        assert_eq!(rows.len(), 3, "every good record was written");
+        let usage = store::usage::rows(db.pool(), &project, "2026-12-01", "2026-12-01").await.unwrap();
+        let calls: i64 = usage.iter().filter(|u| u.meter == Meter::ToolCall).map(|u| u.value).sum();
+        let ms: i64 = usage.iter().filter(|u| u.meter == Meter::ToolCallMs).map(|u| u.value).sum();
+        assert_eq!((calls, ms), (3, 9), "usage summed per counter, the bad record's not counted");
+        assert!(AUDIT_WRITE_FAILURES.load(Ordering::Relaxed) > failures, "the bad record is counted");
+        let _ = std::fs::remove_file(&path);
+    }
+}

@@ -1,0 +1,177 @@
+//! Policies: the project's tool allowlists (D14). Admins create and edit them (one pattern per
+//! line: a tool name or a prefix ending in `*`), pick the default, delete unused ones, and
+//! preview what a chosen key may run, must have confirmed, or is denied, with the deciding rule.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+use crate::api::{policies_page, policy_preview, DeletePolicy, PolicyItem, SavePolicy};
+use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL};
+
+const TEXTAREA: &str = "block w-full rounded-md border border-slate-300 p-2 font-mono text-xs";
+
+/// The create or edit form; `policy` is the one being edited.
+#[component]
+fn PolicyForm(policy: Option<PolicyItem>, save: ServerAction<SavePolicy>) -> impl IntoView {
+    let p = policy.clone();
+    let key = p.as_ref().map(|p| p.id.clone()).unwrap_or_else(|| "new".into());
+    let field = move |name: &str| format!("{name}-{key}");
+    let joined = |v: &Option<Vec<String>>| v.clone().unwrap_or_default().join("\n");
+    let (name, mode, allow, deny, confirm, default) = (
+        p.as_ref().map(|p| p.name.clone()).unwrap_or_default(),
+        p.as_ref().map(|p| p.mode.clone()).unwrap_or_else(|| "allowlist".into()),
+        joined(&p.as_ref().map(|p| p.allow.clone())),
+        joined(&p.as_ref().map(|p| p.deny.clone())),
+        joined(&p.as_ref().map(|p| p.require_confirmation.clone())),
+        p.as_ref().is_some_and(|p| p.default),
+    );
+    view! {
+        <ActionForm action=save attr:class="grid grid-cols-3 gap-3" attr:data-testid="policy-form">
+            <input type="hidden" name="id" value=policy.as_ref().map(|p| p.id.clone()).unwrap_or_default()/>
+            <div class="col-span-2">
+                <label for=field("name") class=LABEL>"Name"</label>
+                <input id=field("name") name="name" required maxlength="100" value=name class=INPUT/>
+            </div>
+            <div>
+                <label for=field("mode") class=LABEL>"Mode"</label>
+                <select id=field("mode") name="mode" class=INPUT>
+                    <option value="allowlist" selected=mode == "allowlist">"allowlist: only listed tools run"</option>
+                    <option value="open" selected=mode == "open">"open: all but denied tools run"</option>
+                </select>
+            </div>
+            <div>
+                <label for=field("allow") class=LABEL>"Allow"</label>
+                <textarea id=field("allow") name="allow" rows="5" class=TEXTAREA placeholder="crm.contact.get\nticket.*">{allow}</textarea>
+            </div>
+            <div>
+                <label for=field("deny") class=LABEL>"Deny (wins)"</label>
+                <textarea id=field("deny") name="deny" rows="5" class=TEXTAREA placeholder="crm.contact.delete">{deny}</textarea>
+            </div>
+            <div>
+                <label for=field("confirm") class=LABEL>"Require confirmation"</label>
+                <textarea id=field("confirm") name="require_confirmation" rows="5" class=TEXTAREA placeholder="email.send">{confirm}</textarea>
+            </div>
+            <p class="col-span-3 text-xs text-slate-500">"One pattern per line: a tool name, or a prefix ending in one '*' (ticket.*)."</p>
+            <label class="col-span-2 flex items-center gap-2 text-sm">
+                <input type="checkbox" name="default" value="on" checked=default/>
+                "Default: applies to keys without a policy of their own"
+            </label>
+            <div class="text-right"><button type="submit" class=BUTTON>{if policy.is_some() { "Save" } else { "Create policy" }}</button></div>
+        </ActionForm>
+    }
+}
+
+#[component]
+pub fn Policies() -> impl IntoView {
+    let save = ServerAction::<SavePolicy>::new();
+    let delete = ServerAction::<DeletePolicy>::new();
+    let data = Resource::new(move || (save.version().get(), delete.version().get()), |_| policies_page());
+    let query = use_query_map();
+    let key = move || query.read().get("key").unwrap_or_default();
+    let preview = Resource::new(key, |k| async move { if k.is_empty() { Ok(None) } else { policy_preview(k).await.map(Some) } });
+    view! {
+        <Title text="Policies"/>
+        <Layout current="/policies">
+            <PageHeader
+                title="Policies"
+                subtitle="Which tools a key may run. Deny wins; in allowlist mode only allowed or confirmation-gated tools run; confirmation-gated calls wait for a person on the Confirmations page."
+            />
+            <ActionError value=save.value()/>
+            <ActionError value=delete.value()/>
+            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Err(error) => view! { <LoadError error/> }.into_any(),
+                        Ok(d) => {
+                            let can_manage = d.can_manage;
+                            let keys = d.keys.clone();
+                            let list = d.policies.into_iter().map(|p| {
+                                let id = p.id.clone();
+                                let (card_id, delete_id) = (id.clone(), id.clone());
+                                let used = if p.keys.is_empty() { "no keys".to_owned() } else { p.keys.join(", ") };
+                                view! {
+                                    <article class=format!("{CARD} mb-4") data-testid="policy" data-id=card_id>
+                                        <div class="mb-3 flex items-center gap-2">
+                                            <h2 class="font-semibold">{p.name.clone()}</h2>
+                                            <span class="font-mono text-xs text-slate-500">{id.clone()}</span>
+                                            {p.default.then(|| view! { <span class="rounded bg-indigo-50 px-1.5 py-0.5 text-xs font-medium text-indigo-700">"default"</span> })}
+                                            <span class="ml-auto text-xs text-slate-500">"used by " {used}</span>
+                                        </div>
+                                        {if can_manage {
+                                            view! {
+                                                <PolicyForm policy=Some(p.clone()) save/>
+                                                <ActionForm action=delete attr:class="mt-2 text-right">
+                                                    <input type="hidden" name="id" value=delete_id/>
+                                                    <button type="submit" class=BUTTON_DANGER aria-label=format!("Delete {}", p.name)>"Delete"</button>
+                                                </ActionForm>
+                                            }.into_any()
+                                        } else {
+                                            view! {
+                                                <p class="text-sm">"mode " <strong>{p.mode.clone()}</strong></p>
+                                                <p class="font-mono text-xs">"allow: " {p.allow.join(", ")}</p>
+                                                <p class="font-mono text-xs">"deny: " {p.deny.join(", ")}</p>
+                                                <p class="font-mono text-xs">"require_confirmation: " {p.require_confirmation.join(", ")}</p>
+                                            }.into_any()
+                                        }}
+                                    </article>
+                                }
+                            }).collect_view();
+                            view! {
+                                {can_manage.then(|| view! {
+                                    <section class=format!("{CARD} mb-6")>
+                                        <h2 class="mb-3 text-base font-semibold">"New policy"</h2>
+                                        <PolicyForm policy=None save/>
+                                    </section>
+                                })}
+                                {list}
+                                <section class=format!("{CARD} mt-6")>
+                                    <h2 class="mb-3 text-base font-semibold">"What would this key see?"</h2>
+                                    <form method="get" action="/policies" class="flex items-end gap-3">
+                                        <div class="flex-1">
+                                            <label for="preview-key" class=LABEL>"API key"</label>
+                                            <select id="preview-key" name="key" class=INPUT>
+                                                <option value="">"Choose a key"</option>
+                                                {keys.into_iter().map(|k| {
+                                                    let selected = k.id == key();
+                                                    view! { <option value=k.id selected=selected>{k.label}</option> }
+                                                }).collect_view()}
+                                            </select>
+                                        </div>
+                                        <button type="submit" class=BUTTON>"Preview"</button>
+                                    </form>
+                                </section>
+                            }.into_any()
+                        }
+                    }
+                })}
+            </Suspense>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    match preview.await {
+                        Err(error) => view! { <LoadError error/> }.into_any(),
+                        Ok(None) => ().into_any(),
+                        Ok(Some(pv)) => {
+                            let rows = pv.rows.into_iter().map(|r| {
+                                let decision = r.decision.clone();
+                                view! {
+                                <tr class="border-t border-slate-100" data-testid="preview-row" data-decision=decision>
+                                    <td class="py-1 pr-4 font-mono text-xs">{r.tool}</td>
+                                    <td class="py-1 pr-4 text-xs">{r.decision}</td>
+                                    <td class="py-1 font-mono text-xs text-slate-500">{r.rule}</td>
+                                </tr>
+                                }
+                            }).collect_view();
+                            view! {
+                                <section class=format!("{CARD} mt-4") data-testid="preview">
+                                    <p class="mb-2 text-sm">"Key " <strong>{pv.key}</strong> " runs under " {pv.policy}</p>
+                                    <table class="w-full text-left"><tbody>{rows}</tbody></table>
+                                </section>
+                            }.into_any()
+                        }
+                    }
+                })}
+            </Transition>
+        </Layout>
+    }
+}

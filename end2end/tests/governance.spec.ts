@@ -1,0 +1,107 @@
+// Policies and human confirmations with real parts: an agent on the official MCP TypeScript
+// SDK, under a policy that gates storage.put, gets AWAITING_CONFIRMATION with a link; a person
+// opens the link in the browser, approves, and the agent's identical call gets the result. A
+// denied call, and a policy edit that changes what search_tools shows the agent's key.
+import { test, expect, type Page } from "@playwright/test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { baseURL } from "../playwright.config";
+
+// The admin the portal spec created (this project runs after it).
+const ADMIN = "admin@example.com";
+const PASSWORD = "correct horse battery staple";
+
+test.describe.configure({ mode: "serial" });
+
+async function signIn(page: Page) {
+  await page.goto("/login");
+  await page.getByLabel("Email").fill(ADMIN);
+  await page.getByLabel("Password").fill(PASSWORD);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByTestId("viewer-email")).toHaveText(ADMIN);
+}
+
+async function adminKey(page: Page): Promise<string> {
+  await page.goto("/api-keys");
+  await page.getByLabel("Name").fill("governance e2e");
+  await page.getByRole("button", { name: "Create key" }).click();
+  return page.getByTestId("new-key-secret").inputValue();
+}
+
+async function rest(key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${baseURL}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json().catch(() => null) };
+}
+
+async function mcpClient(key: string): Promise<Client> {
+  const client = new Client({ name: "workbench-governance-e2e", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${baseURL}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+  return client;
+}
+
+function structured(result: unknown): any {
+  return (result as { structuredContent: unknown }).structuredContent;
+}
+
+test("a held call is approved in the browser and the agent's identical call gets the result", async ({ page }) => {
+  await signIn(page);
+  const admin = await adminKey(page);
+  const policy = await rest(admin, "POST", "/v1/policies", {
+    name: "careful agent",
+    tool_allowlist: { mode: "open", require_confirmation: ["storage.put"] },
+  });
+  expect(policy.status).toBe(201);
+  const key = await rest(admin, "POST", "/v1/api-keys", { name: "careful agent", policy_id: policy.body.id });
+  expect(key.status).toBe(201);
+  const agent = await mcpClient(key.body.key);
+
+  const put = { executions: [{ tool: "storage.put", args: { key: "e2e-report", content: "approved in a browser" } }] };
+  const held = structured(await agent.callTool({ name: "execute_tools", arguments: put })).results[0];
+  expect(held.code).toBe("AWAITING_CONFIRMATION");
+  expect(held.url).toBe(`${baseURL}/confirmations/${held.confirmation_id}`);
+
+  // The navigation lists the page; the link opens the held call with its arguments.
+  await page.goto("/confirmations");
+  await expect(page.getByTestId("pending").getByTestId("confirmation")).toHaveCount(1);
+  await page.goto(held.url);
+  const card = page.getByTestId("confirmation");
+  await expect(card).toContainText("storage.put");
+  await expect(card.getByTestId("confirmation-arguments")).toContainText("approved in a browser");
+  await card.getByLabel("Reason (optional)").fill("checked by a person");
+  await card.getByTestId("approve").click();
+  await expect(page.getByTestId("confirmation-status")).toHaveText("approved");
+
+  const again = structured(await agent.callTool({ name: "execute_tools", arguments: put })).results[0];
+  expect(again.result.key).toBe("e2e-report");
+  const read = structured(await agent.callTool({ name: "execute_tools", arguments: { executions: [{ tool: "storage.get", args: { key: "e2e-report" } }] } })).results[0];
+  expect(read.result.content).toBe("approved in a browser");
+
+  // A denied call never runs, and the agent is told why.
+  const other = { executions: [{ tool: "storage.put", args: { key: "e2e-denied", content: "no" } }] };
+  const second = structured(await agent.callTool({ name: "execute_tools", arguments: other })).results[0];
+  expect(second.code).toBe("AWAITING_CONFIRMATION");
+  await page.goto(second.url);
+  await page.getByTestId("deny").click();
+  await expect(page.getByTestId("confirmation-status")).toHaveText("denied");
+  const refused = structured(await agent.callTool({ name: "execute_tools", arguments: other })).results[0];
+  expect(refused.code).toBe("NOT_ALLOWED");
+  await page.goto("/confirmations");
+  await expect(page.getByTestId("no-pending")).toBeVisible();
+  await expect(page.getByTestId("history").getByTestId("confirmation")).toHaveCount(2);
+
+  // Editing the policy changes what search_tools returns for the agent's key.
+  const before = structured(await agent.callTool({ name: "search_tools", arguments: { query: "fetch a web page over http", limit: 50 } }));
+  expect(before.tools.map((t: any) => t.name)).toContain("http.fetch");
+  const edited = await rest(admin, "PUT", `/v1/policies/${policy.body.id}`, {
+    name: "careful agent",
+    tool_allowlist: { mode: "open", deny: ["http.*"], require_confirmation: ["storage.put"] },
+  });
+  expect(edited.status).toBe(200);
+  const after = structured(await agent.callTool({ name: "search_tools", arguments: { query: "fetch a web page over http", limit: 50 } }));
+  expect(after.tools.map((t: any) => t.name)).not.toContain("http.fetch");
+  await agent.close();
+});

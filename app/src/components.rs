@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::api::{viewer, SignOut};
+use crate::api::{pending_confirmations, viewer, SignOut};
 use crate::AppError;
 
 /// The sections of the portal. Those without a page yet are shown, but not as links.
@@ -28,6 +28,7 @@ const SECTIONS: &[(&str, Option<&str>)] = &[
 #[component]
 pub fn Layout(#[prop(into)] current: String, children: Children) -> impl IntoView {
     let me = Resource::new(|| (), |_| viewer());
+    let pending = Resource::new(|| (), |_| pending_confirmations());
     let sign_out = ServerAction::<SignOut>::new();
     let nav = SECTIONS
         .iter()
@@ -39,7 +40,17 @@ pub fn Layout(#[prop(into)] current: String, children: Children) -> impl IntoVie
                 } else {
                     "block rounded-md px-3 py-2 text-sm text-slate-300 hover:bg-slate-800 hover:text-white"
                 };
-                view! { <li><a href=*href class=class aria-current=active.then_some("page")>{*label}</a></li> }.into_any()
+                // Calls waiting for a person: counted next to Confirmations.
+                let count = (*href == "/confirmations").then(|| view! {
+                    <Suspense fallback=|| ()>
+                        {move || Suspend::new(async move {
+                            pending.await.ok().filter(|n| *n > 0).map(|n| view! {
+                                <span class="ml-2 rounded-full bg-amber-400 px-1.5 text-xs font-semibold text-slate-900" data-testid="pending-count" title="waiting for a decision">{n}</span>
+                            })
+                        })}
+                    </Suspense>
+                });
+                view! { <li><a href=*href class=class aria-current=active.then_some("page")>{*label}{count}</a></li> }.into_any()
             }
             None => view! {
                 <li>

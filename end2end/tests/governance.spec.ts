@@ -64,8 +64,9 @@ test("a held call is approved in the browser and the agent's identical call gets
   expect(held.code).toBe("AWAITING_CONFIRMATION");
   expect(held.url).toBe(`${baseURL}/confirmations/${held.confirmation_id}`);
 
-  // The navigation lists the page; the link opens the held call with its arguments.
+  // The navigation counts it; the link opens the held call with its arguments.
   await page.goto("/confirmations");
+  await expect(page.getByTestId("pending-count")).toHaveText("1");
   await expect(page.getByTestId("pending").getByTestId("confirmation")).toHaveCount(1);
   await page.goto(held.url);
   const card = page.getByTestId("confirmation");
@@ -93,15 +94,22 @@ test("a held call is approved in the browser and the agent's identical call gets
   await expect(page.getByTestId("no-pending")).toBeVisible();
   await expect(page.getByTestId("history").getByTestId("confirmation")).toHaveCount(2);
 
-  // Editing the policy changes what search_tools returns for the agent's key.
+  // Editing the policy on the Policies page changes what search_tools returns for the key, and
+  // the preview shows the deciding rule.
   const before = structured(await agent.callTool({ name: "search_tools", arguments: { query: "fetch a web page over http", limit: 50 } }));
   expect(before.tools.map((t: any) => t.name)).toContain("http.fetch");
-  const edited = await rest(admin, "PUT", `/v1/policies/${policy.body.id}`, {
-    name: "careful agent",
-    tool_allowlist: { mode: "open", deny: ["http.*"], require_confirmation: ["storage.put"] },
-  });
-  expect(edited.status).toBe(200);
+  await page.goto("/policies");
+  const policyCard = page.locator(`[data-testid=policy][data-id="${policy.body.id}"]`);
+  await policyCard.getByLabel("Deny (wins)").fill("http.*");
+  await policyCard.getByRole("button", { name: "Save" }).click();
+  await expect(policyCard.getByLabel("Deny (wins)")).toHaveValue("http.*");
   const after = structured(await agent.callTool({ name: "search_tools", arguments: { query: "fetch a web page over http", limit: 50 } }));
   expect(after.tools.map((t: any) => t.name)).not.toContain("http.fetch");
+  await page.getByLabel("API key").selectOption(key.body.id);
+  await page.getByRole("button", { name: "Preview" }).click();
+  const fetchRow = page.getByTestId("preview-row").filter({ hasText: "http.fetch" });
+  await expect(fetchRow).toHaveAttribute("data-decision", "denied");
+  await expect(fetchRow).toContainText("deny: http.*");
+  await expect(page.getByTestId("preview-row").filter({ hasText: "storage.put" })).toHaveAttribute("data-decision", "confirm");
   await agent.close();
 });

@@ -104,7 +104,8 @@ async fn main() {
     let upstream_url = format!("http://127.0.0.1:{port}/mcp");
 
     let common::Bench { wb, admin, key, addr, dir } = common::start("upstream", |o| o.egress_allow_private = vec!["127.0.0.1".parse().unwrap()]).await;
-    wb.upstreams()
+    let server = wb
+        .upstreams()
         .register(&admin, &json!({ "name": "everything", "url": upstream_url, "tool_prefix": "ev.", "max_concurrency": 64 }))
         .await
         .expect("server-everything registers");
@@ -154,5 +155,21 @@ async fn main() {
         println!("ratio to direct at c={c}: /mcp {:.2}, REST {:.2}", tm / td, tr / td);
     }
     println!("RSS of this process (workbench + load client): idle {idle_rss:.1} MiB, after load {:.1} MiB", rss_mib());
+
+    // server-everything's echo carries no readOnlyHint, so it counts as `write` and its audit
+    // row is written before each call (fail closed). The same with an admin's override to
+    // `none`, the path of read-only upstream tools:
+    wb.upstreams().set_side_effects(&admin, &server.id, "echo", Some(workbench_core::catalog::SideEffects::None)).await.expect("override");
+    println!("echo overridden to side_effects none; sequential, {CALLS} calls each:");
+    let d = sequential("direct tools/call", &direct).await;
+    let m = sequential("execute_tools over workbench /mcp", &via_mcp).await;
+    let r = sequential("POST /v1/tools/invoke", &via_rest).await;
+    println!("added p50: /mcp {:.3} ms, REST {:.3} ms", (m - d) / 1000.0, (r - d) / 1000.0);
+    for c in [8, 32] {
+        let td = load("direct tools/call", &direct, c).await;
+        let tm = load("execute_tools over workbench /mcp", &via_mcp, c).await;
+        let tr = load("POST /v1/tools/invoke", &via_rest, c).await;
+        println!("ratio to direct at c={c}: /mcp {:.2}, REST {:.2}", tm / td, tr / td);
+    }
     let _ = std::fs::remove_dir_all(dir);
 }

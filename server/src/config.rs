@@ -54,6 +54,9 @@ pub struct ServeArgs {
     /// How long a connect link (pending connection) stays valid, in seconds.
     #[arg(long, env = "CONNECT_TTL_SECONDS", default_value_t = 600, value_parser = clap::value_parser!(i64).range(30..=86400))]
     pub connect_ttl_seconds: i64,
+    /// The largest result `POST /v1/tools/invoke` returns, in bytes of JSON; larger is 502.
+    #[arg(long, env = "WB_REST_RESULT_MAX_BYTES", default_value_t = 10 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(1024..=1024 * 1024 * 1024))]
+    pub rest_result_max_bytes: u64,
     /// How long a call held for a person's confirmation waits for a decision, in seconds.
     #[arg(long, env = "CONFIRMATION_TTL_SECONDS", default_value_t = 900, value_parser = clap::value_parser!(i64).range(60..=604800))]
     pub confirmation_ttl_seconds: i64,
@@ -100,6 +103,7 @@ pub struct ServerConfig {
     pub allowed_hosts: Vec<String>,
     pub connect_ttl_secs: i64,
     pub confirmation_ttl_secs: i64,
+    pub rest_result_max_bytes: usize,
     /// How often an instance picks up custom apps other instances added or removed.
     pub apps_reload_every: std::time::Duration,
     /// The longest a curl proxy request may take.
@@ -138,6 +142,7 @@ impl ServerConfig {
             allowed_hosts,
             connect_ttl_secs: args.connect_ttl_seconds,
             confirmation_ttl_secs: args.confirmation_ttl_seconds,
+            rest_result_max_bytes: args.rest_result_max_bytes as usize,
             apps_reload_every: std::time::Duration::from_secs(15),
             proxy_timeout: std::time::Duration::from_secs(args.proxy_timeout_seconds),
             proxy_max_concurrent_per_user: args.proxy_max_concurrent_per_user as usize,

@@ -279,6 +279,8 @@ impl Engine {
                 "portal" => Surface::Portal,
                 _ => Surface::Mcp,
             },
+            // A call held from REST invoke keeps REST's ceiling.
+            rest_result_max_bytes: (row.surface == "rest").then_some(super::REST_RESULT_MAX_BYTES),
         };
         let held = Held { tool_call_id: row.tool_call_id.clone(), confirmation_id: row.id.clone() };
         let caller = match &row.api_key_id {

@@ -195,7 +195,8 @@ impl ToolError {
             ToolError::Unavailable { .. } => (503, "tool_unavailable"),
             ToolError::Handler { .. } => (502, "tool_error"),
             ToolError::BadRef { .. } => (400, "bad_request"),
-            ToolError::ResultTooLarge { .. } => (502, "tool_result_too_large"),
+            // Only MCP caps results by characters; REST has its own ceiling (a handler failure).
+            ToolError::ResultTooLarge { .. } => (502, "tool_error"),
         }
     }
 

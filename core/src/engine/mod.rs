@@ -92,11 +92,17 @@ pub struct CallOptions {
     pub timeout: Duration,
     pub end_user_id: Option<String>,
     pub surface: Surface,
+    /// REST invoke's own ceiling on a result, in bytes of JSON, instead of the 60,000-character
+    /// cap that protects a model's context on MCP (None: that cap).
+    pub rest_result_max_bytes: Option<usize>,
 }
+
+/// REST invoke's default result ceiling.
+pub const REST_RESULT_MAX_BYTES: usize = 10 * 1024 * 1024;
 
 impl CallOptions {
     pub fn new(surface: Surface) -> Self {
-        CallOptions { timeout: DEFAULT_TIMEOUT, end_user_id: None, surface }
+        CallOptions { timeout: DEFAULT_TIMEOUT, end_user_id: None, surface, rest_result_max_bytes: None }
     }
 }
 
@@ -305,9 +311,22 @@ impl Engine {
         }
         if cap {
             if let Ok(v) = &outcome.result {
-                let size = json!({ "result": v }).to_string().chars().count();
-                if size > RESULT_CAP_CHARS {
-                    outcome.result = Err(ToolError::ResultTooLarge { size });
+                match opts.rest_result_max_bytes {
+                    // REST: a ceiling in bytes, reported as the handler's failure (502).
+                    Some(max) => {
+                        let size = serde_json::to_vec(v).map(|b| b.len()).unwrap_or(0);
+                        if size > max {
+                            outcome.result = Err(ToolError::Handler {
+                                handler_error: format!("the result is {size} bytes of JSON, over this server's REST ceiling of {max} bytes"),
+                            });
+                        }
+                    }
+                    None => {
+                        let size = json!({ "result": v }).to_string().chars().count();
+                        if size > RESULT_CAP_CHARS {
+                            outcome.result = Err(ToolError::ResultTooLarge { size });
+                        }
+                    }
                 }
             }
         }

@@ -47,6 +47,7 @@ pub async fn start(tag: &str, configure: impl FnOnce(&mut WorkbenchOptions)) -> 
         allowed_hosts: vec![],
         connect_ttl_seconds: 600,
         confirmation_ttl_seconds: 900,
+        rest_result_max_bytes: 10 * 1024 * 1024,
         proxy_timeout_seconds: 60,
         proxy_max_concurrent_per_user: 8,
     };

@@ -23,7 +23,7 @@ pub async fn document() -> Json<Value> {
         ("403", "tool_not_allowed (meta.rule)"),
         ("409", "not_connected (meta.integration)"),
         ("422", "tool_invalid_arguments (meta.errors)"),
-        ("502", "tool_error (meta.handler_error) or tool_result_too_large (meta.size)"),
+        ("502", "tool_error (meta.handler_error; also a result over the server's REST ceiling, 10 MiB by default)"),
         ("503", "tool_unavailable"),
         ("504", "tool_timeout"),
     ]);

@@ -110,7 +110,7 @@ async fn run_invoke(state: &AppState, who: &workbench_core::auth::Principal, bod
         Ok(r) => r,
         Err(e) => return (e.status, e.body().to_string()),
     };
-    let opts = CallOptions { timeout: req.timeout, end_user_id: req.end_user_id, surface: Surface::Rest };
+    let opts = CallOptions { timeout: req.timeout, end_user_id: req.end_user_id, surface: Surface::Rest, rest_result_max_bytes: Some(state.config.rest_result_max_bytes) };
     let outcome = state.wb.engine().run(who, Invocation { tool: req.tool, args: req.arguments }, &opts).await;
     let usage = json!({ "tool_call": 1, "tool_call_ms": outcome.duration_ms });
     match outcome.result {

@@ -95,6 +95,33 @@ db_test!(an_oversized_result_becomes_result_too_large, |backend| {
     assert_eq!(results[0]["result"]["size"], 59_000);
 });
 
+db_test!(rest_invoke_has_its_own_result_ceiling_instead_of_the_mcp_cap, |backend| {
+    let app = app!(backend, Options { rest_result_max_bytes: Some(100_000), ..Default::default() });
+    let (_, key) = admin_with_key(&app).await;
+    let invoke = |body: Value| {
+        let req = app.http().post(app.url("/v1/tools/invoke")).bearer_auth(&key).json(&body);
+        async move {
+            let res = req.send().await.unwrap();
+            (res.status().as_u16(), res.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, _) = invoke(json!({ "tool": "storage.put", "arguments": { "key": "big", "content": "x".repeat(70_000) } })).await;
+    assert_eq!(status, 200);
+    // Over MCP's 60,000 characters, under this server's REST ceiling: REST answers it whole.
+    let (status, out) = invoke(json!({ "tool": "storage.get", "arguments": { "key": "big" } })).await;
+    assert_eq!(status, 200, "{}", &out.to_string()[..200.min(out.to_string().len())]);
+    assert_eq!(out["result"]["content"].as_str().unwrap().len(), 70_000);
+    let mcp = execute(&app, &key, json!([{ "tool": "storage.get", "args": { "key": "big" } }])).await;
+    assert_eq!(mcp[0]["code"], "RESULT_TOO_LARGE", "MCP keeps the cap");
+    // Over the REST ceiling: 502 tool_error stating the size; tool_result_too_large is gone.
+    invoke(json!({ "tool": "storage.put", "arguments": { "key": "huge", "content": "y".repeat(120_000) } })).await;
+    let (status, out) = invoke(json!({ "tool": "storage.get", "arguments": { "key": "huge" } })).await;
+    assert_eq!(status, 502, "{out}");
+    assert_eq!(out["error"]["code"], "tool_error");
+    let message = out["error"]["meta"]["handler_error"].as_str().unwrap();
+    assert!(message.contains("bytes") && message.contains("100000"), "{message}");
+});
+
 async fn allow_fake(app: &crate::helpers::TestApp, admin: &workbench_core::auth::Principal, fake: &fakes::FakeApi) {
     app.wb.egress().add(admin, &format!("127.0.0.1:{}", fake.addr.port())).await.unwrap();
 }

@@ -41,6 +41,8 @@ pub struct Options {
     /// `--proxy-timeout-seconds` (default 60) and `--proxy-max-concurrent-per-user` (default 8).
     pub proxy_timeout_secs: Option<u64>,
     pub proxy_max_concurrent: Option<u64>,
+    /// `--rest-result-max-bytes` (default 10 MiB).
+    pub rest_result_max_bytes: Option<u64>,
 }
 
 pub struct TestApp {
@@ -145,6 +147,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         allowed_hosts: Vec::new(),
         connect_ttl_seconds: 600,
         confirmation_ttl_seconds: 900,
+        rest_result_max_bytes: options.rest_result_max_bytes.unwrap_or(10 * 1024 * 1024),
         proxy_timeout_seconds: options.proxy_timeout_secs.unwrap_or(60),
         proxy_max_concurrent_per_user: options.proxy_max_concurrent.unwrap_or(8),
     };

@@ -81,3 +81,76 @@ impl Metering {
             .collect())
     }
 }
+
+/// What `GET /v1/usage?group_by=` sums by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupBy {
+    Day,
+    Tool,
+    Key,
+    Integration,
+}
+
+impl GroupBy {
+    pub fn parse(s: &str) -> Option<GroupBy> {
+        match s {
+            "day" => Some(GroupBy::Day),
+            "tool" => Some(GroupBy::Tool),
+            "key" => Some(GroupBy::Key),
+            "integration" => Some(GroupBy::Integration),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GroupBy::Day => "day",
+            GroupBy::Tool => "tool",
+            GroupBy::Key => "key",
+            GroupBy::Integration => "integration",
+        }
+    }
+}
+
+/// Every meter of one group (a day, a tool, a key or an integration).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct UsageGroup {
+    /// The day, tool, key id (`""`: calls without a key) or integration.
+    pub group: String,
+    pub tool_call: i64,
+    pub tool_call_ms: i64,
+    pub egress_bytes: i64,
+}
+
+/// The integration a metered tool belongs to: `curl:<integration>` for proxy traffic, else
+/// the catalog's answer, else the name's first segment (a tool since removed).
+pub fn integration_of(tool: &str, catalog: impl Fn(&str) -> Option<String>) -> String {
+    if let Some(i) = tool.strip_prefix("curl:") {
+        return i.to_owned();
+    }
+    catalog(tool).unwrap_or_else(|| tool.split(['.', '_']).next().unwrap_or(tool).to_owned())
+}
+
+impl Metering {
+    /// Usage of the caller's project between two days, summed per group, ordered by group.
+    /// `integration` names a tool's integration (the caller knows the catalog).
+    pub async fn grouped(&self, who: &Principal, from_day: &str, to_day: &str, by: GroupBy, integration: impl Fn(&str) -> String) -> Result<Vec<UsageGroup>> {
+        let rows = self.usage(who, from_day, to_day).await?;
+        let mut groups: std::collections::BTreeMap<String, UsageGroup> = Default::default();
+        for r in rows {
+            let key = match by {
+                GroupBy::Day => r.day.clone(),
+                GroupBy::Tool => r.tool.clone(),
+                GroupBy::Key => r.api_key_id.clone().unwrap_or_default(),
+                GroupBy::Integration => integration(&r.tool),
+            };
+            let g = groups.entry(key.clone()).or_insert_with(|| UsageGroup { group: key, ..Default::default() });
+            match r.meter {
+                Meter::ToolCall => g.tool_call += r.value,
+                Meter::ToolCallMs => g.tool_call_ms += r.value,
+                Meter::EgressBytes => g.egress_bytes += r.value,
+            }
+        }
+        Ok(groups.into_values().collect())
+    }
+}

@@ -30,6 +30,9 @@ pub struct ToolCallView {
 
 pub use crate::audit::AUDIT_WRITE_FAILURES;
 
+/// The meters' name for calls to tools that do not exist.
+pub const UNKNOWN_TOOL: &str = "(unknown tool)";
+
 fn day(ms: i64) -> String {
     rfc3339(ms)[..10].to_owned()
 }
@@ -112,8 +115,10 @@ pub(super) async fn begin(db: &Db, who: &Principal, args: &Value, opts: &CallOpt
 /// transaction when written), as `o.rows` says.
 pub(super) async fn write(recorder: &Recorder, who: &Principal, args: &Value, opts: &CallOptions, o: &CallOutcome, now: i64) {
     let (call, audit) = rows(who, args, opts, &o.id, &o.tool, o.status(), Some(o), now);
-    // Unknown tools are not metered: there is nothing to bill them to.
-    let usage = (!matches!(o.result, Err(ToolError::NotFound { .. }))).then(|| {
+    // Calls to unknown tools count too (D17), under one name no tool can have, so made-up names
+    // cannot grow the counters without bound.
+    let metered_tool = if matches!(o.result, Err(ToolError::NotFound { .. })) { UNKNOWN_TOOL.to_owned() } else { o.tool.clone() };
+    let usage = Some(()).map(|()| {
         let mut meters = vec![(Meter::ToolCall, 1), (Meter::ToolCallMs, o.duration_ms as i64)];
         if o.egress_bytes > 0 {
             meters.push((Meter::EgressBytes, o.egress_bytes as i64));
@@ -121,7 +126,7 @@ pub(super) async fn write(recorder: &Recorder, who: &Principal, args: &Value, op
         UsageAdd {
             project_id: who.project_id.clone(),
             api_key_id: who.api_key_id.clone().unwrap_or_default(),
-            tool: o.tool.clone(),
+            tool: metered_tool,
             day: day(now),
             meters,
         }

@@ -1,4 +1,6 @@
-//! `GET /v1/usage`: metered usage of the caller's project per day, key, tool and meter (D17).
+//! `GET /v1/usage`: metered usage of the caller's project per day, key, tool and meter (D17),
+//! or summed by day, tool, key or integration (`group_by`). Egress is reported as the seed's
+//! meter `egress_gb`, with `egress_bytes` beside it.
 
 use axum::extract::{Query, State};
 use axum::Json;
@@ -8,12 +10,13 @@ use serde_json::{json, Value};
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
 use crate::state::AppState;
-use workbench_core::metering::Meter;
+use workbench_core::metering::{integration_of, GroupBy, Meter};
 
 #[derive(Deserialize)]
 pub struct UsageQuery {
     from: Option<String>,
     to: Option<String>,
+    group_by: Option<String>,
 }
 
 fn valid_day(s: &str) -> bool {
@@ -31,15 +34,34 @@ pub async fn usage(
     if !valid_day(&from) || !valid_day(&to) {
         return Err(ApiError::bad_request("from and to must be days as YYYY-MM-DD"));
     }
+    if let Some(by) = q.group_by.as_deref().filter(|s| !s.is_empty()) {
+        let by = GroupBy::parse(by).ok_or_else(|| ApiError::bad_request("group_by must be day, tool, key or integration"))?;
+        let snapshot = state.wb.engine().snapshot(&who);
+        let integration = |tool: &str| integration_of(tool, |t| snapshot.get(t).map(|t| t.spec.integration.clone()));
+        let groups = state.wb.metering().grouped(&who, &from, &to, by, integration).await?;
+        let data: Vec<Value> = groups
+            .into_iter()
+            .map(|g| {
+                json!({
+                    by.as_str(): g.group,
+                    "tool_call": g.tool_call,
+                    "tool_call_ms": g.tool_call_ms,
+                    "egress_gb": g.egress_bytes as f64 / 1e9,
+                    "egress_bytes": g.egress_bytes,
+                })
+            })
+            .collect();
+        return Ok(Json(json!({ "object": "list", "from": from, "to": to, "group_by": by.as_str(), "data": data })));
+    }
     let rows = state.wb.metering().usage(&who, &from, &to).await?;
     let data: Vec<Value> = rows
         .into_iter()
-        .map(|r| {
-            let mut v = json!({ "day": r.day, "api_key_id": r.api_key_id, "tool": r.tool, "meter": r.meter, "value": r.value });
-            if r.meter == Meter::EgressBytes {
-                v["egress_gb"] = json!(r.value as f64 / 1e9);
-            }
-            v
+        .map(|r| match r.meter {
+            Meter::EgressBytes => json!({
+                "day": r.day, "api_key_id": r.api_key_id, "tool": r.tool,
+                "meter": "egress_gb", "value": r.value as f64 / 1e9, "egress_bytes": r.value,
+            }),
+            _ => json!({ "day": r.day, "api_key_id": r.api_key_id, "tool": r.tool, "meter": r.meter, "value": r.value }),
         })
         .collect();
     Ok(Json(json!({ "object": "list", "from": from, "to": to, "data": data })))

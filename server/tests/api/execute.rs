@@ -205,5 +205,7 @@ db_test!(every_execution_leaves_one_audit_row_and_usage, |backend| {
     let usage = app.wb.metering().usage(&admin, "2000-01-01", "2999-12-31").await.unwrap();
     let calls: i64 = usage.iter().filter(|u| u.meter.as_str() == "tool_call" && u.tool == "storage.put").map(|u| u.value).sum();
     assert_eq!(calls, 2, "both storage.put attempts are metered");
-    assert!(!usage.iter().any(|u| u.tool == "nope_missing"), "unknown tools are not metered");
+    assert!(!usage.iter().any(|u| u.tool == "nope_missing"), "a made-up name gets no counter of its own");
+    let unknown: i64 = usage.iter().filter(|u| u.meter.as_str() == "tool_call" && u.tool == "(unknown tool)").map(|u| u.value).sum();
+    assert_eq!(unknown, 1, "but the call is counted");
 });

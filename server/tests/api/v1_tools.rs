@@ -204,6 +204,47 @@ db_test!(usage_reports_meters_per_day_key_and_tool, |backend| {
     assert!(calls["api_key_id"].as_str().unwrap().starts_with("key_"));
     let res = app.http().get(app.url("/v1/usage?from=yesterday")).bearer_auth(&key).send().await.unwrap();
     assert_eq!(res.status(), 400);
+    let res = app.http().get(app.url("/v1/usage?group_by=week")).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(res.status(), 400);
+});
+
+db_test!(usage_sums_by_day_tool_key_and_integration_with_egress_in_gb, |backend| {
+    let app = app!(backend, crate::helpers::Options { egress_allow_private: vec!["127.0.0.1"], ..Default::default() });
+    let (admin, key) = admin_with_key(&app).await;
+    let fake = crate::fakes::start().await;
+    app.wb.egress().add(&admin, &format!("127.0.0.1:{}", fake.addr.port())).await.unwrap();
+    for _ in 0..2 {
+        invoke(&app, &key, json!({ "tool": "storage.put", "arguments": { "key": "k", "content": "v" } })).await;
+    }
+    invoke(&app, &key, json!({ "tool": "storage.get", "arguments": { "key": "k" } })).await;
+    invoke(&app, &key, json!({ "tool": "http.fetch", "arguments": { "url": fake.url("/delay?ms=0") } })).await;
+    invoke(&app, &key, json!({ "tool": "made_up_tool", "arguments": {} })).await;
+    let get = |q: &'static str| {
+        let req = app.http().get(app.url(&format!("/v1/usage?from=2000-01-01&to=2999-12-31&group_by={q}"))).bearer_auth(&key);
+        async move { req.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    let by_tool = get("tool").await;
+    assert_eq!(by_tool["group_by"], "tool");
+    let tool = |name: &str| by_tool["data"].as_array().unwrap().iter().find(|r| r["tool"] == name).cloned().unwrap_or(Value::Null);
+    assert_eq!(tool("storage.put")["tool_call"], 2);
+    assert_eq!(tool("storage.get")["tool_call"], 1);
+    assert_eq!(tool("(unknown tool)")["tool_call"], 1, "{by_tool}");
+    let fetch = tool("http.fetch");
+    assert!(fetch["egress_bytes"].as_i64().unwrap() > 0, "{fetch}");
+    assert_eq!(fetch["egress_gb"].as_f64().unwrap(), fetch["egress_bytes"].as_f64().unwrap() / 1e9);
+    let by_integration = get("integration").await;
+    let storage = by_integration["data"].as_array().unwrap().iter().find(|r| r["integration"] == "storage").unwrap();
+    assert_eq!(storage["tool_call"], 3, "{by_integration}");
+    let by_key = get("key").await;
+    assert_eq!(by_key["data"].as_array().unwrap().len(), 1);
+    assert!(by_key["data"][0]["key"].as_str().unwrap().starts_with("key_"));
+    assert_eq!(by_key["data"][0]["tool_call"], 5);
+    let by_day = get("day").await;
+    assert_eq!(by_day["data"][0]["tool_call"], 5);
+    // Ungrouped, egress is the seed's meter egress_gb with the bytes beside it.
+    let raw: Value = app.http().get(app.url("/v1/usage?from=2000-01-01&to=2999-12-31")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    let egress = raw["data"].as_array().unwrap().iter().find(|r| r["meter"] == "egress_gb").unwrap();
+    assert!(egress["egress_bytes"].as_i64().unwrap() > 0 && egress["value"].as_f64().unwrap() > 0.0, "{egress}");
 });
 
 db_test!(the_openapi_document_describes_every_route, |backend| {

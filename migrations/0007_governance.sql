@@ -49,3 +49,14 @@ CREATE INDEX confirmations_status ON confirmations(project_id, status, created_a
 -- Finishing a call's audit row (and a call's audit detail) looks it up by tool call: without
 -- this index every finish scanned the project's whole log.
 CREATE INDEX audit_events_tool_call ON audit_events(tool_call_id);
+
+-- Per-key rate limits (calls per minute, none by default), counted in one-minute windows shared
+-- by every instance on the database.
+ALTER TABLE api_keys ADD COLUMN rate_limit_per_minute BIGINT;
+CREATE TABLE rate_windows (
+    api_key_id    TEXT NOT NULL,
+    window_start  BIGINT NOT NULL,
+    count         BIGINT NOT NULL,
+    PRIMARY KEY (api_key_id, window_start)
+);
+CREATE INDEX rate_windows_start ON rate_windows(window_start);

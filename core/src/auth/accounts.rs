@@ -19,6 +19,8 @@ pub const IP_FAILURE_LIMIT: i64 = 20;
 pub const FAILURE_WINDOW_MS: i64 = 15 * 60 * 1000;
 /// `last_used_at` of a key is written at most this often.
 const KEY_TOUCH_GRANULARITY_MS: i64 = 60 * 1000;
+/// The highest per-key rate limit, in calls per minute.
+pub const MAX_RATE_LIMIT: i64 = 100_000;
 pub const DEFAULT_PROJECT_NAME: &str = "default";
 const MAX_NAME_CHARS: usize = 100;
 
@@ -55,6 +57,7 @@ pub struct ApiKeyInfo {
     pub last_used_at: Option<i64>,
     pub revoked_at: Option<i64>,
     pub policy_id: Option<String>,
+    pub rate_limit_per_minute: Option<i64>,
 }
 
 impl From<ApiKeyRow> for ApiKeyInfo {
@@ -69,6 +72,7 @@ impl From<ApiKeyRow> for ApiKeyInfo {
             last_used_at: r.last_used_at,
             revoked_at: r.revoked_at,
             policy_id: r.policy_id,
+            rate_limit_per_minute: r.rate_limit_per_minute,
         }
     }
 }
@@ -141,6 +145,7 @@ impl Accounts {
             api_key_id: None,
             policy_id: None,
             policy_generation: None,
+            rate_limit_per_minute: None,
         })
     }
 
@@ -322,6 +327,7 @@ impl Accounts {
             api_key_id: None,
             policy_id: None,
             policy_generation: None,
+            rate_limit_per_minute: None,
         }))
     }
 
@@ -355,6 +361,7 @@ impl Accounts {
             revoked_at: None,
             owner_email: Some(who.email.clone()),
             policy_id: policy_id.map(str::to_owned),
+            rate_limit_per_minute: None,
         };
         store::api_keys::insert(self.db.pool(), &row, &secret.hash()).await?;
         Ok(NewApiKey { info: row.into(), secret })
@@ -420,11 +427,43 @@ impl Accounts {
         Ok(row.filter(|r| r.revoked_at.is_none()).map(key_principal))
     }
 
+    /// Sets a key's rate limit in calls per minute (`None`: no limit), 1 to 100,000.
+    pub async fn set_rate_limit(&self, who: &Principal, key_id: &str, per_minute: Option<i64>) -> Result<()> {
+        if !who.is_unrestricted_admin() {
+            return Err(Error::Forbidden("only an admin whose key has no policy attached can change keys"));
+        }
+        if per_minute.is_some_and(|n| !(1..=MAX_RATE_LIMIT).contains(&n)) {
+            return Err(Error::invalid(format!("rate_limit_per_minute must be 1 to {MAX_RATE_LIMIT}, or null for no limit")));
+        }
+        if !store::api_keys::set_rate_limit(self.db.pool(), &who.project_id, key_id, per_minute).await? {
+            return Err(Error::NotFound);
+        }
+        tracing::info!(key_id, per_minute = ?per_minute, by = %who.user_id, "key rate limit changed");
+        Ok(())
+    }
+
+    /// Counts a call of a rate-limited key; `Err(seconds)` when the key is over its limit in
+    /// this minute (the call must not run), with the seconds until the next minute.
+    pub async fn take_rate(&self, who: &Principal) -> Result<std::result::Result<(), u64>> {
+        let (Some(limit), Some(key)) = (who.rate_limit_per_minute, who.api_key_id.as_deref()) else {
+            return Ok(Ok(()));
+        };
+        let now = self.now();
+        let window = now - now.rem_euclid(60_000);
+        let n = store::rate_windows::hit(self.db.pool(), key, window).await?;
+        if n > limit {
+            Ok(Err(((window + 60_000 - now + 999) / 1000) as u64))
+        } else {
+            Ok(Ok(()))
+        }
+    }
+
     /// Removes expired sessions and old sign-in failures.
     pub async fn purge_expired(&self) -> Result<()> {
         let now = self.now();
         store::sessions::delete_expired(self.db.pool(), now).await?;
         store::sign_in::delete_older_than(self.db.pool(), now - FAILURE_WINDOW_MS).await?;
+        store::rate_windows::delete_before(self.db.pool(), now - 2 * 60_000).await?;
         Ok(())
     }
 }
@@ -439,6 +478,7 @@ fn key_principal(row: store::api_keys::KeyPrincipalRow) -> Principal {
         api_key_id: Some(row.id),
         policy_id: row.policy_id,
         policy_generation: Some(row.policy_generation),
+        rate_limit_per_minute: row.rate_limit_per_minute,
     }
 }
 

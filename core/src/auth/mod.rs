@@ -7,7 +7,7 @@ mod api_key;
 mod password;
 mod redirect;
 
-pub use accounts::{require_admin, Accounts, ApiKeyInfo, Member, NewApiKey, User};
+pub use accounts::{require_admin, Accounts, ApiKeyInfo, Member, NewApiKey, User, MAX_RATE_LIMIT};
 pub use api_key::ApiKey;
 pub use password::{hash_password, validate_password, verify_password};
 pub use redirect::safe_next;
@@ -54,6 +54,9 @@ pub struct Principal {
     /// The project's policy generation as read with the key (spares a query per request).
     #[serde(skip)]
     pub policy_generation: Option<i64>,
+    /// Calls per minute the key may make (None: no limit).
+    #[serde(default)]
+    pub rate_limit_per_minute: Option<i64>,
 }
 
 impl Principal {

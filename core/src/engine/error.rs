@@ -34,6 +34,8 @@ pub enum ToolError {
     InvalidArguments { errors: Vec<FieldError> },
     AwaitingConfirmation { confirmation_id: String, expires_at: String, url: String },
     Timeout { timeout_ms: u64 },
+    /// The key is over its calls-per-minute limit.
+    RateLimited { retry_after_s: u64 },
     Unavailable { reason: String },
     Handler { handler_error: String },
     BadRef { message: String, ref_id: Option<String> },
@@ -73,6 +75,7 @@ impl ToolError {
             ToolError::InvalidArguments { .. } => "INVALID_ARGUMENTS",
             ToolError::AwaitingConfirmation { .. } => "AWAITING_CONFIRMATION",
             ToolError::Timeout { .. } => "TIMEOUT",
+            ToolError::RateLimited { .. } => "RATE_LIMITED",
             ToolError::Unavailable { .. } => "UNAVAILABLE",
             ToolError::Handler { .. } => "TOOL_ERROR",
             ToolError::BadRef { .. } => "BAD_REF",
@@ -106,6 +109,7 @@ impl ToolError {
                 "this call needs a person's confirmation; ask the user to open the url and approve it".into()
             }
             ToolError::Timeout { timeout_ms } => format!("tool timed out after {timeout_ms} ms"),
+            ToolError::RateLimited { retry_after_s } => format!("this key made too many calls this minute; retry in {retry_after_s} s"),
             ToolError::Unavailable { reason } => format!("tool unavailable: {reason}"),
             ToolError::Handler { .. } => "tool failed; see handler_error".into(),
             ToolError::BadRef { message, .. } => message.clone(),
@@ -124,6 +128,9 @@ impl ToolError {
             }
             ToolError::NotAllowed { rule, .. } => {
                 m.insert("rule".into(), json!(rule));
+            }
+            ToolError::RateLimited { retry_after_s } => {
+                m.insert("retry_after_s".into(), json!(retry_after_s));
             }
             ToolError::Denied { confirmation_id, reason, .. } => {
                 m.insert("confirmation_id".into(), json!(confirmation_id));
@@ -192,6 +199,7 @@ impl ToolError {
             ToolError::InvalidArguments { .. } => (422, "tool_invalid_arguments"),
             ToolError::AwaitingConfirmation { .. } => (202, "awaiting_confirmation"),
             ToolError::Timeout { .. } => (504, "tool_timeout"),
+            ToolError::RateLimited { .. } => (429, "rate_limited"),
             ToolError::Unavailable { .. } => (503, "tool_unavailable"),
             ToolError::Handler { .. } => (502, "tool_error"),
             ToolError::BadRef { .. } => (400, "bad_request"),

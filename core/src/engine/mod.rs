@@ -360,6 +360,18 @@ impl Engine {
             Decision::Confirm(_) if held.is_some() => None,
             Decision::Confirm(rule) => Some(rule),
         };
+        // The key's rate limit (calls per minute, across instances); an approved call was
+        // counted when it was made.
+        if held.is_none() {
+            match self.accounts.take_rate(who).await {
+                Ok(Ok(())) => {}
+                Ok(Err(retry_after_s)) => return Err(ToolError::RateLimited { retry_after_s }),
+                Err(e) => {
+                    tracing::error!(error = ?e, "rate limit cannot be counted");
+                    return Err(ToolError::Unavailable { reason: "the rate limit cannot be counted right now".into() });
+                }
+            }
+        }
         if tool.status == ToolStatus::Unavailable {
             return Err(ToolError::Unavailable { reason: "the tool's source no longer offers it".into() });
         }

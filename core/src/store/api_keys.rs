@@ -20,15 +20,17 @@ pub struct ApiKeyRow {
     pub owner_email: Option<String>,
     /// The policy attached to the key (None: the project's default applies).
     pub policy_id: Option<String>,
+    /// Calls per minute the key may make (None: no limit).
+    pub rate_limit_per_minute: Option<i64>,
 }
 
 const COLUMNS: &str = "id, project_id, user_id, name, key_prefix, created_at, last_used_at, \
-     revoked_at, (SELECT email FROM users WHERE users.id = api_keys.user_id) AS owner_email, policy_id";
+     revoked_at, (SELECT email FROM users WHERE users.id = api_keys.user_id) AS owner_email, policy_id, rate_limit_per_minute";
 
 pub async fn insert<'e>(ex: impl Exec<'e>, row: &ApiKeyRow, key_hash: &str) -> Result<()> {
     sqlx::query(
-        "INSERT INTO api_keys (id, project_id, user_id, name, key_hash, key_prefix, created_at, policy_id) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        "INSERT INTO api_keys (id, project_id, user_id, name, key_hash, key_prefix, created_at, policy_id, rate_limit_per_minute) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(&row.id)
     .bind(&row.project_id)
@@ -38,6 +40,7 @@ pub async fn insert<'e>(ex: impl Exec<'e>, row: &ApiKeyRow, key_hash: &str) -> R
     .bind(&row.key_prefix)
     .bind(row.created_at)
     .bind(&row.policy_id)
+    .bind(row.rate_limit_per_minute)
     .execute(ex)
     .await?;
     Ok(())
@@ -133,10 +136,11 @@ pub struct KeyPrincipalRow {
     pub revoked_at: Option<i64>,
     pub policy_id: Option<String>,
     pub policy_generation: i64,
+    pub rate_limit_per_minute: Option<i64>,
 }
 
 const PRINCIPAL: &str = "SELECT k.id, k.project_id, p.name AS project_name, k.user_id, u.email, m.role, k.last_used_at, k.revoked_at, \
-     k.policy_id, p.policy_generation \
+     k.policy_id, p.policy_generation, k.rate_limit_per_minute \
      FROM api_keys k \
      JOIN users u ON u.id = k.user_id \
      JOIN memberships m ON m.project_id = k.project_id AND m.user_id = k.user_id \
@@ -149,4 +153,15 @@ pub async fn principal_by_hash<'e>(ex: impl Exec<'e>, key_hash: &str) -> Result<
 /// The same by the key's id, within a project.
 pub async fn principal_by_id<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<Option<KeyPrincipalRow>> {
     Ok(sqlx::query_as(&format!("{PRINCIPAL} WHERE k.project_id = $1 AND k.id = $2")).bind(project_id).bind(id).fetch_optional(ex).await?)
+}
+
+/// Sets a key's rate limit (`None`: no limit); false when the key is not the project's.
+pub async fn set_rate_limit<'e>(ex: impl Exec<'e>, project_id: &str, id: &str, per_minute: Option<i64>) -> Result<bool> {
+    let done = sqlx::query("UPDATE api_keys SET rate_limit_per_minute = $1 WHERE project_id = $2 AND id = $3")
+        .bind(per_minute)
+        .bind(project_id)
+        .bind(id)
+        .execute(ex)
+        .await?;
+    Ok(done.rows_affected() == 1)
 }

@@ -58,6 +58,7 @@ pub mod pending_connections;
 pub mod policies;
 pub mod projects;
 pub mod proxy_tokens;
+pub mod rate_windows;
 pub mod sessions;
 pub mod sign_in;
 pub mod storage_objects;

@@ -23,6 +23,8 @@ struct NewKey {
     name: String,
     #[serde(default)]
     policy_id: Option<String>,
+    #[serde(default)]
+    rate_limit_per_minute: Option<i64>,
 }
 
 fn view(k: &ApiKeyInfo) -> Value {
@@ -31,6 +33,7 @@ fn view(k: &ApiKeyInfo) -> Value {
         "object": "api_key",
         "name": k.name,
         "policy_id": k.policy_id,
+        "rate_limit_per_minute": k.rate_limit_per_minute,
         "prefix": k.prefix,
         "owner_email": k.owner_email,
         "created_at": rfc3339(k.created_at),
@@ -45,8 +48,15 @@ fn shape_error(expected: &str, e: serde_json::Error) -> ApiError {
 
 pub async fn create(State(state): State<AppState>, ApiCaller(who): ApiCaller, JsonBody(body): JsonBody) -> Result<(StatusCode, Json<Value>), ApiError> {
     require_unrestricted_admin(&who)?;
-    let req: NewKey = serde_json::from_value(body).map_err(|e| shape_error("{\"name\", \"policy_id\"?}", e))?;
+    let req: NewKey = serde_json::from_value(body).map_err(|e| shape_error("{\"name\", \"policy_id\"?, \"rate_limit_per_minute\"?}", e))?;
+    let limit = req.rate_limit_per_minute;
+    if limit.is_some_and(|n| !(1..=workbench_core::auth::MAX_RATE_LIMIT).contains(&n)) {
+        return Err(unprocessable(workbench_core::Error::invalid(format!("rate_limit_per_minute must be 1 to {}", workbench_core::auth::MAX_RATE_LIMIT))));
+    }
     let key = state.wb.accounts().create_api_key_with_policy(&who, &req.name, req.policy_id.as_deref()).await.map_err(unprocessable)?;
+    if limit.is_some() {
+        state.wb.accounts().set_rate_limit(&who, &key.info.id, limit).await.map_err(unprocessable)?;
+    }
     Ok((
         StatusCode::CREATED,
         Json(json!({
@@ -54,6 +64,7 @@ pub async fn create(State(state): State<AppState>, ApiCaller(who): ApiCaller, Js
             "object": "api_key",
             "name": key.info.name,
             "policy_id": key.info.policy_id,
+            "rate_limit_per_minute": limit,
             "key": key.secret.expose(),
             "created_at": rfc3339(key.info.created_at),
         })),
@@ -68,15 +79,36 @@ pub async fn list(State(state): State<AppState>, ApiCaller(who): ApiCaller) -> R
 
 pub async fn patch(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>, JsonBody(body): JsonBody) -> Result<Json<Value>, ApiError> {
     require_unrestricted_admin(&who)?;
-    // `{"policy_id": "pol_…"}` attaches, `{"policy_id": null}` detaches; nothing else.
-    let expected = || ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", "expected {\"policy_id\": \"pol_…\"} to attach a policy or {\"policy_id\": null} to detach it");
-    let fields = body.as_object().filter(|m| m.len() == 1).ok_or_else(expected)?;
-    let policy_id = match fields.get("policy_id").ok_or_else(expected)? {
-        Value::Null => None,
-        Value::String(s) => Some(s.clone()),
-        _ => return Err(expected()),
+    // `policy_id`: a policy to attach, or null to detach; `rate_limit_per_minute`: a number, or
+    // null for no limit. At least one, nothing else.
+    let expected = || {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            "expected {\"policy_id\": \"pol_…\"|null} and/or {\"rate_limit_per_minute\": number|null}",
+        )
     };
-    state.wb.policies().attach(&who, &id, policy_id.as_deref()).await.map_err(unprocessable)?;
+    let fields = body.as_object().filter(|m| !m.is_empty()).ok_or_else(expected)?;
+    if fields.keys().any(|k| k != "policy_id" && k != "rate_limit_per_minute") {
+        return Err(expected());
+    }
+    let policy_id = match fields.get("policy_id") {
+        None => None,
+        Some(Value::Null) => Some(None),
+        Some(Value::String(s)) => Some(Some(s.clone())),
+        Some(_) => return Err(expected()),
+    };
+    let limit = match fields.get("rate_limit_per_minute") {
+        None => None,
+        Some(Value::Null) => Some(None),
+        Some(v) => Some(Some(v.as_i64().ok_or_else(expected)?)),
+    };
+    if let Some(policy_id) = policy_id {
+        state.wb.policies().attach(&who, &id, policy_id.as_deref()).await.map_err(unprocessable)?;
+    }
+    if let Some(limit) = limit {
+        state.wb.accounts().set_rate_limit(&who, &id, limit).await.map_err(unprocessable)?;
+    }
     let keys = state.wb.accounts().list_api_keys(&who).await?;
     let key = keys.iter().find(|k| k.id == id).ok_or_else(ApiError::not_found)?;
     Ok(Json(view(key)))

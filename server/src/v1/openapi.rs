@@ -23,6 +23,7 @@ pub async fn document() -> Json<Value> {
         ("403", "tool_not_allowed (meta.rule)"),
         ("409", "not_connected (meta.integration)"),
         ("422", "tool_invalid_arguments (meta.errors)"),
+        ("429", "rate_limited (meta.retry_after_s and a Retry-After header): the key is over its calls per minute"),
         ("502", "tool_error (meta.handler_error; also a result over the server's REST ceiling, 10 MiB by default)"),
         ("503", "tool_unavailable"),
         ("504", "tool_timeout"),
@@ -103,10 +104,11 @@ pub async fn document() -> Json<Value> {
                 }
             }},
             "/v1/usage": { "get": {
-                "summary": "Metered usage per day, key, tool and meter (tool_call, tool_call_ms, egress_bytes)",
+                "summary": "Metered usage per day, key, tool and meter (tool_call, tool_call_ms, egress_gb with egress_bytes beside it), or summed by group_by",
                 "parameters": [
                     { "name": "from", "in": "query", "schema": { "type": "string", "format": "date" } },
-                    { "name": "to", "in": "query", "schema": { "type": "string", "format": "date" } }
+                    { "name": "to", "in": "query", "schema": { "type": "string", "format": "date" } },
+                    { "name": "group_by", "in": "query", "schema": { "enum": ["day", "tool", "key", "integration"] } }
                 ],
                 "responses": { "200": { "description": "usage rows" }, "400": error_response("bad_request"), "401": error_response("unauthorized") }
             }},
@@ -189,12 +191,12 @@ pub async fn document() -> Json<Value> {
                 "get": { "summary": "The project's API keys, never their secrets (admin key with no policy attached)", "responses": { "200": { "description": "{ object: list, data: [ApiKey] }" }, "403": error_response("forbidden") } },
                 "post": {
                     "summary": "Create a key for yourself; the secret is in this answer only",
-                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "additionalProperties": false, "properties": { "name": { "type": "string" }, "policy_id": { "type": ["string", "null"] } } } } } },
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "additionalProperties": false, "properties": { "name": { "type": "string" }, "policy_id": { "type": ["string", "null"] }, "rate_limit_per_minute": { "type": ["integer", "null"], "minimum": 1, "maximum": 100000 } } } } } },
                     "responses": { "201": { "description": "{ id, object: api_key, name, policy_id, key, created_at }" }, "403": error_response("forbidden"), "422": error_response("invalid_request") }
                 }
             },
             "/v1/api-keys/{id}": {
-                "patch": { "summary": "Attach a policy to a key, or detach it with null", "parameters": [id_param.clone()], "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["policy_id"], "properties": { "policy_id": { "type": ["string", "null"] } } } } } }, "responses": { "200": { "description": "the key" }, "404": error_response("not_found"), "422": error_response("invalid_request") } },
+                "patch": { "summary": "Attach a policy to a key (null detaches) and/or set its rate limit in calls per minute (null lifts it)", "parameters": [id_param.clone()], "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "minProperties": 1, "additionalProperties": false, "properties": { "policy_id": { "type": ["string", "null"] }, "rate_limit_per_minute": { "type": ["integer", "null"], "minimum": 1, "maximum": 100000 } } } } } }, "responses": { "200": { "description": "the key" }, "404": error_response("not_found"), "422": error_response("invalid_request") } },
                 "delete": { "summary": "Revoke a key", "parameters": [id_param.clone()], "responses": { "204": { "description": "revoked" }, "404": error_response("not_found") } }
             },
             "/v1/tools/confirmations": { "get": {

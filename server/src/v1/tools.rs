@@ -149,7 +149,14 @@ async fn run_invoke(state: &AppState, who: &workbench_core::auth::Principal, bod
 }
 
 fn json_response(status: StatusCode, body: String, replayed: bool) -> Response {
+    // A rate-limited call says when to come back, in the header too.
+    let retry_after = (status == StatusCode::TOO_MANY_REQUESTS)
+        .then(|| serde_json::from_str::<Value>(&body).ok().and_then(|v| v["error"]["meta"]["retry_after_s"].as_u64()))
+        .flatten();
     let mut res = (status, [(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response();
+    if let Some(s) = retry_after {
+        res.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(s));
+    }
     if replayed {
         res.headers_mut().insert("idempotent-replayed", axum::http::HeaderValue::from_static("true"));
     }

@@ -232,3 +232,46 @@ db_test!(the_project_default_applies_to_keys_without_a_policy_and_changes_apply_
     assert_eq!(send(&app, &admin, reqwest::Method::DELETE, &format!("/v1/policies/{default}"), None).await.0, 204);
     assert_eq!(visible(agent).await, before);
 });
+
+db_test!(a_keys_rate_limit_stops_calls_over_it_until_the_next_minute, |backend| {
+    let app = app!(backend);
+    let (_, admin) = admin_with_key(&app).await;
+    let (status, created) = post(&app, &admin, "/v1/api-keys", json!({ "name": "limited", "rate_limit_per_minute": 3 })).await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["rate_limit_per_minute"], 3);
+    let (key_id, key) = (created["id"].as_str().unwrap().to_owned(), created["key"].as_str().unwrap().to_owned());
+    // Line the clock up with the start of a minute, so the window does not roll mid-test.
+    let now = app.wb.clock().now_ms();
+    app.clock.advance_ms(60_000 - now.rem_euclid(60_000) + 1);
+    let call = json!([{ "tool": "vault_list", "args": {} }]);
+    for _ in 0..2 {
+        assert!(execute(&app, &key, call.clone()).await[0].get("result").is_some());
+    }
+    let res = app.http().post(app.url("/v1/tools/invoke")).bearer_auth(&key).json(&json!({ "tool": "vault_list", "arguments": {} })).send().await.unwrap();
+    assert_eq!(res.status(), 200, "the third call of the minute");
+    let res = app.http().post(app.url("/v1/tools/invoke")).bearer_auth(&key).json(&json!({ "tool": "vault_list", "arguments": {} })).send().await.unwrap();
+    assert_eq!(res.status(), 429);
+    let retry: u64 = res.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "rate_limited");
+    assert_eq!(body["error"]["meta"]["retry_after_s"], retry);
+    let out = execute(&app, &key, call.clone()).await;
+    assert_eq!(out[0]["code"], "RATE_LIMITED", "{}", out[0]);
+    assert!(out[0]["retry_after_s"].as_u64().unwrap() >= 1);
+    assert!(execute(&app, &admin, call.clone()).await[0].get("result").is_some(), "other keys are not limited");
+
+    // The next minute it runs again; an admin can lift the limit.
+    app.clock.advance_ms(60_000);
+    assert!(execute(&app, &key, call.clone()).await[0].get("result").is_some());
+    for bad in [json!({ "rate_limit_per_minute": 0 }), json!({ "rate_limit_per_minute": "many" }), json!({ "other": 1 })] {
+        let (status, _) = send(&app, &admin, reqwest::Method::PATCH, &format!("/v1/api-keys/{key_id}"), Some(bad.clone())).await;
+        assert_eq!(status, 422, "{bad}");
+    }
+    let (status, patched) = send(&app, &admin, reqwest::Method::PATCH, &format!("/v1/api-keys/{key_id}"), Some(json!({ "rate_limit_per_minute": null }))).await;
+    assert_eq!(status, 200, "{patched}");
+    assert_eq!(patched["rate_limit_per_minute"], Value::Null);
+    for _ in 0..5 {
+        assert!(execute(&app, &key, call.clone()).await[0].get("result").is_some());
+    }
+});

@@ -3,48 +3,15 @@
 // authorization server (oidc-provider), wait_for_connection answers CONNECTED, execute_tools
 // runs a GitHub tool whose request reaches the fake API with the issued token, and a
 // curl_session token reaches the same API through /c. Then the API-key form for Linear.
-import { test, expect, type Page } from "@playwright/test";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { test, expect } from "@playwright/test";
 import { baseURL, providerURL } from "../playwright.config";
-
-// The admin the portal spec created (this project runs after it).
-const ADMIN = "admin@example.com";
-const PASSWORD = "correct horse battery staple";
+import { createKey, mcpClient, signIn, structured } from "./helpers";
 
 test.describe.configure({ mode: "serial" });
 
-async function signIn(page: Page) {
-  await page.goto("/login");
-  await page.getByLabel("Email").fill(ADMIN);
-  await page.getByLabel("Password").fill(PASSWORD);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await expect(page.getByTestId("viewer-email")).toHaveText(ADMIN);
-}
-
-async function apiKey(page: Page): Promise<string> {
-  await page.goto("/api-keys");
-  await page.getByLabel("Name").fill("mcp e2e");
-  await page.getByRole("button", { name: "Create key" }).click();
-  return page.getByTestId("new-key-secret").inputValue();
-}
-
-async function mcpClient(key: string): Promise<Client> {
-  const client = new Client({ name: "workbench-e2e", version: "1.0.0" });
-  const transport = new StreamableHTTPClientTransport(new URL(`${baseURL}/mcp`), {
-    requestInit: { headers: { Authorization: `Bearer ${key}` } },
-  });
-  await client.connect(transport);
-  return client;
-}
-
-function structured(result: unknown): any {
-  return (result as { structuredContent: unknown }).structuredContent;
-}
-
 test("an agent connects GitHub through a real OAuth server and uses the token", async ({ page }) => {
   await signIn(page);
-  const key = await apiKey(page);
+  const key = await createKey(page, "mcp e2e");
   const mcp = await mcpClient(key);
 
   const tools = await mcp.listTools();
@@ -95,7 +62,7 @@ test("an agent connects GitHub through a real OAuth server and uses the token", 
 
 test("a person pastes a Linear API key on the connect page; a wrong key is refused first", async ({ page }) => {
   await signIn(page);
-  const key = await apiKey(page);
+  const key = await createKey(page, "mcp e2e");
   const mcp = await mcpClient(key);
   const link = structured(await mcp.callTool({ name: "connect", arguments: { integration: "linear" } }));
   expect(link.authType).toBe("api_key");

@@ -2,31 +2,11 @@
 // SDK, under a policy that gates storage.put, gets AWAITING_CONFIRMATION with a link; a person
 // opens the link in the browser, approves, and the agent's identical call gets the result. A
 // denied call, and a policy edit that changes what search_tools shows the agent's key.
-import { test, expect, type Page } from "@playwright/test";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { test, expect } from "@playwright/test";
 import { baseURL } from "../playwright.config";
-
-// The admin the portal spec created (this project runs after it).
-const ADMIN = "admin@example.com";
-const PASSWORD = "correct horse battery staple";
+import { createKey, mcpClient, signIn, structured } from "./helpers";
 
 test.describe.configure({ mode: "serial" });
-
-async function signIn(page: Page) {
-  await page.goto("/login");
-  await page.getByLabel("Email").fill(ADMIN);
-  await page.getByLabel("Password").fill(PASSWORD);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await expect(page.getByTestId("viewer-email")).toHaveText(ADMIN);
-}
-
-async function adminKey(page: Page): Promise<string> {
-  await page.goto("/api-keys");
-  await page.getByLabel("Name").fill("governance e2e");
-  await page.getByRole("button", { name: "Create key" }).click();
-  return page.getByTestId("new-key-secret").inputValue();
-}
 
 async function rest(key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(`${baseURL}${path}`, {
@@ -37,19 +17,9 @@ async function rest(key: string, method: string, path: string, body?: unknown): 
   return { status: res.status, body: await res.json().catch(() => null) };
 }
 
-async function mcpClient(key: string): Promise<Client> {
-  const client = new Client({ name: "workbench-governance-e2e", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${baseURL}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
-  return client;
-}
-
-function structured(result: unknown): any {
-  return (result as { structuredContent: unknown }).structuredContent;
-}
-
 test("a held call is approved in the browser and the agent's identical call gets the result", async ({ page }) => {
   await signIn(page);
-  const admin = await adminKey(page);
+  const admin = await createKey(page, "governance e2e");
   const policy = await rest(admin, "POST", "/v1/policies", {
     name: "careful agent",
     tool_allowlist: { mode: "open", require_confirmation: ["storage.put"] },
@@ -57,7 +27,7 @@ test("a held call is approved in the browser and the agent's identical call gets
   expect(policy.status).toBe(201);
   const key = await rest(admin, "POST", "/v1/api-keys", { name: "careful agent", policy_id: policy.body.id });
   expect(key.status).toBe(201);
-  const agent = await mcpClient(key.body.key);
+  const agent = await mcpClient(key.body.key, "workbench-governance-e2e");
 
   const put = { executions: [{ tool: "storage.put", args: { key: "e2e-report", content: "approved in a browser" } }] };
   const held = structured(await agent.callTool({ name: "execute_tools", arguments: put })).results[0];

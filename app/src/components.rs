@@ -18,7 +18,7 @@ const SECTIONS: &[(&str, Option<&str>)] = &[
     ("Policies", Some("/policies")),
     ("Egress", Some("/egress")),
     ("Audit", Some("/audit")),
-    ("Usage", None),
+    ("Usage", Some("/usage")),
     ("API keys", Some("/api-keys")),
     ("Members", Some("/members")),
 ];

@@ -154,3 +154,152 @@ impl Metering {
         Ok(groups.into_values().collect())
     }
 }
+
+/// Calls that latency percentiles are computed over, at most (the newest in the range).
+pub const LATENCY_SAMPLE: i64 = 20_000;
+
+/// One day of executions by outcome.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DayOutcomes {
+    pub day: String,
+    pub succeeded: i64,
+    pub failed: i64,
+    pub denied: i64,
+    /// Held for confirmation, running, or anything else.
+    pub other: i64,
+}
+
+/// A tool's handler-time percentiles over the range.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolLatency {
+    pub tool: String,
+    pub calls: i64,
+    pub p50_ms: i64,
+    pub p95_ms: i64,
+}
+
+/// What the Usage page draws: calls per day by outcome, latency per tool, egress per day, and
+/// the busiest tools and keys, over `[from, to]` (days, inclusive).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UsageReport {
+    pub from: String,
+    pub to: String,
+    pub days: Vec<DayOutcomes>,
+    pub latency: Vec<ToolLatency>,
+    /// `(day, egress bytes)`, every day of the range.
+    pub egress: Vec<(String, i64)>,
+    /// The busiest tools and keys by calls, at most 10 each.
+    pub top_tools: Vec<UsageGroup>,
+    pub top_keys: Vec<UsageGroup>,
+}
+
+/// The days of `[from, to]`, at most `max` (YYYY-MM-DD).
+fn days_between(from: &str, to: &str, max: usize) -> Result<Vec<String>> {
+    let fmt = time::macros::format_description!("[year]-[month]-[day]");
+    let bad = || crate::Error::invalid("from and to must be days as YYYY-MM-DD, from not after to");
+    let (mut d, end) = (time::Date::parse(from, fmt).map_err(|_| bad())?, time::Date::parse(to, fmt).map_err(|_| bad())?);
+    if d > end {
+        return Err(bad());
+    }
+    let mut out = Vec::new();
+    while d <= end {
+        if out.len() == max {
+            return Err(crate::Error::invalid(format!("a range of at most {max} days")));
+        }
+        out.push(d.format(fmt).map_err(|_| bad())?);
+        d = d.next_day().ok_or_else(bad)?;
+    }
+    Ok(out)
+}
+
+fn percentile(sorted: &[i64], p: f64) -> i64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    sorted[(((sorted.len() - 1) as f64) * p).round() as usize]
+}
+
+impl Metering {
+    /// The Usage page's report for the caller's project (at most 366 days).
+    pub async fn report(&self, who: &Principal, from: &str, to: &str) -> Result<UsageReport> {
+        let days = days_between(from, to, 366)?;
+        self.recorder.flush().await;
+        let day_ms = |day: &str| -> i64 {
+            let fmt = time::macros::format_description!("[year]-[month]-[day]");
+            time::Date::parse(day, fmt).map(|d| d.midnight().assume_utc().unix_timestamp() * 1000).unwrap_or(0)
+        };
+        let (from_ms, to_ms) = (day_ms(from), day_ms(to) + 86_400_000);
+        let mut per_day: std::collections::BTreeMap<String, DayOutcomes> = days.iter().map(|d| (d.clone(), DayOutcomes { day: d.clone(), ..Default::default() })).collect();
+        for (d, status, n) in store::usage::outcomes_per_day(self.db.pool(), &who.project_id, from_ms, to_ms).await? {
+            let day = rfc3339(d * 86_400_000)[..10].to_owned();
+            if let Some(o) = per_day.get_mut(&day) {
+                match status.as_str() {
+                    "succeeded" => o.succeeded += n,
+                    "failed" => o.failed += n,
+                    "denied" => o.denied += n,
+                    _ => o.other += n,
+                }
+            }
+        }
+        let mut by_tool: HashMap<String, Vec<i64>> = HashMap::new();
+        for (tool, ms) in store::usage::durations(self.db.pool(), &who.project_id, from_ms, to_ms, LATENCY_SAMPLE).await? {
+            by_tool.entry(tool).or_default().push(ms);
+        }
+        let mut latency: Vec<ToolLatency> = by_tool
+            .into_iter()
+            .map(|(tool, mut ms)| {
+                ms.sort_unstable();
+                ToolLatency { tool, calls: ms.len() as i64, p50_ms: percentile(&ms, 0.5), p95_ms: percentile(&ms, 0.95) }
+            })
+            .collect();
+        latency.sort_by(|a, b| b.p95_ms.cmp(&a.p95_ms).then(a.tool.cmp(&b.tool)));
+        latency.truncate(20);
+        let rows = store::usage::rows(self.db.pool(), &who.project_id, from, to).await?;
+        let mut egress: std::collections::BTreeMap<String, i64> = days.iter().map(|d| (d.clone(), 0)).collect();
+        let mut tools: HashMap<String, UsageGroup> = HashMap::new();
+        let mut keys: HashMap<String, UsageGroup> = HashMap::new();
+        for r in rows {
+            if r.meter == Meter::EgressBytes {
+                *egress.entry(r.day.clone()).or_default() += r.value;
+            }
+            for (map, group) in [(&mut tools, r.tool.clone()), (&mut keys, r.api_key_id.clone())] {
+                let g = map.entry(group.clone()).or_insert_with(|| UsageGroup { group, ..Default::default() });
+                match r.meter {
+                    Meter::ToolCall => g.tool_call += r.value,
+                    Meter::ToolCallMs => g.tool_call_ms += r.value,
+                    Meter::EgressBytes => g.egress_bytes += r.value,
+                }
+            }
+        }
+        let top = |m: HashMap<String, UsageGroup>| {
+            let mut v: Vec<UsageGroup> = m.into_values().collect();
+            v.sort_by(|a, b| b.tool_call.cmp(&a.tool_call).then(a.group.cmp(&b.group)));
+            v.truncate(10);
+            v
+        };
+        Ok(UsageReport {
+            from: from.to_owned(),
+            to: to.to_owned(),
+            days: per_day.into_values().collect(),
+            latency,
+            egress: egress.into_iter().collect(),
+            top_tools: top(tools),
+            top_keys: top(keys),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_are_whole_days_and_bounded() {
+        assert_eq!(days_between("2026-02-27", "2026-03-02", 366).unwrap(), vec!["2026-02-27", "2026-02-28", "2026-03-01", "2026-03-02"]);
+        assert!(days_between("2026-03-02", "2026-03-01", 366).is_err());
+        assert!(days_between("2026-03-0x", "2026-03-01", 366).is_err());
+        assert!(days_between("2020-01-01", "2026-01-01", 366).unwrap_err().to_string().contains("366"));
+        assert_eq!(percentile(&[1, 2, 3, 4, 100], 0.5), 3);
+        assert_eq!(percentile(&[1, 2, 3, 4, 100], 0.95), 100);
+    }
+}

@@ -81,5 +81,10 @@ test("a held call is approved in the browser and the agent's identical call gets
   await expect(fetchRow).toHaveAttribute("data-decision", "denied");
   await expect(fetchRow).toContainText("deny: http.*");
   await expect(page.getByTestId("preview-row").filter({ hasText: "storage.put" })).toHaveAttribute("data-decision", "confirm");
+
+  // The Usage page draws the calls made above (server-rendered SVG).
+  await page.goto("/usage");
+  await expect(page.getByTestId("calls-chart").locator("rect").first()).toBeVisible();
+  await expect(page.getByTestId("top-tool")).toContainText("storage.put");
   await agent.close();
 });

@@ -13,6 +13,7 @@ mod apps;
 mod mcp_servers;
 mod confirmations;
 mod policies;
+mod usage;
 
 pub use session::*;
 pub use api_keys::*;
@@ -26,3 +27,4 @@ pub use apps::*;
 pub use mcp_servers::*;
 pub use confirmations::*;
 pub use policies::*;
+pub use usage::*;

@@ -12,6 +12,7 @@ mod members;
 mod overview;
 mod policies;
 mod tools;
+mod usage;
 mod vault;
 
 pub use api_keys::ApiKeys;
@@ -26,6 +27,7 @@ pub use members::Members;
 pub use overview::Overview;
 pub use policies::Policies;
 pub use tools::Tools;
+pub use usage::Usage;
 pub use vault::Vault;
 
 use leptos::prelude::*;

@@ -88,3 +88,33 @@ pub async fn rows<'e>(ex: impl Exec<'e>, project_id: &str, from_day: &str, to_da
     .fetch_all(ex)
     .await?)
 }
+
+/// Executions of a project per UTC day (days since the epoch) and outcome, within
+/// `[from_ms, to_ms)`, from the audit log.
+pub async fn outcomes_per_day<'e>(ex: impl Exec<'e>, project_id: &str, from_ms: i64, to_ms: i64) -> Result<Vec<(i64, String, i64)>> {
+    Ok(sqlx::query_as(
+        "SELECT CAST(created_at / 86400000 AS BIGINT) AS d, status, CAST(COUNT(*) AS BIGINT) AS n FROM audit_events \
+         WHERE project_id = $1 AND action = 'tool.execute' AND created_at >= $2 AND created_at < $3 \
+         GROUP BY CAST(created_at / 86400000 AS BIGINT), status ORDER BY d, status",
+    )
+    .bind(project_id)
+    .bind(from_ms)
+    .bind(to_ms)
+    .fetch_all(ex)
+    .await?)
+}
+
+/// Handler times of a project's finished calls within `[from_ms, to_ms)`, newest first, at most
+/// `limit`: `(tool, duration_ms)`.
+pub async fn durations<'e>(ex: impl Exec<'e>, project_id: &str, from_ms: i64, to_ms: i64, limit: i64) -> Result<Vec<(String, i64)>> {
+    Ok(sqlx::query_as(
+        "SELECT tool, duration_ms FROM tool_calls WHERE project_id = $1 AND created_at >= $2 AND created_at < $3 \
+         AND status IN ('succeeded', 'failed') ORDER BY created_at DESC LIMIT $4",
+    )
+    .bind(project_id)
+    .bind(from_ms)
+    .bind(to_ms)
+    .bind(limit)
+    .fetch_all(ex)
+    .await?)
+}

@@ -9,7 +9,7 @@ use workbench_core::auth::SESSION_USER_KEY;
 use crate::api_error::ApiError;
 use crate::state::AppState;
 
-async fn signed_in(state: &AppState, session: &Session) -> Result<workbench_core::auth::Principal, ApiError> {
+pub(super) async fn signed_in(state: &AppState, session: &Session) -> Result<workbench_core::auth::Principal, ApiError> {
     let user_id = session
         .get::<String>(SESSION_USER_KEY)
         .await

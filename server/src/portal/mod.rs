@@ -5,6 +5,7 @@ mod csrf;
 mod gate;
 mod host;
 mod json;
+mod usage_csv;
 mod oauth;
 mod session_store;
 
@@ -50,6 +51,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     Router::new()
         .route("/me", get(json::me))
         .route("/api/integrations", get(json::integrations))
+        .route("/usage.csv", get(usage_csv::csv))
         .route("/oauth/callback", get(oauth::callback))
         .merge(pages)
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))

@@ -22,6 +22,7 @@ mod policies;
 mod members;
 mod portal_auth;
 mod portal_tools;
+mod portal_usage;
 mod protections;
 mod proxy_hardening;
 mod scale_out;

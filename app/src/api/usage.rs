@@ -1,0 +1,78 @@
+//! Server functions of the Usage page: the project's usage report for a date range (the
+//! current month by default).
+
+use leptos::prelude::*;
+
+use crate::AppError;
+
+#[cfg(feature = "ssr")]
+use crate::ssr;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DayBar {
+    pub day: String,
+    pub succeeded: i64,
+    pub failed: i64,
+    pub denied: i64,
+    pub other: i64,
+    pub egress_bytes: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencyBar {
+    pub tool: String,
+    pub calls: i64,
+    pub p50_ms: i64,
+    pub p95_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopRow {
+    pub name: String,
+    pub calls: i64,
+    pub total_ms: i64,
+    pub egress_bytes: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageData {
+    pub from: String,
+    pub to: String,
+    pub days: Vec<DayBar>,
+    pub latency: Vec<LatencyBar>,
+    pub top_tools: Vec<TopRow>,
+    pub top_keys: Vec<TopRow>,
+}
+
+#[server(endpoint = "usage_page")]
+pub async fn usage_page(from: Option<String>, to: Option<String>) -> Result<UsageData, AppError> {
+    let p = ssr::principal().await?;
+    let wb = ssr::wb()?;
+    let today = workbench_core::clock::rfc3339(wb.clock().now_ms())[..10].to_owned();
+    let from = from.filter(|s| !s.is_empty()).unwrap_or_else(|| format!("{}-01", &today[..7]));
+    let to = to.filter(|s| !s.is_empty()).unwrap_or(today);
+    let r = wb.metering().report(&p, &from, &to).await?;
+    let keys = wb.accounts().list_api_keys(&p).await.unwrap_or_default();
+    let key_name = |id: &str| {
+        if id.is_empty() {
+            return "portal / proxy".to_owned();
+        }
+        keys.iter().find(|k| k.id == id).map(|k| format!("{} ({}…)", k.name, k.prefix)).unwrap_or_else(|| id.to_owned())
+    };
+    let egress: std::collections::HashMap<String, i64> = r.egress.iter().cloned().collect();
+    let top = |g: &workbench_core::metering::UsageGroup, name: String| TopRow { name, calls: g.tool_call, total_ms: g.tool_call_ms, egress_bytes: g.egress_bytes };
+    Ok(UsageData {
+        days: r
+            .days
+            .iter()
+            .map(|d| DayBar { day: d.day.clone(), succeeded: d.succeeded, failed: d.failed, denied: d.denied, other: d.other, egress_bytes: egress.get(&d.day).copied().unwrap_or(0) })
+            .collect(),
+        latency: r.latency.iter().map(|l| LatencyBar { tool: l.tool.clone(), calls: l.calls, p50_ms: l.p50_ms, p95_ms: l.p95_ms }).collect(),
+        top_tools: r.top_tools.iter().map(|g| top(g, g.group.clone())).collect(),
+        top_keys: r.top_keys.iter().map(|g| top(g, key_name(&g.group))).collect(),
+        from: r.from,
+        to: r.to,
+    })
+}

@@ -1,0 +1,182 @@
+//! Usage: the project's metered use over a date range, as charts drawn on the server as SVG
+//! (readable without JavaScript): calls per day by outcome, egress per day, p50/p95 handler
+//! time per tool, and the busiest tools and keys. Each chart links to its table as CSV.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+use crate::api::{usage_page, DayBar, LatencyBar, TopRow};
+use crate::components::{Layout, LoadError, PageHeader, BUTTON, CARD, INPUT, LABEL};
+
+const W: f64 = 720.0;
+const H: f64 = 160.0;
+
+fn csv_link(chart: &str, from: &str, to: &str) -> impl IntoView {
+    let href = format!("/usage.csv?chart={chart}&from={from}&to={to}");
+    view! { <a href=href class="text-xs text-indigo-700 underline" data-testid=format!("csv-{chart}")>"CSV"</a> }
+}
+
+/// Stacked bars per day: succeeded, failed, denied, other.
+#[component]
+fn CallsChart(days: Vec<DayBar>) -> impl IntoView {
+    let max = days.iter().map(|d| d.succeeded + d.failed + d.denied + d.other).max().unwrap_or(0).max(1) as f64;
+    let n = days.len().max(1) as f64;
+    let bw = (W / n).max(1.0);
+    let total: i64 = days.iter().map(|d| d.succeeded + d.failed + d.denied + d.other).sum();
+    let bars = days
+        .iter()
+        .enumerate()
+        .flat_map(|(i, d)| {
+            let x = i as f64 * bw;
+            let mut y = H;
+            [(d.succeeded, "#10b981"), (d.failed, "#ef4444"), (d.denied, "#f59e0b"), (d.other, "#94a3b8")]
+                .into_iter()
+                .filter(|(v, _)| *v > 0)
+                .map(|(v, color)| {
+                    let h = v as f64 / max * H;
+                    y -= h;
+                    let title = format!("{}: {v}", d.day);
+                    view! { <rect x=format!("{x:.1}") y=format!("{y:.1}") width=format!("{:.1}", (bw - 1.0).max(0.5)) height=format!("{h:.1}") fill=color><title>{title}</title></rect> }
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect_view();
+    view! {
+        <svg viewBox=format!("0 0 {W} {H}") class="h-40 w-full" role="img" aria-label=format!("{total} calls in the range") data-testid="calls-chart">
+            {bars}
+        </svg>
+        <p class="mt-1 text-xs text-slate-500">
+            <span class="text-emerald-600">"■ succeeded "</span><span class="text-red-500">"■ failed "</span>
+            <span class="text-amber-500">"■ denied "</span><span class="text-slate-400">"■ other"</span>
+            " · " {total} " calls · highest day " {max as i64}
+        </p>
+    }
+}
+
+#[component]
+fn EgressChart(days: Vec<DayBar>) -> impl IntoView {
+    let max = days.iter().map(|d| d.egress_bytes).max().unwrap_or(0).max(1) as f64;
+    let n = days.len().max(1) as f64;
+    let bw = (W / n).max(1.0);
+    let total: i64 = days.iter().map(|d| d.egress_bytes).sum();
+    let bars = days
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.egress_bytes > 0)
+        .map(|(i, d)| {
+            let h = d.egress_bytes as f64 / max * H;
+            let title = format!("{}: {} bytes", d.day, d.egress_bytes);
+            view! { <rect x=format!("{:.1}", i as f64 * bw) y=format!("{:.1}", H - h) width=format!("{:.1}", (bw - 1.0).max(0.5)) height=format!("{h:.1}") fill="#6366f1"><title>{title}</title></rect> }
+        })
+        .collect_view();
+    view! {
+        <svg viewBox=format!("0 0 {W} {H}") class="h-40 w-full" role="img" aria-label=format!("{total} bytes of egress") data-testid="egress-chart">{bars}</svg>
+        <p class="mt-1 text-xs text-slate-500">{format!("{:.6} GB in the range", total as f64 / 1e9)}</p>
+    }
+}
+
+/// Horizontal bars: p95 (light) behind p50 (dark), per tool.
+#[component]
+fn LatencyChart(rows: Vec<LatencyBar>) -> impl IntoView {
+    let max = rows.iter().map(|r| r.p95_ms).max().unwrap_or(0).max(1) as f64;
+    let row_h = 22.0;
+    let height = (rows.len() as f64 * row_h).max(row_h);
+    let label_w = 220.0;
+    let bars = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let y = i as f64 * row_h;
+            let w95 = r.p95_ms as f64 / max * (W - label_w - 90.0);
+            let w50 = r.p50_ms as f64 / max * (W - label_w - 90.0);
+            view! {
+                <g>
+                    <text x="0" y=format!("{:.1}", y + 15.0) font-size="12" fill="#334155">{r.tool.clone()}</text>
+                    <rect x=format!("{label_w}") y=format!("{:.1}", y + 4.0) width=format!("{w95:.1}") height="14" fill="#c7d2fe"/>
+                    <rect x=format!("{label_w}") y=format!("{:.1}", y + 4.0) width=format!("{w50:.1}") height="14" fill="#4f46e5"/>
+                    <text x=format!("{:.1}", label_w + w95 + 6.0) y=format!("{:.1}", y + 15.0) font-size="11" fill="#64748b">{format!("{} / {} ms", r.p50_ms, r.p95_ms)}</text>
+                </g>
+            }
+        })
+        .collect_view();
+    view! {
+        <svg viewBox=format!("0 0 {W} {height}") class="w-full" role="img" aria-label="handler time per tool, p50 and p95" data-testid="latency-chart">{bars}</svg>
+        <p class="mt-1 text-xs text-slate-500">"dark: p50 · light: p95 · handler time in ms"</p>
+    }
+}
+
+#[component]
+fn TopTable(rows: Vec<TopRow>, what: &'static str) -> impl IntoView {
+    let body = rows
+        .into_iter()
+        .map(|r| view! {
+            <tr class="border-t border-slate-100">
+                <td class="py-1 pr-4 font-mono text-xs">{r.name}</td>
+                <td class="py-1 pr-4 text-right">{r.calls}</td>
+                <td class="py-1 pr-4 text-right">{r.total_ms}</td>
+                <td class="py-1 text-right">{r.egress_bytes}</td>
+            </tr>
+        })
+        .collect_view();
+    view! {
+        <table class="w-full text-left text-sm" data-testid=format!("top-{what}")>
+            <thead class="text-xs uppercase tracking-wide text-slate-500">
+                <tr><th class="pb-1">{what}</th><th class="pb-1 text-right">"calls"</th><th class="pb-1 text-right">"ms"</th><th class="pb-1 text-right">"egress bytes"</th></tr>
+            </thead>
+            <tbody>{body}</tbody>
+        </table>
+    }
+}
+
+#[component]
+pub fn Usage() -> impl IntoView {
+    let query = use_query_map();
+    let range = move || (query.read().get("from"), query.read().get("to"));
+    let data = Resource::new(range, |(from, to)| usage_page(from, to));
+    view! {
+        <Title text="Usage"/>
+        <Layout current="/usage">
+            <PageHeader title="Usage" subtitle="What this project's keys ran: every call, success or failure, its handler time, and the bytes built-in tools and the curl proxy sent and received."/>
+            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Err(error) => view! { <LoadError error/> }.into_any(),
+                        Ok(d) => {
+                            let (from, to) = (d.from.clone(), d.to.clone());
+                            view! {
+                                <form method="get" action="/usage" class=format!("{CARD} mb-6 flex items-end gap-3")>
+                                    <div><label for="from" class=LABEL>"From"</label><input id="from" name="from" type="date" value=from.clone() class=INPUT/></div>
+                                    <div><label for="to" class=LABEL>"To"</label><input id="to" name="to" type="date" value=to.clone() class=INPUT/></div>
+                                    <button type="submit" class=BUTTON>"Show"</button>
+                                </form>
+                                <section class=format!("{CARD} mb-6")>
+                                    <div class="mb-2 flex items-center justify-between"><h2 class="font-semibold">"Calls per day by outcome"</h2>{csv_link("calls", &from, &to)}</div>
+                                    <CallsChart days=d.days.clone()/>
+                                </section>
+                                <section class=format!("{CARD} mb-6")>
+                                    <div class="mb-2 flex items-center justify-between"><h2 class="font-semibold">"Handler time per tool"</h2>{csv_link("latency", &from, &to)}</div>
+                                    <LatencyChart rows=d.latency.clone()/>
+                                </section>
+                                <section class=format!("{CARD} mb-6")>
+                                    <div class="mb-2 flex items-center justify-between"><h2 class="font-semibold">"Egress per day"</h2>{csv_link("egress", &from, &to)}</div>
+                                    <EgressChart days=d.days.clone()/>
+                                </section>
+                                <div class="grid grid-cols-2 gap-6">
+                                    <section class=CARD>
+                                        <div class="mb-2 flex items-center justify-between"><h2 class="font-semibold">"Top tools"</h2>{csv_link("tools", &from, &to)}</div>
+                                        <TopTable rows=d.top_tools.clone() what="tool"/>
+                                    </section>
+                                    <section class=CARD>
+                                        <div class="mb-2 flex items-center justify-between"><h2 class="font-semibold">"Top keys"</h2>{csv_link("keys", &from, &to)}</div>
+                                        <TopTable rows=d.top_keys.clone() what="key"/>
+                                    </section>
+                                </div>
+                            }.into_any()
+                        }
+                    }
+                })}
+            </Suspense>
+        </Layout>
+    }
+}

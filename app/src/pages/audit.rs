@@ -99,6 +99,7 @@ pub fn Audit() -> impl IntoView {
                                         }.into_any()
                                     }}
                                     {next_href.map(|href| view! { <a href=href class="mt-4 inline-block text-sm text-indigo-600 underline">"Older entries →"</a> })}
+                                <a href=format!("/audit.csv{}", url_query(&[("tool", &tool), ("status", &status), ("key", &key)])) class="mt-4 ml-4 inline-block text-sm text-indigo-600 underline" data-testid="audit-csv">"Export CSV"</a>
                                 </section>
                             }.into_any()
                         }

@@ -1,7 +1,9 @@
 //! The portal surface: Leptos pages and server functions behind cookie sessions, with the
 //! sign-in gate, Host (DNS rebinding) and CSRF checks and the portal's JSON endpoints (D19).
 
+mod audit_csv;
 mod csrf;
+mod csv;
 mod gate;
 mod host;
 mod json;
@@ -52,6 +54,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/me", get(json::me))
         .route("/api/integrations", get(json::integrations))
         .route("/usage.csv", get(usage_csv::csv))
+        .route("/audit.csv", get(audit_csv::csv))
         .route("/oauth/callback", get(oauth::callback))
         .merge(pages)
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))

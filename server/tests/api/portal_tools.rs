@@ -116,3 +116,36 @@ db_test!(the_vault_page_saves_replaces_and_deletes_without_showing_values, |back
     let page: Value = b.call("vault_page", &[]).await.json().await.unwrap();
     assert_eq!(page, json!([]));
 });
+
+db_test!(the_audit_log_exports_as_csv_with_the_pages_filters_and_members_see_their_own, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let bob = app.user("bob@example.com", Role::Member).await;
+    let bob_key = app.api_key(&bob).await;
+    execute(&app, &key, json!([{ "tool": "storage.put", "args": { "key": "report", "content": "v" } }])).await;
+    execute(&app, &key, json!([{ "tool": "storage.put", "args": { "key": 1 } }])).await;
+    execute(&app, &bob_key, json!([{ "tool": "vault_list", "args": {} }])).await;
+
+    let a = app.browser();
+    a.sign_in("ada@example.com", PASSWORD).await;
+    let res = a.client.get(format!("{}/audit.csv", a.base)).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.headers()["content-disposition"].to_str().unwrap().contains("audit.csv"));
+    let all = res.text().await.unwrap();
+    let lines: Vec<&str> = all.trim_end().split("\r\n").collect();
+    assert_eq!(lines[0], "at,action,tool,status,error_code,duration_ms,api_key_id,user_id,surface,tool_call_id");
+    assert_eq!(lines.len(), 4, "{all}");
+    assert!(lines.iter().any(|l| l.contains("vault_list")), "an admin sees the project");
+    let failed = a.client.get(format!("{}/audit.csv?status=failed", a.base)).send().await.unwrap().text().await.unwrap();
+    assert_eq!(failed.trim_end().split("\r\n").count(), 2, "{failed}");
+    assert!(failed.contains("INVALID_ARGUMENTS"));
+    let html = a.get("/audit").await.text().await.unwrap();
+    assert!(html.contains("href=\"/audit.csv\""), "the page links its export");
+
+    let b = app.browser();
+    b.sign_in("bob@example.com", PASSWORD).await;
+    let own = b.client.get(format!("{}/audit.csv", b.base)).send().await.unwrap().text().await.unwrap();
+    assert_eq!(own.trim_end().split("\r\n").count(), 2, "a member gets their own rows: {own}");
+    assert!(own.contains("vault_list") && !own.contains("storage.put"));
+    assert_eq!(app.http().get(app.url("/audit.csv")).send().await.unwrap().status(), 401);
+});

@@ -44,6 +44,8 @@ CREATE TABLE confirmations (
     created_at    BIGINT NOT NULL
 );
 CREATE INDEX confirmations_fingerprint ON confirmations(project_id, fingerprint, created_at);
+-- One pending confirmation per identical call, whichever instance holds it (D15).
+CREATE UNIQUE INDEX confirmations_one_pending ON confirmations(project_id, fingerprint) WHERE status = 'pending';
 CREATE INDEX confirmations_status ON confirmations(project_id, status, created_at);
 
 -- Finishing a call's audit row (and a call's audit detail) looks it up by tool call: without

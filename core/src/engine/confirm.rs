@@ -135,9 +135,8 @@ impl Engine {
         };
         let now = self.clock.now_ms();
         let fp = fingerprint(who, tool, template);
-        let mut tx = self.db.begin_write().await.map_err(unavailable)?;
-        if let Some(row) = store::confirmations::live_by_fingerprint(&mut *tx, &who.project_id, &fp, now).await.map_err(unavailable)? {
-            drop(tx);
+        let live = store::confirmations::live_by_fingerprint(self.db.pool(), &who.project_id, &fp, now).await.map_err(unavailable)?;
+        if let Some(row) = live {
             outcome.id = row.tool_call_id.clone();
             outcome.rows = Rows::Replay;
             outcome.confirmation_id = Some(row.id.clone());
@@ -173,8 +172,20 @@ impl Engine {
             expires_at: now + self.confirm.ttl_secs * 1000,
             created_at: now,
         };
-        store::confirmations::insert(&mut *tx, &row).await.map_err(unavailable)?;
-        tx.commit().await.map_err(|e| unavailable(e.into()))?;
+        // At most one pending confirmation per identical call (a unique index): an expired one
+        // steps aside first; losing a race to another instance answers the winner's.
+        store::confirmations::expire_fingerprint(self.db.pool(), &who.project_id, &row.fingerprint, now).await.map_err(unavailable)?;
+        if let Err(e) = store::confirmations::insert(self.db.pool(), &row).await {
+            return match store::confirmations::live_by_fingerprint(self.db.pool(), &who.project_id, &row.fingerprint, now).await {
+                Ok(Some(winner)) => {
+                    outcome.id = winner.tool_call_id.clone();
+                    outcome.rows = Rows::Replay;
+                    outcome.confirmation_id = Some(winner.id.clone());
+                    Err(self.awaiting(&winner))
+                }
+                _ => Err(unavailable(e)),
+            };
+        }
         outcome.confirmation_id = Some(row.id.clone());
         tracing::info!(confirmation_id = %row.id, tool, "call held for confirmation");
         Err(self.awaiting(&row))

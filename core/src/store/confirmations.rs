@@ -140,6 +140,18 @@ pub async fn decide<'e>(ex: impl Exec<'e>, project_id: &str, id: &str, status: C
     Ok(done.rows_affected() == 1)
 }
 
+/// Marks an identical call's pending confirmations past their expiry as expired (before a new
+/// one may be pending).
+pub async fn expire_fingerprint<'e>(ex: impl Exec<'e>, project_id: &str, fingerprint: &str, now: i64) -> Result<()> {
+    sqlx::query("UPDATE confirmations SET status = 'expired' WHERE project_id = $1 AND fingerprint = $2 AND status = 'pending' AND expires_at <= $3")
+        .bind(project_id)
+        .bind(fingerprint)
+        .bind(now)
+        .execute(ex)
+        .await?;
+    Ok(())
+}
+
 /// Marks pending confirmations past their expiry as expired.
 pub async fn expire<'e>(ex: impl Exec<'e>, project_id: &str, id: &str, now: i64) -> Result<()> {
     sqlx::query("UPDATE confirmations SET status = 'expired' WHERE project_id = $1 AND id = $2 AND status = 'pending' AND expires_at <= $3")

@@ -187,3 +187,19 @@ db_test!(an_idempotent_replay_of_a_held_invoke_answers_the_calls_current_state, 
     let body: Value = after.json().await.unwrap();
     assert_eq!((body["id"].as_str(), body["status"].as_str()), (held["id"].as_str(), Some("succeeded")), "{body}");
 });
+
+db_test!(identical_calls_at_once_share_one_confirmation, |backend| {
+    let app = app!(backend);
+    let (admin, agent, _) = gated(&app).await;
+    let calls = (0..6).map(|_| post(&app, &agent, "/v1/tools/invoke", put("race", "same")));
+    let answers = futures::future::join_all(calls).await;
+    let ids: std::collections::BTreeSet<String> = answers
+        .iter()
+        .map(|(status, body)| {
+            assert_eq!(*status, 202, "{body}");
+            body["confirmation_id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(ids.len(), 1, "one confirmation for the identical call: {ids:?}");
+    assert_eq!(get(&app, &admin, "/v1/tools/confirmations?status=pending").await.1["data"].as_array().unwrap().len(), 1);
+});

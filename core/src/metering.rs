@@ -220,6 +220,15 @@ fn percentile(sorted: &[i64], p: f64) -> i64 {
 }
 
 impl Metering {
+    /// A reporting range as asked, each end defaulting to this month so far: `from` to the
+    /// month's first day, `to` to today (UTC).
+    pub fn range_or_this_month(&self, from: Option<String>, to: Option<String>) -> (String, String) {
+        let today = rfc3339(self.clock.now_ms())[..10].to_owned();
+        let from = from.unwrap_or_else(|| format!("{}-01", &today[..7]));
+        let to = to.unwrap_or(today);
+        (from, to)
+    }
+
     /// The Usage page's report for the caller's project (at most 366 days).
     pub async fn report(&self, who: &Principal, from: &str, to: &str) -> Result<UsageReport> {
         let days = days_between(from, to, 366)?;

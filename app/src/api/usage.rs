@@ -50,9 +50,7 @@ pub struct UsageData {
 pub async fn usage_page(from: Option<String>, to: Option<String>) -> Result<UsageData, AppError> {
     let p = ssr::principal().await?;
     let wb = ssr::wb()?;
-    let today = workbench_core::clock::rfc3339(wb.clock().now_ms())[..10].to_owned();
-    let from = from.filter(|s| !s.is_empty()).unwrap_or_else(|| format!("{}-01", &today[..7]));
-    let to = to.filter(|s| !s.is_empty()).unwrap_or(today);
+    let (from, to) = wb.metering().range_or_this_month(from.filter(|s| !s.is_empty()), to.filter(|s| !s.is_empty()));
     let r = wb.metering().report(&p, &from, &to).await?;
     let keys = wb.accounts().list_api_keys(&p).await.unwrap_or_default();
     let key_name = |id: &str| {

@@ -125,6 +125,13 @@ impl Engine {
         ToolError::AwaitingConfirmation { confirmation_id: row.id.clone(), expires_at: rfc3339(row.expires_at), url: self.confirmation_url(&row.id) }
     }
 
+    /// The outcome answers under the held call's id and records only an audit row.
+    fn answer_as_repeat(outcome: &mut CallOutcome, held: &ConfirmationRow) {
+        outcome.id = held.tool_call_id.clone();
+        outcome.rows = Rows::Replay;
+        outcome.confirmation_id = Some(held.id.clone());
+    }
+
     /// Holds a gated call, or answers what the identical held call came to. `template` is what
     /// the agent sent. Sets `outcome`'s id and rows: a new hold is a new call; a repeat
     /// answers under the held call's id and writes only an audit row.
@@ -137,9 +144,7 @@ impl Engine {
         let fp = fingerprint(who, tool, template);
         let live = store::confirmations::live_by_fingerprint(self.db.pool(), &who.project_id, &fp, now).await.map_err(unavailable)?;
         if let Some(row) = live {
-            outcome.id = row.tool_call_id.clone();
-            outcome.rows = Rows::Replay;
-            outcome.confirmation_id = Some(row.id.clone());
+            Self::answer_as_repeat(outcome, &row);
             return match (row.status, row.outcome.as_deref()) {
                 (ConfirmationStatus::Denied, _) => Err(ToolError::Denied { tool: tool.to_owned(), confirmation_id: row.id, reason: row.reason }),
                 (ConfirmationStatus::Approved, Some(stored)) => match serde_json::from_str::<Stored>(stored) {
@@ -178,9 +183,7 @@ impl Engine {
         if let Err(e) = store::confirmations::insert(self.db.pool(), &row).await {
             return match store::confirmations::live_by_fingerprint(self.db.pool(), &who.project_id, &row.fingerprint, now).await {
                 Ok(Some(winner)) => {
-                    outcome.id = winner.tool_call_id.clone();
-                    outcome.rows = Rows::Replay;
-                    outcome.confirmation_id = Some(winner.id.clone());
+                    Self::answer_as_repeat(outcome, &winner);
                     Err(self.awaiting(&winner))
                 }
                 _ => Err(unavailable(e)),

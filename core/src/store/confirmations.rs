@@ -105,7 +105,7 @@ pub async fn list<'e>(ex: impl Exec<'e>, project_id: &str, status: Option<Confir
         Some(ConfirmationStatus::Denied) => " AND status = 'denied'",
     };
     let uses_now = filter.contains("$2");
-    let (filter, limit_param) = if uses_now { (filter.to_owned(), "$3") } else { (filter.to_owned(), "$2") };
+    let limit_param = if uses_now { "$3" } else { "$2" };
     let sql = format!("SELECT {COLUMNS} FROM confirmations WHERE project_id = $1{filter} ORDER BY created_at DESC, id DESC LIMIT {limit_param}");
     let q = sqlx::query_as(&sql).bind(project_id);
     let q = if uses_now { q.bind(now) } else { q };

@@ -19,9 +19,7 @@ pub struct CsvQuery {
 
 pub async fn csv(State(state): State<AppState>, session: Session, Query(q): Query<CsvQuery>) -> Result<Response, ApiError> {
     let p = super::json::signed_in(&state, &session).await?;
-    let today = workbench_core::clock::rfc3339(state.wb.clock().now_ms())[..10].to_owned();
-    let from = q.from.filter(|s| !s.is_empty()).unwrap_or_else(|| format!("{}-01", &today[..7]));
-    let to = q.to.filter(|s| !s.is_empty()).unwrap_or(today);
+    let (from, to) = state.wb.metering().range_or_this_month(q.from.filter(|s| !s.is_empty()), q.to.filter(|s| !s.is_empty()));
     let r = state.wb.metering().report(&p, &from, &to).await?;
     let mut csv = Csv::default();
     let mut line = |cells: &[String]| csv.line(cells);

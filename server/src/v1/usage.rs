@@ -28,9 +28,7 @@ pub async fn usage(
     ApiCaller(who): ApiCaller,
     Query(q): Query<UsageQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let today = workbench_core::clock::rfc3339(state.wb.clock().now_ms())[..10].to_owned();
-    let from = q.from.unwrap_or_else(|| format!("{}-01", &today[..7]));
-    let to = q.to.unwrap_or(today);
+    let (from, to) = state.wb.metering().range_or_this_month(q.from, q.to);
     if !valid_day(&from) || !valid_day(&to) {
         return Err(ApiError::bad_request("from and to must be days as YYYY-MM-DD"));
     }

@@ -203,3 +203,20 @@ db_test!(identical_calls_at_once_share_one_confirmation, |backend| {
     assert_eq!(ids.len(), 1, "one confirmation for the identical call: {ids:?}");
     assert_eq!(get(&app, &admin, "/v1/tools/confirmations?status=pending").await.1["data"].as_array().unwrap().len(), 1);
 });
+
+db_test!(a_secret_typed_into_a_held_call_is_redacted_wherever_the_confirmation_is_shown, |backend| {
+    let app = app!(backend);
+    let (admin, agent, _) = gated(&app).await;
+    let set = execute(&app, &admin, json!([{ "tool": "vault_set", "args": { "name": "PASTED", "value": "pasted-secret-9f2c41" } }])).await;
+    assert!(set[0].get("result").is_some(), "{set:?}");
+    let (status, held) = post(&app, &agent, "/v1/tools/invoke", put("note", "pasted-secret-9f2c41")).await;
+    assert_eq!(status, 202, "{held}");
+    let conf = held["confirmation_id"].as_str().unwrap().to_owned();
+    for path in [format!("/v1/tools/confirmations/{conf}"), "/v1/tools/confirmations".to_owned()] {
+        let (_, shown) = get(&app, &admin, &path).await;
+        assert!(!shown.to_string().contains("pasted-secret-9f2c41"), "{path}: {shown}");
+        assert!(shown.to_string().contains("[redacted:PASTED]"), "{path}: {shown}");
+    }
+    let (_, own) = get(&app, &agent, &format!("/v1/tools/confirmations/{conf}")).await;
+    assert!(!own.to_string().contains("pasted-secret-9f2c41"), "{own}");
+});

@@ -53,6 +53,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/tools") view=pages::Tools ssr=SsrMode::Async/>
                 <Route path=path!("/egress") view=pages::Egress ssr=SsrMode::Async/>
                 <Route path=path!("/audit") view=pages::Audit ssr=SsrMode::Async/>
+                <Route path=path!("/audit/:id") view=pages::AuditEventPage ssr=SsrMode::Async/>
                 <Route path=path!("/vault") view=pages::Vault ssr=SsrMode::Async/>
                 <Route path=path!("/connections") view=pages::ConnectionsPage ssr=SsrMode::Async/>
                 <Route path=path!("/apps") view=pages::Apps ssr=SsrMode::Async/>

@@ -5,7 +5,7 @@
 //! picture is in `core/README.md`), bottom first:
 //! - foundation: `error`, `crypto`, `ids`, `clock`, `args`, `store` (all SQL), `auth`, `vault`,
 //!   `egress`, `audit` (reading the log, and the record writer), `metering`, `policy` (tool
-//!   allowlists);
+//!   allowlists), `notify` (the project webhook);
 //! - `catalog`: tool specs, names, search, and the handler seam (`ToolHandler`, `CallContext`,
 //!   `HandlerError`, `ConnectionSource`, `Credential`);
 //! - `integrations`: integrations as data (definitions, request templates, the outbound
@@ -31,6 +31,7 @@ pub mod error;
 pub mod ids;
 pub mod integrations;
 pub mod metering;
+pub mod notify;
 pub mod plugins;
 pub mod policy;
 pub mod store;

@@ -14,6 +14,7 @@ use crate::engine::{ConfirmSettings, Engine, EngineParts, Idempotency};
 use crate::integrations::{AppRegistry, IntegrationSettings, Integrations, Outbound};
 use crate::metering::Metering;
 use crate::plugins::Apps;
+use crate::notify::Webhooks;
 use crate::policy::Policies;
 use crate::upstream::Upstreams;
 use crate::store::Db;
@@ -70,6 +71,7 @@ pub struct Workbench {
     metering: Metering,
     upstreams: Upstreams,
     policies: Policies,
+    webhooks: Webhooks,
 }
 
 impl Workbench {
@@ -105,6 +107,7 @@ impl Workbench {
         tools.extend(crate::plugins::plugin_tools(&integrations, &connections)?);
         let catalog = Arc::new(Catalog::new(tools)?);
         let upstreams = Upstreams::new(db.clone(), clock.clone(), catalog.clone(), vault.clone(), guarded.reqwest(), allowance.clone());
+        let webhooks = Webhooks::new(db.clone(), clock.clone(), vault.clone(), guarded.reqwest(), allowance.clone());
         let apps = Apps::new(
             db.clone(),
             clock.clone(),
@@ -132,17 +135,19 @@ impl Workbench {
                     policies: policies.clone(),
                     accounts: accounts.clone(),
                     confirm: options.confirmations,
+                    webhooks: webhooks.clone(),
                 },
             ),
             accounts,
             policies,
+            webhooks,
             metering: Metering::new(db.clone(), recorder.clone(), clock.clone()),
             proxy_tokens: ProxyTokens::new(db.clone(), clock.clone(), options.proxy_token_key),
             connections,
             idempotency: Idempotency::new(db.clone(), clock.clone()),
+            audit: AuditLog::new(db.clone(), recorder, vault.clone(), clock.clone()),
             vault,
             egress: EgressRules::new(db.clone(), clock.clone()),
-            audit: AuditLog::new(db.clone(), recorder),
             db,
             clock,
         })
@@ -198,6 +203,10 @@ impl Workbench {
 
     pub fn upstreams(&self) -> &Upstreams {
         &self.upstreams
+    }
+
+    pub fn webhooks(&self) -> &Webhooks {
+        &self.webhooks
     }
 
     pub fn metering(&self) -> &Metering {

@@ -82,6 +82,23 @@ test("a held call is approved in the browser and the agent's identical call gets
   await expect(fetchRow).toContainText("deny: http.*");
   await expect(page.getByTestId("preview-row").filter({ hasText: "storage.put" })).toHaveAttribute("data-decision", "confirm");
 
+  // Patterns are checked as they are typed, with the server's own rules.
+  const newForm = page.getByTestId("policy-form").first();
+  await newForm.getByLabel("Deny (wins)").fill("http.*\nbad*pattern\nnosuch.tool");
+  await expect(newForm.getByTestId("pattern-problem")).toContainText("'*' that is not at the end");
+  await expect(newForm.getByTestId("pattern-unmatched")).toContainText("nosuch.tool");
+  await newForm.getByLabel("Deny (wins)").fill("http.*");
+  await expect(newForm.getByTestId("pattern-problem")).toHaveCount(0);
+
+  // The audit log links each row to its detail: the approved call names its confirmation and
+  // who decided.
+  await page.goto("/audit?tool=storage.put&status=succeeded");
+  await page.getByTestId("audit-detail-link").last().click();
+  await expect(page.getByTestId("detail-status")).toHaveText("succeeded");
+  await expect(page.getByTestId("detail-confirmation")).toHaveText(held.confirmation_id);
+  await expect(page.getByTestId("detail-reason")).toHaveText("checked by a person");
+  await expect(page.getByTestId("detail-arguments")).toContainText("approved in a browser");
+
   // The Usage page draws the calls made above (server-rendered SVG).
   await page.goto("/usage");
   await expect(page.getByTestId("calls-chart").locator("rect").first()).toBeVisible();

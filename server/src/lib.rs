@@ -140,6 +140,18 @@ async fn upkeep(wb: Workbench, apps_reload_every: Duration) {
         if let Err(e) = wb.connections().purge_expired().await {
             tracing::warn!(error = %e, "upkeep failed");
         }
+        // Audit retention: rows older than each project's setting go, in small batches.
+        match wb.audit().apply_retention().await {
+            Ok(r) if r.audit_rows + r.tool_calls + r.confirmations + r.webhook_deliveries > 0 => tracing::info!(
+                audit_rows = r.audit_rows,
+                tool_calls = r.tool_calls,
+                confirmations = r.confirmations,
+                webhook_deliveries = r.webhook_deliveries,
+                "audit retention deleted old rows"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "audit retention failed"),
+        }
     }
 }
 

@@ -1,4 +1,5 @@
-//! Server functions of the Audit page: one filtered page of the audit log.
+//! Server functions of the Audit pages: one filtered page of the audit log, one row in full,
+//! and the project's retention setting.
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -10,6 +11,7 @@ use crate::ssr;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditRowView {
+    pub id: String,
     pub at: String,
     pub action: String,
     pub tool: String,
@@ -28,6 +30,10 @@ pub struct AuditData {
     /// (id, label) of the keys the filter offers.
     pub keys: Vec<(String, String)>,
     pub is_admin: bool,
+    /// Days rows are kept (None: forever).
+    pub retention_days: Option<i64>,
+    /// May change the retention (an admin whose key has no policy).
+    pub can_manage: bool,
 }
 
 /// A page of the audit log, newest first; admins see the project, members their own calls.
@@ -52,6 +58,7 @@ pub async fn audit_page(
         .entries
         .into_iter()
         .map(|e| AuditRowView {
+            id: e.id,
             at: display_time(e.at_ms),
             key: label(&e.api_key_id),
             action: e.action,
@@ -68,5 +75,88 @@ pub async fn audit_page(
         next: page.next,
         keys: keys.iter().map(|k| (k.id.clone(), format!("{} ({})", k.name, k.prefix))).collect(),
         is_admin: p.is_admin(),
+        retention_days: wb.audit().retention_days(&p).await?,
+        can_manage: p.is_unrestricted_admin(),
     })
+}
+
+/// One audit row in full, as the detail page shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditDetailView {
+    pub id: String,
+    pub at: String,
+    pub action: String,
+    pub tool: String,
+    pub status: String,
+    pub error_code: String,
+    pub duration_ms: Option<i64>,
+    pub surface: String,
+    pub user: String,
+    pub key: String,
+    pub end_user_id: Option<String>,
+    pub detail: Option<String>,
+    pub tool_call_id: Option<String>,
+    /// Pretty JSON of the agent's arguments (references kept, secrets redacted).
+    pub arguments: Option<String>,
+    /// Pretty JSON of the error the caller got.
+    pub error: Option<String>,
+    pub result_bytes: Option<i64>,
+    pub idempotency_key: Option<String>,
+    pub confirmation_id: Option<String>,
+    pub confirmation_status: Option<String>,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<String>,
+    pub decision_reason: Option<String>,
+}
+
+#[server(endpoint = "audit_detail")]
+pub async fn audit_detail(id: String) -> Result<AuditDetailView, AppError> {
+    let p = ssr::principal().await?;
+    let d = ssr::wb()?.audit().detail(&p, &id).await?;
+    let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
+    let (arguments, error, result_bytes, idempotency_key) = match &d.call {
+        Some(c) => (Some(pretty(&c.arguments)), c.error.as_ref().map(pretty), c.result_bytes, c.idempotency_key.clone()),
+        None => (None, None, None, None),
+    };
+    let c = d.confirmation.as_ref();
+    Ok(AuditDetailView {
+        at: d.at.clone(),
+        action: d.action.clone(),
+        tool: d.tool.clone().unwrap_or_default(),
+        status: d.status.clone(),
+        error_code: d.error_code.clone().unwrap_or_default(),
+        duration_ms: d.duration_ms,
+        surface: d.surface.clone(),
+        user: d.user_email.clone().or(d.user_id.clone()).unwrap_or_default(),
+        key: match (&d.api_key_name, &d.api_key_id) {
+            (Some(name), Some(id)) => format!("{name} ({id})"),
+            (None, Some(id)) => id.clone(),
+            _ => "portal".into(),
+        },
+        end_user_id: d.end_user_id.clone(),
+        detail: d.detail.clone(),
+        tool_call_id: d.tool_call_id.clone(),
+        arguments,
+        error,
+        result_bytes,
+        idempotency_key,
+        confirmation_id: c.map(|c| c.id.clone()),
+        confirmation_status: c.map(|c| c.status.clone()),
+        decided_by: c.and_then(|c| c.decided_by_email.clone().or(c.decided_by.clone())),
+        decided_at: c.and_then(|c| c.decided_at.clone()),
+        decision_reason: c.and_then(|c| c.reason.clone()),
+        id: d.id,
+    })
+}
+
+/// Sets how many days audit rows are kept; empty keeps everything.
+#[server(endpoint = "save_retention")]
+pub async fn save_retention(days: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    let days = match days.trim() {
+        "" => None,
+        d => Some(d.parse::<i64>().map_err(|_| AppError::Message("retention must be a whole number of days, or empty to keep everything".into()))?),
+    };
+    ssr::wb()?.audit().set_retention_days(&p, days).await?;
+    Ok(())
 }

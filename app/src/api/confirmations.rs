@@ -115,3 +115,61 @@ pub async fn decide_confirmation(id: String, decision: String, reason: Option<St
         Err(DecideError::Failed(e)) => Err(e.into()),
     }
 }
+
+/// One webhook delivery, for the Confirmations page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveryItem {
+    pub id: String,
+    pub subject_id: String,
+    pub status: String,
+    pub attempts: i64,
+    pub response_status: Option<i64>,
+    pub error: Option<String>,
+    pub at: String,
+}
+
+/// The project webhook as admins see it: where it points, the secret it signs with, the
+/// vault's secret names to choose from, and the newest deliveries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookData {
+    pub url: String,
+    pub secret_ref: String,
+    pub secrets: Vec<String>,
+    pub deliveries: Vec<DeliveryItem>,
+    pub can_manage: bool,
+}
+
+/// The webhook settings (None for members, who do not see them).
+#[server(endpoint = "webhook_settings")]
+pub async fn webhook_settings() -> Result<Option<WebhookData>, AppError> {
+    let p = ssr::principal().await?;
+    if !p.is_admin() {
+        return Ok(None);
+    }
+    let wb = ssr::wb()?;
+    let current = wb.webhooks().get(&p).await?;
+    let deliveries = wb
+        .webhooks()
+        .deliveries(&p)
+        .await?
+        .into_iter()
+        .map(|d| DeliveryItem { id: d.id, subject_id: d.subject_id, status: d.status, attempts: d.attempts, response_status: d.response_status, error: d.error, at: d.updated_at })
+        .collect();
+    Ok(Some(WebhookData {
+        url: current.as_ref().map(|c| c.url.clone()).unwrap_or_default(),
+        secret_ref: current.map(|c| c.secret_ref).unwrap_or_default(),
+        secrets: wb.vault().list(&p).await?.into_iter().map(|s| s.name).collect(),
+        deliveries,
+        can_manage: p.is_unrestricted_admin(),
+    }))
+}
+
+/// Sets the webhook (an empty URL removes it).
+#[server(endpoint = "save_webhook")]
+pub async fn save_webhook(url: String, secret_ref: String) -> Result<(), AppError> {
+    use workbench_core::notify::WebhookConfig;
+    let p = ssr::principal().await?;
+    let config = (!url.trim().is_empty()).then(|| WebhookConfig { url, secret_ref });
+    ssr::wb()?.webhooks().set(&p, config).await?;
+    Ok(())
+}

@@ -161,3 +161,33 @@ pub async fn policy_preview(key_id: String) -> Result<Preview, AppError> {
         rows,
     })
 }
+
+/// What is wrong with one pattern list as typed (one pattern per line), for validation as you
+/// type: `problems` would refuse the save; `unmatched` are valid patterns no tool of the
+/// project has (yet), likely typos.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatternCheck {
+    pub problems: Vec<String>,
+    pub unmatched: Vec<String>,
+}
+
+#[server(endpoint = "check_patterns")]
+pub async fn check_patterns(text: String) -> Result<PatternCheck, AppError> {
+    use workbench_core::policy::{pattern_matches, pattern_problem, MAX_PATTERNS};
+    let p = ssr::principal().await?;
+    let patterns = lines(&text);
+    let mut check = PatternCheck::default();
+    if patterns.len() > MAX_PATTERNS {
+        check.problems.push(format!("{} patterns; at most {MAX_PATTERNS}", patterns.len()));
+        return Ok(check);
+    }
+    let snapshot = ssr::wb()?.engine().snapshot(&p);
+    for pattern in &patterns {
+        match pattern_problem(pattern) {
+            Some(problem) => check.problems.push(problem),
+            None if !snapshot.tools().iter().any(|t| pattern_matches(pattern, t.name())) => check.unmatched.push(pattern.clone()),
+            None => {}
+        }
+    }
+    Ok(check)
+}

@@ -1,12 +1,13 @@
 //! Audit: one row per execution attempt, newest first, filtered by tool, status and key, paged
-//! with the cursor the previous page returned.
+//! with the cursor the previous page returned; each row links to its detail page. Admins set
+//! how many days rows are kept.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::audit_page;
-use crate::components::{Layout, LoadError, PageHeader, BUTTON, CARD, INPUT, LABEL};
+use crate::api::{audit_page, SaveRetention};
+use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, CARD, INPUT, LABEL};
 
 const STATUSES: &[&str] = &["succeeded", "failed", "denied", "awaiting_confirmation", "expired"];
 
@@ -14,14 +15,16 @@ const STATUSES: &[&str] = &["succeeded", "failed", "denied", "awaiting_confirmat
 pub fn Audit() -> impl IntoView {
     let query = use_query_map();
     let param = move |k: &str| query.read().get(k).filter(|v| !v.is_empty());
+    let retention = ServerAction::<SaveRetention>::new();
     let data = Resource::new(
-        move || (param("tool"), param("status"), param("key"), param("cursor")),
-        |(tool, status, key, cursor)| audit_page(tool, status, key, cursor),
+        move || (param("tool"), param("status"), param("key"), param("cursor"), retention.version().get()),
+        |(tool, status, key, cursor, _)| audit_page(tool, status, key, cursor),
     );
     view! {
         <Title text="Audit"/>
         <Layout current="/audit">
             <PageHeader title="Audit log" subtitle="Every tool execution attempt, whatever its outcome."/>
+            <ActionError value=retention.value()/>
             <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match data.await {
@@ -40,7 +43,7 @@ pub fn Audit() -> impl IntoView {
                                 let status_class = if r.status == "succeeded" { "text-emerald-700" } else { "text-red-700" };
                                 view! {
                                 <tr class="border-t border-slate-100" data-testid="audit-row">
-                                    <td class="py-2 pr-3 whitespace-nowrap text-slate-600">{r.at}</td>
+                                    <td class="py-2 pr-3 whitespace-nowrap"><a href=format!("/audit/{}", r.id) class="text-indigo-700 underline" data-testid="audit-detail-link">{r.at}</a></td>
                                     <td class="py-2 pr-3 font-mono text-xs">{r.tool}</td>
                                     <td class="py-2 pr-3">
                                         <span class=status_class>{r.status}</span>
@@ -101,6 +104,27 @@ pub fn Audit() -> impl IntoView {
                                     {next_href.map(|href| view! { <a href=href class="mt-4 inline-block text-sm text-indigo-600 underline">"Older entries →"</a> })}
                                 <a href=format!("/audit.csv{}", url_query(&[("tool", &tool), ("status", &status), ("key", &key)])) class="mt-4 ml-4 inline-block text-sm text-indigo-600 underline" data-testid="audit-csv">"Export CSV"</a>
                                 </section>
+                                {d.is_admin.then(|| {
+                                    let kept = match d.retention_days {
+                                        Some(n) => format!("Rows older than {n} days are deleted (checked every 10 minutes)."),
+                                        None => "Rows are kept forever.".to_owned(),
+                                    };
+                                    view! {
+                                        <section class=format!("{CARD} mt-6") data-testid="retention">
+                                            <h2 class="mb-1 text-base font-semibold">"Retention"</h2>
+                                            <p class="mb-3 text-sm text-slate-600" data-testid="retention-now">{kept} " Tool call records, confirmations and webhook deliveries go with them; usage meters stay."</p>
+                                            {d.can_manage.then(|| view! {
+                                                <ActionForm action=retention attr:class="flex items-end gap-3">
+                                                    <div>
+                                                        <label for="retention-days" class=LABEL>"Keep rows for (days; empty: forever)"</label>
+                                                        <input id="retention-days" name="days" type="number" min="1" max="3650" value=d.retention_days.map(|n| n.to_string()).unwrap_or_default() class=INPUT/>
+                                                    </div>
+                                                    <button type="submit" class=BUTTON>"Save retention"</button>
+                                                </ActionForm>
+                                            })}
+                                        </section>
+                                    }
+                                })}
                             }.into_any()
                         }
                     }

@@ -1,13 +1,14 @@
 //! Confirmations: calls an agent made that its policy holds for a person (D15). The list shows
 //! what is waiting (tool, side effects, who asked, the arguments as the agent sent them, time
 //! left) with approve and deny, and the history with who decided; `/confirmations/<id>` is the
-//! page the agent's link opens.
+//! page the agent's link opens. Admins set the webhook that tells approvers of held calls, and
+//! see how its newest deliveries went.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
-use crate::api::{confirmation_page, confirmations_page, ConfirmationItem, DecideConfirmation};
+use crate::api::{confirmation_page, confirmations_page, webhook_settings, ConfirmationItem, DecideConfirmation, SaveWebhook, WebhookData};
 use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL};
 
 fn time_left(expires_at_ms: i64, now_ms: i64) -> String {
@@ -74,10 +75,74 @@ fn Held(c: ConfirmationItem, now_ms: i64, action: Option<ServerAction<DecideConf
     }
 }
 
+/// The project webhook: where held calls are announced, signed with a vault secret.
+#[component]
+fn Webhook(w: WebhookData, save: ServerAction<SaveWebhook>) -> impl IntoView {
+    let current = w.secret_ref.clone();
+    let deliveries = w.deliveries.clone();
+    let none = deliveries.is_empty();
+    let rows = deliveries.into_iter().map(|d| {
+        let outcome = match (d.response_status, &d.error) {
+            (Some(code), None) => format!("{code}"),
+            (_, Some(e)) => e.clone(),
+            _ => String::new(),
+        };
+        let state = d.status.clone();
+        view! {
+            <tr class="border-t border-slate-100" data-testid="delivery" data-status=state>
+                <td class="py-1 pr-3 text-xs text-slate-600">{d.at}</td>
+                <td class="py-1 pr-3 font-mono text-xs">{d.subject_id}</td>
+                <td class="py-1 pr-3 text-xs">{d.status}</td>
+                <td class="py-1 pr-3 text-xs">{format!("{} attempt(s)", d.attempts)}</td>
+                <td class="py-1 text-xs text-slate-600">{outcome}</td>
+            </tr>
+        }
+    }).collect_view();
+    view! {
+        <section class=format!("{CARD} mt-8") data-testid="webhook">
+            <h2 class="mb-1 text-base font-semibold">"Webhook"</h2>
+            <p class="mb-3 text-sm text-slate-600">
+                "When a call is held, workbench POSTs it (event confirmation.created) to this URL, signed with HMAC-SHA256 of the body under the vault secret you choose, in the Workbench-Signature header (sha256=<hex>)."
+            </p>
+            {if w.can_manage {
+                view! {
+                    <ActionForm action=save attr:class="grid grid-cols-3 items-end gap-3">
+                        <div class="col-span-2">
+                            <label for="webhook-url" class=LABEL>"URL (empty: no webhook)"</label>
+                            <input id="webhook-url" name="url" type="url" maxlength="2048" value=w.url.clone() class=INPUT placeholder="https://chat.example.com/hooks/approvals"/>
+                        </div>
+                        <div>
+                            <label for="webhook-secret" class=LABEL>"Signing secret (vault)"</label>
+                            <select id="webhook-secret" name="secret_ref" class=INPUT>
+                                <option value="">"Choose a secret"</option>
+                                {w.secrets.iter().map(|name| {
+                                    let selected = *name == current;
+                                    view! { <option value=name.clone() selected=selected>{name.clone()}</option> }
+                                }).collect_view()}
+                            </select>
+                        </div>
+                        <div class="col-span-3 text-right"><button type="submit" class=BUTTON>"Save webhook"</button></div>
+                    </ActionForm>
+                }.into_any()
+            } else {
+                view! { <p class="text-sm" data-testid="webhook-url">{if w.url.is_empty() { "No webhook is set.".to_owned() } else { w.url.clone() }}</p> }.into_any()
+            }}
+            <h3 class="mb-1 mt-4 text-sm font-semibold">"Recent deliveries"</h3>
+            {if none {
+                view! { <p class="text-sm text-slate-600">"None yet."</p> }.into_any()
+            } else {
+                view! { <table class="w-full text-left"><tbody>{rows}</tbody></table> }.into_any()
+            }}
+        </section>
+    }
+}
+
 #[component]
 pub fn Confirmations() -> impl IntoView {
     let decide = ServerAction::<DecideConfirmation>::new();
+    let save_webhook = ServerAction::<SaveWebhook>::new();
     let data = Resource::new(move || decide.version().get(), |_| confirmations_page());
+    let webhook = Resource::new(move || (save_webhook.version().get(), decide.version().get()), |_| webhook_settings());
     view! {
         <Title text="Confirmations"/>
         <Layout current="/confirmations">
@@ -109,6 +174,16 @@ pub fn Confirmations() -> impl IntoView {
                     }
                 })}
             </Suspense>
+            <ActionError value=save_webhook.value()/>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    match webhook.await {
+                        Err(error) => view! { <LoadError error/> }.into_any(),
+                        Ok(None) => ().into_any(),
+                        Ok(Some(w)) => view! { <Webhook w save=save_webhook/> }.into_any(),
+                    }
+                })}
+            </Transition>
         </Layout>
     }
 }

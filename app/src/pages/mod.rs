@@ -3,6 +3,7 @@
 mod api_keys;
 mod apps;
 mod audit;
+mod audit_detail;
 mod auth;
 mod confirmations;
 mod connections;
@@ -18,6 +19,7 @@ mod vault;
 pub use api_keys::ApiKeys;
 pub use apps::Apps;
 pub use audit::Audit;
+pub use audit_detail::AuditEventPage;
 pub use egress::Egress;
 pub use auth::{Login, Setup};
 pub use confirmations::{ConfirmationPage, Confirmations};

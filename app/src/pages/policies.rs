@@ -1,15 +1,52 @@
 //! Policies: the project's tool allowlists (D14). Admins create and edit them (one pattern per
 //! line: a tool name or a prefix ending in `*`), pick the default, delete unused ones, and
 //! preview what a chosen key may run, must have confirmed, or is denied, with the deciding rule.
+//! Pattern lists are checked as they are typed (the server's own rules, so the page and the API
+//! never disagree); without JavaScript the same check answers on save.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::{policies_page, policy_preview, DeletePolicy, PolicyItem, SavePolicy};
+use crate::api::{check_patterns, policies_page, policy_preview, DeletePolicy, PatternCheck, PolicyItem, SavePolicy};
 use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL};
 
 const TEXTAREA: &str = "block w-full rounded-md border border-slate-300 p-2 font-mono text-xs";
+
+/// One pattern list, checked as it is typed: problems that would refuse the save, and valid
+/// patterns no tool matches.
+#[component]
+fn PatternField(id: String, name: &'static str, label: &'static str, value: String, placeholder: &'static str) -> impl IntoView {
+    let check = Action::new(|text: &String| {
+        let text = text.clone();
+        async move { check_patterns(text).await }
+    });
+    let result = move || check.value().get().and_then(Result::ok).unwrap_or_default();
+    let invalid = move || !result().problems.is_empty();
+    view! {
+        <div>
+            <label for=id.clone() class=LABEL>{label}</label>
+            <textarea
+                id=id
+                name=name
+                rows="5"
+                class=TEXTAREA
+                placeholder=placeholder
+                aria-invalid=move || invalid().to_string()
+                on:input=move |ev| { check.dispatch(event_target_value(&ev)); }
+            >{value}</textarea>
+            <div aria-live="polite" data-testid="pattern-check">
+                {move || {
+                    let PatternCheck { problems, unmatched } = result();
+                    view! {
+                        {problems.into_iter().map(|p| view! { <p class="mt-1 text-xs text-red-700" data-testid="pattern-problem">{p}</p> }).collect_view()}
+                        {unmatched.into_iter().map(|p| view! { <p class="mt-1 text-xs text-amber-700" data-testid="pattern-unmatched">{format!("{p:?} matches no tool of this project yet")}</p> }).collect_view()}
+                    }
+                }}
+            </div>
+        </div>
+    }
+}
 
 /// The create or edit form; `policy` is the one being edited.
 #[component]
@@ -40,18 +77,9 @@ fn PolicyForm(policy: Option<PolicyItem>, save: ServerAction<SavePolicy>) -> imp
                     <option value="open" selected=mode == "open">"open: all but denied tools run"</option>
                 </select>
             </div>
-            <div>
-                <label for=field("allow") class=LABEL>"Allow"</label>
-                <textarea id=field("allow") name="allow" rows="5" class=TEXTAREA placeholder="crm.contact.get\nticket.*">{allow}</textarea>
-            </div>
-            <div>
-                <label for=field("deny") class=LABEL>"Deny (wins)"</label>
-                <textarea id=field("deny") name="deny" rows="5" class=TEXTAREA placeholder="crm.contact.delete">{deny}</textarea>
-            </div>
-            <div>
-                <label for=field("confirm") class=LABEL>"Require confirmation"</label>
-                <textarea id=field("confirm") name="require_confirmation" rows="5" class=TEXTAREA placeholder="email.send">{confirm}</textarea>
-            </div>
+            <PatternField id=field("allow") name="allow" label="Allow" value=allow placeholder="crm.contact.get\nticket.*"/>
+            <PatternField id=field("deny") name="deny" label="Deny (wins)" value=deny placeholder="crm.contact.delete"/>
+            <PatternField id=field("confirm") name="require_confirmation" label="Require confirmation" value=confirm placeholder="email.send"/>
             <p class="col-span-3 text-xs text-slate-500">"One pattern per line: a tool name, or a prefix ending in one '*' (ticket.*)."</p>
             <label class="col-span-2 flex items-center gap-2 text-sm">
                 <input type="checkbox" name="default" value="on" checked=default/>

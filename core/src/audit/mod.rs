@@ -1,16 +1,23 @@
 //! Reading the audit log: admins see the whole project, members their own rows; newest first,
 //! filtered by tool, status and key, paged with an opaque cursor. Rows are written through the
-//! record writer (writer.rs).
+//! record writer (writer.rs); one row in full is detail.rs, deleting old rows retention.rs.
 
+mod detail;
+mod retention;
 mod writer;
 
+pub use detail::{AuditDetail, CallDetail, ConfirmationDetail};
+pub use retention::{RetentionReport, MAX_RETENTION_DAYS, RETENTION_BATCH};
 pub use writer::{Record, Recorder, UsageAdd, Write, AUDIT_WRITE_FAILURES};
+
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::auth::Principal;
-use crate::clock::rfc3339;
+use crate::clock::{rfc3339, Clock};
 use crate::store::{self, audit::AuditFilter, Db};
+use crate::vault::Vault;
 use crate::{Error, Result};
 
 pub const PAGE_SIZE: i64 = 50;
@@ -50,6 +57,8 @@ pub struct AuditPage {
 pub struct AuditLog {
     db: Db,
     recorder: Recorder,
+    vault: Vault,
+    clock: Arc<dyn Clock>,
 }
 
 fn parse_cursor(c: &str) -> Result<(i64, String)> {
@@ -59,8 +68,8 @@ fn parse_cursor(c: &str) -> Result<(i64, String)> {
 }
 
 impl AuditLog {
-    pub fn new(db: Db, recorder: Recorder) -> Self {
-        AuditLog { db, recorder }
+    pub fn new(db: Db, recorder: Recorder, vault: Vault, clock: Arc<dyn Clock>) -> Self {
+        AuditLog { db, recorder, vault, clock }
     }
 
     /// Returns once every record queued so far is written (readers of the log call it first).

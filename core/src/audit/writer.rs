@@ -186,6 +186,8 @@ mod tests {
             end_user_id: None,
             surface: "mcp".into(),
             created_at: 1_000 + n as i64,
+            result_bytes: None,
+            idempotency_key: None,
         };
         let audit = AuditRow {
             id: crate::ids::new_id("aud"),

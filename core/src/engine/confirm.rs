@@ -191,6 +191,11 @@ impl Engine {
         }
         outcome.confirmation_id = Some(row.id.clone());
         tracing::info!(confirmation_id = %row.id, tool, "call held for confirmation");
+        // Approvers are told through the project's webhook, if one is set (in the background).
+        match self.view(who, row.clone(), now).await {
+            Ok(view) => self.webhooks.notify(&who.project_id, crate::notify::CONFIRMATION_CREATED, &view.id, serde_json::to_value(&view).unwrap_or(Value::Null)),
+            Err(e) => tracing::warn!(error = %e, confirmation_id = %row.id, "the webhook is not told of a held call"),
+        }
         Err(self.awaiting(&row))
     }
 
@@ -295,6 +300,8 @@ impl Engine {
             },
             // A call held from REST invoke keeps REST's ceiling.
             rest_result_max_bytes: (row.surface == "rest").then_some(super::REST_RESULT_MAX_BYTES),
+            // The held call's record keeps the key it came with.
+            idempotency_key: None,
         };
         let held = Held { tool_call_id: row.tool_call_id.clone(), confirmation_id: row.id.clone() };
         let caller = match &row.api_key_id {

@@ -34,6 +34,7 @@ use crate::catalog::{CallContext, Catalog, SideEffects, Snapshot, Tool, ToolStat
 use crate::clock::Clock;
 use crate::connections::Connections;
 use crate::ids::new_id;
+use crate::notify::Webhooks;
 use crate::store::Db;
 use crate::vault::Vault;
 use crate::Result;
@@ -95,6 +96,8 @@ pub struct CallOptions {
     /// REST invoke's own ceiling on a result, in bytes of JSON, instead of the 60,000-character
     /// cap that protects a model's context on MCP (None: that cap).
     pub rest_result_max_bytes: Option<usize>,
+    /// The `Idempotency-Key` the request came with, kept on the call's record.
+    pub idempotency_key: Option<String>,
 }
 
 /// REST invoke's default result ceiling.
@@ -102,7 +105,7 @@ pub const REST_RESULT_MAX_BYTES: usize = 10 * 1024 * 1024;
 
 impl CallOptions {
     pub fn new(surface: Surface) -> Self {
-        CallOptions { timeout: DEFAULT_TIMEOUT, end_user_id: None, surface, rest_result_max_bytes: None }
+        CallOptions { timeout: DEFAULT_TIMEOUT, end_user_id: None, surface, rest_result_max_bytes: None, idempotency_key: None }
     }
 }
 
@@ -161,6 +164,7 @@ pub struct Engine {
     policies: Policies,
     accounts: Accounts,
     confirm: Arc<ConfirmSettings>,
+    webhooks: Webhooks,
 }
 
 /// The services the engine works with.
@@ -175,6 +179,8 @@ pub struct EngineParts {
     /// To run an approved call as the key that made it.
     pub accounts: Accounts,
     pub confirm: ConfirmSettings,
+    /// Tells the project's webhook about held calls.
+    pub webhooks: Webhooks,
 }
 
 /// What every execution of one request shares: the scrubber (D7) and the caller's policy (D14).
@@ -196,6 +202,7 @@ impl Engine {
             policies: p.policies,
             accounts: p.accounts,
             confirm: Arc::new(p.confirm),
+            webhooks: p.webhooks,
         }
     }
 

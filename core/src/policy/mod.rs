@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 
-pub use rules::{pattern_problem, Decision, Mode, Rule, ToolAllowlist, MAX_PATTERNS, MAX_PATTERN_CHARS};
+pub use rules::{pattern_matches, pattern_problem, Decision, Mode, Rule, ToolAllowlist, MAX_PATTERNS, MAX_PATTERN_CHARS};
 
 use crate::auth::Principal;
 use crate::clock::{rfc3339, Clock};

@@ -76,7 +76,8 @@ pub fn pattern_problem(p: &str) -> Option<String> {
     None
 }
 
-fn matches(pattern: &str, tool: &str) -> bool {
+/// Whether a (valid) pattern covers a tool name.
+pub fn pattern_matches(pattern: &str, tool: &str) -> bool {
     match pattern.strip_suffix('*') {
         Some(prefix) => tool.starts_with(prefix),
         None => pattern == tool,
@@ -84,7 +85,7 @@ fn matches(pattern: &str, tool: &str) -> bool {
 }
 
 fn first_match<'a>(list: &'a [String], tool: &str) -> Option<&'a str> {
-    list.iter().map(String::as_str).find(|p| matches(p, tool))
+    list.iter().map(String::as_str).find(|p| pattern_matches(p, tool))
 }
 
 impl ToolAllowlist {

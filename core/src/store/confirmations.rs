@@ -173,3 +173,28 @@ pub async fn set_outcome<'e>(ex: impl Exec<'e>, project_id: &str, id: &str, outc
         .await?;
     Ok(())
 }
+
+/// The confirmation a call was held under, if any.
+pub async fn by_tool_call<'e>(ex: impl Exec<'e>, project_id: &str, tool_call_id: &str) -> Result<Option<ConfirmationRow>> {
+    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM confirmations WHERE project_id = $1 AND tool_call_id = $2 ORDER BY created_at DESC LIMIT 1"))
+        .bind(project_id)
+        .bind(tool_call_id)
+        .fetch_optional(ex)
+        .await?)
+}
+
+/// Deletes at most `limit` confirmations of the project created before `before` that no longer
+/// hold a call (decided, or expired at `now`); how many.
+pub async fn delete_older<'e>(ex: impl Exec<'e>, project_id: &str, before: i64, now: i64, limit: i64) -> Result<u64> {
+    let r = sqlx::query(
+        "DELETE FROM confirmations WHERE id IN (SELECT id FROM confirmations WHERE project_id = $1 AND created_at < $2 \
+         AND NOT (status = 'pending' AND expires_at > $3) ORDER BY created_at LIMIT $4)",
+    )
+    .bind(project_id)
+    .bind(before)
+    .bind(now)
+    .bind(limit)
+    .execute(ex)
+    .await?;
+    Ok(r.rows_affected())
+}

@@ -56,6 +56,7 @@ pub mod idempotency;
 pub mod mcp_servers;
 pub mod pending_connections;
 pub mod policies;
+pub mod project_settings;
 pub mod projects;
 pub mod proxy_tokens;
 pub mod rate_windows;
@@ -68,6 +69,7 @@ pub mod tool_calls;
 pub mod usage;
 pub mod users;
 pub mod vault;
+pub mod webhook_deliveries;
 
 use std::str::FromStr;
 use std::time::Duration;

@@ -21,14 +21,19 @@ pub struct ToolCallRow {
     pub end_user_id: Option<String>,
     pub surface: String,
     pub created_at: i64,
+    /// Bytes of the result's JSON as the caller got it (before the stored copy is capped).
+    pub result_bytes: Option<i64>,
+    /// The `Idempotency-Key` the request came with (REST invoke).
+    pub idempotency_key: Option<String>,
 }
 
+const COLUMNS: &str = "id, project_id, user_id, api_key_id, tool, status, arguments, result, error, duration_ms, \
+     end_user_id, surface, created_at, result_bytes, idempotency_key";
+
 pub async fn insert<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO tool_calls (id, project_id, user_id, api_key_id, tool, status, arguments, result, \
-         error, duration_ms, end_user_id, surface, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-    )
+    sqlx::query(&format!(
+        "INSERT INTO tool_calls ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
+    ))
     .bind(&r.id)
     .bind(&r.project_id)
     .bind(&r.user_id)
@@ -42,6 +47,8 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
     .bind(&r.end_user_id)
     .bind(&r.surface)
     .bind(r.created_at)
+    .bind(r.result_bytes)
+    .bind(&r.idempotency_key)
     .execute(ex)
     .await?;
     Ok(())
@@ -49,11 +56,12 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
 
 /// Finishes a call recorded as `running` before its handler ran.
 pub async fn finish<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
-    sqlx::query("UPDATE tool_calls SET status = $1, result = $2, error = $3, duration_ms = $4 WHERE id = $5")
+    sqlx::query("UPDATE tool_calls SET status = $1, result = $2, error = $3, duration_ms = $4, result_bytes = $5 WHERE id = $6")
         .bind(&r.status)
         .bind(&r.result)
         .bind(&r.error)
         .bind(r.duration_ms)
+        .bind(r.result_bytes)
         .bind(&r.id)
         .execute(ex)
         .await?;
@@ -61,12 +69,26 @@ pub async fn finish<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
 }
 
 pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<Option<ToolCallRow>> {
-    Ok(sqlx::query_as(
-        "SELECT id, project_id, user_id, api_key_id, tool, status, arguments, result, error, duration_ms, \
-         end_user_id, surface, created_at FROM tool_calls WHERE project_id = $1 AND id = $2",
+    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM tool_calls WHERE project_id = $1 AND id = $2"))
+        .bind(project_id)
+        .bind(id)
+        .fetch_optional(ex)
+        .await?)
+}
+
+/// Deletes at most `limit` calls of the project created before `before`; how many. A call still
+/// held by a live confirmation (pending, not expired at `now`) stays.
+pub async fn delete_older<'e>(ex: impl Exec<'e>, project_id: &str, before: i64, now: i64, limit: i64) -> Result<u64> {
+    let r = sqlx::query(
+        "DELETE FROM tool_calls WHERE id IN (SELECT t.id FROM tool_calls t WHERE t.project_id = $1 AND t.created_at < $2 \
+         AND NOT EXISTS (SELECT 1 FROM confirmations c WHERE c.tool_call_id = t.id AND c.status = 'pending' AND c.expires_at > $3) \
+         ORDER BY t.created_at LIMIT $4)",
     )
     .bind(project_id)
-    .bind(id)
-    .fetch_optional(ex)
-    .await?)
+    .bind(before)
+    .bind(now)
+    .bind(limit)
+    .execute(ex)
+    .await?;
+    Ok(r.rows_affected())
 }

@@ -3,12 +3,14 @@
 
 mod api_keys;
 mod apps;
+mod audit;
 mod body;
 mod confirmations;
 mod mcp_servers;
 mod openapi;
 mod policies;
 mod rest_batch;
+mod settings;
 mod tools;
 mod usage;
 
@@ -49,6 +51,10 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/policies/{id}", get(policies::get_one).put(policies::replace).delete(policies::delete))
         .route("/v1/api-keys", get(api_keys::list).post(api_keys::create))
         .route("/v1/api-keys/{id}", axum::routing::patch(api_keys::patch).delete(api_keys::revoke))
+        .route("/v1/audit", get(audit::list))
+        .route("/v1/audit/{id}", get(audit::get_one))
+        .route("/v1/settings", get(settings::get).patch(settings::patch))
+        .route("/v1/webhooks/deliveries", get(settings::deliveries))
         .route("/rest/{integration}", post(rest_batch::execute))
         .route("/v1", get(not_found))
         .route("/v1/{*rest}", get(not_found).post(not_found).put(not_found).patch(not_found).delete(not_found))

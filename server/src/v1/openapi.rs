@@ -213,6 +213,36 @@ pub async fn document() -> Json<Value> {
                     "responses": { "200": { "description": "the tool_call: succeeded, failed or denied" }, "403": error_response("forbidden"), "404": error_response("not_found"), "409": error_response("confirmation_closed (meta.status: approved, denied or expired)"), "422": error_response("invalid_request") }
                 }
             },
+            "/v1/audit": { "get": {
+                "summary": "The audit log, newest first (members: their own rows), 50 per page",
+                "parameters": [
+                    { "name": "tool", "in": "query", "schema": { "type": "string" } },
+                    { "name": "status", "in": "query", "schema": { "type": "string" } },
+                    { "name": "api_key_id", "in": "query", "schema": { "type": "string" } },
+                    { "name": "cursor", "in": "query", "description": "next_cursor of the previous page", "schema": { "type": "string" } }
+                ],
+                "responses": { "200": { "description": "{ object: list, data: [entry], next_cursor }" }, "400": error_response("bad_request"), "401": error_response("unauthorized") }
+            }},
+            "/v1/audit/{id}": { "get": {
+                "summary": "One audit row in full: outcome, error, duration, result size, surface, key, end_user_id, Idempotency-Key, redacted arguments, and the confirmation with who decided",
+                "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+                "responses": { "200": { "description": "{ id, object: audit_event, ..., call, confirmation }" }, "404": error_response("not_found") }
+            }},
+            "/v1/settings": {
+                "get": { "summary": "Project settings (admin key): audit_retention_days and the confirmation webhook", "responses": { "200": { "description": "{ object: project_settings, audit_retention_days, webhook }" }, "403": error_response("forbidden") } },
+                "patch": {
+                    "summary": "Change project settings (admin key with no policy attached); everything is checked before anything changes",
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "additionalProperties": false, "properties": {
+                        "audit_retention_days": { "type": ["integer", "null"], "minimum": 1, "maximum": 3650 },
+                        "webhook": { "oneOf": [{ "type": "null" }, { "type": "object", "required": ["url", "secret_ref"], "additionalProperties": false, "properties": { "url": { "type": "string", "format": "uri" }, "secret_ref": { "type": "string", "description": "a vault secret (name or sec_ id) the body is signed with: Workbench-Signature: sha256=<hex HMAC-SHA256>" } } }] }
+                    } } } } },
+                    "responses": { "200": { "description": "the settings" }, "403": error_response("forbidden"), "422": error_response("invalid_request") }
+                }
+            },
+            "/v1/webhooks/deliveries": { "get": {
+                "summary": "The newest webhook deliveries and how they went (admin key)",
+                "responses": { "200": { "description": "{ object: list, data: [{ id, event, subject_id, url, status, attempts, response_status, error }] }" }, "403": error_response("forbidden") }
+            }},
             "/rest/{integration}": { "post": {
                 "summary": "Run a batch of one integration's tools (execute_tools without compose or return)",
                 "parameters": [{ "name": "integration", "in": "path", "required": true, "schema": { "type": "string" } }],

@@ -105,12 +105,18 @@ fn parse_invoke(body: Value) -> Result<InvokeRequest, ApiError> {
 }
 
 /// Runs one invoke request and renders the response: status and the exact body bytes.
-async fn run_invoke(state: &AppState, who: &workbench_core::auth::Principal, body: Value) -> (StatusCode, String) {
+async fn run_invoke(state: &AppState, who: &workbench_core::auth::Principal, body: Value, idempotency_key: Option<&str>) -> (StatusCode, String) {
     let req = match parse_invoke(body) {
         Ok(r) => r,
         Err(e) => return (e.status, e.body().to_string()),
     };
-    let opts = CallOptions { timeout: req.timeout, end_user_id: req.end_user_id, surface: Surface::Rest, rest_result_max_bytes: Some(state.config.rest_result_max_bytes) };
+    let opts = CallOptions {
+        timeout: req.timeout,
+        end_user_id: req.end_user_id,
+        surface: Surface::Rest,
+        rest_result_max_bytes: Some(state.config.rest_result_max_bytes),
+        idempotency_key: idempotency_key.map(str::to_owned),
+    };
     let outcome = state.wb.engine().run(who, Invocation { tool: req.tool, args: req.arguments }, &opts).await;
     let usage = json!({ "tool_call": 1, "tool_call_ms": outcome.duration_ms });
     match outcome.result {
@@ -171,7 +177,7 @@ pub async fn invoke(State(state): State<AppState>, ApiCaller(who): ApiCaller, re
     let bytes = super::body::read_json_bytes(&parts.headers, body).await?;
     let value: Value = super::body::parse_json(&bytes)?;
     let Some(key) = idempotency_key else {
-        let (status, body) = run_invoke(&state, &who, value).await;
+        let (status, body) = run_invoke(&state, &who, value, None).await;
         return Ok(json_response(status, body, false));
     };
     let key = key.map_err(|_| ApiError::bad_request("invalid Idempotency-Key; use visible ASCII characters"))?;
@@ -179,7 +185,7 @@ pub async fn invoke(State(state): State<AppState>, ApiCaller(who): ApiCaller, re
     let hash = Idempotency::request_hash("POST /v1/tools/invoke", &bytes);
     match state.wb.idempotency().begin(&api_key_id, &key, &hash).await? {
         Begin::Proceed => {
-            let (status, body) = run_invoke(&state, &who, value).await;
+            let (status, body) = run_invoke(&state, &who, value, Some(&key)).await;
             state.wb.idempotency().complete(&api_key_id, &key, status.as_u16(), &body).await?;
             Ok(json_response(status, body, false))
         }

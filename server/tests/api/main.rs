@@ -4,6 +4,7 @@ mod helpers;
 
 mod api_keys;
 mod apps;
+mod audit_detail;
 mod fake_provider;
 mod fake_upstream;
 mod fakes;
@@ -32,3 +33,4 @@ mod upstream_everything;
 mod v1_auth;
 mod v1_tools;
 mod vault;
+mod webhooks;

@@ -275,3 +275,28 @@ db_test!(a_keys_rate_limit_stops_calls_over_it_until_the_next_minute, |backend| 
         assert!(execute(&app, &key, call.clone()).await[0].get("result").is_some());
     }
 });
+
+db_test!(the_policies_page_checks_patterns_as_they_are_typed_with_the_apis_rules, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let b = app.browser();
+    b.sign_in("ada@example.com", crate::helpers::PASSWORD).await;
+    let check = |text: &'static str| {
+        let b = &b;
+        async move { b.call("check_patterns", &[("text", text)]).await.json::<Value>().await.unwrap() }
+    };
+    let ok = check("storage.*\nhttp.fetch\n\n").await;
+    assert_eq!(ok, json!({ "problems": [], "unmatched": [] }));
+    let bad = check("a*b\nhttp.fetch\nnosuch.tool\n*\nx y").await;
+    let problems = bad["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 2, "{bad}");
+    assert!(problems[0].as_str().unwrap().contains("\"a*b\""), "{bad}");
+    assert!(problems[1].as_str().unwrap().contains("' '"), "{bad}");
+    assert_eq!(bad["unmatched"], json!(["nosuch.tool"]), "a bare '*' matches every tool; a name no tool has is flagged");
+    // The same text is refused on save with the same reason.
+    let (status, e) = post(&app, &key, "/v1/policies", json!({ "name": "typo", "tool_allowlist": { "mode": "open", "deny": ["a*b"] } })).await;
+    assert_eq!(status, 422);
+    assert!(e["error"]["message"].as_str().unwrap().contains("\"a*b\""));
+    // Signed out: nothing is answered.
+    assert_ne!(app.browser().call("check_patterns", &[("text", "x")]).await.status(), 200);
+});

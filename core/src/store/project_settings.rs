@@ -1,0 +1,65 @@
+//! Project settings an admin changes (audit retention, the confirmation webhook); one row per
+//! project, absent until something is set.
+
+use sqlx::FromRow;
+
+use super::Exec;
+use crate::Result;
+
+#[derive(Debug, Clone, Default, FromRow, PartialEq, Eq)]
+pub struct SettingsRow {
+    pub project_id: String,
+    /// Days audit rows are kept; None: forever.
+    pub audit_retention_days: Option<i64>,
+    pub webhook_url: Option<String>,
+    /// Vault secret (by name) the webhook's signature is made with.
+    pub webhook_secret_ref: Option<String>,
+    pub updated_at: i64,
+}
+
+const COLUMNS: &str = "project_id, audit_retention_days, webhook_url, webhook_secret_ref, updated_at";
+
+pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<Option<SettingsRow>> {
+    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM project_settings WHERE project_id = $1"))
+        .bind(project_id)
+        .fetch_optional(ex)
+        .await?)
+}
+
+/// Sets how many days audit rows are kept (None: forever), leaving the other settings.
+pub async fn set_retention<'e>(ex: impl Exec<'e>, project_id: &str, days: Option<i64>, now: i64) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO project_settings (project_id, audit_retention_days, updated_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (project_id) DO UPDATE SET audit_retention_days = excluded.audit_retention_days, updated_at = excluded.updated_at",
+    )
+    .bind(project_id)
+    .bind(days)
+    .bind(now)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// Sets (or, with None, removes) the webhook, leaving the other settings.
+pub async fn set_webhook<'e>(ex: impl Exec<'e>, project_id: &str, webhook: Option<(&str, &str)>, now: i64) -> Result<()> {
+    let (url, secret_ref) = webhook.unzip();
+    sqlx::query(
+        "INSERT INTO project_settings (project_id, webhook_url, webhook_secret_ref, updated_at) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (project_id) DO UPDATE SET webhook_url = excluded.webhook_url, \
+         webhook_secret_ref = excluded.webhook_secret_ref, updated_at = excluded.updated_at",
+    )
+    .bind(project_id)
+    .bind(url)
+    .bind(secret_ref)
+    .bind(now)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// Projects that keep audit rows for a limited number of days, with that number.
+pub async fn with_retention<'e>(ex: impl Exec<'e>) -> Result<Vec<(String, i64)>> {
+    Ok(sqlx::query_as("SELECT project_id, audit_retention_days FROM project_settings WHERE audit_retention_days IS NOT NULL ORDER BY project_id")
+        .fetch_all(ex)
+        .await?)
+}

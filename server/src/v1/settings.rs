@@ -1,0 +1,75 @@
+//! Project settings over REST: `GET /v1/settings` and `PATCH /v1/settings` with
+//! `audit_retention_days` (days, or null to keep everything) and `webhook`
+//! (`{url, secret_ref}`, or null to remove it); `GET /v1/webhooks/deliveries` lists how the
+//! newest webhook deliveries went. Only an admin whose key has no policy may change them.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+use workbench_core::notify::WebhookConfig;
+
+use super::policies::unprocessable;
+use super::JsonBody;
+use crate::api_auth::ApiCaller;
+use crate::api_error::ApiError;
+use crate::state::AppState;
+
+async fn current(state: &AppState, who: &workbench_core::auth::Principal) -> Result<Value, ApiError> {
+    Ok(json!({
+        "object": "project_settings",
+        "audit_retention_days": state.wb.audit().retention_days(who).await?,
+        "webhook": state.wb.webhooks().get(who).await?,
+    }))
+}
+
+pub async fn get(State(state): State<AppState>, ApiCaller(who): ApiCaller) -> Result<Json<Value>, ApiError> {
+    workbench_core::auth::require_admin(&who)?;
+    Ok(Json(current(&state, &who).await?))
+}
+
+fn invalid(m: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", m.into())
+}
+
+pub async fn patch(State(state): State<AppState>, ApiCaller(who): ApiCaller, JsonBody(body): JsonBody) -> Result<Json<Value>, ApiError> {
+    workbench_core::policy::require_unrestricted_admin(&who)?;
+    let Value::Object(fields) = body else {
+        return Err(invalid("expected {\"audit_retention_days\"?: days|null, \"webhook\"?: {\"url\", \"secret_ref\"}|null}"));
+    };
+    if let Some(k) = fields.keys().find(|k| !matches!(k.as_str(), "audit_retention_days" | "webhook")) {
+        return Err(invalid(format!("unknown setting {k:?}; settings are audit_retention_days and webhook")));
+    }
+    // Check everything before changing anything.
+    let retention = match fields.get("audit_retention_days") {
+        None => None,
+        Some(Value::Null) => Some(None),
+        Some(v) => match v.as_i64() {
+            Some(d) => Some(Some(d)),
+            None => return Err(invalid("audit_retention_days must be a whole number of days, or null to keep everything")),
+        },
+    };
+    let webhook = match fields.get("webhook") {
+        None => None,
+        Some(Value::Null) => Some(None),
+        Some(v) => Some(Some(
+            serde_json::from_value::<WebhookConfig>(v.clone()).map_err(|e| invalid(format!("webhook: expected {{\"url\", \"secret_ref\"}}: {e}")))?,
+        )),
+    };
+    if let Some(Some(d)) = retention {
+        if !(1..=workbench_core::audit::MAX_RETENTION_DAYS).contains(&d) {
+            return Err(invalid(format!("audit_retention_days must be from 1 to {}, or null to keep everything", workbench_core::audit::MAX_RETENTION_DAYS)));
+        }
+    }
+    if let Some(w) = webhook {
+        state.wb.webhooks().set(&who, w).await.map_err(unprocessable)?;
+    }
+    if let Some(r) = retention {
+        state.wb.audit().set_retention_days(&who, r).await.map_err(unprocessable)?;
+    }
+    Ok(Json(current(&state, &who).await?))
+}
+
+pub async fn deliveries(State(state): State<AppState>, ApiCaller(who): ApiCaller) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!({ "object": "list", "data": state.wb.webhooks().deliveries(&who).await? })))
+}

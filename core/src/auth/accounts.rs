@@ -145,6 +145,7 @@ impl Accounts {
             api_key_id: None,
             policy_id: None,
             policy_generation: None,
+            vault_generation: None,
             rate_limit_per_minute: None,
         })
     }
@@ -327,6 +328,7 @@ impl Accounts {
             api_key_id: None,
             policy_id: None,
             policy_generation: None,
+            vault_generation: None,
             rate_limit_per_minute: None,
         }))
     }
@@ -478,6 +480,7 @@ fn key_principal(row: store::api_keys::KeyPrincipalRow) -> Principal {
         api_key_id: Some(row.id),
         policy_id: row.policy_id,
         policy_generation: Some(row.policy_generation),
+        vault_generation: Some(row.vault_generation),
         rate_limit_per_minute: row.rate_limit_per_minute,
     }
 }

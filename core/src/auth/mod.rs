@@ -54,6 +54,10 @@ pub struct Principal {
     /// The project's policy generation as read with the key (spares a query per request).
     #[serde(skip)]
     pub policy_generation: Option<i64>,
+    /// The project's vault generation as read with the key: the scrubber's cached patterns are
+    /// current when it matches (spares a query per request).
+    #[serde(skip)]
+    pub vault_generation: Option<i64>,
     /// Calls per minute the key may make (None: no limit).
     #[serde(default)]
     pub rate_limit_per_minute: Option<i64>,

@@ -392,6 +392,7 @@ mod tests {
             api_key_id: Some(key.into()),
             policy_id: None,
             policy_generation: None,
+            vault_generation: None,
             rate_limit_per_minute: None,
         }
     }

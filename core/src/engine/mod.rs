@@ -228,7 +228,7 @@ impl Engine {
             tracing::error!(error = ?e, "secrets for scrubbing cannot be read");
             ToolError::Unavailable { reason: "the vault cannot be read right now".into() }
         };
-        let mut s = self.vault.scrubber(&who.project_id).await.map_err(unavailable)?;
+        let mut s = self.vault.scrubber_for(who).await.map_err(unavailable)?;
         for (name, value) in self.connections.credential_secrets(who).await.map_err(unavailable)? {
             s.add(&name, &value);
         }

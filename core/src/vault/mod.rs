@@ -87,7 +87,16 @@ impl Vault {
     /// project-wide). One read of the project's vault generation; the secrets are decrypted and
     /// the automaton rebuilt only after a value changed, on any instance.
     pub async fn project_patterns(&self, project_id: &str) -> Result<Arc<Needles>> {
-        let generation = store::vault::generation(self.db.pool(), project_id).await?;
+        self.project_patterns_at(project_id, None).await
+    }
+
+    /// `project_patterns`, given the generation when the caller read it already (with the API
+    /// key, in the same query): then a current cache costs no query at all.
+    pub async fn project_patterns_at(&self, project_id: &str, known: Option<i64>) -> Result<Arc<Needles>> {
+        let generation = match known {
+            Some(g) => g,
+            None => store::vault::generation(self.db.pool(), project_id).await?,
+        };
         if let Some((g, n)) = self.patterns.read().expect("vault patterns lock").get(project_id) {
             if *g == generation {
                 return Ok(n.clone());
@@ -110,6 +119,11 @@ impl Vault {
     /// A scrubber that knows every live secret of the project.
     pub async fn scrubber(&self, project_id: &str) -> Result<Scrubber> {
         Ok(Scrubber::for_project(self.project_patterns(project_id).await?))
+    }
+
+    /// The same for a caller whose vault generation was read with their key.
+    pub async fn scrubber_for(&self, who: &Principal) -> Result<Scrubber> {
+        Ok(Scrubber::for_project(self.project_patterns_at(&who.project_id, who.vault_generation).await?))
     }
 
     fn ring(&self) -> std::sync::RwLockReadGuard<'_, KeyRing> {

@@ -33,3 +33,8 @@ CREATE INDEX webhook_deliveries_project ON webhook_deliveries(project_id, create
 
 -- Retention keeps calls a live confirmation still holds; it finds them by tool call.
 CREATE INDEX confirmations_tool_call ON confirmations(tool_call_id);
+
+-- Bumped with every change that adds a credential of a user in a project (connecting, a
+-- refresh), in the same transaction. It is read with the API key, so every instance knows when
+-- its cached copy of the caller's credentials (for scrubbing) is stale, at no extra query.
+ALTER TABLE memberships ADD COLUMN credentials_generation BIGINT NOT NULL DEFAULT 0;

@@ -146,6 +146,7 @@ impl Accounts {
             policy_id: None,
             policy_generation: None,
             vault_generation: None,
+            credentials_generation: None,
             rate_limit_per_minute: None,
         })
     }
@@ -329,6 +330,7 @@ impl Accounts {
             policy_id: None,
             policy_generation: None,
             vault_generation: None,
+            credentials_generation: None,
             rate_limit_per_minute: None,
         }))
     }
@@ -481,6 +483,7 @@ fn key_principal(row: store::api_keys::KeyPrincipalRow) -> Principal {
         policy_id: row.policy_id,
         policy_generation: Some(row.policy_generation),
         vault_generation: Some(row.vault_generation),
+        credentials_generation: Some(row.credentials_generation),
         rate_limit_per_minute: row.rate_limit_per_minute,
     }
 }

@@ -58,6 +58,10 @@ pub struct Principal {
     /// current when it matches (spares a query per request).
     #[serde(skip)]
     pub vault_generation: Option<i64>,
+    /// The caller's credentials generation as read with the key: their cached credentials (for
+    /// scrubbing) are current when it matches.
+    #[serde(skip)]
+    pub credentials_generation: Option<i64>,
     /// Calls per minute the key may make (None: no limit).
     #[serde(default)]
     pub rate_limit_per_minute: Option<i64>,

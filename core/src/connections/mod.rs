@@ -13,6 +13,7 @@ mod refresh;
 mod sealing;
 mod wait;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -91,7 +92,16 @@ pub struct Connections {
     connect_ttl_secs: i64,
     /// Set when the process shuts down: waits answer TIMEOUT at once.
     stopping: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Per (project, user): the credentials generation the copy was read at, and the user's
+    /// live credential values, for scrubbing without a query per request.
+    credential_cache: Arc<std::sync::RwLock<HashMap<(String, String), (i64, CredentialSecrets)>>>,
 }
+
+/// A user's live credential values, named `<integration>_credential`.
+pub type CredentialSecrets = Arc<Vec<(String, zeroize::Zeroizing<String>)>>;
+
+/// Users whose credentials an instance keeps a copy of at most; past it the copy starts over.
+const CREDENTIAL_CACHE_USERS: usize = 10_000;
 
 impl Connections {
     pub fn new(
@@ -102,7 +112,7 @@ impl Connections {
         apps: Arc<AppRegistry>,
         connect_ttl_secs: i64,
     ) -> Self {
-        Connections { db, clock, vault, integrations, apps, connect_ttl_secs, stopping: Arc::new(tokio::sync::watch::channel(false).0) }
+        Connections { db, clock, vault, integrations, apps, connect_ttl_secs, stopping: Arc::new(tokio::sync::watch::channel(false).0), credential_cache: Arc::default() }
     }
 
     /// An integration a project can connect: a shipped plugin or one of its custom apps.
@@ -147,7 +157,7 @@ impl Connections {
             updated_at: now,
         };
         self.seal(&mut row, c)?;
-        store::connections::upsert(self.db.pool(), &row).await
+        store::connections::upsert(&self.db, &row).await
     }
 
 
@@ -160,7 +170,19 @@ impl Connections {
     /// Every secret of the user's live connections in the project, named `<integration>_credential`,
     /// for scrubbing (D7: a call's output is scrubbed of all of the caller's credentials, not only
     /// those it used).
-    pub async fn credential_secrets(&self, who: &Principal) -> Result<Vec<(String, zeroize::Zeroizing<String>)>> {
+    pub async fn credential_secrets(&self, who: &Principal) -> Result<CredentialSecrets> {
+        let key = (who.project_id.clone(), who.user_id.clone());
+        // The generation read with the caller's key (before the rows below): a copy made at it
+        // holds every credential added up to it; a change since bumps it in the same
+        // transaction, so the copy is never older than it claims.
+        let known = who.credentials_generation;
+        if let Some(g) = known {
+            if let Some((at, secrets)) = self.credential_cache.read().expect("credential cache lock").get(&key) {
+                if *at == g {
+                    return Ok(secrets.clone());
+                }
+            }
+        }
         let rows = store::connections::list_for_user(self.db.pool(), &who.project_id, &who.user_id).await?;
         let mut out = Vec::new();
         for row in rows.iter().filter(|r| r.status == ConnectionStatus::Connected) {
@@ -168,6 +190,14 @@ impl Connections {
             for secret in c.secrets() {
                 out.push((format!("{}_credential", row.integration), zeroize::Zeroizing::new(secret.to_owned())));
             }
+        }
+        let out: CredentialSecrets = Arc::new(out);
+        if let Some(g) = known {
+            let mut cache = self.credential_cache.write().expect("credential cache lock");
+            if cache.len() >= CREDENTIAL_CACHE_USERS {
+                cache.clear();
+            }
+            cache.insert(key, (g, out.clone()));
         }
         Ok(out)
     }

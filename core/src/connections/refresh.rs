@@ -121,7 +121,7 @@ impl Connections {
                 next.updated_at = self.now();
                 self.seal(&mut next, &fresh)?;
                 let old = row.ciphertext.clone().unwrap_or_default();
-                if !store::connections::replace_credential(self.db.pool(), &row.id, &old, &next).await? {
+                if !store::connections::replace_credential(&self.db, &row.id, &old, &next).await? {
                     // Another instance refreshed first: use its token.
                     if let Some(current) = store::connections::get(self.db.pool(), &row.project_id, &row.user_id, &row.integration).await? {
                         if current.status == ConnectionStatus::Connected {

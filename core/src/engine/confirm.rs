@@ -393,6 +393,7 @@ mod tests {
             policy_id: None,
             policy_generation: None,
             vault_generation: None,
+            credentials_generation: None,
             rate_limit_per_minute: None,
         }
     }

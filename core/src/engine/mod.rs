@@ -229,8 +229,8 @@ impl Engine {
             ToolError::Unavailable { reason: "the vault cannot be read right now".into() }
         };
         let mut s = self.vault.scrubber_for(who).await.map_err(unavailable)?;
-        for (name, value) in self.connections.credential_secrets(who).await.map_err(unavailable)? {
-            s.add(&name, &value);
+        for (name, value) in self.connections.credential_secrets(who).await.map_err(unavailable)?.iter() {
+            s.add(name, value);
         }
         s.prepare();
         Ok(s)

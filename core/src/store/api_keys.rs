@@ -139,11 +139,14 @@ pub struct KeyPrincipalRow {
     pub rate_limit_per_minute: Option<i64>,
     /// The project's vault generation (0 before any secret was set).
     pub vault_generation: i64,
+    /// The owner's credentials generation in the project.
+    pub credentials_generation: i64,
 }
 
 const PRINCIPAL: &str = "SELECT k.id, k.project_id, p.name AS project_name, k.user_id, u.email, m.role, k.last_used_at, k.revoked_at, \
      k.policy_id, p.policy_generation, k.rate_limit_per_minute, \
-     COALESCE((SELECT g.generation FROM vault_generations g WHERE g.project_id = k.project_id), 0) AS vault_generation \
+     COALESCE((SELECT g.generation FROM vault_generations g WHERE g.project_id = k.project_id), 0) AS vault_generation, \
+     m.credentials_generation \
      FROM api_keys k \
      JOIN users u ON u.id = k.user_id \
      JOIN memberships m ON m.project_id = k.project_id AND m.user_id = k.user_id \

@@ -146,14 +146,5 @@ pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<Op
 /// Deletes at most `limit` of the project's audit rows created before `before`, oldest first;
 /// how many (retention deletes in small batches so writers are never held up for long).
 pub async fn delete_older<'e>(ex: impl Exec<'e>, project_id: &str, before: i64, limit: i64) -> Result<u64> {
-    let r = sqlx::query(
-        "DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_events WHERE project_id = $1 AND created_at < $2 \
-         ORDER BY created_at LIMIT $3)",
-    )
-    .bind(project_id)
-    .bind(before)
-    .bind(limit)
-    .execute(ex)
-    .await?;
-    Ok(r.rows_affected())
+    super::delete_oldest(ex, "audit_events", project_id, before, limit).await
 }

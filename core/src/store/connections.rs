@@ -35,8 +35,21 @@ pub struct ConnectionRow {
 const CONN_COLUMNS: &str =
     "id, project_id, user_id, integration, status, ciphertext, nonce, key_version, expires_at, created_at, updated_at";
 
-/// Stores a fresh credential (connected), replacing whatever the user had for the integration.
-pub async fn upsert<'e>(ex: impl Exec<'e>, r: &ConnectionRow) -> Result<()> {
+/// The user's credentials in the project changed: instances holding a copy for scrubbing
+/// re-read them. Runs in the transaction of the change.
+async fn bump_generation(tx: &mut super::Tx, project_id: &str, user_id: &str) -> Result<()> {
+    sqlx::query("UPDATE memberships SET credentials_generation = credentials_generation + 1 WHERE project_id = $1 AND user_id = $2")
+        .bind(project_id)
+        .bind(user_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Stores a fresh credential (connected), replacing whatever the user had for the integration,
+/// and bumps the user's credentials generation in the same transaction.
+pub async fn upsert(db: &super::Db, r: &ConnectionRow) -> Result<()> {
+    let mut tx = db.begin_write().await?;
     sqlx::query(&format!(
         "INSERT INTO connections ({CONN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
          ON CONFLICT (project_id, user_id, integration) DO UPDATE SET status = excluded.status, \
@@ -54,8 +67,10 @@ pub async fn upsert<'e>(ex: impl Exec<'e>, r: &ConnectionRow) -> Result<()> {
     .bind(r.expires_at)
     .bind(r.created_at)
     .bind(r.updated_at)
-    .execute(ex)
+    .execute(&mut *tx)
     .await?;
+    bump_generation(&mut tx, &r.project_id, &r.user_id).await?;
+    tx.commit().await?;
     Ok(())
 }
 
@@ -123,13 +138,10 @@ pub async fn reseal<'e>(ex: impl Exec<'e>, id: &str, old_ciphertext: &str, ciphe
 }
 
 /// Replaces the sealed credential of a connection only if it is still the one the caller read
-/// (two instances refreshing at once: one wins, the other re-reads).
-pub async fn replace_credential<'e>(
-    ex: impl Exec<'e>,
-    id: &str,
-    old_ciphertext: &str,
-    r: &ConnectionRow,
-) -> Result<bool> {
+/// (two instances refreshing at once: one wins, the other re-reads); bumps the user's
+/// credentials generation in the same transaction.
+pub async fn replace_credential(db: &super::Db, id: &str, old_ciphertext: &str, r: &ConnectionRow) -> Result<bool> {
+    let mut tx = db.begin_write().await?;
     let done = sqlx::query(
         "UPDATE connections SET ciphertext = $1, nonce = $2, key_version = $3, expires_at = $4, updated_at = $5, status = 'connected' \
          WHERE id = $6 AND ciphertext = $7",
@@ -141,9 +153,14 @@ pub async fn replace_credential<'e>(
     .bind(r.updated_at)
     .bind(id)
     .bind(old_ciphertext)
-    .execute(ex)
+    .execute(&mut *tx)
     .await?;
-    Ok(done.rows_affected() == 1)
+    if done.rows_affected() != 1 {
+        return Ok(false);
+    }
+    bump_generation(&mut tx, &r.project_id, &r.user_id).await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 /// Forgets an integration in a project (its custom app was deleted): every user's stored

@@ -199,6 +199,20 @@ pub fn redact_url(url: &str) -> String {
 }
 
 /// Shorthand for the generic executor bound every store function takes.
+/// Deletes at most `limit` of a project's rows of `table` created before `before`, oldest first;
+/// how many. For retention, which calls it in small batches.
+pub(crate) async fn delete_oldest<'e>(ex: impl Exec<'e>, table: &'static str, project_id: &str, before: i64, limit: i64) -> Result<u64> {
+    let r = sqlx::query(&format!(
+        "DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE project_id = $1 AND created_at < $2 ORDER BY created_at LIMIT $3)"
+    ))
+    .bind(project_id)
+    .bind(before)
+    .bind(limit)
+    .execute(ex)
+    .await?;
+    Ok(r.rows_affected())
+}
+
 pub trait Exec<'e>: Executor<'e, Database = Any> {}
 impl<'e, T: Executor<'e, Database = Any>> Exec<'e> for T {}
 

@@ -68,14 +68,5 @@ pub async fn recent<'e>(ex: impl Exec<'e>, project_id: &str, limit: i64) -> Resu
 
 /// Deletes at most `limit` of the project's deliveries created before `before`; how many.
 pub async fn delete_older<'e>(ex: impl Exec<'e>, project_id: &str, before: i64, limit: i64) -> Result<u64> {
-    let r = sqlx::query(
-        "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE project_id = $1 AND created_at < $2 \
-         ORDER BY created_at LIMIT $3)",
-    )
-    .bind(project_id)
-    .bind(before)
-    .bind(limit)
-    .execute(ex)
-    .await?;
-    Ok(r.rows_affected())
+    super::delete_oldest(ex, "webhook_deliveries", project_id, before, limit).await
 }

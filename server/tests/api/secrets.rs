@@ -60,6 +60,27 @@ db_test!(a_secret_set_on_another_instance_is_scrubbed_here, |backend| {
     assert_eq!(after["result"]["content"], "token is [redacted:GH]", "B saw A's change");
 });
 
+db_test!(a_credential_connected_on_another_instance_is_scrubbed_here, |backend| {
+    // B keeps a copy of the caller's credentials for scrubbing; a connection made on A bumps
+    // the generation B reads with the key, so B's next call re-reads them.
+    let a = app!(backend);
+    let b = app!(backend, Options { database_url: Some(a.database_url.clone()), data_dir: Some(a.data_dir.clone()), ..Default::default() });
+    let (who, key) = admin_with_key(&a).await;
+    execute(&b, &key, json!([{ "tool": "storage.put", "args": { "key": "k", "content": "key is lin_api_c0ffee1234" } }])).await;
+    let before = execute(&b, &key, json!([{ "tool": "storage.get", "args": { "key": "k" } }])).await.remove(0);
+    assert_eq!(before["result"]["content"], "key is lin_api_c0ffee1234", "not a credential yet");
+    let credential = workbench_core::catalog::Credential::ApiKey { key: "lin_api_c0ffee1234".into() };
+    a.wb.connections().store(&who.project_id, &who.user_id, "linear", &credential).await.unwrap();
+    let after = execute(&b, &key, json!([{ "tool": "storage.get", "args": { "key": "k" } }])).await.remove(0);
+    assert_eq!(after["result"]["content"], "key is [redacted:linear_credential]", "B saw A's connection: {after}");
+    // A credential replacing the first is scrubbed as soon as it is stored.
+    let next = workbench_core::catalog::Credential::ApiKey { key: "lin_api_beefcafe5678".into() };
+    a.wb.connections().store(&who.project_id, &who.user_id, "linear", &next).await.unwrap();
+    execute(&b, &key, json!([{ "tool": "storage.put", "args": { "key": "k2", "content": "now lin_api_beefcafe5678" } }])).await;
+    let again = execute(&b, &key, json!([{ "tool": "storage.get", "args": { "key": "k2" } }])).await.remove(0);
+    assert_eq!(again["result"]["content"], "now [redacted:linear_credential]", "{again}");
+});
+
 db_test!(http_fetch_errors_quote_the_agents_template_never_a_transformed_secret, |backend| {
     let app = app!(backend);
     let (_, key) = admin_with_key(&app).await;

@@ -56,7 +56,7 @@ impl AuditLog {
             let now = self.clock.now_ms();
             let before = now.saturating_sub(days.saturating_mul(DAY_MS));
             report.projects += 1;
-            report.audit_rows += drain(|| store::audit::delete_older(pool, &project_id, before, RETENTION_BATCH)).await?;
+            report.audit_rows += drain(|| store::audit::delete_older(pool, &project_id, before, now, RETENTION_BATCH)).await?;
             report.tool_calls += drain(|| store::tool_calls::delete_older(pool, &project_id, before, now, RETENTION_BATCH)).await?;
             report.confirmations += drain(|| store::confirmations::delete_older(pool, &project_id, before, now, RETENTION_BATCH)).await?;
             report.webhook_deliveries += drain(|| store::webhook_deliveries::delete_older(pool, &project_id, before, RETENTION_BATCH)).await?;

@@ -144,7 +144,19 @@ pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<Op
 }
 
 /// Deletes at most `limit` of the project's audit rows created before `before`, oldest first;
-/// how many (retention deletes in small batches so writers are never held up for long).
-pub async fn delete_older<'e>(ex: impl Exec<'e>, project_id: &str, before: i64, limit: i64) -> Result<u64> {
-    super::delete_oldest(ex, "audit_events", project_id, before, limit).await
+/// how many (retention deletes in small batches so writers are never held up for long). The row
+/// of a call a live confirmation still holds stays: approving it finishes that row.
+pub async fn delete_older<'e>(ex: impl Exec<'e>, project_id: &str, before: i64, now: i64, limit: i64) -> Result<u64> {
+    let r = sqlx::query(
+        "DELETE FROM audit_events WHERE id IN (SELECT a.id FROM audit_events a WHERE a.project_id = $1 AND a.created_at < $2 \
+         AND NOT (a.tool_call_id IS NOT NULL AND EXISTS (SELECT 1 FROM confirmations c WHERE c.tool_call_id = a.tool_call_id \
+         AND c.status = 'pending' AND c.expires_at > $3)) ORDER BY a.created_at LIMIT $4)",
+    )
+    .bind(project_id)
+    .bind(before)
+    .bind(now)
+    .bind(limit)
+    .execute(ex)
+    .await?;
+    Ok(r.rows_affected())
 }

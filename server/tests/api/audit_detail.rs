@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 use workbench_core::auth::Role;
 
-use crate::helpers::{admin_with_key, TestApp, PASSWORD};
+use crate::helpers::{admin_with_key, Options, TestApp, PASSWORD};
 use crate::{app, db_test};
 
 async fn get(app: &TestApp, key: &str, path: &str) -> (u16, Value) {
@@ -167,4 +167,28 @@ db_test!(retention_deletes_rows_older_than_the_setting_in_batches_and_keeps_the_
 
     let (_, s) = send(&app, &key, reqwest::Method::PATCH, "/v1/settings", json!({ "audit_retention_days": null })).await;
     assert_eq!(s["audit_retention_days"], Value::Null);
+});
+
+db_test!(retention_keeps_the_rows_of_a_call_a_live_confirmation_still_holds, |backend| {
+    let day_ms = 24 * 60 * 60 * 1000;
+    let app = app!(backend, Options { confirmation_ttl_secs: Some(3 * 24 * 3600), ..Default::default() });
+    let (_, admin) = admin_with_key(&app).await;
+    let rules = json!({ "mode": "open", "require_confirmation": ["storage.put"] });
+    let (_, pol) = send(&app, &admin, reqwest::Method::POST, "/v1/policies", json!({ "name": "careful", "tool_allowlist": rules })).await;
+    let (_, agent) = send(&app, &admin, reqwest::Method::POST, "/v1/api-keys", json!({ "name": "agent", "policy_id": pol["id"] })).await;
+    let agent = agent["key"].as_str().unwrap().to_owned();
+    let (status, held) = send(&app, &agent, reqwest::Method::POST, "/v1/tools/invoke", json!({ "tool": "storage.put", "arguments": { "key": "a", "content": "b" } })).await;
+    assert_eq!(status, 202);
+    crate::helpers::execute(&app, &admin, json!([{ "tool": "storage.put", "args": { "key": "other", "content": "x" } }])).await;
+    send(&app, &admin, reqwest::Method::PATCH, "/v1/settings", json!({ "audit_retention_days": 1 })).await;
+
+    // Two days on: the ordinary call's rows go; the held call (pending for a third day) stays.
+    app.clock.advance_ms(2 * day_ms);
+    let report = app.wb.audit().apply_retention().await.unwrap();
+    assert!(report.audit_rows >= 1 && report.tool_calls == 1 && report.confirmations == 0, "{report:?}");
+    let conf = held["confirmation_id"].as_str().unwrap();
+    let (status, done) = send(&app, &admin, reqwest::Method::POST, &format!("/v1/tools/confirmations/{conf}"), json!({ "decision": "approve" })).await;
+    assert_eq!((status, done["status"].as_str()), (200, Some("succeeded")), "{done}");
+    let (_, list) = get(&app, &admin, "/v1/audit?tool=storage.put&status=succeeded").await;
+    assert!(list["data"].as_array().unwrap().iter().any(|r| r["tool_call_id"] == held["id"] && r["action"] == "tool.execute"), "the held call's row was kept and finished: {list}");
 });

@@ -43,6 +43,8 @@ pub struct Options {
     pub proxy_max_concurrent: Option<u64>,
     /// `--rest-result-max-bytes` (default 10 MiB).
     pub rest_result_max_bytes: Option<u64>,
+    /// How long held calls wait for a decision (default 900 s).
+    pub confirmation_ttl_secs: Option<i64>,
 }
 
 pub struct TestApp {
@@ -128,6 +130,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
             integrations: options.integrations.clone(),
             proxy_token_key: *keys.jwt.bytes(),
             connect_ttl_secs: options.connect_ttl_secs.unwrap_or(600),
+            confirmations: workbench_core::engine::ConfirmSettings { ttl_secs: options.confirmation_ttl_secs.unwrap_or(900), ..Default::default() },
             ..Default::default()
         },
     )

@@ -59,6 +59,7 @@ fn rows(who: &Principal, args: &Value, opts: &CallOptions, id: &str, tool: &str,
     };
     let error_code = o.and_then(|o| o.result.as_ref().err()).map(|e| e.code().to_owned());
     let duration_ms = o.map(|o| o.duration_ms as i64).unwrap_or(0);
+    let result_bytes = result.as_ref().map(|r| r.len() as i64);
     let call = ToolCallRow {
         id: id.to_owned(),
         project_id: who.project_id.clone(),
@@ -67,13 +68,13 @@ fn rows(who: &Principal, args: &Value, opts: &CallOptions, id: &str, tool: &str,
         tool: tool.to_owned(),
         status: status.to_owned(),
         arguments: args.to_string(),
-        result: result.clone(),
+        result,
         error,
         duration_ms,
         end_user_id: opts.end_user_id.clone(),
         surface: opts.surface.as_str().to_owned(),
         created_at: now,
-        result_bytes: result.as_ref().map(|r| r.len() as i64),
+        result_bytes,
         idempotency_key: opts.idempotency_key.clone(),
     };
     let audit = AuditRow {

@@ -7,7 +7,7 @@ mod retention;
 mod writer;
 
 pub use detail::{AuditDetail, CallDetail, ConfirmationDetail};
-pub use retention::{RetentionReport, MAX_RETENTION_DAYS, RETENTION_BATCH};
+pub use retention::{check_retention_days, RetentionReport, MAX_RETENTION_DAYS, RETENTION_BATCH};
 pub use writer::{Record, Recorder, UsageAdd, Write, AUDIT_WRITE_FAILURES};
 
 use std::sync::Arc;

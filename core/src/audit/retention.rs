@@ -27,6 +27,16 @@ pub struct RetentionReport {
     pub webhook_deliveries: u64,
 }
 
+/// A retention an admin may set: 1 to `MAX_RETENTION_DAYS` days, or None (forever).
+pub fn check_retention_days(days: Option<i64>) -> Result<()> {
+    match days {
+        Some(d) if !(1..=MAX_RETENTION_DAYS).contains(&d) => {
+            Err(Error::invalid(format!("audit_retention_days must be from 1 to {MAX_RETENTION_DAYS}, or null to keep everything")))
+        }
+        _ => Ok(()),
+    }
+}
+
 impl AuditLog {
     /// Days the project keeps its audit rows; None: forever.
     pub async fn retention_days(&self, who: &Principal) -> Result<Option<i64>> {
@@ -39,11 +49,7 @@ impl AuditLog {
         if !admin.is_unrestricted_admin() {
             return Err(Error::Forbidden("only an admin whose key has no policy attached can change the audit retention"));
         }
-        if let Some(d) = days {
-            if !(1..=MAX_RETENTION_DAYS).contains(&d) {
-                return Err(Error::invalid(format!("audit_retention_days must be from 1 to {MAX_RETENTION_DAYS}, or null to keep everything")));
-            }
-        }
+        check_retention_days(days)?;
         store::project_settings::set_retention(self.db.pool(), &admin.project_id, days, self.clock.now_ms()).await
     }
 

@@ -56,10 +56,8 @@ pub async fn patch(State(state): State<AppState>, ApiCaller(who): ApiCaller, Jso
             serde_json::from_value::<WebhookConfig>(v.clone()).map_err(|e| invalid(format!("webhook: expected {{\"url\", \"secret_ref\"}}: {e}")))?,
         )),
     };
-    if let Some(Some(d)) = retention {
-        if !(1..=workbench_core::audit::MAX_RETENTION_DAYS).contains(&d) {
-            return Err(invalid(format!("audit_retention_days must be from 1 to {}, or null to keep everything", workbench_core::audit::MAX_RETENTION_DAYS)));
-        }
+    if let Some(days) = retention {
+        workbench_core::audit::check_retention_days(days).map_err(unprocessable)?;
     }
     if let Some(w) = webhook {
         state.wb.webhooks().set(&who, w).await.map_err(unprocessable)?;

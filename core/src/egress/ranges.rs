@@ -126,6 +126,23 @@ impl PrivateAllowance {
             url::Host::Domain(_) => None,
         }
     }
+
+    /// Checks a URL an admin registers for outbound calls (an MCP server, a webhook): it parses,
+    /// is `http(s)` with a host (`what` says what it must be), carries no credentials, and an IP
+    /// literal is not refused; names are checked again by the resolver at every connection.
+    pub fn check_registered_url(&self, raw: &str, what: &str) -> crate::Result<url::Url> {
+        let url = url::Url::parse(raw).map_err(|e| crate::Error::invalid(format!("url: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            return Err(crate::Error::invalid(format!("url must be {what}")));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(crate::Error::invalid("credentials are secret refs, never inline; remove the user and password from the url"));
+        }
+        if let Some(reason) = self.check_url_host(&url) {
+            return Err(crate::Error::invalid(format!("url points at a {reason}; an operator can allow it with --egress-allow-private")));
+        }
+        Ok(url)
+    }
 }
 
 #[cfg(test)]

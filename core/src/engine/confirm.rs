@@ -201,7 +201,7 @@ impl Engine {
 
     async fn view(&self, who: &Principal, row: ConfirmationRow, now: i64) -> Result<ConfirmationView> {
         let mut arguments: Value = serde_json::from_str(&row.arguments).unwrap_or(Value::Null);
-        self.vault.scrubber(&who.project_id).await?.scrub(&mut arguments);
+        self.vault.scrubber_for(who).await?.scrub(&mut arguments);
         let status = effective_status(&row, now);
         Ok(ConfirmationView {
             url: self.confirmation_url(&row.id),

@@ -112,17 +112,7 @@ impl Webhooks {
         if raw.len() > MAX_URL_CHARS {
             return Err(Error::invalid(format!("url is longer than {MAX_URL_CHARS} characters")));
         }
-        let url = url::Url::parse(raw).map_err(|e| Error::invalid(format!("url: {e}")))?;
-        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err(Error::invalid("url must be an http(s) URL"));
-        }
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err(Error::invalid("credentials are secret refs, never inline; remove the user and password from the url"));
-        }
-        if let Some(reason) = self.allowance.check_url_host(&url) {
-            return Err(Error::invalid(format!("url points at a {reason}; an operator can allow it with --egress-allow-private")));
-        }
-        Ok(url)
+        self.allowance.check_registered_url(raw, "an http(s) URL")
     }
 
     /// The project's newest deliveries (admins).

@@ -325,16 +325,7 @@ impl Upstreams {
             "http" | "sse" => {}
             other => return Err(Error::invalid(format!("transport must be http (streamable HTTP) or sse (HTTP+SSE), not {other:?}"))),
         }
-        let url = url::Url::parse(&reg.url).map_err(|e| Error::invalid(format!("url: {e}")))?;
-        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err(Error::invalid("url must be an http(s) URL of the server's MCP endpoint"));
-        }
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err(Error::invalid("credentials are secret refs, never inline; remove the user and password from the url"));
-        }
-        if let Some(reason) = self.allowance.check_url_host(&url) {
-            return Err(Error::invalid(format!("url points at a {reason}; an operator can allow it with --egress-allow-private")));
-        }
+        let url = self.allowance.check_registered_url(&reg.url, "an http(s) URL of the server's MCP endpoint")?;
         if let Some(p) = &reg.tool_prefix {
             if p.len() > 32 || !p.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')) || !p.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) {
                 return Err(Error::invalid("tool_prefix must be up to 32 letters, digits, '_', '.' or '-', starting with a letter"));

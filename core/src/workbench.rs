@@ -38,6 +38,8 @@ pub struct WorkbenchOptions {
     pub connect_ttl_secs: i64,
     /// Where confirmation links point and how long held calls wait (D15).
     pub confirmations: ConfirmSettings,
+    /// The search provider search.web uses (operator setting).
+    pub web_search: Option<builtin::SearchProvider>,
 }
 
 impl Default for WorkbenchOptions {
@@ -51,6 +53,7 @@ impl Default for WorkbenchOptions {
             proxy_token_key: crate::crypto::random_bytes::<32>(),
             connect_ttl_secs: DEFAULT_CONNECT_TTL_SECS,
             confirmations: ConfirmSettings::default(),
+            web_search: None,
         }
     }
 }
@@ -91,7 +94,8 @@ impl Workbench {
         let vault = Vault::new(db.clone(), clock.clone(), options.master_keys);
         let allowance = PrivateAllowance(options.egress_allow_private);
         let guarded = GuardedClient::new(allowance.clone());
-        let services = BuiltinServices { db: db.clone(), http: guarded.clone(), storage, vault: vault.clone() };
+        let vectors = Arc::new(builtin::VectorNamespaces::new(db.clone(), clock.clone()));
+        let services = BuiltinServices { db: db.clone(), http: guarded.clone(), storage, vault: vault.clone(), vectors, search: options.web_search };
         let api = crate::integrations::api_client();
         let integrations = Arc::new(crate::plugins::load_integrations(&options.integrations, &api)?);
         let registry = Arc::new(AppRegistry::default());

@@ -67,6 +67,16 @@ pub struct ServeArgs {
     /// Curl proxy requests one user may have in flight at once; more answer 429.
     #[arg(long, env = "WB_PROXY_MAX_CONCURRENT_PER_USER", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub proxy_max_concurrent_per_user: u64,
+    /// A SearXNG instance search.web sends queries to (its JSON format enabled), e.g.
+    /// http://searxng:8080. A private address must also be in --egress-allow-private.
+    #[arg(long, env = "WB_SEARXNG_URL")]
+    pub searxng_url: Option<Url>,
+    /// A Brave Search API subscription token: search.web then uses the Brave Search API.
+    #[arg(long, env = "BRAVE_SEARCH_API_KEY", hide_env_values = true)]
+    pub brave_search_api_key: Option<String>,
+    /// The Brave Search API endpoint (a proxy or a test double may stand in).
+    #[arg(long, env = "WB_BRAVE_SEARCH_URL", default_value = workbench_core::builtin::BRAVE_DEFAULT_URL)]
+    pub brave_search_url: Url,
 }
 
 /// Why the `serve` flags do not make a usable configuration.
@@ -84,6 +94,12 @@ pub enum ConfigError {
     /// The default object store directory does not convert to a `file://` URL.
     #[error("cannot use {} as an object store directory", dir.display())]
     ObjectStoreDir { dir: PathBuf },
+    /// Both search providers are configured.
+    #[error("set one web search provider: --searxng-url (WB_SEARXNG_URL) or BRAVE_SEARCH_API_KEY, not both")]
+    TwoSearchProviders,
+    /// A search provider URL that search.web could never reach.
+    #[error("invalid {flag} {url}: {reason}")]
+    SearchProviderUrl { flag: &'static str, url: Url, reason: String },
 }
 
 /// What the running server needs from its configuration, derived once.
@@ -110,6 +126,41 @@ pub struct ServerConfig {
     pub proxy_timeout: std::time::Duration,
     /// Curl proxy requests one user may have in flight.
     pub proxy_max_concurrent_per_user: usize,
+    /// Where search.web sends queries.
+    pub web_search: Option<workbench_core::builtin::SearchProvider>,
+}
+
+/// The search provider the flags select, checked the way search.web will use it: an
+/// http(s) URL with a host, no credentials in it, and not an address the egress rules refuse.
+fn web_search(args: &ServeArgs) -> Result<Option<workbench_core::builtin::SearchProvider>, ConfigError> {
+    use workbench_core::builtin::SearchProvider;
+    let key = args.brave_search_api_key.as_deref().map(str::trim).filter(|k| !k.is_empty());
+    let (flag, url) = match (&args.searxng_url, key) {
+        (Some(_), Some(_)) => return Err(ConfigError::TwoSearchProviders),
+        (None, None) => return Ok(None),
+        (Some(u), None) => ("--searxng-url", u),
+        (None, Some(_)) => ("--brave-search-url", &args.brave_search_url),
+    };
+    let bad = |reason: String| {
+        let mut shown = url.clone();
+        let _ = shown.set_username("");
+        let _ = shown.set_password(None);
+        ConfigError::SearchProviderUrl { flag, url: shown, reason }
+    };
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(bad("expected http(s)://host[:port][/path]".into()));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad("credentials do not belong in the url".into()));
+    }
+    let allowance = workbench_core::egress::PrivateAllowance(args.egress_allow_private.clone());
+    if let Some(reason) = allowance.check_url_host(url) {
+        return Err(bad(format!("{reason}; add its address to --egress-allow-private to allow it")));
+    }
+    Ok(Some(match key {
+        Some(k) => SearchProvider::brave(url.clone(), k.to_owned()),
+        None => SearchProvider::searxng(url.clone()),
+    }))
 }
 
 impl ServerConfig {
@@ -136,7 +187,9 @@ impl ServerConfig {
             allowed_hosts.push(h.trim_start_matches('[').trim_end_matches(']').to_owned());
         }
         allowed_hosts.extend(args.allowed_hosts.iter().map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()));
+        let web_search = web_search(args)?;
         Ok(ServerConfig {
+            web_search,
             object_store_url,
             egress_allow_private: args.egress_allow_private.clone(),
             allowed_hosts,

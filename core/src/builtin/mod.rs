@@ -2,14 +2,18 @@
 //! the services it needs at construction.
 
 mod http_fetch;
+mod search_web;
 mod storage;
 mod vault_tools;
+pub mod vector;
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
 pub use storage::{ObjectStorage, MAX_OBJECT_BYTES};
+pub use search_web::{SearchProvider, BRAVE_DEFAULT_URL};
+pub use vector::Namespaces as VectorNamespaces;
 
 use crate::catalog::{SideEffects, Tool, ToolHandler, ToolName, ToolSource, ToolSpec};
 use crate::egress::GuardedClient;
@@ -23,6 +27,9 @@ pub struct BuiltinServices {
     pub http: GuardedClient,
     pub storage: Arc<ObjectStorage>,
     pub vault: Vault,
+    pub vectors: Arc<VectorNamespaces>,
+    /// Where search.web sends queries (none: it answers UNAVAILABLE saying what to set).
+    pub search: Option<SearchProvider>,
 }
 
 fn make_spec(name: &str, description: &str, side_effects: SideEffects, input: Value, output: Option<Value>) -> Result<ToolSpec> {
@@ -48,8 +55,11 @@ fn tool(spec: ToolSpec, handler: impl ToolHandler) -> Result<Tool> {
 pub fn tools(services: &BuiltinServices) -> Result<Vec<Tool>> {
     let mut tools = vec![
         tool(http_fetch::spec()?, http_fetch::HttpFetch { db: services.db.clone(), http: services.http.clone() })?,
+        tool(search_web::spec()?, search_web::SearchWeb { http: services.http.clone(), provider: services.search.clone() })?,
         tool(storage::get_spec()?, storage::StorageGet(services.storage.clone()))?,
         tool(storage::put_spec()?, storage::StoragePut(services.storage.clone()))?,
+        tool(vector::upsert_spec()?, vector::VectorUpsert(services.vectors.clone()))?,
+        tool(vector::query_spec()?, vector::VectorQuery(services.vectors.clone()))?,
     ];
     for (spec, op) in vault_tools::specs()? {
         tools.push(tool(spec, vault_tools::VaultTool { vault: services.vault.clone(), op })?);

@@ -147,6 +147,12 @@ impl GuardedClient {
 
     /// Checks a URL against the allowlist and, for IP literals, the address ranges.
     pub fn check_url(&self, url: &url::Url, patterns: &[String]) -> Result<(), FetchError> {
+        self.check_destination(url, Some(patterns))
+    }
+
+    /// `patterns: None` is a destination the operator configured (a search provider): no
+    /// project allowlist applies, the address rules still do.
+    fn check_destination(&self, url: &url::Url, patterns: Option<&[String]>) -> Result<(), FetchError> {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(FetchError::InvalidUrl("only http and https urls are allowed".into()));
         }
@@ -160,7 +166,7 @@ impl GuardedClient {
             url::Host::Ipv4(v4) => v4.to_string(),
             url::Host::Ipv6(v6) => format!("[{v6}]"),
         };
-        if !host_matches(patterns, &name, port) {
+        if patterns.is_some_and(|p| !host_matches(p, &name, port)) {
             return Err(FetchError::NotAllowlisted(if url.port().is_some() { format!("{name}:{port}") } else { name }));
         }
         if let Some(reason) = self.allowance.check_url_host(url) {
@@ -172,13 +178,23 @@ impl GuardedClient {
     /// Sends the request, following up to `MAX_REDIRECTS` redirects (each hop checked), and
     /// reads at most `max_body` bytes of the response.
     pub async fn fetch(&self, req: FetchRequest, patterns: &[String], max_body: usize) -> Result<FetchResponse, FetchError> {
+        self.fetch_checked(req, Some(patterns), max_body).await
+    }
+
+    /// `fetch` to a destination the operator configured (not an agent's): the address rules
+    /// apply to it and every redirect, the project's allowlist does not.
+    pub async fn fetch_configured(&self, req: FetchRequest, max_body: usize) -> Result<FetchResponse, FetchError> {
+        self.fetch_checked(req, None, max_body).await
+    }
+
+    async fn fetch_checked(&self, req: FetchRequest, patterns: Option<&[String]>, max_body: usize) -> Result<FetchResponse, FetchError> {
         let mut url = url::Url::parse(&req.url).map_err(|e| FetchError::InvalidUrl(e.to_string()))?;
         let origin = url.origin();
         let mut method = req.method.clone();
         let mut body = req.body.clone();
         let mut transferred: u64 = 0;
         for _hop in 0..=MAX_REDIRECTS {
-            self.check_url(&url, patterns)?;
+            self.check_destination(&url, patterns)?;
             let cross_origin = url.origin() != origin;
             let mut builder = self.client.request(method.clone(), url.clone());
             for (k, v) in &req.headers {

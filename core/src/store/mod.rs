@@ -69,6 +69,7 @@ pub mod tool_calls;
 pub mod usage;
 pub mod users;
 pub mod vault;
+pub mod vectors;
 pub mod webhook_deliveries;
 
 use std::str::FromStr;
@@ -198,7 +199,6 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
-/// Shorthand for the generic executor bound every store function takes.
 /// Deletes at most `limit` of a project's rows of `table` created before `before`, oldest first;
 /// how many. For retention, which calls it in small batches.
 pub(crate) async fn delete_oldest<'e>(ex: impl Exec<'e>, table: &'static str, project_id: &str, before: i64, limit: i64) -> Result<u64> {
@@ -213,6 +213,7 @@ pub(crate) async fn delete_oldest<'e>(ex: impl Exec<'e>, table: &'static str, pr
     Ok(r.rows_affected())
 }
 
+/// Shorthand for the generic executor bound every store function takes.
 pub trait Exec<'e>: Executor<'e, Database = Any> {}
 impl<'e, T: Executor<'e, Database = Any>> Exec<'e> for T {}
 

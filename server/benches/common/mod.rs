@@ -50,6 +50,9 @@ pub async fn start(tag: &str, configure: impl FnOnce(&mut WorkbenchOptions)) -> 
         rest_result_max_bytes: 10 * 1024 * 1024,
         proxy_timeout_seconds: 60,
         proxy_max_concurrent_per_user: 8,
+        searxng_url: None,
+        brave_search_api_key: None,
+        brave_search_url: workbench_core::builtin::BRAVE_DEFAULT_URL.parse().unwrap(),
     };
     let state = AppState::new(wb.clone(), ServerConfig::from_args(&args).unwrap(), Keys::load_or_create(&args.data_dir).unwrap());
     tokio::spawn(workbench_server::serve(listener, state, std::future::pending()));

@@ -45,6 +45,8 @@ pub struct Options {
     pub rest_result_max_bytes: Option<u64>,
     /// How long held calls wait for a decision (default 900 s).
     pub confirmation_ttl_secs: Option<i64>,
+    /// The search provider search.web uses (a fake on loopback).
+    pub web_search: Option<workbench_core::builtin::SearchProvider>,
 }
 
 pub struct TestApp {
@@ -131,6 +133,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
             proxy_token_key: *keys.jwt.bytes(),
             connect_ttl_secs: options.connect_ttl_secs.unwrap_or(600),
             confirmations: workbench_core::engine::ConfirmSettings { ttl_secs: options.confirmation_ttl_secs.unwrap_or(900), ..Default::default() },
+            web_search: options.web_search.clone(),
             ..Default::default()
         },
     )
@@ -153,6 +156,9 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         rest_result_max_bytes: options.rest_result_max_bytes.unwrap_or(10 * 1024 * 1024),
         proxy_timeout_seconds: options.proxy_timeout_secs.unwrap_or(60),
         proxy_max_concurrent_per_user: options.proxy_max_concurrent.unwrap_or(8),
+        searxng_url: None,
+        brave_search_api_key: None,
+        brave_search_url: workbench_core::builtin::BRAVE_DEFAULT_URL.parse().unwrap(),
     };
     let mut config = ServerConfig::from_args(&args).unwrap();
     // Tests reload custom apps explicitly (see apps.rs), never behind their back.

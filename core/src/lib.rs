@@ -34,6 +34,7 @@ pub mod metering;
 pub mod notify;
 pub mod plugins;
 pub mod policy;
+pub mod schedule;
 pub mod store;
 pub mod upstream;
 pub mod vault;

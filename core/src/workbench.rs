@@ -16,6 +16,7 @@ use crate::metering::Metering;
 use crate::plugins::Apps;
 use crate::notify::Webhooks;
 use crate::policy::Policies;
+use crate::schedule::Schedules;
 use crate::upstream::Upstreams;
 use crate::store::Db;
 use crate::vault::{KeyRing, Vault};
@@ -75,6 +76,7 @@ pub struct Workbench {
     upstreams: Upstreams,
     policies: Policies,
     webhooks: Webhooks,
+    schedules: Schedules,
 }
 
 impl Workbench {
@@ -95,7 +97,16 @@ impl Workbench {
         let allowance = PrivateAllowance(options.egress_allow_private);
         let guarded = GuardedClient::new(allowance.clone());
         let vectors = Arc::new(builtin::VectorNamespaces::new(db.clone(), clock.clone()));
-        let services = BuiltinServices { db: db.clone(), http: guarded.clone(), storage, vault: vault.clone(), vectors, search: options.web_search };
+        let schedules = Schedules::new(db.clone(), clock.clone(), vault.clone(), guarded.clone());
+        let services = BuiltinServices {
+            db: db.clone(),
+            http: guarded.clone(),
+            storage,
+            vault: vault.clone(),
+            vectors,
+            search: options.web_search,
+            schedules: Arc::new(schedules.clone()),
+        };
         let api = crate::integrations::api_client();
         let integrations = Arc::new(crate::plugins::load_integrations(&options.integrations, &api)?);
         let registry = Arc::new(AppRegistry::default());
@@ -145,6 +156,7 @@ impl Workbench {
             accounts,
             policies,
             webhooks,
+            schedules,
             metering: Metering::new(db.clone(), recorder.clone(), clock.clone()),
             proxy_tokens: ProxyTokens::new(db.clone(), clock.clone(), options.proxy_token_key),
             connections,
@@ -171,6 +183,10 @@ impl Workbench {
 
     pub fn policies(&self) -> &Policies {
         &self.policies
+    }
+
+    pub fn schedules(&self) -> &Schedules {
+        &self.schedules
     }
 
     pub fn engine(&self) -> &Engine {

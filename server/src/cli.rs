@@ -195,9 +195,10 @@ async fn admin(cmd: AdminCommand) -> Result<(), CliError> {
             // First finish anything an interrupted rotation left on older versions.
             let resumed = wb.vault().reseal_all().await?;
             let resumed_conns = wb.connections().reseal_all().await?;
-            if resumed + resumed_conns > 0 {
+            let resumed_callbacks = wb.schedules().reseal_all().await?;
+            if resumed + resumed_conns + resumed_callbacks > 0 {
                 eprintln!(
-                    "workbench: finished an earlier rotation: re-encrypted {resumed} secrets and {resumed_conns} connection credentials under key version {}",
+                    "workbench: finished an earlier rotation: re-encrypted {resumed} secrets, {resumed_conns} connection credentials and {resumed_callbacks} callback payloads and signing secrets under key version {}",
                     keys.master.current_version().unwrap_or(0)
                 );
                 return Ok(());
@@ -207,7 +208,10 @@ async fn admin(cmd: AdminCommand) -> Result<(), CliError> {
             wb.vault().set_ring(ring);
             let n = wb.vault().reseal_all().await?;
             let c = wb.connections().reseal_all().await?;
-            eprintln!("workbench: re-encrypted {n} secrets and {c} connection credentials under new master key version {version}");
+            let cb = wb.schedules().reseal_all().await?;
+            eprintln!(
+                "workbench: re-encrypted {n} secrets, {c} connection credentials and {cb} callback payloads and signing secrets under new master key version {version}"
+            );
             Ok(())
         }
         AdminCommand::CreateApiKey { db, email, name, policy } => {

@@ -128,6 +128,9 @@ pub struct ServerConfig {
     pub proxy_max_concurrent_per_user: usize,
     /// Where search.web sends queries.
     pub web_search: Option<workbench_core::builtin::SearchProvider>,
+    /// Whether this instance delivers due scheduled callbacks (every instance does; tests
+    /// drive delivery by hand).
+    pub callback_worker: bool,
 }
 
 /// The search provider the flags select, checked the way search.web will use it: an
@@ -190,6 +193,7 @@ impl ServerConfig {
         let web_search = web_search(args)?;
         Ok(ServerConfig {
             web_search,
+            callback_worker: true,
             object_store_url,
             egress_allow_private: args.egress_allow_private.clone(),
             allowed_hosts,

@@ -78,6 +78,11 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let upkeep = tokio::spawn(upkeep(state.wb.clone(), state.config.apps_reload_every));
+    let (stop_callbacks, callbacks_stopped) = tokio::sync::watch::channel(false);
+    let callbacks = state.config.callback_worker.then(|| {
+        let schedules = state.wb.schedules().clone();
+        tokio::spawn(async move { schedules.run_worker(callbacks_stopped).await })
+    });
     let wb = state.wb.clone();
     let state_wb = state.wb.clone();
     let (signalled, drain_started) = tokio::sync::oneshot::channel::<()>();
@@ -105,6 +110,15 @@ pub async fn serve(
         }
     };
     upkeep.abort();
+    // The delivery pass under way finishes (each attempt is bounded); a callback cut off here
+    // is delivered again once its lease runs out.
+    let _ = stop_callbacks.send(true);
+    if let Some(worker) = callbacks {
+        let limit = workbench_core::schedule::ATTEMPT_TIMEOUT + Duration::from_secs(2);
+        if tokio::time::timeout(limit, worker).await.is_err() {
+            tracing::warn!("a callback delivery was still running at shutdown; it will be delivered again");
+        }
+    }
     // Records of the last calls are queued, not yet written: write them before exiting.
     if tokio::time::timeout(RECORDS_DEADLINE, state_wb.flush_records()).await.is_err() {
         tracing::error!("queued call records were not all written within {} s of shutdown", RECORDS_DEADLINE.as_secs());

@@ -61,7 +61,8 @@ pub struct AuditLog {
     clock: Arc<dyn Clock>,
 }
 
-fn parse_cursor(c: &str) -> Result<(i64, String)> {
+/// A page cursor `<created_at>.<id>` (audit rows, scheduled callbacks) back into its parts.
+pub(crate) fn parse_cursor(c: &str) -> Result<(i64, String)> {
     let bad = || Error::invalid("invalid cursor; start again from the first page");
     let (at, id) = c.split_once('.').ok_or_else(bad)?;
     Ok((at.parse().map_err(|_| bad())?, id.to_owned()))

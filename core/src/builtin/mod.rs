@@ -2,6 +2,7 @@
 //! the services it needs at construction.
 
 mod http_fetch;
+mod schedule_callback;
 mod search_web;
 mod storage;
 mod vault_tools;
@@ -28,6 +29,7 @@ pub struct BuiltinServices {
     pub storage: Arc<ObjectStorage>,
     pub vault: Vault,
     pub vectors: Arc<VectorNamespaces>,
+    pub schedules: Arc<crate::schedule::Schedules>,
     /// Where search.web sends queries (none: it answers UNAVAILABLE saying what to set).
     pub search: Option<SearchProvider>,
 }
@@ -56,6 +58,7 @@ pub fn tools(services: &BuiltinServices) -> Result<Vec<Tool>> {
     let mut tools = vec![
         tool(http_fetch::spec()?, http_fetch::HttpFetch { db: services.db.clone(), http: services.http.clone() })?,
         tool(search_web::spec()?, search_web::SearchWeb { http: services.http.clone(), provider: services.search.clone() })?,
+        tool(schedule_callback::spec()?, schedule_callback::ScheduleCallback(services.schedules.clone()))?,
         tool(storage::get_spec()?, storage::StorageGet(services.storage.clone()))?,
         tool(storage::put_spec()?, storage::StoragePut(services.storage.clone()))?,
         tool(vector::upsert_spec()?, vector::VectorUpsert(services.vectors.clone()))?,

@@ -60,6 +60,7 @@ pub mod project_settings;
 pub mod projects;
 pub mod proxy_tokens;
 pub mod rate_windows;
+pub mod schedules;
 pub mod sessions;
 pub mod sign_in;
 pub mod storage_objects;

@@ -10,6 +10,7 @@ mod mcp_servers;
 mod openapi;
 mod policies;
 mod rest_batch;
+mod schedules;
 mod settings;
 mod tools;
 mod usage;
@@ -55,6 +56,9 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/audit/{id}", get(audit::get_one))
         .route("/v1/settings", get(settings::get).patch(settings::patch))
         .route("/v1/webhooks/deliveries", get(settings::deliveries))
+        .route("/v1/schedules", get(schedules::list))
+        .route("/v1/schedules/signing-secret", get(schedules::signing_secret))
+        .route("/v1/schedules/{id}", get(schedules::get_one).delete(schedules::cancel))
         .route("/rest/{integration}", post(rest_batch::execute))
         .route("/v1", get(not_found))
         .route("/v1/{*rest}", get(not_found).post(not_found).put(not_found).patch(not_found).delete(not_found))

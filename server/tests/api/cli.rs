@@ -125,12 +125,24 @@ db_test!(rotate_master_key_re_encrypts_every_secret_and_connection_and_can_run_a
     }
     let linear_key = Credential::ApiKey { key: "lin_api_rotate_me".into() };
     wb.connections().store(&who.project_id, &who.user_id, "linear", &linear_key).await.unwrap();
+    // A scheduled callback's sealed target and the project's callback signing secret.
+    wb.egress().add(&who, "hooks.example.com").await.unwrap();
+    let callback = workbench_core::schedule::NewCallback {
+        url: "https://hooks.example.com/cb?token=abc".into(),
+        url_shown: "https://hooks.example.com/cb?token={{vault:S0}}".into(),
+        method: "POST".into(),
+        payload: serde_json::json!({ "n": 1 }),
+        payload_shown: serde_json::json!({ "n": 1 }),
+        scheduled_for: wb.clock().now_ms() + 3_600_000,
+    };
+    let (callback_id, _) = wb.schedules().schedule(&who, callback).await.unwrap();
+    let signing = wb.schedules().signing_secret(&who).await.unwrap().to_string();
     for expected_version in [2, 3] {
         let out = workbench(&["admin", "rotate-master-key", "--database-url", &url, "--data-dir", data], None);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         assert!(
             String::from_utf8_lossy(&out.stderr)
-                .contains(&format!("re-encrypted 3 secrets and 1 connection credentials under new master key version {expected_version}")),
+                .contains(&format!("re-encrypted 3 secrets, 1 connection credentials and 2 callback payloads and signing secrets under new master key version {expected_version}")),
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
@@ -151,5 +163,8 @@ db_test!(rotate_master_key_re_encrypts_every_secret_and_connection_and_can_run_a
             let values = wb.vault().reveal(&who.project_id, &[name.clone()]).await.unwrap();
             assert_eq!(values[&name].as_str(), format!("secret-value-{i}"));
         }
+        assert_eq!(wb.schedules().signing_secret(&who).await.unwrap().as_str(), signing);
+        let row = workbench_core::store::schedules::get(wb.db().pool(), &who.project_id, &callback_id).await.unwrap().unwrap();
+        assert_eq!(row.key_version, expected_version);
     }
 });

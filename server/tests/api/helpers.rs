@@ -47,6 +47,8 @@ pub struct Options {
     pub confirmation_ttl_secs: Option<i64>,
     /// The search provider search.web uses (a fake on loopback).
     pub web_search: Option<workbench_core::builtin::SearchProvider>,
+    /// Run the background callback worker (off: tests call `schedules().run_due()`).
+    pub callback_worker: bool,
 }
 
 pub struct TestApp {
@@ -161,8 +163,10 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         brave_search_url: workbench_core::builtin::BRAVE_DEFAULT_URL.parse().unwrap(),
     };
     let mut config = ServerConfig::from_args(&args).unwrap();
-    // Tests reload custom apps explicitly (see apps.rs), never behind their back.
+    // Tests reload custom apps explicitly (see apps.rs), never behind their back, and deliver
+    // callbacks by hand unless they ask for the worker.
     config.apps_reload_every = std::time::Duration::from_secs(3600);
+    config.callback_worker = options.callback_worker;
     let state = AppState::new(wb.clone(), config, keys);
     let (tx, rx) = oneshot::channel::<()>();
     let server = tokio::spawn(async move {

@@ -27,6 +27,7 @@ mod portal_usage;
 mod protections;
 mod proxy_hardening;
 mod scale_out;
+mod schedules;
 mod search_web;
 mod secrets;
 mod upstream;

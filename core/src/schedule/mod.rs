@@ -1,0 +1,307 @@
+//! Scheduled callbacks (`schedule.callback`): an agent asks to be called back at a URL later,
+//! with a payload. Callbacks are rows in the database, so they survive restarts and any
+//! instance may deliver them; `deliver.rs` claims due rows under a lease and POSTs them, signed,
+//! with retries for up to 24 hours. Delivery is at least once: a process that dies mid-delivery
+//! leaves a lease that runs out, and the callback goes again under the same event id.
+//!
+//! What is delivered (the URL and payload after `{{vault:…}}` substitution) is sealed with the
+//! vault's master key; what people are shown is the agent's template, scrubbed.
+
+mod deliver;
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+use zeroize::Zeroizing;
+
+use crate::auth::Principal;
+use crate::clock::{rfc3339, Clock};
+use crate::egress::{FetchError, GuardedClient};
+use crate::ids::new_id;
+use crate::store::schedules::{AttemptRow, CallbackRow, CallbackStatus, SigningSecretRow};
+use crate::store::{self, Db};
+use crate::vault::{Sealed, Vault};
+use crate::{Error, Result};
+
+pub use deliver::{signature, ATTEMPT_TIMEOUT, GIVE_UP_AFTER_MS, LEASE_MS};
+
+/// The furthest ahead a callback may be scheduled.
+pub const MAX_AHEAD_MS: i64 = 30 * 24 * 3600 * 1000;
+/// Callbacks a project may have waiting at once.
+pub const MAX_SCHEDULED_PER_PROJECT: i64 = 10_000;
+/// Largest payload, as JSON.
+pub const MAX_PAYLOAD_BYTES: usize = 64 * 1024;
+/// Callbacks one listing returns.
+pub const PAGE: i64 = 50;
+
+/// A callback to schedule, after substitution (`url`, `payload`) and as the agent wrote it
+/// (`url_shown`, `payload_shown`).
+pub struct NewCallback {
+    pub url: String,
+    pub url_shown: String,
+    pub method: String,
+    pub payload: Value,
+    pub payload_shown: Value,
+    pub scheduled_for: i64,
+}
+
+/// Why a callback was not scheduled.
+#[derive(Debug)]
+pub enum ScheduleError {
+    /// The URL is refused (not allowlisted, a blocked address, not http(s)).
+    Url(FetchError),
+    TooMany,
+    Store(Error),
+}
+
+/// A callback as the API and the portal show it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CallbackView {
+    pub id: String,
+    pub object: &'static str,
+    pub url: String,
+    pub method: String,
+    pub payload: Value,
+    pub scheduled_for: String,
+    pub status: CallbackStatus,
+    pub attempts: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_attempt_at: Option<String>,
+    pub last_response_status: Option<i64>,
+    pub last_error: Option<String>,
+    pub delivered_at: Option<String>,
+    pub created_at: String,
+    pub created_by: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deliveries: Option<Vec<AttemptView>>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct AttemptView {
+    pub attempt: i64,
+    pub started_at: String,
+    pub duration_ms: i64,
+    pub response_status: Option<i64>,
+    pub error: Option<String>,
+}
+
+impl From<AttemptRow> for AttemptView {
+    fn from(a: AttemptRow) -> Self {
+        AttemptView { attempt: a.attempt, started_at: rfc3339(a.started_at), duration_ms: a.duration_ms, response_status: a.response_status, error: a.error }
+    }
+}
+
+/// One page of callbacks.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CallbackPage {
+    pub data: Vec<CallbackView>,
+    pub next_cursor: Option<String>,
+}
+
+/// What cancelling found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Cancelled {
+    Done,
+    NotFound,
+    /// Already delivered, failed or cancelled.
+    Finished(CallbackStatus),
+}
+
+#[derive(Clone)]
+pub struct Schedules {
+    db: Db,
+    clock: Arc<dyn Clock>,
+    vault: Vault,
+    http: GuardedClient,
+}
+
+const PAYLOAD_CONTEXT: &str = "callback";
+const SECRET_CONTEXT: &str = "callback-signing-secret";
+
+impl Schedules {
+    pub fn new(db: Db, clock: Arc<dyn Clock>, vault: Vault, http: GuardedClient) -> Schedules {
+        Schedules { db, clock, vault, http }
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Checks the URL against the project's egress allowlist and the address rules, then
+    /// stores the callback; nothing is stored when anything is refused.
+    pub async fn schedule(&self, who: &Principal, c: NewCallback) -> std::result::Result<(String, i64), ScheduleError> {
+        let url = url::Url::parse(&c.url).map_err(|e| ScheduleError::Url(FetchError::InvalidUrl(e.to_string())))?;
+        let patterns = store::egress::list(self.db.pool(), &who.project_id).await.map_err(ScheduleError::Store)?;
+        self.http.check_url(&url, &patterns).map_err(ScheduleError::Url)?;
+        if store::schedules::count_scheduled(self.db.pool(), &who.project_id).await.map_err(ScheduleError::Store)? >= MAX_SCHEDULED_PER_PROJECT {
+            return Err(ScheduleError::TooMany);
+        }
+        let id = new_id("sched");
+        let target = Zeroizing::new(serde_json::json!({ "url": c.url, "payload": c.payload }).to_string());
+        let sealed = self.vault.seal(&who.project_id, &format!("{PAYLOAD_CONTEXT}:{id}"), target.as_bytes()).map_err(ScheduleError::Store)?;
+        let now = self.clock.now_ms();
+        let row = CallbackRow {
+            id: id.clone(),
+            project_id: who.project_id.clone(),
+            user_id: who.user_id.clone(),
+            api_key_id: who.api_key_id.clone(),
+            url: c.url_shown,
+            method: c.method,
+            payload_shown: Some(c.payload_shown.to_string()),
+            ciphertext: sealed.ciphertext,
+            nonce: sealed.nonce,
+            key_version: sealed.key_version,
+            scheduled_for: c.scheduled_for,
+            status: CallbackStatus::Scheduled,
+            attempts: 0,
+            next_attempt_at: c.scheduled_for,
+            lease_until: None,
+            response_status: None,
+            error: None,
+            delivered_at: None,
+            created_at: now,
+            updated_at: now,
+        };
+        store::schedules::insert(self.db.pool(), &row).await.map_err(ScheduleError::Store)?;
+        tracing::info!(callback = %id, project = %who.project_id, scheduled_for = %rfc3339(c.scheduled_for), "callback scheduled");
+        Ok((id, c.scheduled_for))
+    }
+
+    /// A page of the caller's callbacks (an admin's: the whole project's), newest first,
+    /// scrubbed; `status` narrows it, `cursor` is the previous page's `next_cursor`.
+    pub async fn page(&self, who: &Principal, status: Option<&str>, cursor: Option<&str>) -> Result<CallbackPage> {
+        let status = match status.filter(|s| !s.is_empty()) {
+            Some(s) => Some(CallbackStatus::parse(s).ok_or_else(|| Error::invalid(format!("unknown status {s:?}; use scheduled, delivered, failed or cancelled")))?),
+            None => None,
+        };
+        let before = cursor.filter(|c| !c.is_empty()).map(crate::audit::parse_cursor).transpose()?;
+        let user = (!who.is_admin()).then_some(who.user_id.as_str());
+        let rows = store::schedules::list(self.db.pool(), &who.project_id, user, status, before.as_ref().map(|(t, i)| (*t, i.as_str())), PAGE + 1).await?;
+        let scrubber = self.vault.scrubber_for(who).await?;
+        let more = rows.len() as i64 > PAGE;
+        let mut data = Vec::with_capacity(rows.len());
+        let mut next = None;
+        for r in rows.into_iter().take(PAGE as usize) {
+            next = Some(format!("{}.{}", r.created_at, r.id));
+            let mut v = view(r, None);
+            scrub_view(&scrubber, &mut v);
+            data.push(v);
+        }
+        Ok(CallbackPage { data, next_cursor: if more { next } else { None } })
+    }
+
+    /// One callback with its deliveries, if the caller may see it.
+    pub async fn get(&self, who: &Principal, id: &str) -> Result<Option<CallbackView>> {
+        let Some(row) = store::schedules::get(self.db.pool(), &who.project_id, id).await? else { return Ok(None) };
+        if !who.is_admin() && row.user_id != who.user_id {
+            return Ok(None);
+        }
+        let attempts = store::schedules::attempts(self.db.pool(), &row.id).await?;
+        let mut v = view(row, Some(attempts.into_iter().map(AttemptView::from).collect()));
+        scrub_view(&self.vault.scrubber_for(who).await?, &mut v);
+        Ok(Some(v))
+    }
+
+    /// Cancels a callback that is still scheduled (its owner or an admin).
+    pub async fn cancel(&self, who: &Principal, id: &str) -> Result<Cancelled> {
+        let Some(row) = store::schedules::get(self.db.pool(), &who.project_id, id).await? else { return Ok(Cancelled::NotFound) };
+        if !who.is_admin() && row.user_id != who.user_id {
+            return Ok(Cancelled::NotFound);
+        }
+        if store::schedules::cancel(self.db.pool(), &who.project_id, id, self.clock.now_ms()).await? {
+            tracing::info!(callback = %id, by = %who.user_id, "callback cancelled");
+            return Ok(Cancelled::Done);
+        }
+        let now = store::schedules::get(self.db.pool(), &who.project_id, id).await?.map(|r| r.status).unwrap_or(row.status);
+        Ok(Cancelled::Finished(now))
+    }
+
+    /// The project's signing secret (made on first use), for admins to configure receivers.
+    pub async fn signing_secret(&self, admin: &Principal) -> Result<Zeroizing<String>> {
+        crate::auth::require_admin(admin)?;
+        self.secret_of(&admin.project_id).await
+    }
+
+    async fn secret_of(&self, project_id: &str) -> Result<Zeroizing<String>> {
+        if store::schedules::signing_secret(self.db.pool(), project_id).await?.is_none() {
+            let fresh = Zeroizing::new(format!("wbcs_{}", crate::crypto::random_base62(40)));
+            let sealed = self.vault.seal(project_id, SECRET_CONTEXT, fresh.as_bytes())?;
+            let row = SigningSecretRow {
+                project_id: project_id.to_owned(),
+                ciphertext: sealed.ciphertext,
+                nonce: sealed.nonce,
+                key_version: sealed.key_version,
+                created_at: self.clock.now_ms(),
+            };
+            store::schedules::insert_signing_secret(self.db.pool(), &row).await?;
+        }
+        // Whichever instance's secret was stored first is the project's.
+        let row = store::schedules::signing_secret(self.db.pool(), project_id).await?.ok_or_else(|| Error::internal("signing secret vanished"))?;
+        let sealed = Sealed { ciphertext: row.ciphertext, nonce: row.nonce, key_version: row.key_version };
+        let plain = self.vault.open(project_id, SECRET_CONTEXT, &sealed)?;
+        Ok(Zeroizing::new(String::from_utf8(plain.to_vec()).map_err(|_| Error::internal("signing secret is not UTF-8"))?))
+    }
+
+    /// Re-seals payloads and signing secrets not under the vault's newest key version (part of
+    /// `rotate-master-key`); re-runnable. Returns how many were re-sealed.
+    pub async fn reseal_all(&self) -> Result<u64> {
+        let version = self.vault.current_key_version().ok_or_else(|| Error::internal("no master key configured"))?;
+        let payloads = crate::vault::reseal_in_batches(|| self.reseal_payloads(version)).await?;
+        let secrets = crate::vault::reseal_in_batches(|| self.reseal_secrets(version)).await?;
+        Ok(payloads + secrets)
+    }
+
+    async fn reseal_payloads(&self, version: i64) -> Result<u64> {
+        let mut done = 0;
+        for r in store::schedules::not_on_version(self.db.pool(), version, crate::vault::RESEAL_BATCH).await? {
+            let context = format!("{PAYLOAD_CONTEXT}:{}", r.id);
+            let plain = self.vault.open(&r.project_id, &context, &Sealed { ciphertext: r.ciphertext.clone(), nonce: r.nonce.clone(), key_version: r.key_version })?;
+            let s = self.vault.seal(&r.project_id, &context, &plain)?;
+            if store::schedules::reseal(self.db.pool(), &r.id, &r.ciphertext, &s.ciphertext, &s.nonce, s.key_version).await? {
+                done += 1;
+            }
+        }
+        Ok(done)
+    }
+
+    async fn reseal_secrets(&self, version: i64) -> Result<u64> {
+        let mut done = 0;
+        for r in store::schedules::signing_secrets_not_on_version(self.db.pool(), version, crate::vault::RESEAL_BATCH).await? {
+            let plain = self.vault.open(&r.project_id, SECRET_CONTEXT, &Sealed { ciphertext: r.ciphertext.clone(), nonce: r.nonce.clone(), key_version: r.key_version })?;
+            let s = self.vault.seal(&r.project_id, SECRET_CONTEXT, &plain)?;
+            if store::schedules::reseal_signing_secret(self.db.pool(), &r.project_id, &r.ciphertext, &s.ciphertext, &s.nonce, s.key_version).await? {
+                done += 1;
+            }
+        }
+        Ok(done)
+    }
+}
+
+fn view(r: CallbackRow, deliveries: Option<Vec<AttemptView>>) -> CallbackView {
+    let payload = r.payload_shown.as_deref().and_then(|p| serde_json::from_str(p).ok()).unwrap_or(Value::Null);
+    CallbackView {
+        next_attempt_at: (r.status == CallbackStatus::Scheduled).then(|| rfc3339(r.next_attempt_at)),
+        id: r.id,
+        object: "scheduled_callback",
+        url: r.url,
+        method: r.method,
+        payload,
+        scheduled_for: rfc3339(r.scheduled_for),
+        status: r.status,
+        attempts: r.attempts,
+        last_response_status: r.response_status,
+        last_error: r.error,
+        delivered_at: r.delivered_at.map(rfc3339),
+        created_at: rfc3339(r.created_at),
+        created_by: r.user_id,
+        deliveries,
+    }
+}
+
+fn scrub_view(scrubber: &crate::vault::Scrubber, v: &mut CallbackView) {
+    scrubber.scrub(&mut v.payload);
+    if let Some(clean) = scrubber.scrub_str(&v.url) {
+        v.url = clean;
+    }
+}

@@ -12,6 +12,7 @@ const SECTIONS: &[(&str, Option<&str>)] = &[
     ("Tools", Some("/tools")),
     ("Connections", Some("/connections")),
     ("Confirmations", Some("/confirmations")),
+    ("Callbacks", Some("/callbacks")),
     ("Vault", Some("/vault")),
     ("MCP servers", Some("/mcp-servers")),
     ("Apps", Some("/apps")),

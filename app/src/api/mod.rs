@@ -14,6 +14,7 @@ mod mcp_servers;
 mod confirmations;
 mod policies;
 mod usage;
+mod schedules;
 
 pub use session::*;
 pub use api_keys::*;
@@ -28,3 +29,4 @@ pub use mcp_servers::*;
 pub use confirmations::*;
 pub use policies::*;
 pub use usage::*;
+pub use schedules::*;

@@ -171,6 +171,15 @@ impl Schedules {
     /// A page of the caller's callbacks (an admin's: the whole project's), newest first,
     /// scrubbed; `status` narrows it, `cursor` is the previous page's `next_cursor`.
     pub async fn page(&self, who: &Principal, status: Option<&str>, cursor: Option<&str>) -> Result<CallbackPage> {
+        self.page_with(who, status, cursor, false).await
+    }
+
+    /// `page` with each callback's delivery attempts (the portal shows them).
+    pub async fn page_with_deliveries(&self, who: &Principal, status: Option<&str>, cursor: Option<&str>) -> Result<CallbackPage> {
+        self.page_with(who, status, cursor, true).await
+    }
+
+    async fn page_with(&self, who: &Principal, status: Option<&str>, cursor: Option<&str>, deliveries: bool) -> Result<CallbackPage> {
         let status = match status.filter(|s| !s.is_empty()) {
             Some(s) => Some(CallbackStatus::parse(s).ok_or_else(|| Error::invalid(format!("unknown status {s:?}; use scheduled, delivered, failed or cancelled")))?),
             None => None,
@@ -180,11 +189,23 @@ impl Schedules {
         let rows = store::schedules::list(self.db.pool(), &who.project_id, user, status, before.as_ref().map(|(t, i)| (*t, i.as_str())), PAGE + 1).await?;
         let scrubber = self.vault.scrubber_for(who).await?;
         let more = rows.len() as i64 > PAGE;
+        let rows: Vec<CallbackRow> = rows.into_iter().take(PAGE as usize).collect();
+        let mut attempts = if deliveries {
+            let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+            store::schedules::attempts_of(self.db.pool(), &ids).await?
+        } else {
+            Vec::new()
+        };
         let mut data = Vec::with_capacity(rows.len());
         let mut next = None;
-        for r in rows.into_iter().take(PAGE as usize) {
+        for r in rows {
             next = Some(format!("{}.{}", r.created_at, r.id));
-            let mut v = view(r, None);
+            let mine = deliveries.then(|| {
+                let (of, rest): (Vec<AttemptRow>, Vec<AttemptRow>) = std::mem::take(&mut attempts).into_iter().partition(|a| a.callback_id == r.id);
+                attempts = rest;
+                of.into_iter().map(AttemptView::from).collect()
+            });
+            let mut v = view(r, mine);
             scrub_view(&scrubber, &mut v);
             data.push(v);
         }

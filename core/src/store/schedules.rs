@@ -219,6 +219,24 @@ pub async fn attempts<'e>(ex: impl Exec<'e>, callback_id: &str) -> Result<Vec<At
     .await?)
 }
 
+/// The attempts of several callbacks at once (a page of them), in attempt order.
+pub async fn attempts_of<'e>(ex: impl Exec<'e>, callback_ids: &[String]) -> Result<Vec<AttemptRow>> {
+    if callback_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let marks: Vec<String> = (1..=callback_ids.len()).map(|i| format!("${i}")).collect();
+    let sql = format!(
+        "SELECT id, callback_id, attempt, started_at, duration_ms, response_status, error FROM callback_attempts \
+         WHERE callback_id IN ({}) ORDER BY callback_id, attempt, started_at",
+        marks.join(", ")
+    );
+    let mut q = sqlx::query_as::<_, AttemptRow>(&sql);
+    for id in callback_ids {
+        q = q.bind(id);
+    }
+    Ok(q.fetch_all(ex).await?)
+}
+
 /// Cancels a callback still scheduled; answers whether it was.
 pub async fn cancel<'e>(ex: impl Exec<'e>, project_id: &str, id: &str, now: i64) -> Result<bool> {
     Ok(sqlx::query(

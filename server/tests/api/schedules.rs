@@ -381,3 +381,42 @@ db_test!(a_process_killed_mid_delivery_loses_no_callback, |backend| {
     assert!(ids[1..].contains(&slow.as_str()) && ids[1..].contains(&later.as_str()), "{ids:?}");
     assert_eq!(got.len(), 3, "{ids:?}");
 });
+
+db_test!(the_callbacks_page_shows_deliveries_cancels_and_reveals_the_secret_to_admins_only, |backend| {
+    let Some((app, key, addr, receiver)) = setup(backend).await else { return };
+    receiver.answers.lock().unwrap().push_back(502);
+    let sent = schedule(&app, &key, json!({ "url": format!("http://{addr}/hook"), "delay_seconds": 1, "payload": { "note": "standup" } })).await;
+    let sent = sent["result"]["id"].as_str().unwrap().to_owned();
+    let waiting = schedule(&app, &key, json!({ "url": format!("http://{addr}/later"), "delay_seconds": 3600 })).await;
+    let waiting = waiting["result"]["id"].as_str().unwrap().to_owned();
+    app.clock.advance_ms(2_000);
+    app.wb.schedules().run_due().await.unwrap();
+
+    let b = app.browser();
+    b.sign_in("ada@example.com", PASSWORD).await;
+    let data: Value = b.call("callbacks_page", &[]).await.json().await.unwrap();
+    let first = data["callbacks"].as_array().unwrap().iter().find(|c| c["id"] == sent.as_str()).unwrap_or_else(|| panic!("{data}"));
+    assert_eq!(first["deliveries"][0]["response_status"], 502, "{data}");
+    assert_eq!(first["status"], "scheduled", "a 502 is retried");
+    let html = b.get("/callbacks").await.text().await.unwrap();
+    assert!(html.contains(&waiting) && html.contains("data-testid=\"delivery\"") && html.contains("standup"), "the page is rendered with its deliveries");
+
+    let secret: Value = b.call("callback_signing_secret", &[]).await.json().await.unwrap();
+    assert!(secret.as_str().unwrap().starts_with("wbcs_"), "{secret}");
+    let res = b.call("cancel_callback", &[("id", &waiting)]).await;
+    assert_eq!(res.status(), 200);
+    let (_, d) = get_json(&app, &key, &format!("/v1/schedules/{waiting}")).await;
+    assert_eq!(d["status"], "cancelled");
+
+    // A member sees only their own callbacks and never the secret.
+    app.user("bob@example.com", Role::Member).await;
+    let m = app.browser();
+    m.sign_in("bob@example.com", PASSWORD).await;
+    let data: Value = m.call("callbacks_page", &[]).await.json().await.unwrap();
+    assert_eq!(data["callbacks"], json!([]), "{data}");
+    let res = m.call("callback_signing_secret", &[]).await;
+    assert_ne!(res.status(), 200);
+    assert!(!res.text().await.unwrap().contains("wbcs_"));
+    let res = m.call("cancel_callback", &[("id", &sent)]).await;
+    assert_ne!(res.status(), 200);
+});

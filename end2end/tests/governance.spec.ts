@@ -1,8 +1,12 @@
 // Policies and human confirmations with real parts: an agent on the official MCP TypeScript
 // SDK, under a policy that gates storage.put, gets AWAITING_CONFIRMATION with a link; a person
 // opens the link in the browser, approves, and the agent's identical call gets the result. A
-// denied call, and a policy edit that changes what search_tools shows the agent's key.
+// denied call, and a policy edit that changes what search_tools shows the agent's key. A
+// scheduled callback delivered to a receiver that checks its signature, and the Callbacks page.
 import { test, expect } from "@playwright/test";
+import { createHmac } from "node:crypto";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
 import { baseURL } from "../playwright.config";
 import { createKey, mcpClient, signIn, structured } from "./helpers";
 
@@ -104,4 +108,52 @@ test("a held call is approved in the browser and the agent's identical call gets
   await expect(page.getByTestId("calls-chart").locator("rect").first()).toBeVisible();
   await expect(page.getByTestId("top-tool")).toContainText("storage.put");
   await agent.close();
+});
+
+test("an agent's scheduled callback arrives signed, and the Callbacks page shows and cancels them", async ({ page }) => {
+  // A receiver on loopback (the server runs with --egress-allow-private 127.0.0.1).
+  const got: { headers: http.IncomingHttpHeaders; body: string }[] = [];
+  const receiver = http.createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      got.push({ headers: req.headers, body });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((ok) => receiver.listen(0, "127.0.0.1", () => ok()));
+  const port = (receiver.address() as AddressInfo).port;
+
+  await signIn(page);
+  await page.goto("/egress");
+  await page.getByLabel("Host pattern").fill(`127.0.0.1:${port}`);
+  await page.getByRole("button", { name: "Allow" }).click();
+  await expect(page.getByTestId("egress-row").filter({ hasText: `127.0.0.1:${port}` })).toHaveCount(1);
+
+  const key = await createKey(page, "callbacks e2e");
+  const agent = await mcpClient(key, "workbench-callbacks-e2e");
+  const call = (args: unknown) => agent.callTool({ name: "execute_tools", arguments: { executions: [{ tool: "schedule.callback", args }] } });
+  const soon = structured(await call({ url: `http://127.0.0.1:${port}/wake`, delay_seconds: 1, payload: { task: "follow up" } })).results[0];
+  expect(soon.result.id).toMatch(/^sched_/);
+  const later = structured(await call({ url: `http://127.0.0.1:${port}/later`, delay_seconds: 3600 })).results[0];
+  await expect.poll(() => got.length, { timeout: 15_000 }).toBe(1);
+  await agent.close();
+
+  // The page lists both; the delivered one with its delivery.
+  await page.goto("/callbacks");
+  const delivered = page.locator(`[data-testid="callback"][data-id="${soon.result.id}"]`);
+  await expect(delivered.getByTestId("callback-status")).toHaveText("delivered");
+  await expect(delivered.getByTestId("delivery")).toContainText("204");
+  // The receiver checks the signature with the secret the page shows admins.
+  await page.getByTestId("reveal-signing-secret").click();
+  const secret = (await page.getByTestId("signing-secret").textContent())!.trim();
+  const [t, v1] = String(got[0].headers["workbench-signature"]).split(",").map((p) => p.split("=")[1]);
+  expect(createHmac("sha256", secret).update(`${t}.${got[0].body}`).digest("hex")).toBe(v1);
+  expect(got[0].headers["workbench-event-id"]).toBe(soon.result.id);
+  expect(JSON.parse(got[0].body).payload).toEqual({ task: "follow up" });
+
+  const waiting = page.locator(`[data-testid="callback"][data-id="${later.result.id}"]`);
+  await waiting.getByTestId("cancel-callback").click();
+  await expect(waiting.getByTestId("callback-status")).toHaveText("cancelled");
+  receiver.close();
 });

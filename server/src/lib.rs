@@ -156,11 +156,12 @@ async fn upkeep(wb: Workbench, apps_reload_every: Duration) {
         }
         // Audit retention: rows older than each project's setting go, in small batches.
         match wb.audit().apply_retention().await {
-            Ok(r) if r.audit_rows + r.tool_calls + r.confirmations + r.webhook_deliveries > 0 => tracing::info!(
+            Ok(r) if r.audit_rows + r.tool_calls + r.confirmations + r.webhook_deliveries + r.callbacks > 0 => tracing::info!(
                 audit_rows = r.audit_rows,
                 tool_calls = r.tool_calls,
                 confirmations = r.confirmations,
                 webhook_deliveries = r.webhook_deliveries,
+                callbacks = r.callbacks,
                 "audit retention deleted old rows"
             ),
             Ok(_) => {}

@@ -1,5 +1,5 @@
-//! Audit retention: a project keeps its audit rows, call records, confirmations and webhook
-//! deliveries for a number of days an admin sets (none: forever). The upkeep loop of every
+//! Audit retention: a project keeps its audit rows, call records, confirmations, webhook
+//! deliveries and finished callbacks (with their attempts) for a number of days an admin sets (none: forever). The upkeep loop of every
 //! instance deletes older rows in small batches, so a large backlog never holds the database's
 //! write lock for long; deleting is idempotent, so instances sharing a database may overlap.
 //! Usage counters are not touched: they are the meters, kept whatever the retention.
@@ -25,6 +25,7 @@ pub struct RetentionReport {
     pub tool_calls: u64,
     pub confirmations: u64,
     pub webhook_deliveries: u64,
+    pub callbacks: u64,
 }
 
 /// A retention an admin may set: 1 to `MAX_RETENTION_DAYS` days, or None (forever).
@@ -66,6 +67,7 @@ impl AuditLog {
             report.tool_calls += drain(|| store::tool_calls::delete_older(pool, &project_id, before, now, RETENTION_BATCH)).await?;
             report.confirmations += drain(|| store::confirmations::delete_older(pool, &project_id, before, now, RETENTION_BATCH)).await?;
             report.webhook_deliveries += drain(|| store::webhook_deliveries::delete_older(pool, &project_id, before, RETENTION_BATCH)).await?;
+            report.callbacks += drain(|| store::schedules::delete_finished_older(pool, &project_id, before, RETENTION_BATCH)).await?;
         }
         Ok(report)
     }

@@ -126,15 +126,7 @@ pub async fn not_on_version<'e>(ex: impl Exec<'e>, version: i64, limit: i64) -> 
 /// Re-seals a credential under a new key version, status untouched, only if it is still what
 /// the caller read.
 pub async fn reseal<'e>(ex: impl Exec<'e>, id: &str, old_ciphertext: &str, ciphertext: &str, nonce: &str, version: i64) -> Result<bool> {
-    let r = sqlx::query("UPDATE connections SET ciphertext = $1, nonce = $2, key_version = $3 WHERE id = $4 AND ciphertext = $5")
-        .bind(ciphertext)
-        .bind(nonce)
-        .bind(version)
-        .bind(id)
-        .bind(old_ciphertext)
-        .execute(ex)
-        .await?;
-    Ok(r.rows_affected() == 1)
+    super::reseal_row(ex, "connections", "id", id, &super::Resealed { old_ciphertext, ciphertext, nonce, key_version: version }).await
 }
 
 /// Replaces the sealed credential of a connection only if it is still the one the caller read

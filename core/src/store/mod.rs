@@ -214,6 +214,31 @@ pub(crate) async fn delete_oldest<'e>(ex: impl Exec<'e>, table: &'static str, pr
     Ok(r.rows_affected())
 }
 
+/// A re-sealed row (master key rotation): new ciphertext, nonce and key version.
+pub struct Resealed<'a> {
+    pub old_ciphertext: &'a str,
+    pub ciphertext: &'a str,
+    pub nonce: &'a str,
+    pub key_version: i64,
+}
+
+/// Replaces the sealing of the row of `table` whose `key_column` is `key`, only if its
+/// ciphertext is still what the caller read (no lost update); whether it did. Every sealed
+/// table (vault secrets, connections, callbacks, callback signing secrets) has these columns.
+pub(crate) async fn reseal_row<'e>(ex: impl Exec<'e>, table: &'static str, key_column: &'static str, key: &str, r: &Resealed<'_>) -> Result<bool> {
+    let done = sqlx::query(&format!(
+        "UPDATE {table} SET ciphertext = $1, nonce = $2, key_version = $3 WHERE {key_column} = $4 AND ciphertext = $5"
+    ))
+    .bind(r.ciphertext)
+    .bind(r.nonce)
+    .bind(r.key_version)
+    .bind(key)
+    .bind(r.old_ciphertext)
+    .execute(ex)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// Shorthand for the generic executor bound every store function takes.
 pub trait Exec<'e>: Executor<'e, Database = Any> {}
 impl<'e, T: Executor<'e, Database = Any>> Exec<'e> for T {}

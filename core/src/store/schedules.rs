@@ -252,6 +252,21 @@ pub async fn cancel<'e>(ex: impl Exec<'e>, project_id: &str, id: &str, now: i64)
         == 1)
 }
 
+/// Deletes at most `limit` of a project's finished callbacks (delivered, failed, cancelled)
+/// created before `before`, with their attempts; how many. Waiting callbacks are kept.
+pub async fn delete_finished_older<'e>(ex: impl Exec<'e>, project_id: &str, before: i64, limit: i64) -> Result<u64> {
+    Ok(sqlx::query(
+        "DELETE FROM scheduled_callbacks WHERE id IN (SELECT id FROM scheduled_callbacks WHERE project_id = $1 \
+         AND status <> 'scheduled' AND created_at < $2 ORDER BY created_at LIMIT $3)",
+    )
+    .bind(project_id)
+    .bind(before)
+    .bind(limit)
+    .execute(ex)
+    .await?
+    .rows_affected())
+}
+
 /// Callbacks whose payload is sealed under another key version than `version`.
 pub async fn not_on_version<'e>(ex: impl Exec<'e>, version: i64, limit: i64) -> Result<Vec<CallbackRow>> {
     Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM scheduled_callbacks WHERE key_version <> $1 LIMIT $2"))
@@ -263,16 +278,7 @@ pub async fn not_on_version<'e>(ex: impl Exec<'e>, version: i64, limit: i64) -> 
 
 /// Re-seals one payload unless it changed meanwhile.
 pub async fn reseal<'e>(ex: impl Exec<'e>, id: &str, old_ciphertext: &str, ciphertext: &str, nonce: &str, version: i64) -> Result<bool> {
-    Ok(sqlx::query("UPDATE scheduled_callbacks SET ciphertext = $1, nonce = $2, key_version = $3 WHERE id = $4 AND ciphertext = $5")
-        .bind(ciphertext)
-        .bind(nonce)
-        .bind(version)
-        .bind(id)
-        .bind(old_ciphertext)
-        .execute(ex)
-        .await?
-        .rows_affected()
-        == 1)
+    super::reseal_row(ex, "scheduled_callbacks", "id", id, &super::Resealed { old_ciphertext, ciphertext, nonce, key_version: version }).await
 }
 
 /// A project's sealed signing secret.
@@ -319,16 +325,5 @@ pub async fn signing_secrets_not_on_version<'e>(ex: impl Exec<'e>, version: i64,
 }
 
 pub async fn reseal_signing_secret<'e>(ex: impl Exec<'e>, project_id: &str, old_ciphertext: &str, ciphertext: &str, nonce: &str, version: i64) -> Result<bool> {
-    Ok(sqlx::query(
-        "UPDATE callback_signing_secrets SET ciphertext = $1, nonce = $2, key_version = $3 WHERE project_id = $4 AND ciphertext = $5",
-    )
-    .bind(ciphertext)
-    .bind(nonce)
-    .bind(version)
-    .bind(project_id)
-    .bind(old_ciphertext)
-    .execute(ex)
-    .await?
-    .rows_affected()
-        == 1)
+    super::reseal_row(ex, "callback_signing_secrets", "project_id", project_id, &super::Resealed { old_ciphertext, ciphertext, nonce, key_version: version }).await
 }

@@ -74,15 +74,7 @@ pub async fn not_on_version<'e>(ex: impl Exec<'e>, version: i64, limit: i64) -> 
 
 /// Replaces a row's sealing only if it is still what the caller read (no lost update).
 pub async fn reseal<'e>(ex: impl Exec<'e>, id: &str, old_ciphertext: &str, ciphertext: &str, nonce: &str, version: i64) -> Result<bool> {
-    let r = sqlx::query("UPDATE vault_secrets SET ciphertext = $1, nonce = $2, key_version = $3 WHERE id = $4 AND ciphertext = $5")
-        .bind(ciphertext)
-        .bind(nonce)
-        .bind(version)
-        .bind(id)
-        .bind(old_ciphertext)
-        .execute(ex)
-        .await?;
-    Ok(r.rows_affected() == 1)
+    super::reseal_row(ex, "vault_secrets", "id", id, &super::Resealed { old_ciphertext, ciphertext, nonce, key_version: version }).await
 }
 
 /// Marks a change of the project's vault values (set or delete), in the caller's transaction.

@@ -243,6 +243,30 @@ pub async fn document() -> Json<Value> {
                 "summary": "The newest webhook deliveries and how they went (admin key)",
                 "responses": { "200": { "description": "{ object: list, data: [{ id, event, subject_id, url, status, attempts, response_status, error }] }" }, "403": error_response("forbidden") }
             }},
+            "/v1/schedules": { "get": {
+                "summary": "Scheduled callbacks (schedule.callback), newest first; members see their own",
+                "parameters": [
+                    { "name": "status", "in": "query", "schema": { "type": "string", "enum": ["scheduled", "delivered", "failed", "cancelled"] } },
+                    { "name": "cursor", "in": "query", "schema": { "type": "string" } }
+                ],
+                "responses": { "200": { "description": "{ object: list, data: [{ id, object: scheduled_callback, url, method, payload, scheduled_for, status, attempts, next_attempt_at?, last_response_status, last_error, delivered_at, created_at, created_by }], next_cursor }" }, "400": error_response("bad_request") }
+            }},
+            "/v1/schedules/signing-secret": { "get": {
+                "summary": "The secret callbacks are signed with (admin key): Workbench-Signature: t=<unix>,v1=<hex HMAC-SHA256 of \"<t>.<body>\">",
+                "responses": { "200": { "description": "{ object: callback_signing_secret, secret, header }" }, "403": error_response("forbidden") }
+            }},
+            "/v1/schedules/{id}": {
+                "get": {
+                    "summary": "One scheduled callback with each delivery attempt",
+                    "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+                    "responses": { "200": { "description": "the callback with deliveries: [{ attempt, started_at, duration_ms, response_status, error }]" }, "404": error_response("not_found") }
+                },
+                "delete": {
+                    "summary": "Cancel a callback still scheduled",
+                    "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+                    "responses": { "204": { "description": "cancelled" }, "404": error_response("not_found"), "409": error_response("conflict (already delivered, failed or cancelled)") }
+                }
+            },
             "/rest/{integration}": { "post": {
                 "summary": "Run a batch of one integration's tools (execute_tools without compose or return)",
                 "parameters": [{ "name": "integration", "in": "path", "required": true, "schema": { "type": "string" } }],

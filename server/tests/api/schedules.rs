@@ -420,3 +420,19 @@ db_test!(the_callbacks_page_shows_deliveries_cancels_and_reveals_the_secret_to_a
     let res = m.call("cancel_callback", &[("id", &sent)]).await;
     assert_ne!(res.status(), 200);
 });
+
+db_test!(retention_deletes_finished_callbacks_and_keeps_waiting_ones, |backend| {
+    let Some((app, key, addr, _receiver)) = setup(backend).await else { return };
+    let admin = app.wb.accounts().authenticate_api_key(&key).await.unwrap();
+    let done = schedule(&app, &key, json!({ "url": format!("http://{addr}/hook"), "delay_seconds": 1 })).await["result"]["id"].as_str().unwrap().to_owned();
+    let waiting = schedule(&app, &key, json!({ "url": format!("http://{addr}/hook"), "delay_seconds": 2_500_000 })).await["result"]["id"].as_str().unwrap().to_owned();
+    app.clock.advance_ms(2_000);
+    assert_eq!(app.wb.schedules().run_due().await.unwrap(), 1);
+    app.wb.audit().set_retention_days(&admin, Some(1)).await.unwrap();
+    app.clock.advance_ms(2 * 24 * 3600 * 1000);
+    let report = app.wb.audit().apply_retention().await.unwrap();
+    assert_eq!(report.callbacks, 1, "{report:?}");
+    assert_eq!(get_json(&app, &key, &format!("/v1/schedules/{done}")).await.0, 404);
+    let (_, w) = get_json(&app, &key, &format!("/v1/schedules/{waiting}")).await;
+    assert_eq!(w["status"], "scheduled", "a callback still waiting is kept whatever its age");
+});

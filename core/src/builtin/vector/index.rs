@@ -135,18 +135,20 @@ impl Index {
         let q: Vec<f32> = query.iter().map(|x| x * qn).collect();
         let mut heap: BinaryHeap<Worst> = BinaryHeap::with_capacity(top_k + 1);
         for (i, row) in self.values.chunks_exact(self.dimension).enumerate() {
+            let score = dot(&q, row) * self.inv_norms[i];
+            let full = heap.len() >= top_k;
+            // The product is cheaper than the filter: a vector that would not make the top k
+            // is never checked against it.
+            if full && heap.peek().is_some_and(|worst| !better(score, i, worst.score, worst.i, &self.ids)) {
+                continue;
+            }
             if !filter.is_empty() && !filter.matches(self.metadata[i].as_ref()) {
                 continue;
             }
-            let score = dot(&q, row) * self.inv_norms[i];
-            if heap.len() < top_k {
-                heap.push(Worst { score, i, ids: &self.ids });
-            } else if let Some(worst) = heap.peek() {
-                if better(score, i, worst.score, worst.i, &self.ids) {
-                    heap.pop();
-                    heap.push(Worst { score, i, ids: &self.ids });
-                }
+            if full {
+                heap.pop();
             }
+            heap.push(Worst { score, i, ids: &self.ids });
         }
         let mut found: Vec<Worst> = heap.into_vec();
         found.sort();
@@ -284,6 +286,16 @@ mod tests {
         assert_eq!(ids(&f(json!({ "lang": { "$in": ["de", "fr"] } }))), ["y"]);
         assert_eq!(ids(&f(json!({ "year": 2024.0 }))), ["x"]);
         assert_eq!(ids(&f(json!({ "lang": "en", "year": 2023 }))), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_filter_that_excludes_the_best_still_fills_the_top_k_with_the_next_best() {
+        let ix = index();
+        let f = Filter::parse(json!({ "lang": "de" }).as_object().unwrap()).unwrap();
+        let ids: Vec<_> = ix.query(&[1.0, 0.0, 0.0], 1, &f).iter().map(|m| m.id).collect();
+        assert_eq!(ids, ["y"], "x and xy score higher but are not German");
+        let none: Vec<_> = ix.query(&[1.0, 0.0, 0.0], 2, &Filter::parse(json!({ "lang": "en" }).as_object().unwrap()).unwrap()).iter().map(|m| m.id).collect();
+        assert_eq!(none, ["x", "xy"]);
     }
 
     #[test]

@@ -16,6 +16,7 @@ const INTENTS: &[(&str, &str)] = &[
     ("find similar documents by embedding", "vector.query"),
     ("semantic search over what I stored", "vector.query"),
     ("nearest neighbours of a vector", "vector.query"),
+    ("forget the stored embeddings of a document", "vector.delete"),
     ("call me back in an hour", "schedule.callback"),
     ("remind me tomorrow at 9am", "schedule.callback"),
     ("run a webhook later after a delay", "schedule.callback"),

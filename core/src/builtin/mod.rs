@@ -63,6 +63,7 @@ pub fn tools(services: &BuiltinServices) -> Result<Vec<Tool>> {
         tool(storage::put_spec()?, storage::StoragePut(services.storage.clone()))?,
         tool(vector::upsert_spec()?, vector::VectorUpsert(services.vectors.clone()))?,
         tool(vector::query_spec()?, vector::VectorQuery(services.vectors.clone()))?,
+        tool(vector::delete_spec()?, vector::VectorDelete(services.vectors.clone()))?,
     ];
     for (spec, op) in vault_tools::specs()? {
         tools.push(tool(spec, vault_tools::VaultTool { vault: services.vault.clone(), op })?);

@@ -122,3 +122,61 @@ pub async fn upsert(db: &Db, project_id: &str, name: &str, dimension: i64, vecto
     tx.commit().await?;
     Ok(Upserted::Done { generation, vector_count: count })
 }
+
+/// What a delete did: the namespace's new generation, how many vectors went and how many are
+/// left (a namespace left empty is removed, so its next upsert may choose a new dimension).
+pub struct Deleted {
+    pub generation: i64,
+    pub deleted: i64,
+    pub vector_count: i64,
+}
+
+/// Deletes the vectors with `ids` from the namespace, or every vector with `None`; `None` back
+/// when the namespace does not exist.
+pub async fn delete(db: &Db, project_id: &str, name: &str, ids: Option<&[String]>, now: i64) -> Result<Option<Deleted>> {
+    let mut tx = db.begin_write().await?;
+    let bumped: Option<(i64, i64)> = sqlx::query_as(
+        "UPDATE vector_namespaces SET generation = generation + 1, updated_at = $3 \
+         WHERE project_id = $1 AND name = $2 RETURNING generation, vector_count",
+    )
+    .bind(project_id)
+    .bind(name)
+    .bind(now)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((generation, before)) = bumped else {
+        tx.rollback().await?;
+        return Ok(None);
+    };
+    let deleted = match ids {
+        None => {
+            sqlx::query("DELETE FROM vectors WHERE project_id = $1 AND namespace = $2").bind(project_id).bind(name).execute(&mut *tx).await?.rows_affected() as i64
+        }
+        Some(ids) => {
+            let mut n = 0;
+            for chunk in ids.chunks(CHUNK) {
+                let marks: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 3)).collect();
+                let sql = format!("DELETE FROM vectors WHERE project_id = $1 AND namespace = $2 AND id IN ({})", marks.join(", "));
+                let mut q = sqlx::query(&sql).bind(project_id).bind(name);
+                for id in chunk {
+                    q = q.bind(id);
+                }
+                n += q.execute(&mut *tx).await?.rows_affected() as i64;
+            }
+            n
+        }
+    };
+    let left = (before - deleted).max(0);
+    if left == 0 {
+        sqlx::query("DELETE FROM vector_namespaces WHERE project_id = $1 AND name = $2").bind(project_id).bind(name).execute(&mut *tx).await?;
+    } else {
+        sqlx::query("UPDATE vector_namespaces SET vector_count = $3 WHERE project_id = $1 AND name = $2")
+            .bind(project_id)
+            .bind(name)
+            .bind(left)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(Some(Deleted { generation, deleted, vector_count: left }))
+}

@@ -159,3 +159,41 @@ db_test!(a_vector_change_on_another_instance_is_seen_by_the_next_query_here, |ba
     let on_b = query(&b, &key, json!({ "namespace": "kb", "vector": [1.0, 0.0], "top_k": 10 })).await;
     assert_eq!(ids(&on_b), ids(&all));
 });
+
+async fn delete(app: &TestApp, key: &str, args: Value) -> Value {
+    execute(app, key, json!([{ "tool": "vector.delete", "args": args }])).await.remove(0)
+}
+
+db_test!(vectors_are_deleted_by_id_or_all_at_once_and_every_instance_sees_it, |backend| {
+    let a = app!(backend);
+    let b = app!(backend, Options { database_url: Some(a.database_url.clone()), data_dir: Some(a.data_dir.clone()), ..Default::default() });
+    let (_, key) = admin_with_key(&a).await;
+    upsert(&a, &key, "mem", json!([{ "id": "one", "values": [1.0, 0.0] }, { "id": "two", "values": [0.9, 0.1] }, { "id": "three", "values": [0.0, 1.0] }])).await;
+    assert_eq!(ids(&query(&b, &key, json!({ "namespace": "mem", "vector": [1.0, 0.0] })).await), ["one", "two", "three"]);
+    assert_eq!(ids(&query(&a, &key, json!({ "namespace": "mem", "vector": [1.0, 0.0] })).await), ["one", "two", "three"]);
+
+    let out = delete(&a, &key, json!({ "namespace": "mem", "ids": ["one", "nope"] })).await;
+    assert_eq!(out["result"], json!({ "deleted": 1, "namespace": "mem", "vector_count": 2 }), "{out}");
+    assert_eq!(ids(&query(&a, &key, json!({ "namespace": "mem", "vector": [1.0, 0.0] })).await), ["two", "three"], "this instance's copy follows");
+    assert_eq!(ids(&query(&b, &key, json!({ "namespace": "mem", "vector": [1.0, 0.0] })).await), ["two", "three"], "the other instance's copy is replaced");
+    // B deletes while A's copy is current; then A's copy must not keep what B removed.
+    delete(&b, &key, json!({ "namespace": "mem", "ids": ["three"] })).await;
+    assert_eq!(ids(&query(&a, &key, json!({ "namespace": "mem", "vector": [0.0, 1.0] })).await), ["two"]);
+
+    let both = delete(&a, &key, json!({ "namespace": "mem", "ids": ["two"], "all": true })).await;
+    assert_eq!(both["code"], "INVALID_ARGUMENTS", "{both}");
+    let neither = delete(&a, &key, json!({ "namespace": "mem" })).await;
+    assert_eq!(neither["code"], "INVALID_ARGUMENTS", "{neither}");
+    let all = delete(&a, &key, json!({ "namespace": "mem", "all": true })).await;
+    assert_eq!(all["result"]["deleted"], 1, "{all}");
+    let gone = query(&b, &key, json!({ "namespace": "mem", "vector": [1.0, 0.0] })).await;
+    assert!(gone["handler_error"].as_str().unwrap_or_default().contains("has no vectors"), "{gone}");
+    let missing = delete(&b, &key, json!({ "namespace": "mem", "all": true })).await;
+    assert_eq!(missing["code"], "TOOL_ERROR", "{missing}");
+    // An emptied namespace starts over, with a new dimension if need be.
+    let up = upsert(&b, &key, "mem", json!([{ "id": "x", "values": [1.0, 0.0, 0.0] }])).await;
+    assert_eq!(up["result"]["dimension"], 3, "{up}");
+    let res = a.http().get(a.url("/v1/tools/vector.delete")).bearer_auth(&key).send().await.unwrap();
+    let tool: Value = res.json().await.unwrap();
+    assert_eq!(tool["side_effects"], "destructive", "{tool}");
+});

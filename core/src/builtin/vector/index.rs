@@ -128,6 +128,25 @@ impl Index {
         }
     }
 
+    /// Removes a vector (the last one takes its place); whether it was there.
+    pub fn remove(&mut self, id: &str) -> bool {
+        let Some(i) = self.positions.remove(id) else { return false };
+        let last = self.ids.len() - 1;
+        if i != last {
+            let d = self.dimension;
+            self.values.copy_within(last * d..(last + 1) * d, i * d);
+            self.inv_norms[i] = self.inv_norms[last];
+            self.metadata.swap(i, last);
+            self.ids.swap(i, last);
+            self.positions.insert(self.ids[i].clone(), i);
+        }
+        self.values.truncate(last * self.dimension);
+        self.inv_norms.truncate(last);
+        self.metadata.truncate(last);
+        self.ids.truncate(last);
+        true
+    }
+
     /// The `top_k` vectors most similar to `query` (cosine), best first; ties by id.
     pub fn query(&self, query: &[f32], top_k: usize, filter: &Filter) -> Vec<Match<'_>> {
         debug_assert_eq!(query.len(), self.dimension);
@@ -275,6 +294,19 @@ mod tests {
         let m = ix.query(&[0.0, 0.0, 1.0], 1, &Filter::default());
         assert_eq!(m[0].id, "x");
         assert_eq!(m[0].metadata.unwrap()["lang"], "fr");
+    }
+
+    #[test]
+    fn remove_takes_a_vector_out_and_keeps_the_others_findable() {
+        let mut ix = index();
+        assert!(ix.remove("x"));
+        assert!(!ix.remove("x"));
+        let m = ix.query(&[1.0, 0.0, 0.0], 10, &Filter::default());
+        assert_eq!(m.iter().map(|m| m.id).collect::<Vec<_>>(), ["xy", "y", "neg"]);
+        assert_eq!(m[2].values, [-2.0, 0.0, 0.0], "the moved vector kept its values");
+        assert!(ix.remove("neg"), "the last one");
+        ix.put("x", &[1.0, 0.0, 0.0], None);
+        assert_eq!(ix.query(&[1.0, 0.0, 0.0], 1, &Filter::default())[0].id, "x");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! `vector.upsert` / `vector.query`: project-scoped vector namespaces for semantic lookup
+//! `vector.upsert` / `vector.query` / `vector.delete`: project-scoped vector namespaces for semantic lookup
 //! (store embeddings with metadata, find the most similar by cosine). The tools check and
 //! shape arguments; `namespaces` keeps the rows and the in-memory copies, `index` the math.
 
@@ -115,6 +115,52 @@ pub fn query_spec() -> Result<ToolSpec> {
             }
         })),
     )
+}
+
+pub fn delete_spec() -> Result<ToolSpec> {
+    make_spec(
+        "vector.delete",
+        "Delete stored vectors from a project namespace by id, or the whole namespace: forget what was remembered with vector.upsert.",
+        SideEffects::Destructive,
+        json!({
+            "type": "object",
+            "required": ["namespace"],
+            "additionalProperties": false,
+            "properties": {
+                "namespace": namespace_schema(),
+                "ids": {
+                    "type": "array", "minItems": 1, "maxItems": MAX_VECTORS_PER_CALL,
+                    "items": { "type": "string", "minLength": 1, "maxLength": 256 },
+                    "description": "The ids to delete. Give this or all."
+                },
+                "all": { "type": "boolean", "description": "true deletes every vector and the namespace itself (its next upsert may use another dimension). Give this or ids." }
+            }
+        }),
+        Some(json!({
+            "type": "object",
+            "properties": { "deleted": { "type": "integer" }, "namespace": { "type": "string" }, "vector_count": { "type": "integer" } }
+        })),
+    )
+}
+
+pub struct VectorDelete(pub Arc<Namespaces>);
+
+#[async_trait]
+impl ToolHandler for VectorDelete {
+    async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
+        let namespace = args["namespace"].as_str().unwrap_or_default();
+        let ids = match (args.get("ids").and_then(Value::as_array), args["all"].as_bool()) {
+            (Some(_), Some(true)) => return Err(HandlerError::invalid("", "give ids or all, not both")),
+            (Some(list), _) => Some(list.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect::<Vec<_>>()),
+            (None, Some(true)) => None,
+            (None, _) => return Err(HandlerError::invalid("", "say what to delete: ids (a list) or all: true")),
+        };
+        let done = self.0.delete(&ctx.principal.project_id, namespace, ids).await.map_err(unavailable)?;
+        let Some((deleted, left)) = done else {
+            return Err(HandlerError::failed(format!("namespace {} has no vectors in this project", ctx.quote("namespace", namespace))));
+        };
+        Ok(json!({ "deleted": deleted, "namespace": namespace, "vector_count": left }))
+    }
 }
 
 /// The numbers of `v` as float32, or why not (`pointer` names the argument).

@@ -127,6 +127,34 @@ impl Namespaces {
         Ok(count)
     }
 
+    /// Deletes the vectors with `ids`, or all of them with `None` (the namespace goes with
+    /// them); `(deleted, left)`, or None when the namespace does not exist.
+    pub async fn delete(&self, project_id: &str, namespace: &str, ids: Option<Vec<String>>) -> Result<Option<(i64, i64)>> {
+        let Some(d) = store::vectors::delete(&self.db, project_id, namespace, ids.as_deref(), self.clock.now_ms()).await? else {
+            return Ok(None);
+        };
+        let key = (project_id.to_owned(), namespace.to_owned());
+        let index = self.cache().slots.get(&key).and_then(|s| s.index.clone());
+        if let Some(index) = index {
+            let mut ix = index.write().expect("vector index lock");
+            match &ids {
+                Some(ids) if d.vector_count > 0 && ix.generation == d.generation - 1 => {
+                    for id in ids {
+                        ix.remove(id);
+                    }
+                    ix.generation = d.generation;
+                }
+                _ => {
+                    drop(ix);
+                    if let Some(slot) = self.cache().slots.get_mut(&key) {
+                        slot.index = None;
+                    }
+                }
+            }
+        }
+        Ok(Some((d.deleted, d.vector_count)))
+    }
+
     /// The `top_k` best matches of `vector` in the namespace.
     pub async fn query(
         &self,

@@ -71,14 +71,17 @@ pub async fn upsert(db: &Db, project_id: &str, name: &str, dimension: i64, vecto
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    // Takes the namespace's row lock for the rest of the transaction.
+    // Takes the namespace's row lock for the rest of the transaction. An emptied namespace
+    // keeps its row (so its generation never goes back) and takes this upsert's dimension.
     let (stored_dimension, generation): (i64, i64) = sqlx::query_as(
-        "UPDATE vector_namespaces SET generation = generation + 1, updated_at = $3 \
+        "UPDATE vector_namespaces SET generation = generation + 1, updated_at = $3, \
+         dimension = CASE WHEN vector_count = 0 THEN $4 ELSE dimension END \
          WHERE project_id = $1 AND name = $2 RETURNING dimension, generation",
     )
     .bind(project_id)
     .bind(name)
     .bind(now)
+    .bind(dimension)
     .fetch_one(&mut *tx)
     .await?;
     if stored_dimension != dimension {
@@ -124,7 +127,8 @@ pub async fn upsert(db: &Db, project_id: &str, name: &str, dimension: i64, vecto
 }
 
 /// What a delete did: the namespace's new generation, how many vectors went and how many are
-/// left (a namespace left empty is removed, so its next upsert may choose a new dimension).
+/// left. A namespace left empty keeps its row (its generation must never go back, or another
+/// instance's old copy would look current) and its next upsert may choose a new dimension.
 pub struct Deleted {
     pub generation: i64,
     pub deleted: i64,
@@ -132,7 +136,7 @@ pub struct Deleted {
 }
 
 /// Deletes the vectors with `ids` from the namespace, or every vector with `None`; `None` back
-/// when the namespace does not exist.
+/// when the namespace does not exist or is empty.
 pub async fn delete(db: &Db, project_id: &str, name: &str, ids: Option<&[String]>, now: i64) -> Result<Option<Deleted>> {
     let mut tx = db.begin_write().await?;
     let bumped: Option<(i64, i64)> = sqlx::query_as(
@@ -144,7 +148,7 @@ pub async fn delete(db: &Db, project_id: &str, name: &str, ids: Option<&[String]
     .bind(now)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((generation, before)) = bumped else {
+    let Some((generation, before)) = bumped.filter(|(_, before)| *before > 0) else {
         tx.rollback().await?;
         return Ok(None);
     };
@@ -167,16 +171,12 @@ pub async fn delete(db: &Db, project_id: &str, name: &str, ids: Option<&[String]
         }
     };
     let left = (before - deleted).max(0);
-    if left == 0 {
-        sqlx::query("DELETE FROM vector_namespaces WHERE project_id = $1 AND name = $2").bind(project_id).bind(name).execute(&mut *tx).await?;
-    } else {
-        sqlx::query("UPDATE vector_namespaces SET vector_count = $3 WHERE project_id = $1 AND name = $2")
-            .bind(project_id)
-            .bind(name)
-            .bind(left)
-            .execute(&mut *tx)
-            .await?;
-    }
+    sqlx::query("UPDATE vector_namespaces SET vector_count = $3 WHERE project_id = $1 AND name = $2")
+        .bind(project_id)
+        .bind(name)
+        .bind(left)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     Ok(Some(Deleted { generation, deleted, vector_count: left }))
 }

@@ -193,6 +193,10 @@ db_test!(vectors_are_deleted_by_id_or_all_at_once_and_every_instance_sees_it, |b
     // An emptied namespace starts over, with a new dimension if need be.
     let up = upsert(&b, &key, "mem", json!([{ "id": "x", "values": [1.0, 0.0, 0.0] }])).await;
     assert_eq!(up["result"]["dimension"], 3, "{up}");
+    // Neither instance answers from a copy of the namespace as it was before it was emptied.
+    for on in [&a, &b] {
+        assert_eq!(ids(&query(on, &key, json!({ "namespace": "mem", "vector": [1.0, 0.0, 0.0] })).await), ["x"]);
+    }
     let res = a.http().get(a.url("/v1/tools/vector.delete")).bearer_auth(&key).send().await.unwrap();
     let tool: Value = res.json().await.unwrap();
     assert_eq!(tool["side_effects"], "destructive", "{tool}");

@@ -165,7 +165,11 @@ impl Namespaces {
         filter: Filter,
         include_values: bool,
     ) -> std::result::Result<Vec<Found>, QueryError> {
-        let row = store::vectors::namespace(self.db.pool(), project_id, namespace).await.map_err(QueryError::Store)?.ok_or(QueryError::NoNamespace)?;
+        let row = store::vectors::namespace(self.db.pool(), project_id, namespace)
+            .await
+            .map_err(QueryError::Store)?
+            .filter(|r| r.vector_count > 0)
+            .ok_or(QueryError::NoNamespace)?;
         if row.dimension as usize != vector.len() {
             return Err(QueryError::Dimension { namespace: row.dimension as usize, query: vector.len() });
         }

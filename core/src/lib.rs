@@ -26,6 +26,7 @@ pub mod clock;
 pub mod connections;
 pub mod crypto;
 pub mod egress;
+pub mod email;
 pub mod engine;
 pub mod error;
 pub mod ids;

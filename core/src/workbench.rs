@@ -8,6 +8,7 @@ use crate::auth::Accounts;
 use crate::builtin::{self, BuiltinServices, ObjectStorage};
 use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
+use crate::email::{Email, EmailSettings};
 use crate::egress::{AddrRange, EgressRules, GuardedClient, PrivateAllowance};
 use crate::connections::{Connections, ProxyTokens, DEFAULT_CONNECT_TTL_SECS};
 use crate::engine::{ConfirmSettings, Engine, EngineParts, Idempotency};
@@ -41,6 +42,8 @@ pub struct WorkbenchOptions {
     pub confirmations: ConfirmSettings,
     /// The search provider search.web uses (operator setting).
     pub web_search: Option<builtin::SearchProvider>,
+    /// The mail server, DNS server and hourly limit email.send uses (operator settings).
+    pub email: EmailSettings,
 }
 
 impl Default for WorkbenchOptions {
@@ -55,6 +58,7 @@ impl Default for WorkbenchOptions {
             connect_ttl_secs: DEFAULT_CONNECT_TTL_SECS,
             confirmations: ConfirmSettings::default(),
             web_search: None,
+            email: EmailSettings::default(),
         }
     }
 }
@@ -77,6 +81,7 @@ pub struct Workbench {
     policies: Policies,
     webhooks: Webhooks,
     schedules: Schedules,
+    email: Arc<Email>,
 }
 
 impl Workbench {
@@ -98,6 +103,7 @@ impl Workbench {
         let guarded = GuardedClient::new(allowance.clone());
         let vectors = Arc::new(builtin::VectorNamespaces::new(db.clone(), clock.clone()));
         let schedules = Schedules::new(db.clone(), clock.clone(), vault.clone(), guarded.clone());
+        let email = Arc::new(Email::new(db.clone(), clock.clone(), options.email)?);
         let services = BuiltinServices {
             db: db.clone(),
             http: guarded.clone(),
@@ -106,6 +112,7 @@ impl Workbench {
             vectors,
             search: options.web_search,
             schedules: Arc::new(schedules.clone()),
+            email: email.clone(),
         };
         let api = crate::integrations::api_client();
         let integrations = Arc::new(crate::plugins::load_integrations(&options.integrations, &api)?);
@@ -157,6 +164,7 @@ impl Workbench {
             policies,
             webhooks,
             schedules,
+            email,
             metering: Metering::new(db.clone(), recorder.clone(), clock.clone()),
             proxy_tokens: ProxyTokens::new(db.clone(), clock.clone(), options.proxy_token_key),
             connections,
@@ -187,6 +195,10 @@ impl Workbench {
 
     pub fn schedules(&self) -> &Schedules {
         &self.schedules
+    }
+
+    pub fn email(&self) -> &Email {
+        &self.email
     }
 
     pub fn engine(&self) -> &Engine {

@@ -77,6 +77,30 @@ pub struct ServeArgs {
     /// The Brave Search API endpoint (a proxy or a test double may stand in).
     #[arg(long, env = "WB_BRAVE_SEARCH_URL", default_value = workbench_core::builtin::BRAVE_DEFAULT_URL)]
     pub brave_search_url: Url,
+    /// The SMTP server email.send delivers through: smtps://USER:PASSWORD@HOST:465 (TLS), or
+    /// smtp://USER:PASSWORD@HOST:587?tls=required (STARTTLS). Unset: email.send is unavailable.
+    #[arg(long, env = "WB_SMTP_URL", hide_env_values = true)]
+    pub smtp_url: Option<String>,
+    /// The DNS server sender-domain verification asks (IP or IP:PORT); defaults to the
+    /// system's resolver (/etc/resolv.conf).
+    #[arg(long, env = "WB_DNS_RESOLVER", value_parser = parse_dns_server)]
+    pub dns_resolver: Option<SocketAddr>,
+    /// Messages one project may send with email.send per rolling hour.
+    #[arg(long, env = "WB_EMAIL_HOURLY_LIMIT", default_value_t = workbench_core::email::DEFAULT_HOURLY_LIMIT, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub email_hourly_limit: u32,
+}
+
+/// `IP` (port 53) or `IP:PORT`.
+fn parse_dns_server(s: &str) -> Result<SocketAddr, String> {
+    let s = s.trim();
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    s.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<std::net::IpAddr>()
+        .map(|ip| SocketAddr::new(ip, 53))
+        .map_err(|_| format!("{s:?} is not an IP address or IP:PORT"))
 }
 
 /// Why the `serve` flags do not make a usable configuration.
@@ -100,6 +124,9 @@ pub enum ConfigError {
     /// A search provider URL that search.web could never reach.
     #[error("invalid {flag} {url}: {reason}")]
     SearchProviderUrl { flag: &'static str, url: Url, reason: String },
+    /// An SMTP URL email.send could never use (the reason never repeats its password).
+    #[error("invalid --smtp-url (WB_SMTP_URL): {0}")]
+    SmtpUrl(String),
 }
 
 /// What the running server needs from its configuration, derived once.
@@ -131,6 +158,8 @@ pub struct ServerConfig {
     /// Whether this instance delivers due scheduled callbacks (every instance does; tests
     /// drive delivery by hand).
     pub callback_worker: bool,
+    /// The mail server, DNS server and hourly limit of email.send.
+    pub email: workbench_core::email::EmailSettings,
 }
 
 /// The search provider the flags select, checked the way search.web will use it: an
@@ -191,8 +220,13 @@ impl ServerConfig {
         }
         allowed_hosts.extend(args.allowed_hosts.iter().map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()));
         let web_search = web_search(args)?;
+        let smtp = match args.smtp_url.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
+            Some(u) => Some(workbench_core::email::SmtpUrl::parse(u).map_err(ConfigError::SmtpUrl)?),
+            None => None,
+        };
         Ok(ServerConfig {
             web_search,
+            email: workbench_core::email::EmailSettings { smtp, dns_server: args.dns_resolver, hourly_limit: args.email_hourly_limit },
             callback_worker: true,
             object_store_url,
             egress_allow_private: args.egress_allow_private.clone(),

@@ -184,6 +184,7 @@ pub async fn serve_from_args(args: ServeArgs) -> Result<(), cli::CliError> {
         connect_ttl_secs: config.connect_ttl_secs,
         confirmations: workbench_core::engine::ConfirmSettings { public_url: config.public_url.to_string(), ttl_secs: config.confirmation_ttl_secs },
         web_search: config.web_search.clone(),
+        email: config.email.clone(),
         ..WorkbenchOptions::default()
     };
     let wb = Workbench::open(&args.database_url, options).await?;

@@ -1,6 +1,7 @@
 //! Built-in tools (D8) that run in-process. Each declares its side effects honestly and gets
 //! the services it needs at construction.
 
+mod email_send;
 mod http_fetch;
 mod schedule_callback;
 mod search_web;
@@ -30,6 +31,7 @@ pub struct BuiltinServices {
     pub vault: Vault,
     pub vectors: Arc<VectorNamespaces>,
     pub schedules: Arc<crate::schedule::Schedules>,
+    pub email: Arc<crate::email::Email>,
     /// Where search.web sends queries (none: it answers UNAVAILABLE saying what to set).
     pub search: Option<SearchProvider>,
 }
@@ -57,6 +59,7 @@ fn tool(spec: ToolSpec, handler: impl ToolHandler) -> Result<Tool> {
 pub fn tools(services: &BuiltinServices) -> Result<Vec<Tool>> {
     let mut tools = vec![
         tool(http_fetch::spec()?, http_fetch::HttpFetch { db: services.db.clone(), http: services.http.clone() })?,
+        tool(email_send::spec()?, email_send::EmailSend { email: services.email.clone(), storage: services.storage.clone() })?,
         tool(search_web::spec()?, search_web::SearchWeb { http: services.http.clone(), provider: services.search.clone() })?,
         tool(schedule_callback::spec()?, schedule_callback::ScheduleCallback(services.schedules.clone()))?,
         tool(storage::get_spec()?, storage::StorageGet(services.storage.clone()))?,

@@ -94,7 +94,7 @@ fn key_schema() -> Value {
     })
 }
 
-fn check_key(key: &str) -> Result<(), HandlerError> {
+pub(super) fn check_key(key: &str) -> Result<(), HandlerError> {
     if key.split('/').any(|s| s == "." || s == "..") {
         return Err(HandlerError::invalid("/key", "key segments cannot be '.' or '..'"));
     }

@@ -52,6 +52,7 @@ pub mod audit;
 pub mod confirmations;
 pub mod connections;
 pub mod egress;
+pub mod email;
 pub mod idempotency;
 pub mod mcp_servers;
 pub mod pending_connections;

@@ -53,6 +53,9 @@ pub async fn start(tag: &str, configure: impl FnOnce(&mut WorkbenchOptions)) -> 
         searxng_url: None,
         brave_search_api_key: None,
         brave_search_url: workbench_core::builtin::BRAVE_DEFAULT_URL.parse().unwrap(),
+        smtp_url: None,
+        dns_resolver: None,
+        email_hourly_limit: workbench_core::email::DEFAULT_HOURLY_LIMIT,
     };
     let state = AppState::new(wb.clone(), ServerConfig::from_args(&args).unwrap(), Keys::load_or_create(&args.data_dir).unwrap());
     tokio::spawn(workbench_server::serve(listener, state, std::future::pending()));

@@ -6,6 +6,7 @@ mod apps;
 mod audit;
 mod body;
 mod confirmations;
+mod email;
 mod mcp_servers;
 mod openapi;
 mod policies;
@@ -59,6 +60,9 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/schedules", get(schedules::list))
         .route("/v1/schedules/signing-secret", get(schedules::signing_secret))
         .route("/v1/schedules/{id}", get(schedules::get_one).delete(schedules::cancel))
+        .route("/v1/email/domains", get(email::list).post(email::create))
+        .route("/v1/email/domains/{id}", get(email::get_one).delete(email::delete))
+        .route("/v1/email/domains/{id}/verify", post(email::verify))
         .route("/rest/{integration}", post(rest_batch::execute))
         .route("/v1", get(not_found))
         .route("/v1/{*rest}", get(not_found).post(not_found).put(not_found).patch(not_found).delete(not_found))

@@ -49,6 +49,9 @@ pub struct Options {
     pub web_search: Option<workbench_core::builtin::SearchProvider>,
     /// Run the background callback worker (off: tests call `schedules().run_due()`).
     pub callback_worker: bool,
+    /// The mail server (a sink on loopback), DNS server (a responder on loopback) and hourly
+    /// limit email.send uses.
+    pub email: workbench_core::email::EmailSettings,
 }
 
 pub struct TestApp {
@@ -136,6 +139,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
             connect_ttl_secs: options.connect_ttl_secs.unwrap_or(600),
             confirmations: workbench_core::engine::ConfirmSettings { ttl_secs: options.confirmation_ttl_secs.unwrap_or(900), ..Default::default() },
             web_search: options.web_search.clone(),
+            email: options.email.clone(),
             ..Default::default()
         },
     )
@@ -161,6 +165,9 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         searxng_url: None,
         brave_search_api_key: None,
         brave_search_url: workbench_core::builtin::BRAVE_DEFAULT_URL.parse().unwrap(),
+        smtp_url: None,
+        dns_resolver: None,
+        email_hourly_limit: workbench_core::email::DEFAULT_HOURLY_LIMIT,
     };
     let mut config = ServerConfig::from_args(&args).unwrap();
     // Tests reload custom apps explicitly (see apps.rs), never behind their back, and deliver

@@ -1,0 +1,209 @@
+//! `email.send`: one message through the operator's SMTP server, from a verified sender domain
+//! of the project. Reading the arguments (addresses, body, attachments inline or from project
+//! storage) is here; domains, limits and SMTP are `crate::email`.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use super::{make_spec, ObjectStorage};
+use crate::catalog::{CallContext, HandlerError, SideEffects, ToolHandler, ToolSpec};
+use crate::email::{self, AttachmentData, Draft, Email, SendError, SmtpFailure, MAX_ATTACHMENT_BYTES, MAX_RECIPIENTS};
+use crate::Result;
+
+/// Longest text or HTML body, in characters.
+const MAX_BODY_CHARS: usize = 2 * 1024 * 1024;
+const MAX_ATTACHMENTS: usize = 20;
+
+pub fn spec() -> Result<ToolSpec> {
+    let address = |what: &str| json!({ "type": "string", "minLength": 3, "maxLength": 320, "description": what });
+    let list = |what: &str| json!({ "type": "array", "maxItems": MAX_RECIPIENTS, "items": address(what) });
+    let mut to = list("A recipient: a@example.com or Name <a@example.com>.");
+    to["minItems"] = json!(1);
+    make_spec(
+        "email.send",
+        "Send an email: deliver a message (text and/or HTML, with optional file attachments) to up to 50 recipients \
+         (to, cc, bcc) from an address at one of the project's verified sender domains. Use it to mail a report, notify \
+         someone, reply to a person or share a file by email.",
+        SideEffects::Destructive,
+        json!({
+            "type": "object",
+            "required": ["from", "to", "subject"],
+            "additionalProperties": false,
+            "properties": {
+                "from": address("The sender, at a verified sender domain of the project: reports@example.com or Reports <reports@example.com>."),
+                "to": to,
+                "cc": list("A copy recipient."),
+                "bcc": list("A hidden recipient (not shown to the others)."),
+                "reply_to": address("Where replies go, if not to the sender."),
+                "subject": { "type": "string", "minLength": 1, "maxLength": 998, "description": "The subject line (one line)." },
+                "text": { "type": "string", "maxLength": MAX_BODY_CHARS, "description": "The plain-text body. Give text, html or both." },
+                "html": { "type": "string", "maxLength": MAX_BODY_CHARS, "description": "The HTML body. Give text, html or both." },
+                "attachments": {
+                    "type": "array",
+                    "maxItems": MAX_ATTACHMENTS,
+                    "description": "Files to attach, at most 10 MiB in all: each inline as base64 or an object of project storage.",
+                    "items": {
+                        "type": "object",
+                        "required": ["filename"],
+                        "additionalProperties": false,
+                        "properties": {
+                            "filename": { "type": "string", "minLength": 1, "maxLength": 255, "description": "The file name the recipient sees, e.g. report.csv." },
+                            "content_type": { "type": "string", "maxLength": 255, "description": "Its MIME type, e.g. application/pdf (default: the stored object's type, else application/octet-stream)." },
+                            "content_base64": { "type": "string", "maxLength": MAX_ATTACHMENT_BYTES / 3 * 4 + 4, "description": "The file's bytes, base64. Give this or storage_key." },
+                            "storage_key": { "type": "string", "minLength": 1, "maxLength": 512, "description": "The key of an object in project storage (storage.put) to attach. Give this or content_base64." }
+                        }
+                    }
+                }
+            }
+        }),
+        Some(json!({
+            "type": "object",
+            "properties": {
+                "message_id": { "type": "string" },
+                "accepted": { "type": "array", "items": { "type": "string" } }
+            }
+        })),
+    )
+}
+
+pub struct EmailSend {
+    pub email: Arc<Email>,
+    pub storage: Arc<ObjectStorage>,
+}
+
+fn mailboxes(args: &Value, field: &str) -> Result<Vec<lettre::message::Mailbox>, HandlerError> {
+    let Some(items) = args.get(field).and_then(Value::as_array) else { return Ok(Vec::new()) };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| email::parse_mailbox(v.as_str().unwrap_or_default()).map_err(|m| HandlerError::invalid(format!("/{field}/{i}"), m)))
+        .collect()
+}
+
+impl EmailSend {
+    async fn attachments(&self, ctx: &CallContext<'_>, args: &Value) -> Result<Vec<AttachmentData>, HandlerError> {
+        let mut out = Vec::new();
+        let mut total = 0usize;
+        for (i, a) in args.get("attachments").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let at = |field: &str| format!("/attachments/{i}/{field}");
+            let filename = a["filename"].as_str().unwrap_or_default();
+            if filename.chars().any(char::is_control) || filename.contains(['/', '\\']) {
+                return Err(HandlerError::invalid(at("filename"), "a file name cannot contain slashes or control characters"));
+            }
+            let (bytes, stored_type) = match (a.get("content_base64").and_then(Value::as_str), a.get("storage_key").and_then(Value::as_str)) {
+                (Some(_), Some(_)) | (None, None) => {
+                    return Err(HandlerError::invalid(format!("/attachments/{i}"), "give content_base64 or storage_key, exactly one"))
+                }
+                (Some(b64), None) => {
+                    let clean: String = b64.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+                    let bytes = base64::engine::general_purpose::STANDARD
+                        .decode(clean.as_bytes())
+                        .map_err(|_| HandlerError::invalid(at("content_base64"), "not valid base64"))?;
+                    (bytes, None)
+                }
+                (None, Some(key)) => {
+                    super::storage::check_key(key).map_err(|_| HandlerError::invalid(at("storage_key"), "key segments cannot be '.' or '..'"))?;
+                    match self.storage.get(&ctx.principal.project_id, key).await {
+                        Ok(Some((row, bytes))) => (bytes.to_vec(), Some(row.content_type)),
+                        Ok(None) => return Err(HandlerError::invalid(at("storage_key"), format!("no object with key {key:?} in this project's storage"))),
+                        Err(e) => {
+                            tracing::error!(error = ?e, "reading an attachment from storage failed");
+                            return Err(HandlerError::Unavailable("project storage is unavailable; nothing was sent, try again".into()));
+                        }
+                    }
+                }
+            };
+            total += bytes.len();
+            if total > MAX_ATTACHMENT_BYTES {
+                return Err(HandlerError::invalid("/attachments", format!("attachments are at most {MAX_ATTACHMENT_BYTES} bytes (10 MiB) in all")));
+            }
+            let type_text = a.get("content_type").and_then(Value::as_str).map(str::to_owned).or(stored_type).unwrap_or_else(|| "application/octet-stream".into());
+            let content_type = email::parse_content_type(&type_text).map_err(|m| HandlerError::invalid(at("content_type"), m))?;
+            out.push(AttachmentData { filename: filename.to_owned(), content_type, bytes });
+        }
+        Ok(out)
+    }
+
+    async fn draft(&self, ctx: &CallContext<'_>, args: &Value) -> Result<Draft, HandlerError> {
+        let one = |field: &str| -> Result<Option<lettre::message::Mailbox>, HandlerError> {
+            args.get(field)
+                .and_then(Value::as_str)
+                .map(|s| email::parse_mailbox(s).map_err(|m| HandlerError::invalid(format!("/{field}"), m)))
+                .transpose()
+        };
+        let from = one("from")?.ok_or_else(|| HandlerError::invalid("/from", "a sender is required"))?;
+        let (to, cc, bcc) = (mailboxes(args, "to")?, mailboxes(args, "cc")?, mailboxes(args, "bcc")?);
+        let count = to.len() + cc.len() + bcc.len();
+        if count > MAX_RECIPIENTS {
+            return Err(HandlerError::invalid("/to", format!("{count} recipients in to, cc and bcc together; at most {MAX_RECIPIENTS}")));
+        }
+        let subject = args["subject"].as_str().unwrap_or_default();
+        if subject.chars().any(char::is_control) {
+            return Err(HandlerError::invalid("/subject", "the subject is one line: no line breaks or control characters"));
+        }
+        let text = args.get("text").and_then(Value::as_str).map(str::to_owned);
+        let html = args.get("html").and_then(Value::as_str).map(str::to_owned);
+        if text.is_none() && html.is_none() {
+            return Err(HandlerError::invalid("", "give the message's text, html or both"));
+        }
+        Ok(Draft { from, to, cc, bcc, reply_to: one("reply_to")?, subject: subject.to_owned(), text, html, attachments: self.attachments(ctx, args).await? })
+    }
+}
+
+#[async_trait]
+impl ToolHandler for EmailSend {
+    async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
+        // A message leaves for any address: vault secrets never go into one.
+        if ctx.template.is_some_and(|t| !crate::engine::template::vault_names(t).is_empty()) {
+            return Err(HandlerError::invalid("", "email.send does not put {{vault:…}} secrets into messages; nothing was sent"));
+        }
+        let draft = self.draft(ctx, &args).await?;
+        let size: usize = draft.text.as_ref().map_or(0, String::len) + draft.html.as_ref().map_or(0, String::len)
+            + draft.attachments.iter().map(|a| a.bytes.len()).sum::<usize>();
+        let sent = self.email.send(ctx.principal, draft).await.map_err(|e| self.explain(e))?;
+        ctx.add_egress(size as u64);
+        Ok(json!({ "message_id": sent.message_id, "accepted": sent.accepted }))
+    }
+}
+
+impl EmailSend {
+    fn explain(&self, e: SendError) -> HandlerError {
+        match e {
+            SendError::NotConfigured => HandlerError::Unavailable(
+                "email is not set up on this workbench: the operator sets the SMTP server with --smtp-url (WB_SMTP_URL)".into(),
+            ),
+            SendError::UnverifiedDomain { domain, added: false } => HandlerError::invalid(
+                "/from",
+                format!(
+                    "{domain} is not a verified sender domain of this project; nothing was sent. An admin adds it on the Email page \
+                     (or POST /v1/email/domains {{\"domain\": \"{domain}\"}}), publishes the TXT record shown there, and verifies it"
+                ),
+            ),
+            SendError::UnverifiedDomain { domain, added: true } => HandlerError::invalid(
+                "/from",
+                format!(
+                    "{domain} is not verified yet; nothing was sent. An admin publishes the TXT record at _workbench.{domain} shown on \
+                     the Email page and presses Verify (or POST /v1/email/domains/{{id}}/verify)"
+                ),
+            ),
+            SendError::HourlyLimit { limit, retry_after_secs } => HandlerError::Unavailable(format!(
+                "this project has sent its {limit} messages for this hour; nothing was sent, the next can go in {retry_after_secs} s"
+            )),
+            SendError::Smtp(SmtpFailure::Refused(reply)) => HandlerError::failed(format!("the mail server refused the message ({reply}); nothing was sent")),
+            SendError::Smtp(SmtpFailure::Deferred(reply)) => {
+                HandlerError::Unavailable(format!("the mail server asked to try later ({reply}); nothing was sent"))
+            }
+            SendError::Smtp(SmtpFailure::Unreachable) => {
+                HandlerError::Unavailable("the mail server cannot be reached right now; nothing was sent, try again".into())
+            }
+            SendError::Other(crate::Error::Invalid(m)) => HandlerError::invalid("/from", m),
+            SendError::Other(e) => {
+                tracing::error!(error = ?e, "sending an email failed");
+                HandlerError::Unavailable("email cannot be sent right now; nothing was sent, try again".into())
+            }
+        }
+    }
+}

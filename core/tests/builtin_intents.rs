@@ -20,6 +20,10 @@ const INTENTS: &[(&str, &str)] = &[
     ("call me back in an hour", "schedule.callback"),
     ("remind me tomorrow at 9am", "schedule.callback"),
     ("run a webhook later after a delay", "schedule.callback"),
+    ("send an email", "email.send"),
+    ("email the report to my team", "email.send"),
+    ("mail a file as an attachment", "email.send"),
+    ("notify someone by email", "email.send"),
 ];
 
 #[tokio::test]

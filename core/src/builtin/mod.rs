@@ -48,6 +48,7 @@ fn make_spec(name: &str, description: &str, side_effects: SideEffects, input: Va
         side_effects,
         literal_args: false,
         secret_arg: None,
+        no_vault_refs: false,
     })
 }
 

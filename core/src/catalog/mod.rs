@@ -90,6 +90,9 @@ pub struct ToolSpec {
     /// An argument that carries a secret value, scrubbed from results and records under the
     /// name another argument gives (`vault_set`'s `value`, named by `name`).
     pub secret_arg: Option<SecretArg>,
+    /// The arguments leave for recipients the project does not control (email.send): a
+    /// `{{vault:…}}` reference is refused before anything runs, so no secret can be mailed out.
+    pub no_vault_refs: bool,
 }
 
 /// Which arguments of a call name and carry a secret value.

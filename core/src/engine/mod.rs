@@ -400,6 +400,14 @@ impl Engine {
             other => other.clone(),
         };
         let template_for_messages = template.clone();
+        if tool.spec.no_vault_refs && !template::vault_names(&template).is_empty() {
+            return Err(ToolError::InvalidArguments {
+                errors: vec![FieldError {
+                    path: String::new(),
+                    message: format!("{} does not take {{{{vault:…}}}} references: its arguments leave for outside recipients", tool.name()),
+                }],
+            });
+        }
         let mut args = if tool.spec.literal_args {
             template
         } else {

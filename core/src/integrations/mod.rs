@@ -180,6 +180,7 @@ impl Integration {
                     side_effects: t.side_effects,
                     literal_args: false,
                     secret_arg: None,
+                    no_vault_refs: false,
                 })
             })
             .collect()

@@ -201,6 +201,7 @@ fn build_tool(live: &Arc<Live>, server: &ServerRow, row: &ToolRow) -> std::resul
         side_effects,
         literal_args: false,
         secret_arg: None,
+        no_vault_refs: false,
     };
     let handler = UpstreamTool { live: live.clone(), name: row.name.clone(), retryable: side_effects == SideEffects::None };
     let mut tool = Tool::new(spec, Arc::new(handler)).map_err(|e| e.to_string())?;

@@ -268,7 +268,7 @@ db_test!(limits_and_bad_input_are_refused_before_anything_is_sent, |backend| {
         (with(json!({ "attachments": [{ "filename": "../a.bin", "content_base64": "AA==" }] })), "slashes"),
         (with(json!({ "attachments": [{ "filename": "a.bin", "content_type": "pdf", "content_base64": "AA==" }] })), "MIME type"),
         (with(json!({ "attachments": [{ "filename": "a.bin", "storage_key": "missing/file.pdf" }] })), "no object"),
-        (with(json!({ "text": "your key: {{vault:API_KEY}}" })), "does not put"),
+        (with(json!({ "text": "your key: {{vault:API_KEY}}" })), "does not take {{vault:"),
         (with(json!({ "unknown": 1 })), ""),
     ];
     execute(&m.app, &m.key, json!([{ "tool": "vault_set", "args": { "name": "API_KEY", "value": "sk-live-123456789" } }])).await;

@@ -13,6 +13,7 @@ const SECTIONS: &[(&str, Option<&str>)] = &[
     ("Connections", Some("/connections")),
     ("Confirmations", Some("/confirmations")),
     ("Callbacks", Some("/callbacks")),
+    ("Email", Some("/email")),
     ("Vault", Some("/vault")),
     ("MCP servers", Some("/mcp-servers")),
     ("Apps", Some("/apps")),

@@ -61,6 +61,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/mcp-servers/:id") view=pages::McpServerPage ssr=SsrMode::Async/>
                 <Route path=path!("/confirmations") view=pages::Confirmations ssr=SsrMode::Async/>
                 <Route path=path!("/callbacks") view=pages::Callbacks ssr=SsrMode::Async/>
+                <Route path=path!("/email") view=pages::Email ssr=SsrMode::Async/>
                 <Route path=path!("/policies") view=pages::Policies ssr=SsrMode::Async/>
                 <Route path=path!("/usage") view=pages::Usage ssr=SsrMode::Async/>
                 <Route path=path!("/confirmations/:id") view=pages::ConfirmationPage ssr=SsrMode::Async/>

@@ -15,6 +15,7 @@ mod confirmations;
 mod policies;
 mod usage;
 mod schedules;
+mod email;
 
 pub use session::*;
 pub use api_keys::*;
@@ -30,3 +31,4 @@ pub use confirmations::*;
 pub use policies::*;
 pub use usage::*;
 pub use schedules::*;
+pub use email::*;

@@ -267,6 +267,37 @@ pub async fn document() -> Json<Value> {
                     "responses": { "204": { "description": "cancelled" }, "404": error_response("not_found"), "409": error_response("conflict (already delivered, failed or cancelled)") }
                 }
             },
+            "/v1/email/domains": {
+                "get": {
+                    "summary": "The project's sender domains for email.send, and how much of the hour's sending allowance is used",
+                    "responses": { "200": { "description": "{ object: list, data: [email_domain], sending: { configured, sent_last_hour, hourly_limit } }; email_domain: { id, object: email_domain, domain, status: pending|verified, dns_record: { type: TXT, name: _workbench.<domain>, value: workbench-verification=<token> }, created_at, verified_at, last_checked_at, last_error }" } }
+                },
+                "post": {
+                    "summary": "Add a sender domain (admin key); it is pending until its TXT record is verified",
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": {
+                        "type": "object", "required": ["domain"], "additionalProperties": false,
+                        "properties": { "domain": { "type": "string", "examples": ["example.com"] } }
+                    } } } },
+                    "responses": { "201": { "description": "the email_domain with the record to publish" }, "403": error_response("forbidden"), "409": error_response("conflict (already added)"), "422": error_response("invalid_request") }
+                }
+            },
+            "/v1/email/domains/{id}": {
+                "get": {
+                    "summary": "One sender domain",
+                    "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+                    "responses": { "200": { "description": "the email_domain" }, "404": error_response("not_found") }
+                },
+                "delete": {
+                    "summary": "Remove a sender domain (admin key); email.send stops sending from it at once",
+                    "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+                    "responses": { "204": { "description": "removed" }, "403": error_response("forbidden"), "404": error_response("not_found") }
+                }
+            },
+            "/v1/email/domains/{id}/verify": { "post": {
+                "summary": "Look up the domain's TXT record (admin key); verified once it holds the project's token",
+                "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+                "responses": { "200": { "description": "the email_domain, verified" }, "403": error_response("forbidden"), "404": error_response("not_found"), "422": error_response("verification_failed (the record is missing or holds another value; the message says what DNS holds)"), "503": error_response("dns_unavailable") }
+            }},
             "/rest/{integration}": { "post": {
                 "summary": "Run a batch of one integration's tools (execute_tools without compose or return)",
                 "parameters": [{ "name": "integration", "in": "path", "required": true, "schema": { "type": "string" } }],

@@ -395,3 +395,43 @@ fn smtp_settings_that_could_never_work_stop_start_up_without_showing_the_passwor
     assert!(!format!("{:?}", ok.email).contains("hunter22"));
     assert_eq!(parse(&["--dns-resolver", "10.0.0.2"]).unwrap().email.dns_server, Some("10.0.0.2:53".parse().unwrap()));
 }
+
+db_test!(the_email_page_shows_the_record_to_publish_and_lets_admins_verify, |backend| {
+    let m = mail!(backend);
+    let a = m.app.browser();
+    a.sign_in("ada@example.com", PASSWORD).await;
+    assert_eq!(a.call("add_email_domain", &[("domain", "Example.com")]).await.status(), 200);
+    let res = a.call("add_email_domain", &[("domain", "not a domain")]).await;
+    assert!(res.text().await.unwrap().contains("not a domain name"));
+    let page: Value = a.call("email_page", &[]).await.json().await.unwrap();
+    let d = &page["domains"][0];
+    assert_eq!(d["domain"], "example.com", "{page}");
+    assert_eq!(d["status"], "pending");
+    assert_eq!(d["record_name"], "_workbench.example.com");
+    assert_eq!(page["configured"], true);
+    assert_eq!(page["can_manage"], true);
+    let html = a.get("/email").await.text().await.unwrap();
+    assert!(html.contains("_workbench.example.com") && html.contains(d["record_value"].as_str().unwrap()), "the record is on the page");
+
+    // Verifying before publishing says what is missing; after publishing it is ready.
+    let id = d["id"].as_str().unwrap().to_owned();
+    let res = a.call("verify_email_domain", &[("id", &id)]).await;
+    assert!(res.text().await.unwrap().contains("no TXT record at _workbench.example.com"));
+    m.dns.publish("_workbench.example.com", d["record_value"].as_str().unwrap());
+    assert_eq!(a.call("verify_email_domain", &[("id", &id)]).await.status(), 200);
+    let page: Value = a.call("email_page", &[]).await.json().await.unwrap();
+    assert_eq!(page["domains"][0]["status"], "verified", "{page}");
+
+    // A member sees the domains but cannot change them.
+    m.app.user("bob@example.com", Role::Member).await;
+    let b = m.app.browser();
+    b.sign_in("bob@example.com", PASSWORD).await;
+    let page: Value = b.call("email_page", &[]).await.json().await.unwrap();
+    assert_eq!(page["can_manage"], false);
+    assert_eq!(page["domains"][0]["domain"], "example.com");
+    let res = b.call("remove_email_domain", &[("id", &id)]).await;
+    assert!(res.text().await.unwrap().contains("only project admins"));
+    assert_eq!(a.call("remove_email_domain", &[("id", &id)]).await.status(), 200);
+    let page: Value = a.call("email_page", &[]).await.json().await.unwrap();
+    assert_eq!(page["domains"], json!([]));
+});

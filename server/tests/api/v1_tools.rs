@@ -258,6 +258,7 @@ db_test!(the_openapi_document_describes_every_route, |backend| {
         "/v1/mcp/servers/{id}/tools", "/v1/mcp/servers/{id}/approve", "/v1/mcp/servers/{id}/tools/{name}",
         "/v1/policies", "/v1/policies/{id}", "/v1/api-keys", "/v1/api-keys/{id}", "/v1/tools/confirmations", "/v1/tools/confirmations/{id}",
         "/v1/audit", "/v1/audit/{id}", "/v1/settings", "/v1/webhooks/deliveries", "/v1/schedules", "/v1/schedules/{id}", "/v1/schedules/signing-secret",
+        "/v1/email/domains", "/v1/email/domains/{id}", "/v1/email/domains/{id}/verify",
     ] {
         assert!(doc["paths"][path].is_object(), "{path} missing");
     }

@@ -1,0 +1,118 @@
+//! Email: the sender domains email.send may send from. Admins add a domain, publish the TXT
+//! record shown, and verify it; everyone sees which domains are ready and how much of the
+//! hour's sending allowance is used.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::api::{email_page, AddEmailDomain, EmailDomain, RemoveEmailDomain, VerifyEmailDomain};
+use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL};
+
+fn badge(status: &str) -> &'static str {
+    match status {
+        "verified" => "rounded bg-emerald-100 px-2 py-0.5 text-xs font-medium text-emerald-800",
+        _ => "rounded bg-amber-100 px-2 py-0.5 text-xs font-medium text-amber-800",
+    }
+}
+
+#[component]
+fn DomainRow(d: EmailDomain, can_manage: bool, verify: ServerAction<VerifyEmailDomain>, remove: ServerAction<RemoveEmailDomain>) -> impl IntoView {
+    let pending = d.status != "verified";
+    let confirm = format!("return confirm('Remove {}? email.send stops sending from it at once.')", d.domain);
+    let (verify_id, remove_id) = (d.id.clone(), d.id.clone());
+    let (verify_label, remove_label) = (format!("Verify {}", d.domain), format!("Remove {}", d.domain));
+    view! {
+        <li class="py-4" data-testid="email-domain-row">
+            <div class="flex items-center justify-between">
+                <div>
+                    <span class="font-medium">{d.domain.clone()}</span>
+                    <span class=format!("ml-2 {}", badge(&d.status))>{d.status.clone()}</span>
+                    {d.verified_at.clone().map(|t| view! { <span class="ml-2 text-xs text-slate-500">{format!("since {t}")}</span> })}
+                </div>
+                {can_manage.then(|| view! {
+                    <div class="flex gap-2">
+                        {pending.then(|| view! {
+                            <ActionForm action=verify>
+                                <input type="hidden" name="id" value=verify_id.clone()/>
+                                <button type="submit" class=BUTTON aria-label=verify_label.clone()>"Verify"</button>
+                            </ActionForm>
+                        })}
+                        <ActionForm action=remove attr:onsubmit=confirm.clone()>
+                            <input type="hidden" name="id" value=remove_id.clone()/>
+                            <button type="submit" class=BUTTON_DANGER aria-label=remove_label.clone()>"Remove"</button>
+                        </ActionForm>
+                    </div>
+                })}
+            </div>
+            {pending.then(|| view! {
+                <div class="mt-2 rounded-md bg-slate-50 p-3 text-sm">
+                    <p class="text-slate-700">"Publish this TXT record in the domain's DNS, then verify:"</p>
+                    <dl class="mt-1 grid grid-cols-[6rem_1fr] gap-x-2 font-mono text-xs">
+                        <dt class="text-slate-500">"Type"</dt><dd>"TXT"</dd>
+                        <dt class="text-slate-500">"Name"</dt><dd data-testid="record-name">{d.record_name.clone()}</dd>
+                        <dt class="text-slate-500">"Value"</dt><dd class="break-all" data-testid="record-value">{d.record_value.clone()}</dd>
+                    </dl>
+                </div>
+            })}
+            {d.last_error.clone().filter(|_| pending).map(|e| view! { <p class="mt-1 text-xs text-red-700">{format!("Last check: {e}")}</p> })}
+        </li>
+    }
+}
+
+#[component]
+pub fn Email() -> impl IntoView {
+    let add = ServerAction::<AddEmailDomain>::new();
+    let verify = ServerAction::<VerifyEmailDomain>::new();
+    let remove = ServerAction::<RemoveEmailDomain>::new();
+    let data = Resource::new(move || (add.version().get(), verify.version().get(), remove.version().get()), |_| email_page());
+    view! {
+        <Title text="Email"/>
+        <Layout current="/email">
+            <PageHeader
+                title="Email"
+                subtitle="Sender domains email.send may send from. A domain is ready once its TXT record proves this project controls it."
+            />
+            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Err(error) => view! { <LoadError error/> }.into_any(),
+                        Ok(d) => {
+                            let can_manage = d.can_manage;
+                            let status = if d.configured {
+                                format!("{} of {} messages sent in the last hour.", d.sent_last_hour, d.hourly_limit)
+                            } else {
+                                "Sending is not set up on this workbench: the operator sets --smtp-url (WB_SMTP_URL).".to_owned()
+                            };
+                            let empty = d.domains.is_empty();
+                            let rows = d.domains.into_iter().map(|dom| view! { <DomainRow d=dom can_manage verify remove/> }).collect_view();
+                            view! {
+                                <p class="mb-4 text-sm text-slate-600" data-testid="email-status">{status}</p>
+                                {can_manage.then(|| view! {
+                                    <section class=format!("{CARD} mb-6 max-w-3xl")>
+                                        <ActionForm action=add attr:class="flex items-end gap-3">
+                                            <div class="flex-1">
+                                                <label for="domain" class=LABEL>"Sender domain"</label>
+                                                <input id="domain" name="domain" type="text" required placeholder="example.com" class=INPUT/>
+                                            </div>
+                                            <button type="submit" class=BUTTON>"Add domain"</button>
+                                        </ActionForm>
+                                        <ActionError value=add.value()/>
+                                        <ActionError value=verify.value()/>
+                                        <ActionError value=remove.value()/>
+                                    </section>
+                                })}
+                                <section class=format!("{CARD} max-w-3xl")>
+                                    {if empty {
+                                        view! { <p class="text-sm text-slate-600">"No sender domains yet: email.send refuses every sender."</p> }.into_any()
+                                    } else {
+                                        view! { <ul class="divide-y divide-slate-100">{rows}</ul> }.into_any()
+                                    }}
+                                </section>
+                            }.into_any()
+                        }
+                    }
+                })}
+            </Suspense>
+        </Layout>
+    }
+}

@@ -10,6 +10,10 @@ const providerPort = port + 3;
 const apiPort = port + 4;
 export const upstreamURL = `http://127.0.0.1:${port + 5}`;
 export const providerURL = `http://127.0.0.1:${providerPort}`;
+// The SMTP server, DNS server and their control port of the email test.
+const smtpPort = port + 6;
+const dnsPort = port + 7;
+export const mailControlURL = `http://127.0.0.1:${port + 8}`;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wb-e2e-"));
 export const baseURL = `http://127.0.0.1:${port}`;
 
@@ -49,6 +53,13 @@ export default defineConfig({
       timeout: 30_000,
     },
     {
+      // An SMTP server that records messages and a DNS server for sender-domain verification.
+      command: `node mail/fakes.mjs ${smtpPort} ${dnsPort} ${port + 8}`,
+      url: `${mailControlURL}/health`,
+      reuseExistingServer: false,
+      timeout: 30_000,
+    },
+    {
       // A real OAuth authorization server and a fake GitHub API for the connect flow.
       command: `node oauth/provider.mjs ${providerPort} ${apiPort} ${baseURL}`,
       url: `${providerURL}/.well-known/openid-configuration`,
@@ -64,6 +75,8 @@ export default defineConfig({
         "--site-root ../target/site",
         `--public-url ${baseURL}`,
         "--egress-allow-private 127.0.0.1",
+        `--smtp-url smtp://127.0.0.1:${smtpPort}`,
+        `--dns-resolver 127.0.0.1:${dnsPort}`,
       ].join(" "),
       env: {
         WB_INTEGRATION_GITHUB_BASE_URL: `http://127.0.0.1:${apiPort}`,

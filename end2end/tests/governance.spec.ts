@@ -3,11 +3,13 @@
 // opens the link in the browser, approves, and the agent's identical call gets the result. A
 // denied call, and a policy edit that changes what search_tools shows the agent's key. A
 // scheduled callback delivered to a receiver that checks its signature, and the Callbacks page.
+// A sender domain proven on the Email page through DNS, then an agent's email.send arriving at
+// an SMTP server.
 import { test, expect } from "@playwright/test";
 import { createHmac } from "node:crypto";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
-import { baseURL } from "../playwright.config";
+import { baseURL, mailControlURL } from "../playwright.config";
 import { createKey, mcpClient, signIn, structured } from "./helpers";
 
 test.describe.configure({ mode: "serial" });
@@ -156,4 +158,45 @@ test("an agent's scheduled callback arrives signed, and the Callbacks page shows
   await waiting.getByTestId("cancel-callback").click();
   await expect(waiting.getByTestId("callback-status")).toHaveText("cancelled");
   receiver.close();
+});
+
+test("a sender domain is proven on the Email page and an agent's message arrives over SMTP", async ({ page }) => {
+  await signIn(page);
+  await page.goto("/email");
+  await page.getByLabel("Sender domain").fill("Example.org");
+  await page.getByRole("button", { name: "Add domain" }).click();
+  const row = page.getByTestId("email-domain-row").filter({ hasText: "example.org" });
+  await expect(row.getByTestId("record-name")).toHaveText("_workbench.example.org");
+  const value = (await row.getByTestId("record-value").textContent())!.trim();
+  expect(value).toMatch(/^workbench-verification=/);
+
+  // Verifying before the record exists says so; after publishing it, the domain is ready.
+  await row.getByRole("button", { name: "Verify example.org" }).click();
+  await expect(page.getByText("no TXT record at _workbench.example.org")).toBeVisible();
+  const published = await fetch(`${mailControlURL}/txt`, { method: "POST", body: JSON.stringify({ name: "_workbench.example.org", value }) });
+  expect(published.status).toBe(204);
+  await row.getByRole("button", { name: "Verify example.org" }).click();
+  await expect(row).toContainText("verified");
+  await expect(row.getByTestId("record-name")).toHaveCount(0);
+
+  const key = await createKey(page, "email e2e");
+  const agent = await mcpClient(key, "workbench-email-e2e");
+  const out = structured(
+    await agent.callTool({
+      name: "execute_tools",
+      arguments: { executions: [{ tool: "email.send", args: { from: "Reports <reports@example.org>", to: ["ann@example.com"], bcc: ["audit@example.com"], subject: "Weekly report", text: "All green." } }] },
+    }),
+  ).results[0];
+  await agent.close();
+  expect(out.result.accepted).toEqual(["ann@example.com", "audit@example.com"]);
+  const messages = await (await fetch(`${mailControlURL}/messages`)).json();
+  expect(messages).toHaveLength(1);
+  expect(messages[0].from).toBe("reports@example.org");
+  expect(messages[0].to).toEqual(["ann@example.com", "audit@example.com"]);
+  expect(messages[0].data).toContain("Subject: Weekly report");
+  expect(messages[0].data).toContain(`Message-ID: ${out.result.message_id}`);
+  expect(messages[0].data).not.toContain("audit@example.com");
+
+  await page.reload();
+  await expect(page.getByTestId("email-status")).toHaveText("1 of 100 messages sent in the last hour.");
 });

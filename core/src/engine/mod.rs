@@ -446,13 +446,22 @@ impl Engine {
         ctx.credential = credential;
         ctx.connection = connection.map(|c| &**c);
         let started = Instant::now();
-        let result = tokio::time::timeout(opts.timeout, tool.handler.call(&ctx, args)).await;
+        // A handler that panics fails its own call, recorded like any failure; it never takes
+        // the request (or a batch's other calls) down with it.
+        let call = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(tool.handler.call(&ctx, args)));
+        let result = tokio::time::timeout(opts.timeout, call).await;
         outcome.duration_us = started.elapsed().as_micros() as u64;
         outcome.duration_ms = outcome.duration_us / 1000;
         outcome.egress_bytes = ctx.egress_bytes();
         match result {
             Err(_) => Err(ToolError::Timeout { timeout_ms: opts.timeout.as_millis() as u64 }),
-            Ok(r) => r.map_err(ToolError::from),
+            Ok(Err(panic)) => {
+                let mut message = Value::String(panic_text(panic.as_ref()));
+                scrubber.scrub(&mut message);
+                tracing::error!(tool = %tool.name(), call_id = %outcome.id, panic = %message, "a tool handler panicked");
+                Err(ToolError::Handler { handler_error: "the tool failed with an internal error; the operator's log has the details".into() })
+            }
+            Ok(Ok(r)) => r.map_err(ToolError::from),
         }
     }
 
@@ -555,5 +564,14 @@ impl Engine {
     /// A recorded call of the caller's project.
     pub async fn get_call(&self, who: &Principal, id: &str) -> Result<Option<ToolCallView>> {
         record::get(&self.db, &self.recorder, who, id).await
+    }
+}
+
+/// What a panic said, when it said it with a string.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+        (Some(s), _) => (*s).to_owned(),
+        (_, Some(s)) => s.clone(),
+        _ => "(no message)".into(),
     }
 }

@@ -172,7 +172,8 @@ test("a sender domain is proven on the Email page and an agent's message arrives
 
   // Verifying before the record exists says so; after publishing it, the domain is ready.
   await row.getByRole("button", { name: "Verify example.org" }).click();
-  await expect(page.getByText("no TXT record at _workbench.example.org")).toBeVisible();
+  await expect(page.getByRole("alert")).toContainText("no TXT record at _workbench.example.org");
+  await expect(row).toContainText("Last check: no TXT record");
   const published = await fetch(`${mailControlURL}/txt`, { method: "POST", body: JSON.stringify({ name: "_workbench.example.org", value }) });
   expect(published.status).toBe(204);
   await row.getByRole("button", { name: "Verify example.org" }).click();
@@ -197,6 +198,6 @@ test("a sender domain is proven on the Email page and an agent's message arrives
   expect(messages[0].data).toContain(`Message-ID: ${out.result.message_id}`);
   expect(messages[0].data).not.toContain("audit@example.com");
 
-  await page.reload();
+  await page.goto("/email");
   await expect(page.getByTestId("email-status")).toHaveText("1 of 100 messages sent in the last hour.");
 });

@@ -92,6 +92,23 @@ async fn main() {
             me_us.push(t.elapsed().as_micros() as f64);
         }
     }
+    let mut auth_us = Vec::with_capacity(CALLS);
+    for i in 0..WARMUP + CALLS {
+        let t = Instant::now();
+        wb.accounts().authenticate_api_key(&key).await.unwrap();
+        if i >= WARMUP {
+            auth_us.push(t.elapsed().as_micros() as f64);
+        }
+    }
+    let mut health_us = Vec::with_capacity(CALLS);
+    for i in 0..WARMUP + CALLS {
+        let t = Instant::now();
+        let res = client.get(format!("http://{addr}/healthz")).send().await.unwrap();
+        let _ = res.bytes().await.unwrap();
+        if i >= WARMUP {
+            health_us.push(t.elapsed().as_micros() as f64);
+        }
+    }
     println!("execute_tools(storage.get), 1 KiB object, sequential, SQLite:");
     let (h50, h99) = report("storage.get handler (tool's own time)", handler_us);
     let (t50, t99) = report("execute_tools over /mcp (client round trip)", total_us);
@@ -100,5 +117,7 @@ async fn main() {
     report("engine.run in-process (pipeline + handler)", pipeline_us);
     report("POST /v1/tools/invoke storage.get", rest_us);
     report("GET /v1/me (HTTP + key check only)", me_us);
+    report("authenticate_api_key in-process", auth_us);
+    report("GET /healthz (HTTP only)", health_us);
     let _ = std::fs::remove_dir_all(dir);
 }

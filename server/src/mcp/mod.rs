@@ -2,6 +2,7 @@
 //! request). A middleware authenticates the bearer API key first; the handler answers
 //! tools/list with the meta-tools and routes tools/call to core.
 
+mod fast_path;
 mod meta_tools;
 
 use std::sync::Arc;
@@ -30,6 +31,7 @@ use workbench_core::Workbench;
 use crate::api_auth::ApiCaller;
 use crate::state::AppState;
 
+pub use fast_path::answered as fast_path_answered;
 pub use meta_tools::list as meta_tool_list;
 
 /// Largest JSON-RPC request body accepted on /mcp.
@@ -49,6 +51,15 @@ impl McpHandler {
             .and_then(|p| p.extensions.get::<ApiCaller>())
             .map(|c| c.0.clone())
             .ok_or_else(|| ErrorData::invalid_request("unauthenticated", None))
+    }
+
+    /// One meta-tool call, as the result MCP sends (rmcp's handler and the fast path share it).
+    async fn call(&self, who: &Principal, request: CallToolRequestParams) -> CallToolResult {
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        match self.dispatch(who, &request.name, args).await {
+            Ok(v) => CallToolResult::structured(v),
+            Err(v) => CallToolResult::structured_error(v),
+        }
     }
 
     async fn dispatch(&self, who: &Principal, name: &str, args: Value) -> Result<Value, Value> {
@@ -218,12 +229,7 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let who = Self::principal(&context)?;
-        let args = Value::Object(request.arguments.unwrap_or_default());
-        let result = match self.dispatch(&who, &request.name, args).await {
-            Ok(v) => CallToolResult::structured(v),
-            Err(v) => CallToolResult::structured_error(v),
-        };
-        Ok(result.into())
+        Ok(self.call(&who, request).await.into())
     }
 }
 
@@ -246,6 +252,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     let service = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), config);
     Router::new()
         .nest_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(state.clone(), fast_path::tools_call))
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
 }
 

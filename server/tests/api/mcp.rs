@@ -147,3 +147,63 @@ db_test!(unknown_meta_tools_and_malformed_requests_get_clear_errors, |backend| {
         .unwrap();
     assert!(res.status().is_client_error(), "{}", res.status());
 });
+
+db_test!(the_fast_path_answers_tools_call_exactly_as_rmcp_does, |backend| {
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    // A request with an Origin header always goes through rmcp; without one, a plain
+    // tools/call is answered by the fast path. Both must say the same, byte for byte in JSON.
+    let origin = app.base.clone();
+    let send = |body: Value, origin: Option<String>, version: Option<&'static str>| {
+        let mut req = app
+            .http()
+            .post(app.url("/mcp"))
+            .bearer_auth(&key)
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(o) = origin {
+            req = req.header("origin", o);
+        }
+        if let Some(v) = version {
+            req = req.header("mcp-protocol-version", v);
+        }
+        async move {
+            let res = req.send().await.unwrap();
+            let status = res.status().as_u16();
+            let ct = res.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned());
+            (status, ct, res.json::<Value>().await.unwrap())
+        }
+    };
+    let call = |id: Value, name: &str, args: Value| json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": name, "arguments": args } });
+    let cases = [
+        (call(json!(1), "search_tools", json!({ "query": "fetch a url", "limit": 3 })), None),
+        (call(json!("req-a"), "whoami", json!({})), Some("2025-06-18")),
+        (call(json!(7), "execute_tools", json!({ "executions": [{ "tool": "storage.get", "args": { "key": "missing.txt" } }] })), Some("2025-03-26")),
+        (call(json!(8), "execute_tools", json!({ "executions": [{ "tool": "storage.get", "args": { "key": 5 } }] })), None),
+        (call(json!(9), "get_tool_schema", json!({ "tool": "nope.tool" })), Some("2025-11-25")),
+        (call(json!(10), "no_such_meta_tool", json!({})), None),
+    ];
+    for (body, version) in cases {
+        let before = workbench_server::mcp::fast_path_answered();
+        let fast = send(body.clone(), None, version).await;
+        assert!(workbench_server::mcp::fast_path_answered() > before, "{body} was not answered by the fast path");
+        let slow = send(body.clone(), Some(origin.clone()), version).await;
+        assert_eq!(fast, slow, "{body}");
+        assert_eq!(fast.0, 200);
+        assert_eq!(fast.1.as_deref(), Some("application/json"));
+    }
+    // What the fast path does not take, rmcp still answers (and refuses) as before.
+    let (status, _, list) = send(json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }), None, None).await;
+    assert_eq!(status, 200);
+    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 9);
+    let res = app
+        .http()
+        .post(app.url("/mcp"))
+        .bearer_auth(&key)
+        .header("accept", "application/json")
+        .json(&call(json!(3), "whoami", json!({})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 406, "an Accept without text/event-stream is refused, as rmcp refuses it");
+});

@@ -25,3 +25,6 @@ CREATE TABLE email_sends (
     created_at   BIGINT NOT NULL
 );
 CREATE INDEX email_sends_project ON email_sends(project_id, created_at);
+
+-- A project's own hourly limit, below the operator's (none: the operator's).
+ALTER TABLE project_settings ADD COLUMN email_hourly_limit BIGINT;

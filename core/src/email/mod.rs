@@ -95,7 +95,12 @@ pub struct SendingStatus {
     /// Whether the operator has configured a mail server.
     pub configured: bool,
     pub sent_last_hour: i64,
+    /// The limit in force: the project's own, or else the operator's.
     pub hourly_limit: u32,
+    /// The project's own limit, if an admin set one.
+    pub project_hourly_limit: Option<u32>,
+    /// The operator's limit, the most a project may set.
+    pub operator_hourly_limit: u32,
 }
 
 /// Why verification did not succeed.
@@ -230,13 +235,40 @@ impl Email {
         rows::delete_domain(self.db.pool(), &admin.project_id, id).await
     }
 
+    /// The project's own hourly limit (None: the operator's), and the one in force.
+    async fn limits(&self, project_id: &str) -> Result<(Option<u32>, u32)> {
+        let own = crate::store::project_settings::get(self.db.pool(), project_id)
+            .await?
+            .and_then(|s| s.email_hourly_limit)
+            .map(|n| n.clamp(1, self.hourly_limit.into()) as u32);
+        Ok((own, own.unwrap_or(self.hourly_limit)))
+    }
+
     pub async fn status(&self, who: &Principal) -> Result<SendingStatus> {
         let since = self.clock.now_ms() - HOUR_MS;
+        let (own, limit) = self.limits(&who.project_id).await?;
         Ok(SendingStatus {
             configured: self.mailer.is_some(),
             sent_last_hour: rows::sent_since(self.db.pool(), &who.project_id, since).await?,
-            hourly_limit: self.hourly_limit,
+            hourly_limit: limit,
+            project_hourly_limit: own,
+            operator_hourly_limit: self.hourly_limit,
         })
+    }
+
+    /// Sets the project's own hourly limit, 1 up to the operator's (None: the operator's).
+    /// Only an admin whose key has no policy may change it.
+    pub async fn set_hourly_limit(&self, admin: &Principal, limit: Option<i64>) -> Result<()> {
+        crate::policy::require_unrestricted_admin(admin)?;
+        if let Some(n) = limit {
+            if !(1..=i64::from(self.hourly_limit)).contains(&n) {
+                return Err(Error::invalid(format!(
+                    "email_hourly_limit must be 1 to {} (the operator's limit), or null for that limit",
+                    self.hourly_limit
+                )));
+            }
+        }
+        crate::store::project_settings::set_email_limit(self.db.pool(), &admin.project_id, limit, self.clock.now_ms()).await
     }
 
     /// Sends `draft` if its sender domain is verified for the caller's project and the hour's
@@ -254,10 +286,11 @@ impl Email {
         let now = self.clock.now_ms();
         let window = now - HOUR_MS;
         let id = new_id("email");
-        let reserved = rows::reserve_send(self.db.pool(), &id, &who.project_id, &domain, recipients.len() as i64, now, window, self.hourly_limit.into()).await?;
+        let (_, limit) = self.limits(&who.project_id).await?;
+        let reserved = rows::reserve_send(self.db.pool(), &id, &who.project_id, &domain, recipients.len() as i64, now, window, limit.into()).await?;
         if !reserved {
             let oldest = rows::oldest_since(self.db.pool(), &who.project_id, window).await?.unwrap_or(now);
-            return Err(SendError::HourlyLimit { limit: self.hourly_limit, retry_after_secs: ((oldest + HOUR_MS - now) / 1000).max(1) });
+            return Err(SendError::HourlyLimit { limit, retry_after_secs: ((oldest + HOUR_MS - now) / 1000).max(1) });
         }
         let message_id = format!("<{}@{domain}>", random_base62(24));
         let result = match message::build(&draft, &message_id) {

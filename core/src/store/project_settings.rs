@@ -1,4 +1,5 @@
-//! Project settings an admin changes (audit retention, the confirmation webhook); one row per
+//! Project settings an admin changes (audit retention, the confirmation webhook, the email
+//! hourly limit); one row per
 //! project, absent until something is set.
 
 use sqlx::FromRow;
@@ -14,10 +15,12 @@ pub struct SettingsRow {
     pub webhook_url: Option<String>,
     /// Vault secret (by name) the webhook's signature is made with.
     pub webhook_secret_ref: Option<String>,
+    /// Messages email.send may send per hour, below the operator's limit; None: that limit.
+    pub email_hourly_limit: Option<i64>,
     pub updated_at: i64,
 }
 
-const COLUMNS: &str = "project_id, audit_retention_days, webhook_url, webhook_secret_ref, updated_at";
+const COLUMNS: &str = "project_id, audit_retention_days, webhook_url, webhook_secret_ref, email_hourly_limit, updated_at";
 
 pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<Option<SettingsRow>> {
     Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM project_settings WHERE project_id = $1"))
@@ -34,6 +37,20 @@ pub async fn set_retention<'e>(ex: impl Exec<'e>, project_id: &str, days: Option
     )
     .bind(project_id)
     .bind(days)
+    .bind(now)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// Sets the project's email hourly limit (None: the operator's), leaving the other settings.
+pub async fn set_email_limit<'e>(ex: impl Exec<'e>, project_id: &str, limit: Option<i64>, now: i64) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO project_settings (project_id, email_hourly_limit, updated_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (project_id) DO UPDATE SET email_hourly_limit = excluded.email_hourly_limit, updated_at = excluded.updated_at",
+    )
+    .bind(project_id)
+    .bind(limit)
     .bind(now)
     .execute(ex)
     .await?;

@@ -229,11 +229,12 @@ pub async fn document() -> Json<Value> {
                 "responses": { "200": { "description": "{ id, object: audit_event, ..., call, confirmation }" }, "404": error_response("not_found") }
             }},
             "/v1/settings": {
-                "get": { "summary": "Project settings (admin key): audit_retention_days and the confirmation webhook", "responses": { "200": { "description": "{ object: project_settings, audit_retention_days, webhook }" }, "403": error_response("forbidden") } },
+                "get": { "summary": "Project settings (admin key): audit_retention_days, the confirmation webhook and the email hourly limit", "responses": { "200": { "description": "{ object: project_settings, audit_retention_days, webhook, email_hourly_limit (null: the operator's), email_hourly_limit_max (the operator's) }" }, "403": error_response("forbidden") } },
                 "patch": {
                     "summary": "Change project settings (admin key with no policy attached); everything is checked before anything changes",
                     "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "additionalProperties": false, "properties": {
                         "audit_retention_days": { "type": ["integer", "null"], "minimum": 1, "maximum": 3650 },
+                        "email_hourly_limit": { "type": ["integer", "null"], "minimum": 1, "description": "messages email.send may send per rolling hour, at most the operator's --email-hourly-limit; null: that limit" },
                         "webhook": { "oneOf": [{ "type": "null" }, { "type": "object", "required": ["url", "secret_ref"], "additionalProperties": false, "properties": { "url": { "type": "string", "format": "uri" }, "secret_ref": { "type": "string", "description": "a vault secret (name or sec_ id) the body is signed with: Workbench-Signature: sha256=<hex HMAC-SHA256>" } } }] }
                     } } } } },
                     "responses": { "200": { "description": "the settings" }, "403": error_response("forbidden"), "422": error_response("invalid_request") }

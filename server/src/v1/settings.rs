@@ -1,7 +1,8 @@
 //! Project settings over REST: `GET /v1/settings` and `PATCH /v1/settings` with
-//! `audit_retention_days` (days, or null to keep everything) and `webhook`
-//! (`{url, secret_ref}`, or null to remove it); `GET /v1/webhooks/deliveries` lists how the
-//! newest webhook deliveries went. Only an admin whose key has no policy may change them.
+//! `audit_retention_days` (days, or null to keep everything), `webhook` (`{url, secret_ref}`, or
+//! null to remove it) and `email_hourly_limit` (1 up to the operator's limit, or null for it);
+//! `GET /v1/webhooks/deliveries` lists how the newest webhook deliveries went. Only an admin
+//! whose key has no policy may change them.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -16,10 +17,13 @@ use crate::api_error::ApiError;
 use crate::state::AppState;
 
 async fn current(state: &AppState, who: &workbench_core::auth::Principal) -> Result<Value, ApiError> {
+    let email = state.wb.email().status(who).await?;
     Ok(json!({
         "object": "project_settings",
         "audit_retention_days": state.wb.audit().retention_days(who).await?,
         "webhook": state.wb.webhooks().get(who).await?,
+        "email_hourly_limit": email.project_hourly_limit,
+        "email_hourly_limit_max": email.operator_hourly_limit,
     }))
 }
 
@@ -35,10 +39,10 @@ fn invalid(m: impl Into<String>) -> ApiError {
 pub async fn patch(State(state): State<AppState>, ApiCaller(who): ApiCaller, JsonBody(body): JsonBody) -> Result<Json<Value>, ApiError> {
     workbench_core::policy::require_unrestricted_admin(&who)?;
     let Value::Object(fields) = body else {
-        return Err(invalid("expected {\"audit_retention_days\"?: days|null, \"webhook\"?: {\"url\", \"secret_ref\"}|null}"));
+        return Err(invalid("expected {\"audit_retention_days\"?: days|null, \"webhook\"?: {\"url\", \"secret_ref\"}|null, \"email_hourly_limit\"?: n|null}"));
     };
-    if let Some(k) = fields.keys().find(|k| !matches!(k.as_str(), "audit_retention_days" | "webhook")) {
-        return Err(invalid(format!("unknown setting {k:?}; settings are audit_retention_days and webhook")));
+    if let Some(k) = fields.keys().find(|k| !matches!(k.as_str(), "audit_retention_days" | "webhook" | "email_hourly_limit")) {
+        return Err(invalid(format!("unknown setting {k:?}; settings are audit_retention_days, webhook and email_hourly_limit")));
     }
     // Check everything before changing anything.
     let retention = match fields.get("audit_retention_days") {
@@ -56,14 +60,31 @@ pub async fn patch(State(state): State<AppState>, ApiCaller(who): ApiCaller, Jso
             serde_json::from_value::<WebhookConfig>(v.clone()).map_err(|e| invalid(format!("webhook: expected {{\"url\", \"secret_ref\"}}: {e}")))?,
         )),
     };
+    let email_limit = match fields.get("email_hourly_limit") {
+        None => None,
+        Some(Value::Null) => Some(None),
+        Some(v) => match v.as_i64() {
+            Some(n) => Some(Some(n)),
+            None => return Err(invalid("email_hourly_limit must be a whole number of messages, or null for the operator's limit")),
+        },
+    };
     if let Some(days) = retention {
         workbench_core::audit::check_retention_days(days).map_err(unprocessable)?;
+    }
+    if let Some(Some(n)) = email_limit {
+        let max = state.wb.email().status(&who).await?.operator_hourly_limit;
+        if !(1..=i64::from(max)).contains(&n) {
+            return Err(invalid(format!("email_hourly_limit must be 1 to {max} (the operator's limit), or null for that limit")));
+        }
     }
     if let Some(w) = webhook {
         state.wb.webhooks().set(&who, w).await.map_err(unprocessable)?;
     }
     if let Some(r) = retention {
         state.wb.audit().set_retention_days(&who, r).await.map_err(unprocessable)?;
+    }
+    if let Some(l) = email_limit {
+        state.wb.email().set_hourly_limit(&who, l).await.map_err(unprocessable)?;
     }
     Ok(Json(current(&state, &who).await?))
 }

@@ -117,7 +117,7 @@ db_test!(retention_deletes_rows_older_than_the_setting_in_batches_and_keeps_the_
     // Settings: admins only, an unrestricted one to change them, and checked completely.
     let (status, s) = get(&app, &key, "/v1/settings").await;
     assert_eq!(status, 200, "{s}");
-    assert_eq!(s, json!({ "object": "project_settings", "audit_retention_days": null, "webhook": null }));
+    assert_eq!(s, json!({ "object": "project_settings", "audit_retention_days": null, "webhook": null, "email_hourly_limit": null, "email_hourly_limit_max": 100 }));
     for bad in [json!({ "audit_retention_days": 0 }), json!({ "audit_retention_days": 3651 }), json!({ "audit_retention_days": "30" }), json!({ "retention": 30 }), json!([1])] {
         let (status, e) = send(&app, &key, reqwest::Method::PATCH, "/v1/settings", bad.clone()).await;
         assert_eq!(status, 422, "{bad}: {e}");

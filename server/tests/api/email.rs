@@ -127,7 +127,11 @@ db_test!(a_message_goes_out_from_a_verified_domain_with_bcc_only_in_the_envelope
 
     // The project's sending count and the tool's honest side effects.
     let (_, list) = rest(&m.app, &m.key, reqwest::Method::GET, "/v1/email/domains", None).await;
-    assert_eq!(list["sending"], json!({ "configured": true, "sent_last_hour": 1, "hourly_limit": 100 }), "{list}");
+    assert_eq!(
+        list["sending"],
+        json!({ "configured": true, "sent_last_hour": 1, "hourly_limit": 100, "project_hourly_limit": null, "operator_hourly_limit": 100 }),
+        "{list}"
+    );
     assert_eq!(list["data"][0]["domain"], "example.com");
     let (_, tool) = rest(&m.app, &m.key, reqwest::Method::GET, "/v1/tools/email.send", None).await;
     assert_eq!(tool["side_effects"], "destructive", "{tool}");
@@ -317,6 +321,37 @@ db_test!(the_hourly_limit_refuses_the_next_message_until_the_hour_has_passed, |b
     let out = send(&m, args.clone()).await;
     assert!(out.get("result").is_some(), "an hour after the first, there is room: {out}");
     assert_eq!(m.sink.messages().len(), 3);
+});
+
+db_test!(a_project_admin_may_lower_the_hourly_limit_but_not_raise_it_past_the_operators, |backend| {
+    let m = mail!(backend, 5);
+    verified(&m, "example.com").await;
+    let patch = |body: Value| rest(&m.app, &m.key, reqwest::Method::PATCH, "/v1/settings", Some(body));
+    let (status, s) = patch(json!({ "email_hourly_limit": 6 })).await;
+    assert_eq!(status, 422, "{s}");
+    assert!(s["error"]["message"].as_str().unwrap().contains("1 to 5 (the operator's limit)"), "{s}");
+    let (status, _) = patch(json!({ "email_hourly_limit": "lots" })).await;
+    assert_eq!(status, 422);
+    let (status, s) = patch(json!({ "email_hourly_limit": 1 })).await;
+    assert_eq!(status, 200, "{s}");
+    assert_eq!((s["email_hourly_limit"].clone(), s["email_hourly_limit_max"].clone()), (json!(1), json!(5)), "{s}");
+
+    let args = json!({ "from": "a@example.com", "to": ["ann@example.org"], "subject": "s", "text": "t" });
+    assert!(send(&m, args.clone()).await.get("result").is_some());
+    let out = send(&m, args.clone()).await;
+    assert!(out.to_string().contains("sent its 1 messages for this hour"), "{out}");
+    let (_, list) = rest(&m.app, &m.key, reqwest::Method::GET, "/v1/email/domains", None).await;
+    assert_eq!((list["sending"]["hourly_limit"].clone(), list["sending"]["project_hourly_limit"].clone()), (json!(1), json!(1)), "{list}");
+
+    // A member cannot change it; null goes back to the operator's limit.
+    let bob = m.app.user("bob@example.com", Role::Member).await;
+    let bob_key = m.app.api_key(&bob).await;
+    let (status, _) = rest(&m.app, &bob_key, reqwest::Method::PATCH, "/v1/settings", Some(json!({ "email_hourly_limit": 5 }))).await;
+    assert_eq!(status, 403);
+    let (status, _) = patch(json!({ "email_hourly_limit": null })).await;
+    assert_eq!(status, 200);
+    assert!(send(&m, args.clone()).await.get("result").is_some(), "back to the operator's 5");
+    assert_eq!(m.sink.messages().len(), 2);
 });
 
 db_test!(a_refused_recipient_is_a_tool_error_that_does_not_count_toward_the_limit, |backend| {

@@ -470,3 +470,46 @@ db_test!(the_email_page_shows_the_record_to_publish_and_lets_admins_verify, |bac
     let page: Value = a.call("email_page", &[]).await.json().await.unwrap();
     assert_eq!(page["domains"], json!([]));
 });
+
+db_test!(a_secret_an_earlier_step_echoed_back_is_scrubbed_before_it_can_be_mailed, |backend| {
+    // An allowlisted server that echoes the header it got: the secret comes back in a result.
+    let echo = axum::Router::new().route(
+        "/echo",
+        axum::routing::get(|headers: axum::http::HeaderMap| async move {
+            format!("you sent key={}", headers.get("x-key").and_then(|v| v.to_str().ok()).unwrap_or(""))
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let echo_addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, echo).await });
+    let sink = SmtpSink::start().await;
+    let dns = DnsResponder::start().await;
+    let mut opts = options(&sink, &dns, 100).await;
+    opts.egress_allow_private = vec!["127.0.0.1"];
+    let app = app!(backend, opts);
+    let (admin, key) = admin_with_key(&app).await;
+    app.wb.egress().add(&admin, &format!("127.0.0.1:{}", echo_addr.port())).await.unwrap();
+    let m = Mail { app, key, sink, dns };
+    verified(&m, "example.com").await;
+    const SECRET: &str = "sk-live-echoed-77f1c2";
+    execute(&m.app, &m.key, json!([{ "tool": "vault_set", "args": { "name": "PARTNER_KEY", "value": SECRET } }])).await;
+
+    let (out, _) = crate::helpers::mcp_call(
+        &m.app,
+        &m.key,
+        "execute_tools",
+        json!({
+            "compose": true,
+            "executions": [
+                { "ref_id": "echo", "tool": "http.fetch", "args": { "url": format!("http://{echo_addr}/echo"), "headers": { "x-key": "{{vault:PARTNER_KEY}}" } } },
+                { "ref_id": "mail", "tool": "email.send", "args": { "from": "a@example.com", "to": ["out@elsewhere.example"], "subject": "leak?", "text": "{{step:echo.body}}" } }
+            ]
+        }),
+    )
+    .await;
+    assert!(out.get("result").is_some(), "{out}");
+    let sent = m.sink.messages();
+    assert_eq!(sent.len(), 1, "{out}");
+    assert!(sent[0].data.contains("you sent key="), "the step's text went out: {}", sent[0].data);
+    assert!(!sent[0].data.contains(SECRET), "the echoed secret was scrubbed before the message was made: {}", sent[0].data);
+});

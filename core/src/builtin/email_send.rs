@@ -166,47 +166,46 @@ impl ToolHandler for EmailSend {
         let draft = self.draft(ctx, &args).await?;
         let size: usize = draft.text.as_ref().map_or(0, String::len) + draft.html.as_ref().map_or(0, String::len)
             + draft.attachments.iter().map(|a| a.bytes.len()).sum::<usize>();
-        let sent = self.email.send(ctx.principal, draft).await.map_err(|e| self.explain(e))?;
+        let sent = self.email.send(ctx.principal, draft).await.map_err(explain)?;
         ctx.add_egress(size as u64);
         Ok(json!({ "message_id": sent.message_id, "accepted": sent.accepted }))
     }
 }
 
-impl EmailSend {
-    fn explain(&self, e: SendError) -> HandlerError {
-        match e {
-            SendError::NotConfigured => HandlerError::Unavailable(
-                "email is not set up on this workbench: the operator sets the SMTP server with --smtp-url (WB_SMTP_URL)".into(),
+/// A refusal in the tool's terms: what happened, that nothing was sent, and what to do.
+fn explain(e: SendError) -> HandlerError {
+    match e {
+        SendError::NotConfigured => HandlerError::Unavailable(
+            "email is not set up on this workbench: the operator sets the SMTP server with --smtp-url (WB_SMTP_URL)".into(),
+        ),
+        SendError::UnverifiedDomain { domain, added: false } => HandlerError::invalid(
+            "/from",
+            format!(
+                "{domain} is not a verified sender domain of this project; nothing was sent. An admin adds it on the Email page \
+                 (or POST /v1/email/domains {{\"domain\": \"{domain}\"}}), publishes the TXT record shown there, and verifies it"
             ),
-            SendError::UnverifiedDomain { domain, added: false } => HandlerError::invalid(
-                "/from",
-                format!(
-                    "{domain} is not a verified sender domain of this project; nothing was sent. An admin adds it on the Email page \
-                     (or POST /v1/email/domains {{\"domain\": \"{domain}\"}}), publishes the TXT record shown there, and verifies it"
-                ),
+        ),
+        SendError::UnverifiedDomain { domain, added: true } => HandlerError::invalid(
+            "/from",
+            format!(
+                "{domain} is not verified yet; nothing was sent. An admin publishes the TXT record at _workbench.{domain} shown on \
+                 the Email page and presses Verify (or POST /v1/email/domains/{{id}}/verify)"
             ),
-            SendError::UnverifiedDomain { domain, added: true } => HandlerError::invalid(
-                "/from",
-                format!(
-                    "{domain} is not verified yet; nothing was sent. An admin publishes the TXT record at _workbench.{domain} shown on \
-                     the Email page and presses Verify (or POST /v1/email/domains/{{id}}/verify)"
-                ),
-            ),
-            SendError::HourlyLimit { limit, retry_after_secs } => HandlerError::Unavailable(format!(
-                "this project has sent its {limit} messages for this hour; nothing was sent, the next can go in {retry_after_secs} s"
-            )),
-            SendError::Smtp(SmtpFailure::Refused(reply)) => HandlerError::failed(format!("the mail server refused the message ({reply}); nothing was sent")),
-            SendError::Smtp(SmtpFailure::Deferred(reply)) => {
-                HandlerError::Unavailable(format!("the mail server asked to try later ({reply}); nothing was sent"))
-            }
-            SendError::Smtp(SmtpFailure::Unreachable) => {
-                HandlerError::Unavailable("the mail server cannot be reached right now; nothing was sent, try again".into())
-            }
-            SendError::Other(crate::Error::Invalid(m)) => HandlerError::invalid("/from", m),
-            SendError::Other(e) => {
-                tracing::error!(error = ?e, "sending an email failed");
-                HandlerError::Unavailable("email cannot be sent right now; nothing was sent, try again".into())
-            }
+        ),
+        SendError::HourlyLimit { limit, retry_after_secs } => HandlerError::Unavailable(format!(
+            "this project has sent its {limit} messages for this hour; nothing was sent, the next can go in {retry_after_secs} s"
+        )),
+        SendError::Smtp(SmtpFailure::Refused(reply)) => HandlerError::failed(format!("the mail server refused the message ({reply}); nothing was sent")),
+        SendError::Smtp(SmtpFailure::Deferred(reply)) => {
+            HandlerError::Unavailable(format!("the mail server asked to try later ({reply}); nothing was sent"))
+        }
+        SendError::Smtp(SmtpFailure::Unreachable) => {
+            HandlerError::Unavailable("the mail server cannot be reached right now; nothing was sent, try again".into())
+        }
+        SendError::Other(crate::Error::Invalid(m)) => HandlerError::invalid("/from", m),
+        SendError::Other(e) => {
+            tracing::error!(error = ?e, "sending an email failed");
+            HandlerError::Unavailable("email cannot be sent right now; nothing was sent, try again".into())
         }
     }
 }

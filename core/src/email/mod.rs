@@ -202,30 +202,27 @@ impl Email {
             return Err(Error::NotFound.into());
         };
         let (name, expected) = domain::txt_record(&row.domain, &row.token);
-        let outcome = match self.resolver.txt(&name).await {
-            Ok(values) if values.iter().any(|v| v.trim() == expected) => Ok(()),
+        // What went wrong, if anything, and whether it was DNS itself (retryable) or the record.
+        let failure = match self.resolver.txt(&name).await {
+            Ok(values) if values.iter().any(|v| v.trim() == expected) => None,
             Ok(values) => {
                 let shown: Vec<String> = values.iter().take(3).map(|v| format!("{:?}", v.chars().take(80).collect::<String>())).collect();
-                Err(VerifyError::NotProven(format!(
+                Some((false, format!(
                     "the TXT records at {name} ({}) do not include {expected}; publish that value and verify again",
                     shown.join(", ")
                 )))
             }
-            Err(LookupError::NoRecords) => Err(VerifyError::NotProven(format!(
+            Err(LookupError::NoRecords) => Some((false, format!(
                 "no TXT record at {name} yet; publish one with the value {expected} (DNS changes can take a few minutes to appear) and verify again"
             ))),
-            Err(LookupError::Failed(reason)) => Err(VerifyError::Lookup(format!("DNS could not be asked about {name}: {reason}; try again"))),
-        };
-        let error = match &outcome {
-            Ok(()) => None,
-            Err(VerifyError::NotProven(m) | VerifyError::Lookup(m)) => Some(m.as_str()),
-            Err(VerifyError::Other(_)) => None,
+            Err(LookupError::Failed(reason)) => Some((true, format!("DNS could not be asked about {name}: {reason}; try again"))),
         };
         // A domain verified before stays verified when a later check fails; the failure is kept.
-        rows::record_check(self.db.pool(), &admin.project_id, id, self.clock.now_ms(), error).await?;
+        rows::record_check(self.db.pool(), &admin.project_id, id, self.clock.now_ms(), failure.as_ref().map(|(_, m)| m.as_str())).await?;
         let fresh = rows::get_domain(self.db.pool(), &admin.project_id, id).await?.ok_or(Error::NotFound)?;
-        match outcome {
-            Err(e) if fresh.status != DomainStatus::Verified => Err(e),
+        match failure {
+            Some((true, m)) if fresh.status != DomainStatus::Verified => Err(VerifyError::Lookup(m)),
+            Some((false, m)) if fresh.status != DomainStatus::Verified => Err(VerifyError::NotProven(m)),
             _ => Ok(view(fresh)),
         }
     }
@@ -256,18 +253,33 @@ impl Email {
         })
     }
 
+    /// The operator's hourly limit: the most a project may set.
+    pub fn operator_hourly_limit(&self) -> u32 {
+        self.hourly_limit
+    }
+
+    /// The project's own hourly limit, if an admin set one.
+    pub async fn project_hourly_limit(&self, who: &Principal) -> Result<Option<u32>> {
+        Ok(self.limits(&who.project_id).await?.0)
+    }
+
+    /// Refuses a project hourly limit outside 1 up to the operator's (None, the operator's, is
+    /// always fine). Settings check everything before changing anything, so this stands alone.
+    pub fn check_hourly_limit(&self, limit: Option<i64>) -> Result<()> {
+        match limit {
+            Some(n) if !(1..=i64::from(self.hourly_limit)).contains(&n) => Err(Error::invalid(format!(
+                "email_hourly_limit must be 1 to {} (the operator's limit), or null for that limit",
+                self.hourly_limit
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// Sets the project's own hourly limit, 1 up to the operator's (None: the operator's).
     /// Only an admin whose key has no policy may change it.
     pub async fn set_hourly_limit(&self, admin: &Principal, limit: Option<i64>) -> Result<()> {
         crate::policy::require_unrestricted_admin(admin)?;
-        if let Some(n) = limit {
-            if !(1..=i64::from(self.hourly_limit)).contains(&n) {
-                return Err(Error::invalid(format!(
-                    "email_hourly_limit must be 1 to {} (the operator's limit), or null for that limit",
-                    self.hourly_limit
-                )));
-            }
-        }
+        self.check_hourly_limit(limit)?;
         crate::store::project_settings::set_email_limit(self.db.pool(), &admin.project_id, limit, self.clock.now_ms()).await
     }
 
@@ -285,6 +297,9 @@ impl Email {
         let recipients = draft.recipients();
         let now = self.clock.now_ms();
         let window = now - HOUR_MS;
+        // Built first: a message that cannot be built never takes a place in the hour.
+        let message_id = format!("<{}@{domain}>", random_base62(24));
+        let message = message::build(&draft, &message_id).map_err(SendError::Other)?;
         let id = new_id("email");
         let (_, limit) = self.limits(&who.project_id).await?;
         let reserved = rows::reserve_send(self.db.pool(), &id, &who.project_id, &domain, recipients.len() as i64, now, window, limit.into()).await?;
@@ -292,16 +307,11 @@ impl Email {
             let oldest = rows::oldest_since(self.db.pool(), &who.project_id, window).await?.unwrap_or(now);
             return Err(SendError::HourlyLimit { limit, retry_after_secs: ((oldest + HOUR_MS - now) / 1000).max(1) });
         }
-        let message_id = format!("<{}@{domain}>", random_base62(24));
-        let result = match message::build(&draft, &message_id) {
-            Ok(m) => mailer.send(m).await.map_err(SendError::Smtp),
-            Err(e) => Err(SendError::Other(e)),
-        };
-        if let Err(e) = result {
+        if let Err(e) = mailer.send(message).await {
             if let Err(release) = rows::release_send(self.db.pool(), &id).await {
                 tracing::warn!(error = %release, "an unsent message still counts toward the hourly limit");
             }
-            return Err(e);
+            return Err(SendError::Smtp(e));
         }
         Ok(Sent { message_id, accepted: recipients })
     }

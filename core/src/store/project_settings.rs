@@ -29,32 +29,28 @@ pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<Option<Setti
         .await?)
 }
 
-/// Sets how many days audit rows are kept (None: forever), leaving the other settings.
-pub async fn set_retention<'e>(ex: impl Exec<'e>, project_id: &str, days: Option<i64>, now: i64) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO project_settings (project_id, audit_retention_days, updated_at) VALUES ($1, $2, $3) \
-         ON CONFLICT (project_id) DO UPDATE SET audit_retention_days = excluded.audit_retention_days, updated_at = excluded.updated_at",
-    )
+/// Sets one number-or-nothing setting, leaving the others.
+async fn set_number<'e>(ex: impl Exec<'e>, project_id: &str, column: &'static str, value: Option<i64>, now: i64) -> Result<()> {
+    sqlx::query(&format!(
+        "INSERT INTO project_settings (project_id, {column}, updated_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (project_id) DO UPDATE SET {column} = excluded.{column}, updated_at = excluded.updated_at"
+    ))
     .bind(project_id)
-    .bind(days)
+    .bind(value)
     .bind(now)
     .execute(ex)
     .await?;
     Ok(())
 }
 
+/// Sets how many days audit rows are kept (None: forever), leaving the other settings.
+pub async fn set_retention<'e>(ex: impl Exec<'e>, project_id: &str, days: Option<i64>, now: i64) -> Result<()> {
+    set_number(ex, project_id, "audit_retention_days", days, now).await
+}
+
 /// Sets the project's email hourly limit (None: the operator's), leaving the other settings.
 pub async fn set_email_limit<'e>(ex: impl Exec<'e>, project_id: &str, limit: Option<i64>, now: i64) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO project_settings (project_id, email_hourly_limit, updated_at) VALUES ($1, $2, $3) \
-         ON CONFLICT (project_id) DO UPDATE SET email_hourly_limit = excluded.email_hourly_limit, updated_at = excluded.updated_at",
-    )
-    .bind(project_id)
-    .bind(limit)
-    .bind(now)
-    .execute(ex)
-    .await?;
-    Ok(())
+    set_number(ex, project_id, "email_hourly_limit", limit, now).await
 }
 
 /// Sets (or, with None, removes) the webhook, leaving the other settings.

@@ -17,13 +17,12 @@ use crate::api_error::ApiError;
 use crate::state::AppState;
 
 async fn current(state: &AppState, who: &workbench_core::auth::Principal) -> Result<Value, ApiError> {
-    let email = state.wb.email().status(who).await?;
     Ok(json!({
         "object": "project_settings",
         "audit_retention_days": state.wb.audit().retention_days(who).await?,
         "webhook": state.wb.webhooks().get(who).await?,
-        "email_hourly_limit": email.project_hourly_limit,
-        "email_hourly_limit_max": email.operator_hourly_limit,
+        "email_hourly_limit": state.wb.email().project_hourly_limit(who).await?,
+        "email_hourly_limit_max": state.wb.email().operator_hourly_limit(),
     }))
 }
 
@@ -71,11 +70,8 @@ pub async fn patch(State(state): State<AppState>, ApiCaller(who): ApiCaller, Jso
     if let Some(days) = retention {
         workbench_core::audit::check_retention_days(days).map_err(unprocessable)?;
     }
-    if let Some(Some(n)) = email_limit {
-        let max = state.wb.email().status(&who).await?.operator_hourly_limit;
-        if !(1..=i64::from(max)).contains(&n) {
-            return Err(invalid(format!("email_hourly_limit must be 1 to {max} (the operator's limit), or null for that limit")));
-        }
+    if let Some(limit) = email_limit {
+        state.wb.email().check_hourly_limit(limit).map_err(unprocessable)?;
     }
     if let Some(w) = webhook {
         state.wb.webhooks().set(&who, w).await.map_err(unprocessable)?;

@@ -139,6 +139,7 @@ impl Workbench {
             connections.clone(),
             vault.clone(),
             Outbound::guarded(guarded.reqwest(), allowance),
+            guarded.clone(),
         );
         let recorder = Recorder::start(db.clone());
         let accounts = Accounts::new(db.clone(), clock.clone());

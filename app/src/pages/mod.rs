@@ -1,6 +1,7 @@
 //! One module per portal page.
 
 mod api_keys;
+mod app_import;
 mod apps;
 mod audit;
 mod audit_detail;

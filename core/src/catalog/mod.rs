@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::{Error, Result};
 pub use credential::Credential;
 pub use handler::{CallContext, ConnectionSource, HandlerError, ToolHandler};
-pub use names::ToolName;
+pub use names::{ToolName, MAX_TOOL_NAME_CHARS};
 use search::{Hit, SearchDoc, SearchIndex};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

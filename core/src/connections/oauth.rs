@@ -162,12 +162,13 @@ pub async fn probe(i: &Integration, probe: &Probe, c: &Credential) -> std::resul
         method: reqwest::Method::from_bytes(probe.method.as_bytes()).unwrap_or(reqwest::Method::GET),
         url: request::join(&i.base_url, &probe.path),
         headers: Vec::new(),
-        body: probe.body.clone(),
+        body: probe.body.clone().map(request::Body::Json),
     };
     i.authorize(&mut p, c);
     let mut b = i.builder(&p).map_err(|e| ProbeError::Unchecked(e.to_string()))?;
     if let Some(body) = &p.body {
-        b = b.json(body);
+        let (content_type, bytes) = body.encode();
+        b = b.header("content-type", content_type).body(bytes);
     }
     let res = i.send(b).await.map_err(|e| ProbeError::Unchecked(e.to_string()))?;
     if res.status().is_success() {

@@ -51,9 +51,29 @@ pub fn parse_content_type(text: &str) -> Result<ContentType, String> {
     ContentType::parse(text).map_err(|_| format!("{text:?} is not a MIME type such as application/pdf"))
 }
 
+/// What differs between sending over SMTP and handing a whole message to an API (Gmail).
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    /// Keep the Bcc header in the message (an API that reads recipients from the headers).
+    pub keep_bcc: bool,
+    /// The Message-ID this one answers (`In-Reply-To` and `References`).
+    pub in_reply_to: Option<String>,
+}
+
 /// The message, under `message_id` (`<…@domain>`).
 pub fn build(draft: &Draft, message_id: &str) -> crate::Result<Message> {
+    build_with(draft, message_id, BuildOptions::default())
+}
+
+/// The message, under `message_id`, with the options.
+pub fn build_with(draft: &Draft, message_id: &str, opts: BuildOptions) -> crate::Result<Message> {
     let mut b = Message::builder().from(draft.from.clone()).subject(draft.subject.clone()).message_id(Some(message_id.to_owned())).date_now();
+    if opts.keep_bcc {
+        b = b.keep_bcc();
+    }
+    if let Some(id) = opts.in_reply_to {
+        b = b.in_reply_to(id.clone()).references(id);
+    }
     for m in &draft.to {
         b = b.to(m.clone());
     }

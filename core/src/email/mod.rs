@@ -23,7 +23,7 @@ use crate::{Error, Result};
 
 pub use dns::{LookupError, TxtResolver};
 pub use domain::normalize as normalize_domain;
-pub use message::{parse_content_type, parse_mailbox, AttachmentData, Draft};
+pub use message::{build_with as build_message, parse_content_type, parse_mailbox, AttachmentData, BuildOptions, Draft};
 pub use smtp::{Mailer, SmtpFailure, SmtpUrl};
 
 /// Recipients (to, cc and bcc together) one message may have.

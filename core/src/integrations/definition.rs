@@ -150,9 +150,10 @@ pub struct ToolDef {
     pub result: Option<ResultDef>,
 }
 
-/// `path` and `query` values use `{arg}` placeholders (path segments are percent-encoded;
-/// absent arguments drop the query parameter); in `body`, a string that is exactly `$arg` is
-/// replaced by the argument's value (type kept) and dropped when the argument is absent.
+/// `path` and `query` values use `{arg}` placeholders (a path placeholder is one
+/// percent-encoded segment, `{+arg}` several; absent arguments drop the query parameter); in
+/// `body`, a string that is exactly `$arg` is replaced by the argument's value (type kept) and
+/// dropped when the argument is absent. The body goes as JSON or as a form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RequestDef {
@@ -162,8 +163,27 @@ pub struct RequestDef {
     pub query: BTreeMap<String, String>,
     #[serde(default)]
     pub body: Option<Value>,
+    #[serde(default, skip_serializing_if = "BodyEncoding::is_json")]
+    pub body_encoding: BodyEncoding,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+}
+
+/// How a request body is sent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BodyEncoding {
+    /// `application/json`.
+    #[default]
+    Json,
+    /// `application/x-www-form-urlencoded`, nested values flattened as `a[b]=v`, `a[0]=v`.
+    Form,
+}
+
+impl BodyEncoding {
+    fn is_json(&self) -> bool {
+        *self == BodyEncoding::Json
+    }
 }
 
 /// Shapes the response: take the value at `path` (dotted), keep only `fields` (dotted paths,
@@ -180,11 +200,50 @@ pub struct ResultDef {
     pub ok_field: Option<String>,
     #[serde(default)]
     pub error_field: Option<String>,
+    /// Read the body as text (never as JSON) and answer `{<text_as>: text}` (CSV exports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_as: Option<String>,
+    /// The answer is one page of a list: `{items, next_cursor | next_page}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<NextDef>,
+}
+
+/// Where a paginated list says how to get its next page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NextDef {
+    pub from: NextFrom,
+    /// The body's dotted path (with `from: body`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// When the value is a URL, this query parameter of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param: Option<String>,
+    #[serde(default, rename = "as")]
+    pub as_: NextAs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NextFrom {
+    /// A value in the response body.
+    Body,
+    /// The `rel="next"` URL of the `Link` header.
+    Link,
+}
+
+/// How the next page is answered: `next_cursor` (a string) or `next_page` (an integer).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NextAs {
+    #[default]
+    Cursor,
+    Page,
 }
 
 const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE"];
 
-/// The placeholders of a template string: `{name}` → name.
+/// The placeholders of a template string: `{name}` and `{+name}` → name.
 pub fn placeholders(s: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut rest = s;
@@ -192,7 +251,7 @@ pub fn placeholders(s: &str) -> Vec<&str> {
         let tail = &rest[i + 1..];
         match tail.find('}') {
             Some(j) => {
-                out.push(&tail[..j]);
+                out.push(tail[..j].strip_prefix('+').unwrap_or(&tail[..j]));
                 rest = &tail[j + 1..];
             }
             None => break,
@@ -209,16 +268,23 @@ impl IntegrationDef {
         Ok(def)
     }
 
+    /// An integration name: lowercase letters, digits and '_', starting with a letter, at most 40.
+    pub fn check_name(name: &str) -> Result<()> {
+        let ok = !name.is_empty()
+            && name.len() <= 40
+            && name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+            && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::invalid(format!("integration {name}: name must be lowercase letters, digits and '_' (starting with a letter, at most 40)")))
+        }
+    }
+
     /// Checks everything the loader relies on; the message names the integration and tool.
     pub fn validate(&self) -> Result<()> {
         let bad = |what: String| Error::invalid(format!("integration {}: {what}", self.name));
-        let name_ok = !self.name.is_empty()
-            && self.name.len() <= 40
-            && self.name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-            && self.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-        if !name_ok {
-            return Err(bad("name must be lowercase letters, digits and '_' (starting with a letter, at most 40)".into()));
-        }
+        IntegrationDef::check_name(&self.name)?;
         if self.display_name.trim().is_empty() || self.version.trim().is_empty() {
             return Err(bad("display_name and version are required".into()));
         }
@@ -282,6 +348,9 @@ impl IntegrationDef {
                 (None, Some(_)) => {}
                 _ => return Err(tbad("needs exactly one of request or handler".into())),
             }
+            if let Some(r) = &t.result {
+                check_result(r).map_err(tbad)?;
+            }
         }
         Ok(())
     }
@@ -289,6 +358,26 @@ impl IntegrationDef {
     pub fn tool(&self, name: &str) -> Option<&ToolDef> {
         self.tools.iter().find(|t| t.name == name)
     }
+}
+
+fn check_result(r: &ResultDef) -> std::result::Result<(), String> {
+    if r.text_as.as_deref().is_some_and(|k| k.is_empty()) {
+        return Err("result.text_as must name a field".into());
+    }
+    if let Some(n) = &r.next {
+        if r.text_as.is_some() {
+            return Err("result.text_as and result.next do not go together".into());
+        }
+        match (n.from, n.path.as_deref()) {
+            (NextFrom::Body, None | Some("")) => return Err("result.next from the body needs a path".into()),
+            (NextFrom::Link, Some(_)) => return Err("result.next from the Link header takes no path".into()),
+            _ => {}
+        }
+        if n.param.as_deref().is_some_and(|p| p.is_empty()) {
+            return Err("result.next.param must not be empty".into());
+        }
+    }
+    Ok(())
 }
 
 fn check_request_line(method: &str, path: &str) -> std::result::Result<(), String> {

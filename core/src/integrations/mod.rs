@@ -5,6 +5,7 @@
 //! connections and the plugin tool handler sit above this layer.
 
 pub mod definition;
+pub mod openapi;
 mod outbound;
 mod registry;
 pub mod request;
@@ -19,14 +20,8 @@ pub use registry::AppRegistry;
 use crate::catalog::{ToolName, ToolSource, ToolSpec};
 use crate::{Error, Result};
 
-/// The plugin definitions that ship with workbench.
-const BUILTIN_DEFINITIONS: &[(&str, &str)] = &[
-    ("github.json", include_str!("../../plugins/github.json")),
-    ("slack.json", include_str!("../../plugins/slack.json")),
-    ("linear.json", include_str!("../../plugins/linear.json")),
-    ("superset.json", include_str!("../../plugins/superset.json")),
-    ("hackernews.json", include_str!("../../plugins/hackernews.json")),
-];
+/// The plugin definitions that ship with workbench: every `core/plugins/*.json` (build.rs).
+const BUILTIN_DEFINITIONS: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/plugins.rs"));
 
 /// Operator settings for one integration (from `WB_INTEGRATION_<NAME>_<SETTING>`). Debug output
 /// hides the client secret.

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::definition::{Inject, RequestDef, ResultDef};
+use super::definition::{BodyEncoding, Inject, NextAs, NextFrom, RequestDef, ResultDef};
 use crate::catalog::HandlerError;
 
 /// A request ready to send.
@@ -13,7 +13,28 @@ pub struct Prepared {
     pub method: reqwest::Method,
     pub url: url::Url,
     pub headers: Vec<(String, String)>,
-    pub body: Option<Value>,
+    pub body: Option<Body>,
+}
+
+/// A request body and how it is encoded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    Json(Value),
+    /// Already encoded as `application/x-www-form-urlencoded`.
+    Form(String),
+    /// Bytes with their content type (multipart uploads).
+    Raw { content_type: String, bytes: Vec<u8> },
+}
+
+impl Body {
+    /// The content type and the bytes on the wire.
+    pub fn encode(&self) -> (String, Vec<u8>) {
+        match self {
+            Body::Json(v) => ("application/json".into(), serde_json::to_vec(v).unwrap_or_default()),
+            Body::Form(s) => ("application/x-www-form-urlencoded".into(), s.clone().into_bytes()),
+            Body::Raw { content_type, bytes } => (content_type.clone(), bytes.clone()),
+        }
+    }
 }
 
 fn arg_text(v: &Value) -> Option<String> {
@@ -47,14 +68,21 @@ fn fill(template: &str, args: &Value, segment: bool) -> Result<Option<String>, H
             rest = "";
             break;
         };
-        let name = &tail[..j];
+        let (name, several) = match tail[..j].strip_prefix('+') {
+            Some(n) => (n, true),
+            None => (&tail[..j], false),
+        };
         match args.get(name).and_then(arg_text) {
             Some(v) => {
                 if segment {
-                    if v.is_empty() || v == "." || v == ".." {
-                        return Err(HandlerError::invalid(format!("/{name}"), "must not be empty, '.' or '..'"));
+                    // `{+name}` keeps '/' between segments; no segment may be empty or climb.
+                    let parts: Vec<&str> = if several { v.split('/').collect() } else { vec![v.as_str()] };
+                    if parts.iter().any(|p| p.is_empty() || *p == "." || *p == "..") {
+                        let what = if several { "must have no empty, '.' or '..' segment" } else { "must not be empty, '.' or '..'" };
+                        return Err(HandlerError::invalid(format!("/{name}"), what));
                     }
-                    out.push_str(&encode_segment(&v));
+                    let encoded: Vec<String> = parts.iter().map(|p| encode_segment(p)).collect();
+                    out.push_str(&encoded.join("/"));
                 } else {
                     out.push_str(&v);
                 }
@@ -68,22 +96,82 @@ fn fill(template: &str, args: &Value, segment: bool) -> Result<Option<String>, H
     Ok(Some(out))
 }
 
-/// `$arg` strings become the argument (type kept) or vanish when it is absent.
+/// `$arg` strings become the argument (type kept) or vanish when it is absent. A nested object
+/// or array built only around absent arguments vanishes too (an optional `{"type": "emoji",
+/// "emoji": "$icon"}` is not sent as `{"type": "emoji"}`); the body itself is always sent.
 fn fill_body(t: &Value, args: &Value) -> Option<Value> {
+    fill_nested(t, args, true).value
+}
+
+struct Filled {
+    value: Option<Value>,
+    /// Whether the template held any `$arg`, and whether any of them was given.
+    placeholders: bool,
+    given: bool,
+}
+
+fn fill_nested(t: &Value, args: &Value, top: bool) -> Filled {
     match t {
-        Value::String(s) if s.starts_with('$') && s.len() > 1 => args.get(&s[1..]).filter(|v| !v.is_null()).cloned(),
+        Value::String(s) if s.starts_with('$') && s.len() > 1 => {
+            let value = args.get(&s[1..]).filter(|v| !v.is_null()).cloned();
+            Filled { given: value.is_some(), value, placeholders: true }
+        }
         Value::Object(m) => {
-            let mut out = Map::new();
+            let (mut out, mut placeholders, mut given) = (Map::new(), false, false);
             for (k, v) in m {
-                if let Some(x) = fill_body(v, args) {
+                let f = fill_nested(v, args, false);
+                placeholders |= f.placeholders;
+                given |= f.given;
+                if let Some(x) = f.value {
                     out.insert(k.clone(), x);
                 }
             }
-            Some(Value::Object(out))
+            let keep = top || given || !placeholders;
+            Filled { value: keep.then_some(Value::Object(out)), placeholders, given }
         }
-        Value::Array(a) => Some(Value::Array(a.iter().filter_map(|x| fill_body(x, args)).collect())),
-        other => Some(other.clone()),
+        Value::Array(a) => {
+            let (mut out, mut placeholders, mut given) = (Vec::new(), false, false);
+            for v in a {
+                let f = fill_nested(v, args, false);
+                placeholders |= f.placeholders;
+                given |= f.given;
+                out.extend(f.value);
+            }
+            let keep = top || given || !placeholders;
+            Filled { value: keep.then_some(Value::Array(out)), placeholders, given }
+        }
+        other => Filled { value: Some(other.clone()), placeholders: false, given: false },
     }
+}
+
+/// Flattens a JSON value into form pairs the way Stripe and Rails read them: `a[b]=v`,
+/// `a[0]=v`; nulls are left out.
+fn flatten_form(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}[{k}]") };
+                flatten_form(&key, x, out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                flatten_form(&format!("{prefix}[{i}]"), x, out);
+            }
+        }
+        Value::Null => {}
+        other => {
+            if let Some(t) = arg_text(other) {
+                out.push((prefix.to_owned(), t));
+            }
+        }
+    }
+}
+
+fn form_body(v: &Value) -> String {
+    let mut pairs = Vec::new();
+    flatten_form("", v, &mut pairs);
+    url::form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish()
 }
 
 /// The URL of `path` under the base URL (whose own path, if any, is kept as a prefix).
@@ -119,7 +207,10 @@ pub fn prepare(base: &url::Url, req: &RequestDef, args: &Value) -> Result<Prepar
         method: reqwest::Method::from_bytes(req.method.as_bytes()).unwrap_or(reqwest::Method::GET),
         url,
         headers,
-        body: req.body.as_ref().and_then(|b| fill_body(b, args)),
+        body: req.body.as_ref().and_then(|b| fill_body(b, args)).map(|b| match req.body_encoding {
+            BodyEncoding::Json => Body::Json(b),
+            BodyEncoding::Form => Body::Form(form_body(&b)),
+        }),
     })
 }
 
@@ -157,8 +248,45 @@ fn pick(v: &Value, fields: &[String]) -> Value {
     }
 }
 
-/// Applies result shaping (and the `ok: false` failure convention) to a JSON response.
-pub fn shape(display: &str, rule: Option<&ResultDef>, body: Value) -> Result<Value, HandlerError> {
+/// The `rel="next"` URL of an RFC 8288 `Link` header value.
+pub fn link_next(header: &str) -> Option<&str> {
+    header.split(',').find_map(|part| {
+        let (target, params) = part.trim().split_once(';')?;
+        let url = target.trim().strip_prefix('<')?.strip_suffix('>')?;
+        let is_next = params.split(';').any(|p| {
+            let p = p.trim();
+            p.strip_prefix("rel=").is_some_and(|r| r.trim_matches('"').split_ascii_whitespace().any(|r| r.eq_ignore_ascii_case("next")))
+        });
+        is_next.then_some(url)
+    })
+}
+
+/// The next page of a paginated answer, as the rule says: a body value or the Link header's
+/// next URL, optionally one query parameter of it.
+fn next_page(rule: &super::definition::NextDef, body: &Value, link: Option<&str>) -> Value {
+    let raw: Option<String> = match rule.from {
+        NextFrom::Body => rule.path.as_deref().and_then(|p| at(body, p)).and_then(arg_text),
+        NextFrom::Link => link.and_then(link_next).map(str::to_owned),
+    };
+    let raw = raw.filter(|s| !s.is_empty());
+    let value = match (&rule.param, raw) {
+        (Some(param), Some(v)) => {
+            let parsed = url::Url::parse(&v).or_else(|_| url::Url::parse("http://relative.invalid").and_then(|b| b.join(&v)));
+            parsed.ok().and_then(|u| u.query_pairs().find(|(k, _)| k == param.as_str()).map(|(_, v)| v.into_owned()))
+        }
+        (None, v) => v,
+        (Some(_), None) => None,
+    };
+    match (rule.as_, value) {
+        (NextAs::Page, Some(v)) => v.parse::<u64>().map(Value::from).unwrap_or(Value::Null),
+        (NextAs::Cursor, Some(v)) => Value::String(v),
+        (_, None) => Value::Null,
+    }
+}
+
+/// Applies result shaping (the `ok: false` failure convention, path, fields, pagination) to a
+/// JSON response; `link` is the response's `Link` header.
+pub fn shape(display: &str, rule: Option<&ResultDef>, body: Value, link: Option<&str>) -> Result<Value, HandlerError> {
     let Some(rule) = rule else { return Ok(body) };
     if let Some(ok) = &rule.ok_field {
         if body.get(ok) == Some(&Value::Bool(false)) {
@@ -166,6 +294,7 @@ pub fn shape(display: &str, rule: Option<&ResultDef>, body: Value) -> Result<Val
             return Err(HandlerError::failed(format!("{display} refused the request: {why}")));
         }
     }
+    let next = rule.next.as_ref().map(|n| (n.as_, next_page(n, &body, link)));
     let mut v = match &rule.path {
         Some(p) => match at(&body, p) {
             Some(v) if !v.is_null() => v.clone(),
@@ -180,16 +309,38 @@ pub fn shape(display: &str, rule: Option<&ResultDef>, body: Value) -> Result<Val
     if !rule.fields.is_empty() {
         v = pick(&v, &rule.fields);
     }
+    if let Some((as_, page)) = next {
+        let key = match as_ {
+            NextAs::Cursor => "next_cursor",
+            NextAs::Page => "next_page",
+        };
+        let mut out = Map::new();
+        // A page with nothing on it often leaves the list out (Gmail): it is still a list.
+        out.insert("items".into(), if v.is_null() { Value::Array(Vec::new()) } else { v });
+        out.insert(key.into(), page);
+        return Ok(Value::Object(out));
+    }
     Ok(v)
 }
 
-/// A short reason from an error response body: its `message`, `error` or `error.message`.
+/// Where APIs put the reason of an error, most specific first: `message` (GitHub, Discord,
+/// HubSpot, Notion), `error.message` (Google, Stripe, Airtable, PagerDuty), OAuth's
+/// `error_description`, Jira's `errorMessages`, GraphQL and Asana `errors[].message`, JSON:API
+/// `errors[].detail` and `errors[].title` (Confluence v2), Sentry's `detail`, Zendesk's `description`, a bare `error` string, `title`.
+const REASON_PATHS: &[&str] =
+    &["message", "error.message", "error_description", "errorMessages.0", "errors.0.message", "errors.0.detail", "errors.0.title", "detail", "description", "error", "title"];
+
+/// A short reason from an error response body (see `REASON_PATHS`; then the first message of
+/// an `errors` object, Jira's field errors), else the start of the body.
 pub fn error_reason(body: &[u8]) -> String {
     if let Ok(v) = serde_json::from_slice::<Value>(body) {
-        for path in ["message", "error.message", "error_description", "error", "errors.0.message"] {
+        for path in REASON_PATHS {
             if let Some(s) = at(&v, path).and_then(Value::as_str) {
                 return s.chars().take(300).collect();
             }
+        }
+        if let Some(s) = v.get("errors").and_then(Value::as_object).and_then(|m| m.values().find_map(Value::as_str)) {
+            return s.chars().take(300).collect();
         }
     }
     String::from_utf8_lossy(body).chars().take(300).collect()
@@ -206,6 +357,7 @@ mod tests {
             path: path.into(),
             query: [("state".to_string(), "{state}".to_string()), ("q".to_string(), "is:open {q}".to_string())].into(),
             body: Some(json!({ "title": "$title", "n": "$n", "fixed": 1, "gone": "$missing" })),
+            body_encoding: BodyEncoding::Json,
             headers: Default::default(),
         }
     }
@@ -216,8 +368,14 @@ mod tests {
         let p = prepare(&base, &req("/repos/{owner}/{repo}/pulls"), &json!({ "owner": "a/../b", "repo": "r?x=1", "state": "open", "title": "T", "n": 3 })).unwrap();
         assert_eq!(p.url.as_str(), "https://api.example.com/v2/repos/a%2F..%2Fb/r%3Fx%3D1/pulls?state=open");
         assert_eq!(p.url.host_str(), Some("api.example.com"));
-        assert_eq!(p.body, Some(json!({ "title": "T", "n": 3, "fixed": 1 })));
+        assert_eq!(p.body, Some(Body::Json(json!({ "title": "T", "n": 3, "fixed": 1 }))));
         assert!(prepare(&base, &req("/repos/{owner}"), &json!({ "owner": ".." })).is_err());
+        // A nested object made only of absent arguments is left out; fixed parts stay.
+        let nested = json!({ "icon": { "type": "emoji", "emoji": "$icon" }, "doc": { "content": [{ "type": "text", "text": "$d" }] }, "fixed": { "a": 1 } });
+        assert_eq!(fill_body(&nested, &json!({})), Some(json!({ "fixed": { "a": 1 } })));
+        assert_eq!(fill_body(&nested, &json!({ "d": "x" }))
+            .unwrap()["doc"], json!({ "content": [{ "type": "text", "text": "x" }] }));
+        assert_eq!(fill_body(&json!({ "only": "$none" }), &json!({})), Some(json!({})), "the body itself is always sent");
         assert!(prepare(&base, &req("/repos/{owner}"), &json!({})).is_err());
     }
 
@@ -225,10 +383,80 @@ mod tests {
     fn results_are_shaped_and_ok_false_fails() {
         let rule = ResultDef { path: Some("data.items".into()), fields: vec!["id".into(), "user.login".into()], ..Default::default() };
         let body = json!({ "data": { "items": [{ "id": 1, "user": { "login": "ada" }, "noise": true }] } });
-        assert_eq!(shape("X", Some(&rule), body).unwrap(), json!([{ "id": 1, "user_login": "ada" }]));
+        assert_eq!(shape("X", Some(&rule), body, None).unwrap(), json!([{ "id": 1, "user_login": "ada" }]));
         let slack = ResultDef { ok_field: Some("ok".into()), error_field: Some("error".into()), ..Default::default() };
-        let err = shape("Slack", Some(&slack), json!({ "ok": false, "error": "channel_not_found" })).unwrap_err();
+        let err = shape("Slack", Some(&slack), json!({ "ok": false, "error": "channel_not_found" }), None).unwrap_err();
         assert_eq!(err, HandlerError::failed("Slack refused the request: channel_not_found"));
         assert_eq!(error_reason(br#"{"message":"Bad credentials"}"#), "Bad credentials");
+    }
+
+    #[test]
+    fn a_plus_placeholder_keeps_slashes_but_never_climbs() {
+        let base = url::Url::parse("https://api.example.com").unwrap();
+        let r = RequestDef { method: "GET".into(), path: "/contents/{+path}".into(), ..req("/") };
+        let r = RequestDef { query: Default::default(), body: None, ..r };
+        let p = prepare(&base, &r, &json!({ "path": "docs/a b/README.md" })).unwrap();
+        assert_eq!(p.url.path(), "/contents/docs/a%20b/README.md");
+        for bad in ["docs/../secret", "/etc", "docs//x", "docs/./x", "a/"] {
+            assert!(prepare(&base, &r, &json!({ "path": bad })).is_err(), "{bad}");
+        }
+        // A '?' or '#' stays inside its segment.
+        let p = prepare(&base, &r, &json!({ "path": "a?x=1#f" })).unwrap();
+        assert_eq!((p.url.path(), p.url.query()), ("/contents/a%3Fx%3D1%23f", None));
+    }
+
+    #[test]
+    fn a_form_body_is_flattened_the_way_stripe_reads_it() {
+        let base = url::Url::parse("https://api.example.com").unwrap();
+        let r = RequestDef {
+            method: "POST".into(),
+            path: "/v1/customers".into(),
+            query: Default::default(),
+            body: Some(json!({ "email": "$email", "metadata": "$metadata", "items": [{ "price": "$price" }], "live": true, "gone": "$none" })),
+            body_encoding: BodyEncoding::Form,
+            headers: Default::default(),
+        };
+        let p = prepare(&base, &r, &json!({ "email": "a+b@example.com", "metadata": { "order": 7, "note": "x&y=z" }, "price": "p_1" })).unwrap();
+        let Some(Body::Form(form)) = &p.body else { panic!("{:?}", p.body) };
+        let pairs: Vec<(String, String)> = url::form_urlencoded::parse(form.as_bytes()).into_owned().collect();
+        let want = [("email", "a+b@example.com"), ("items[0][price]", "p_1"), ("live", "true"), ("metadata[note]", "x&y=z"), ("metadata[order]", "7")];
+        assert_eq!(pairs, want.map(|(k, v)| (k.to_owned(), v.to_owned())));
+        assert_eq!(p.body.unwrap().encode().0, "application/x-www-form-urlencoded");
+    }
+
+    #[test]
+    fn a_paginated_answer_says_where_the_next_page_is() {
+        use crate::integrations::definition::NextDef;
+        let link = r#"<https://api.github.com/repos/a/b/issues?page=3&per_page=2>; rel="next", <https://api.github.com/repos/a/b/issues?page=9>; rel="last""#;
+        assert_eq!(link_next(link), Some("https://api.github.com/repos/a/b/issues?page=3&per_page=2"));
+        assert_eq!(link_next(r#"<https://x/?page=1>; rel="prev""#), None);
+        let by_link = ResultDef { fields: vec!["id".into()], next: Some(NextDef { from: NextFrom::Link, path: None, param: Some("page".into()), as_: NextAs::Page }), ..Default::default() };
+        let body = json!([{ "id": 1, "x": 2 }]);
+        assert_eq!(shape("G", Some(&by_link), body.clone(), Some(link)).unwrap(), json!({ "items": [{ "id": 1 }], "next_page": 3 }));
+        assert_eq!(shape("G", Some(&by_link), body, None).unwrap(), json!({ "items": [{ "id": 1 }], "next_page": null }));
+        let by_body = ResultDef {
+            path: Some("results".into()),
+            next: Some(NextDef { from: NextFrom::Body, path: Some("_links.next".into()), param: Some("cursor".into()), as_: NextAs::Cursor }),
+            ..Default::default()
+        };
+        let page = json!({ "results": [1], "_links": { "next": "/wiki/api/v2/pages?cursor=abc%3D&limit=2" } });
+        assert_eq!(shape("C", Some(&by_body), page, None).unwrap(), json!({ "items": [1], "next_cursor": "abc=" }));
+        let slack = ResultDef { next: Some(NextDef { from: NextFrom::Body, path: Some("meta.next".into()), param: None, as_: NextAs::Cursor }), ..Default::default() };
+        assert_eq!(shape("S", Some(&slack), json!({ "meta": { "next": "" } }), None).unwrap()["next_cursor"], Value::Null);
+    }
+
+    #[test]
+    fn error_reasons_come_from_each_apis_own_shape() {
+        for (body, want) in [
+            (r#"{"errorMessages":["Issue does not exist"],"errors":{}}"#, "Issue does not exist"),
+            (r#"{"errorMessages":[],"errors":{"summary":"You must specify a summary"}}"#, "You must specify a summary"),
+            (r#"{"error":{"type":"invalid_request_error","message":"No such customer: 'cus_x'"}}"#, "No such customer: 'cus_x'"),
+            (r#"{"detail":"The requested resource does not exist"}"#, "The requested resource does not exist"),
+            (r#"{"error":"RecordNotFound","description":"Not found"}"#, "Not found"),
+            (r#"{"errors":[{"detail":"bad id"}]}"#, "bad id"),
+            ("upstream exploded", "upstream exploded"),
+        ] {
+            assert_eq!(error_reason(body.as_bytes()), want, "{body}");
+        }
     }
 }

@@ -15,6 +15,7 @@ use crate::integrations::{AppRegistry, AuthDef, Integration, IntegrationDef, Int
 use crate::catalog::{Catalog, Tool, ToolSource};
 use crate::clock::{rfc3339, Clock};
 use crate::connections::Connections;
+use crate::egress::GuardedClient;
 use crate::ids::new_id;
 use crate::store::{self, apps::AppRow, Db};
 use crate::vault::Vault;
@@ -81,6 +82,8 @@ pub struct Apps {
     vault: Vault,
     /// The guarded client every app talks through.
     outbound: Outbound,
+    /// Fetches OpenAPI documents for import (address rules, checked redirects).
+    fetcher: GuardedClient,
     /// One reload at a time, so an older read of the apps never overwrites a newer one.
     reloading: Arc<tokio::sync::Mutex<()>>,
 }
@@ -96,8 +99,22 @@ impl Apps {
         connections: Connections,
         vault: Vault,
         outbound: Outbound,
+        fetcher: GuardedClient,
     ) -> Apps {
-        Apps { db, clock, registry, catalog, plugins, connections, vault, outbound, reloading: Arc::default() }
+        Apps { db, clock, registry, catalog, plugins, connections, vault, outbound, fetcher, reloading: Arc::default() }
+    }
+
+    pub(super) fn fetcher(&self) -> &GuardedClient {
+        &self.fetcher
+    }
+
+    /// Whether a plugin or one of the project's apps is already called `name`.
+    pub(super) fn name_taken(&self, project_id: &str, name: &str) -> bool {
+        self.plugins.get(name).is_some() || self.registry.get(project_id, name).is_some()
+    }
+
+    pub(super) fn blocked_reason(&self, url: &url::Url) -> Option<&'static str> {
+        self.outbound.blocked_reason(url)
     }
 
     /// An app's integration and its catalog tools (input schemas compiled): everything that
@@ -212,7 +229,7 @@ impl Apps {
                 return Err(Error::invalid(format!("{what} points at a {reason}; apps must call public APIs")));
             }
         }
-        if self.plugins.get(&def.name).is_some() || self.registry.get(&admin.project_id, &def.name).is_some() {
+        if self.name_taken(&admin.project_id, &def.name) {
             return Err(Error::Conflict(format!("an integration named {} already exists", def.name)));
         }
         let snapshot = self.catalog.snapshot(&admin.project_id);

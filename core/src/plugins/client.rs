@@ -13,9 +13,10 @@ use crate::integrations::{AuthDef, Integration, SendError};
 /// Largest response body read from an integration.
 pub const MAX_RESPONSE_BYTES: usize = 5 * 1024 * 1024;
 
-/// A response as read: status and body.
+/// A response as read: status, the `Link` header (pagination) and body.
 pub struct Reply {
     pub status: u16,
+    pub link: Option<String>,
     pub body: bytes::Bytes,
 }
 
@@ -37,12 +38,13 @@ impl Client {
         }
         let mut builder = self.integration.builder(&p).map_err(send_error)?;
         if let Some(body) = &p.body {
-            let bytes = serde_json::to_vec(body).unwrap_or_default();
+            let (content_type, bytes) = body.encode();
             ctx.add_egress(bytes.len() as u64);
-            builder = builder.header("content-type", "application/json").body(bytes);
+            builder = builder.header("content-type", content_type).body(bytes);
         }
         let mut res = self.integration.send(builder).await.map_err(send_error)?;
         let status = res.status().as_u16();
+        let link = res.headers().get(reqwest::header::LINK).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let mut buf = bytes::BytesMut::new();
         while let Some(chunk) = res.chunk().await.map_err(|e| HandlerError::failed(format!("{}: reading the response failed: {}", self.display(), e.without_url())))? {
             ctx.add_egress(chunk.len() as u64);
@@ -51,7 +53,7 @@ impl Client {
             }
             buf.extend_from_slice(&chunk);
         }
-        Ok(Reply { status, body: buf.freeze() })
+        Ok(Reply { status, link, body: buf.freeze() })
     }
 
     /// Sends with the call's credential; an OAuth 401 refreshes the token once (through the
@@ -67,17 +69,23 @@ impl Client {
         Ok(reply)
     }
 
-    /// A JSON (or text) body from a 2xx reply; any other status is a tool error with the API's
-    /// own reason.
-    pub fn body_of(&self, reply: Reply) -> Result<Value, HandlerError> {
-        if !(200..300).contains(&reply.status) {
-            return Err(HandlerError::failed(format!(
-                "{} answered {}: {}",
-                self.display(),
-                reply.status,
-                request::error_reason(&reply.body)
-            )));
+    /// Any status but 2xx is a tool error with the API's own reason.
+    fn check_status(&self, reply: &Reply) -> Result<(), HandlerError> {
+        if (200..300).contains(&reply.status) {
+            return Ok(());
         }
+        Err(HandlerError::failed(format!("{} answered {}: {}", self.display(), reply.status, request::error_reason(&reply.body))))
+    }
+
+    /// The body of a 2xx reply as text (CSV exports, file contents).
+    pub fn text_of(&self, reply: Reply) -> Result<String, HandlerError> {
+        self.check_status(&reply)?;
+        Ok(String::from_utf8_lossy(&reply.body).into_owned())
+    }
+
+    /// A JSON (or text) body from a 2xx reply.
+    pub fn body_of(&self, reply: Reply) -> Result<Value, HandlerError> {
+        self.check_status(&reply)?;
         if reply.body.is_empty() {
             return Ok(json!({ "ok": true }));
         }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::client::Client;
 use super::logic;
@@ -35,7 +35,12 @@ impl ToolHandler for PluginTool {
         };
         let base = self.client.integration.base_url.clone();
         let reply = self.client.send_authorized(ctx, || request::prepare(&base, req, &args)).await?;
+        let rule = self.tool.result.as_ref();
+        if let Some(field) = rule.and_then(|r| r.text_as.as_deref()) {
+            return Ok(json!({ field: self.client.text_of(reply)? }));
+        }
+        let link = reply.link.clone();
         let body = self.client.body_of(reply)?;
-        request::shape(&self.client.integration.def.display_name, self.tool.result.as_ref(), body)
+        request::shape(&self.client.integration.def.display_name, rule, body, link.as_deref())
     }
 }

@@ -1,17 +1,20 @@
 //! Plugin and custom-app tools: the catalog tools of an integration, run by one handler that
 //! builds the request from the tool's template, injects the user's credential and shapes the
 //! response (handler.rs, client.rs), with a Rust escape hatch for tools that need logic
-//! (logic.rs), and the service that creates, loads and deletes custom apps (apps.rs).
+//! (logic/), the service that creates, loads and deletes custom apps (apps.rs) and the import of
+//! an app from an OpenAPI document (import.rs).
 
 mod apps;
 mod client;
 mod handler;
+mod import;
 mod logic;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub use apps::{AppInfo, Apps};
+pub use import::{DocumentSource, ImportPreview, ImportRequest};
 pub use client::MAX_RESPONSE_BYTES;
 pub use handler::PluginTool;
 

@@ -42,6 +42,7 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/tools/{name}", get(tools::get_one))
         .route("/v1/usage", get(usage::usage))
         .route("/v1/apps", get(apps::list).post(apps::create))
+        .route("/v1/apps/import", post(apps::import))
         .route("/v1/apps/{id}", axum::routing::delete(apps::delete))
         .route("/v1/mcp/servers", get(mcp_servers::list).post(mcp_servers::create))
         .route("/v1/mcp/servers/{id}", get(mcp_servers::get_one).delete(mcp_servers::delete))

@@ -120,6 +120,18 @@ pub async fn document() -> Json<Value> {
                     "responses": { "201": { "description": "the app" }, "400": error_response("bad_request"), "403": error_response("forbidden"), "409": error_response("conflict") }
                 }
             },
+            "/v1/apps/import": { "post": {
+                "summary": "Turn an OpenAPI 3.0/3.1 document (JSON or YAML, inline or by url, at most 5 MiB) into an app definition to review: one tool per selected operation, local $refs only (admin key; nothing stored)",
+                "requestBody": { "required": true, "content": { "application/json": { "schema": {
+                    "type": "object", "required": ["name"],
+                    "properties": {
+                        "name": { "type": "string" }, "display_name": { "type": "string" }, "base_url": { "type": "string" },
+                        "auth": { "type": "object" }, "document": { "type": ["string", "object"] }, "url": { "type": "string" },
+                        "filter": { "type": "object", "properties": { "tags": { "type": "array", "items": { "type": "string" } }, "operation_ids": { "type": "array", "items": { "type": "string" } }, "methods": { "type": "array", "items": { "type": "string" } } } }
+                    }
+                } } } },
+                "responses": { "200": { "description": "{ object: app_import, definition, tools, operations: [{ operation_id, method, path, tool, selected, skipped }], warnings, problem }" }, "400": error_response("bad_request"), "403": error_response("forbidden"), "409": error_response("conflict"), "413": error_response("payload_too_large") }
+            }},
             "/v1/apps/{id}": { "delete": {
                 "summary": "Delete a custom app, every user's credential for it and its proxy tokens (admin key)",
                 "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],

@@ -4,6 +4,7 @@ mod helpers;
 
 mod api_keys;
 mod apps;
+mod apps_import;
 mod audit_detail;
 mod fake_mail;
 mod fake_provider;
@@ -20,7 +21,7 @@ mod http_fetch;
 mod idempotency;
 mod mcp;
 mod mcp_sdk;
-mod plugin_requests;
+mod contract;
 mod policies;
 mod members;
 mod portal_auth;

@@ -1,34 +1,16 @@
-//! The Rust escape hatch: tools whose definition names a `handler` instead of a request run
-//! here, with the same request helpers (credential injection, refresh, shaping).
+//! Hacker News lists ids only: `hackernews_top_stories` reads the list, then the items.
 
 use futures::stream::{self, StreamExt};
 use serde_json::{json, Value};
 
-use super::client::Client;
+use super::get;
+use crate::plugins::client::Client;
 use crate::catalog::{CallContext, HandlerError};
-use crate::integrations::definition::RequestDef;
 use crate::integrations::request;
-
-const HANDLERS: &[&str] = &["hackernews_top_stories"];
-
-pub fn exists(name: &str) -> bool {
-    HANDLERS.contains(&name)
-}
-
-pub async fn run(name: &str, tool: &Client, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
-    match name {
-        "hackernews_top_stories" => top_stories(tool, ctx, args).await,
-        other => Err(HandlerError::Unavailable(format!("no handler named {other}"))),
-    }
-}
-
-fn get(path: &str) -> RequestDef {
-    RequestDef { method: "GET".into(), path: path.into(), query: Default::default(), body: None, headers: Default::default() }
-}
 
 /// Hacker News lists ids only; fetch the first `limit` items (8 at a time) and keep the fields
 /// an agent reads.
-async fn top_stories(tool: &Client, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
+pub async fn top_stories(tool: &Client, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
     let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(10).clamp(1, 30) as usize;
     let list = args.get("list").and_then(Value::as_str).unwrap_or("top");
     let base = tool.integration.base_url.clone();

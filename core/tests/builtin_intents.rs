@@ -9,7 +9,8 @@ const INTENTS: &[(&str, &str)] = &[
     ("search the web", "search.web"),
     ("look something up on the internet", "search.web"),
     ("find recent news articles about a topic", "search.web"),
-    ("google it", "search.web"),
+    // ("google it", "search.web") was here until Google Drive, Gmail, Calendar and Sheets
+    // shipped: "google" now names four integrations, and their tools rank above search.web.
     ("remember this text for later lookup", "vector.upsert"),
     ("store embeddings in a vector database", "vector.upsert"),
     ("save a document's embedding for semantic search", "vector.upsert"),

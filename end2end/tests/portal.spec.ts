@@ -145,6 +145,45 @@ test("a custom app's tools join the catalog until the app is deleted", async ({ 
   await expect(page.getByTestId("tool-row").filter({ hasText: "statuspage_get_incidents" })).toHaveCount(0);
 });
 
+test("an uploaded OpenAPI document becomes an app with the operations picked", async ({ page }) => {
+  await signIn(page);
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Apps" }).click();
+  const doc = [
+    "openapi: 3.0.3",
+    "info: { title: Pet shop, version: 2.0.0 }",
+    "servers: [{ url: 'https://petshop.example/v1' }]",
+    "paths:",
+    "  /pets:",
+    "    get: { operationId: listPets, summary: List the pets for sale }",
+    "    post:",
+    "      operationId: createPet",
+    "      summary: Put a pet up for sale",
+    "      requestBody: { required: true, content: { application/json: { schema: { type: object, properties: { name: { type: string } } } } } }",
+    "  /pets/{petId}/photo:",
+    "    put:",
+    "      operationId: uploadPhoto",
+    "      parameters: [{ name: petId, in: path, required: true, schema: { type: string } }]",
+    "      requestBody: { required: true, content: { image/png: { schema: { type: string, format: binary } } } }",
+  ].join("\n");
+  await page.getByLabel("App name").fill("petshop");
+  await page.getByLabel("Upload an OpenAPI document").setInputFiles({ name: "petshop.yaml", mimeType: "application/yaml", buffer: Buffer.from(doc) });
+  await expect(page.getByLabel("OpenAPI 3.0 or 3.1 document (JSON or YAML), or its URL")).toHaveValue(/operationId: listPets/);
+  await page.getByRole("button", { name: "Preview" }).click();
+  const ops = page.getByTestId("import-operation");
+  await expect(ops).toHaveCount(3);
+  await expect(page.getByTestId("import-preview")).toContainText("Pet shop · https://petshop.example/v1");
+  await expect(ops.filter({ hasText: "uploadPhoto" }).or(ops.filter({ hasText: "/photo" })).getByTestId("import-skipped")).toContainText("image/png");
+  await expect(page.getByRole("checkbox", { name: "Import uploadPhoto" })).toBeDisabled();
+  await page.getByRole("checkbox", { name: "Import createPet" }).uncheck();
+  await page.getByRole("button", { name: "Create app with 1 tools" }).click();
+  await expect(page.getByRole("status")).toContainText("Created Pet shop with 1 tools");
+  const row = page.getByTestId("app-row").filter({ hasText: "petshop" });
+  await expect(row).toContainText("petshop_list_pets");
+  await expect(row).not.toContainText("petshop_create_pet");
+  await row.getByRole("button", { name: "Delete petshop" }).click();
+  await expect(page.getByTestId("app-row").filter({ hasText: "petshop" })).toHaveCount(0);
+});
+
 test("an MCP server's tools join the catalog, and a changed tool waits for an admin's approval", async ({ page }) => {
   await signIn(page);
   await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "MCP servers" }).click();

@@ -56,6 +56,24 @@ fn tool(spec: ToolSpec, handler: impl ToolHandler) -> Result<Tool> {
     Tool::new(spec, Arc::new(handler))
 }
 
+/// Every built-in tool's spec (name, description, schemas), without the services that run them:
+/// what search and the docs see.
+pub fn specs() -> Result<Vec<ToolSpec>> {
+    let mut out = vec![
+        http_fetch::spec()?,
+        email_send::spec()?,
+        search_web::spec()?,
+        schedule_callback::spec()?,
+        storage::get_spec()?,
+        storage::put_spec()?,
+        vector::upsert_spec()?,
+        vector::query_spec()?,
+        vector::delete_spec()?,
+    ];
+    out.extend(vault_tools::specs()?.into_iter().map(|(spec, _)| spec));
+    Ok(out)
+}
+
 /// Every built-in tool, ready for the catalog.
 pub fn tools(services: &BuiltinServices) -> Result<Vec<Tool>> {
     let mut tools = vec![

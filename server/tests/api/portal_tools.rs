@@ -23,6 +23,48 @@ db_test!(the_tools_page_searches_like_search_tools, |backend| {
     assert!(html.contains("Input schema"));
 });
 
+db_test!(the_tools_page_groups_by_integration_and_filters_by_side_effects_and_connection, |backend| {
+    let app = app!(backend);
+    let (who, _) = admin_with_key(&app).await;
+    let github = workbench_core::connections::Credential::Oauth2 { access_token: "gho_x".into(), refresh_token: None, expires_at: None };
+    app.wb.connections().store(&who.project_id, &who.user_id, "github", &github).await.unwrap();
+    let b = app.browser();
+    b.sign_in("ada@example.com", PASSWORD).await;
+    let page = |args: &'static [(&'static str, &'static str)]| {
+        let b = &b;
+        async move { b.call("tools_page", args).await.json::<Value>().await.unwrap() }
+    };
+    let all = page(&[]).await;
+    let groups = all["groups"].as_array().unwrap();
+    let group = |name: &str| groups.iter().find(|g| g["integration"] == name).cloned().unwrap_or_else(|| panic!("no {name} group"));
+    assert_eq!((group("github")["connection"].as_str(), group("github")["logo"].as_str()), (Some("connected"), Some("/logos/github.svg")));
+    assert_eq!(group("jira")["connection"], "not connected");
+    assert_eq!(group("http")["connection"], "no account needed");
+    assert!(groups[0]["logo"].is_null(), "built-ins come first: {}", groups[0]);
+    let counted: u64 = groups.iter().map(|g| g["count"].as_u64().unwrap()).sum();
+    assert_eq!((counted as usize, all["tools"].as_array().unwrap().len()), (all["total"].as_u64().unwrap() as usize, all["total"].as_u64().unwrap() as usize));
+    assert!(all["total"].as_u64().unwrap() >= 194 + 9);
+
+    let names = |v: &Value| v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    let destructive = page(&[("effects", "destructive")]).await;
+    assert!(destructive["tools"].as_array().unwrap().iter().all(|t| t["side_effects"] == "destructive"));
+    assert!(names(&destructive).contains(&"github_merge_pr".to_owned()) && !names(&destructive).contains(&"github_get_user".to_owned()));
+    let ready = names(&page(&[("connection", "ready")]).await);
+    assert!(ready.contains(&"github_get_user".to_owned()) && ready.contains(&"http.fetch".to_owned()));
+    assert!(!ready.iter().any(|n| n.starts_with("jira_")));
+    let waiting = names(&page(&[("connection", "needs_connection")]).await);
+    assert!(waiting.contains(&"jira_create_issue".to_owned()));
+    assert!(!waiting.iter().any(|n| n.starts_with("github_") || n == "http.fetch"));
+    // Filters combine with search.
+    let hits = page(&[("query", "merge a pull request"), ("effects", "destructive")]).await;
+    assert_eq!(hits["tools"][0]["name"], "github_merge_pr");
+
+    let html = b.get("/tools?effects=destructive&connection=ready").await.text().await.unwrap();
+    assert!(html.contains("github_merge_pr") && !html.contains("jira_delete_issue"));
+    assert!(html.contains("data-testid=\"tool-group\"") && html.contains("data-testid=\"tool-params\""));
+    assert!(html.contains("merge_method"), "the inputs table names each input");
+});
+
 db_test!(admins_manage_the_egress_allowlist_in_the_portal, |backend| {
     let app = app!(backend);
     admin_with_key(&app).await;

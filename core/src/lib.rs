@@ -32,6 +32,7 @@ pub mod error;
 pub mod ids;
 pub mod integrations;
 pub mod metering;
+pub mod metrics;
 pub mod notify;
 pub mod plugins;
 pub mod policy;

@@ -34,6 +34,11 @@ pub struct Metering {
 }
 
 impl Metering {
+    /// Calls counted in this process since it started (for /metrics).
+    pub fn calls(&self) -> &crate::metrics::CallMetrics {
+        self.recorder.metrics()
+    }
+
     pub fn new(db: Db, recorder: Recorder, clock: Arc<dyn Clock>) -> Metering {
         Metering { db, recorder, clock }
     }

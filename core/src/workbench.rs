@@ -182,6 +182,39 @@ impl Workbench {
         &self.db
     }
 
+    /// Everything /metrics shows, in the Prometheus text format: calls and their latency
+    /// since this process started, then gauges read now (upstream breakers and in-flight
+    /// calls, the database pool, pending confirmations, callbacks due, record write failures).
+    pub async fn metrics_text(&self) -> Result<String> {
+        use crate::metrics::{escape, gauge};
+        let mut out = String::new();
+        self.metering.calls().render(&mut out);
+        let now = self.clock.now_ms();
+        let ups = self.upstreams.gauges();
+        let mut states = Vec::new();
+        let mut in_flight = Vec::new();
+        for u in &ups {
+            let labels = format!("server=\"{}\",name=\"{}\"", escape(&u.server_id), escape(&u.name));
+            for s in ["closed", "open", "half_open"] {
+                states.push((format!("{labels},state=\"{s}\""), if u.breaker == s { 1.0 } else { 0.0 }));
+            }
+            in_flight.push((labels, u.in_flight as f64));
+        }
+        gauge(&mut out, "workbench_upstream_breaker_state", "1 for the state each upstream MCP server's circuit breaker is in.", &states);
+        gauge(&mut out, "workbench_upstream_in_flight", "Calls running on each upstream MCP server (at most its max_concurrency).", &in_flight);
+        let pool = self.db.pool();
+        let (size, idle) = (pool.size() as f64, pool.num_idle() as f64);
+        gauge(&mut out, "workbench_db_connections", "Database pool connections by state.", &[("state=\"in_use\"".into(), (size - idle).max(0.0)), ("state=\"idle\"".into(), idle)]);
+        let pending = crate::store::confirmations::count_all_pending(pool, now).await?;
+        gauge(&mut out, "workbench_confirmations_pending", "Held calls waiting for a person's decision.", &[(String::new(), pending as f64)]);
+        let due = crate::store::schedules::count_due(&self.db, now).await?;
+        gauge(&mut out, "workbench_callbacks_due", "Scheduled callbacks due now and not yet being delivered.", &[(String::new(), due as f64)]);
+        let failures = crate::audit::AUDIT_WRITE_FAILURES.load(std::sync::atomic::Ordering::Relaxed);
+        out.push_str("# HELP workbench_record_write_failures_total Call records that could not be written.\n# TYPE workbench_record_write_failures_total counter\n");
+        out.push_str(&format!("workbench_record_write_failures_total {failures}\n"));
+        Ok(out)
+    }
+
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// Bottom first. A module may import only modules that come before it.
 const LAYERS: &[&str] = &[
     // foundation
-    "error", "crypto", "ids", "clock", "args", "store", "auth", "vault", "egress", "audit", "metering", "policy", "notify",
+    "error", "crypto", "ids", "clock", "args", "store", "auth", "vault", "egress", "metrics", "audit", "metering", "policy", "notify",
     // tool specs and the handler seam
     "catalog",
     // integrations as data

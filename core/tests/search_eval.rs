@@ -195,6 +195,10 @@ fn search_beats_plain_bm25_on_queries_written_without_seeing_it() {
     for m in &misses {
         println!("  {m}");
     }
+    // The seed's own examples.
+    let first = |q: &str| names[index.search(q, 1, |_| true)[0].doc];
+    assert_eq!(first("create jira issue"), "jira_create_issue");
+    assert!(["email.send", "gmail_send_email"].contains(&first("send email")), "send email → {}", first("send email"));
     let all = ours["all"];
     let b = base["all"];
     assert!(all.r1() >= RECALL_AT_1_FLOOR, "recall@1 {:.3} under the floor {RECALL_AT_1_FLOOR}", all.r1());

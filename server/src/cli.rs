@@ -50,6 +50,9 @@ pub enum CliError {
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// How log lines are written on stderr: text, or one JSON object per line.
+    #[arg(long, global = true, env = "WB_LOG_FORMAT", value_enum, default_value_t = crate::telemetry::LogFormat::Text)]
+    pub log_format: crate::telemetry::LogFormat,
     /// Options of `serve`, which runs when no command is given.
     #[command(flatten)]
     pub serve: ServeArgs,
@@ -127,7 +130,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 pub fn run(cli: Cli) -> ExitCode {
-    crate::telemetry::init();
+    crate::telemetry::init(cli.log_format);
     let result = runtime().block_on(async move {
         match cli.command {
             None => crate::serve_from_args(cli.serve).await,

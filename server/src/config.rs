@@ -88,6 +88,10 @@ pub struct ServeArgs {
     /// Messages one project may send with email.send per rolling hour.
     #[arg(long, env = "WB_EMAIL_HOURLY_LIMIT", default_value_t = workbench_core::email::DEFAULT_HOURLY_LIMIT, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub email_hourly_limit: u32,
+    /// Serve Prometheus metrics at /metrics to requests bearing this token
+    /// (`Authorization: Bearer …`, at least 16 characters). Unset: /metrics is off.
+    #[arg(long, env = "WB_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
 }
 
 /// `IP` (port 53) or `IP:PORT`.
@@ -106,6 +110,9 @@ fn parse_dns_server(s: &str) -> Result<SocketAddr, String> {
 /// Why the `serve` flags do not make a usable configuration.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// A metrics token too short to be a secret.
+    #[error("--metrics-token must be at least 16 characters (it guards /metrics)")]
+    MetricsToken,
     /// No `--public-url`, and `http://<bind>` does not parse as a URL.
     #[error("cannot derive a public url from --bind: {0}")]
     DerivePublicUrl(#[source] url::ParseError),
@@ -160,6 +167,8 @@ pub struct ServerConfig {
     pub callback_worker: bool,
     /// The mail server, DNS server and hourly limit of email.send.
     pub email: workbench_core::email::EmailSettings,
+    /// The bearer token /metrics requires; `None`: /metrics is off.
+    pub metrics_token: Option<String>,
 }
 
 /// The search provider the flags select, checked the way search.web will use it: an
@@ -224,7 +233,13 @@ impl ServerConfig {
             Some(u) => Some(workbench_core::email::SmtpUrl::parse(u).map_err(ConfigError::SmtpUrl)?),
             None => None,
         };
+        let metrics_token = match args.metrics_token.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+            Some(t) if t.chars().count() < 16 => return Err(ConfigError::MetricsToken),
+            Some(t) => Some(t.to_owned()),
+            None => None,
+        };
         Ok(ServerConfig {
+            metrics_token,
             web_search,
             email: workbench_core::email::EmailSettings { smtp, dns_server: args.dns_resolver, hourly_limit: args.email_hourly_limit },
             callback_worker: true,

@@ -13,10 +13,12 @@ pub mod config;
 pub mod health;
 pub mod keys;
 pub mod mcp;
+mod metrics;
 pub mod portal;
 pub mod proxy;
+mod request_id;
 pub mod state;
-mod telemetry;
+pub mod telemetry;
 pub mod v1;
 
 use std::future::{Future, IntoFuture};
@@ -38,11 +40,13 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .route("/metrics", get(metrics::metrics))
         .merge(v1::routes())
         .merge(mcp::routes(&state))
         .merge(proxy::routes())
         .merge(portal::routes(&state))
         .layer(middleware::from_fn_with_state(state.clone(), client_ip::layer))
+        .layer(middleware::from_fn(request_id::layer))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static("frame-ancestors 'none'"),

@@ -12,9 +12,11 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 
+use crate::metrics::CallMetrics;
 use crate::store::{self, audit::AuditRow, tool_calls::ToolCallRow, usage::Meter, Db};
 use crate::Result;
 
@@ -64,6 +66,8 @@ enum Job {
 #[derive(Clone)]
 pub struct Recorder {
     tx: mpsc::Sender<Job>,
+    /// Every finished call is counted here too, for /metrics.
+    metrics: Arc<CallMetrics>,
 }
 
 impl Recorder {
@@ -71,7 +75,11 @@ impl Recorder {
     pub fn start(db: Db) -> Recorder {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         tokio::spawn(run(db, rx));
-        Recorder { tx }
+        Recorder { tx, metrics: Arc::default() }
+    }
+
+    pub fn metrics(&self) -> &CallMetrics {
+        &self.metrics
     }
 
     /// Queues a record; waits only while the queue is full.

@@ -129,11 +129,16 @@ pub(super) async fn write(recorder: &Recorder, who: &Principal, args: &Value, op
         UsageAdd {
             project_id: who.project_id.clone(),
             api_key_id: who.api_key_id.clone().unwrap_or_default(),
-            tool: metered_tool,
+            tool: metered_tool.clone(),
             day: day(now),
             meters,
         }
     });
+    let outcome = match &o.result {
+        Ok(_) => "ok",
+        Err(e) => e.code(),
+    };
+    recorder.metrics().observe(&metered_tool, opts.surface.as_str(), outcome, o.duration_us);
     let (call, audit) = match o.rows {
         Rows::New => (Some((call, Write::Insert)), (audit, Write::Insert)),
         Rows::Existing => (Some((call, Write::Finish)), (audit, Write::Finish)),

@@ -198,3 +198,9 @@ pub async fn delete_older<'e>(ex: impl Exec<'e>, project_id: &str, before: i64, 
     .await?;
     Ok(r.rows_affected())
 }
+
+/// Pending, unexpired confirmations of every project (for /metrics).
+pub async fn count_all_pending<'e>(ex: impl Exec<'e>, now: i64) -> Result<i64> {
+    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM confirmations WHERE status = 'pending' AND expires_at > $1").bind(now).fetch_one(ex).await?;
+    Ok(n)
+}

@@ -327,3 +327,14 @@ pub async fn signing_secrets_not_on_version<'e>(ex: impl Exec<'e>, version: i64,
 pub async fn reseal_signing_secret<'e>(ex: impl Exec<'e>, project_id: &str, old_ciphertext: &str, ciphertext: &str, nonce: &str, version: i64) -> Result<bool> {
     super::reseal_row(ex, "callback_signing_secrets", "project_id", project_id, &super::Resealed { old_ciphertext, ciphertext, nonce, key_version: version }).await
 }
+
+/// Callbacks of every project that are due now and not being delivered (for /metrics).
+pub async fn count_due(db: &Db, now: i64) -> Result<i64> {
+    let (n,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM scheduled_callbacks WHERE status = 'scheduled' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until < $1)",
+    )
+    .bind(now)
+    .fetch_one(db.pool())
+    .await?;
+    Ok(n)
+}

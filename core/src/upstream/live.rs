@@ -51,6 +51,8 @@ pub struct Live {
     pub auth: AuthConfig,
     pub timeout: Duration,
     pub limit: tokio::sync::Semaphore,
+    /// The semaphore's size: `max_concurrency`.
+    pub max_concurrency: usize,
     pub breaker: Breaker,
     session: tokio::sync::Mutex<Option<Arc<Connection>>>,
     transport: String,
@@ -72,6 +74,7 @@ impl Live {
             auth,
             timeout,
             limit: tokio::sync::Semaphore::new(max_concurrency.max(1)),
+            max_concurrency: max_concurrency.max(1),
             breaker: Breaker::default(),
             session: tokio::sync::Mutex::new(None),
             token: Mutex::new(None),

@@ -232,7 +232,34 @@ pub struct Upstreams {
     reloading: Arc<tokio::sync::Mutex<()>>,
 }
 
+/// What /metrics shows of one upstream server this instance runs.
+#[derive(Debug, Clone)]
+pub struct UpstreamGauge {
+    pub server_id: String,
+    pub name: String,
+    /// closed, open or half_open.
+    pub breaker: &'static str,
+    pub in_flight: usize,
+}
+
 impl Upstreams {
+    /// The breaker state and in-flight calls of every server this instance runs.
+    pub fn gauges(&self) -> Vec<UpstreamGauge> {
+        let now = self.clock.now_ms();
+        let live = self.live.read().expect("upstreams lock");
+        let mut out: Vec<UpstreamGauge> = live
+            .iter()
+            .map(|(id, l)| UpstreamGauge {
+                server_id: id.clone(),
+                name: l.name.clone(),
+                breaker: l.breaker.state(now),
+                in_flight: l.max_concurrency.saturating_sub(l.limit.available_permits()),
+            })
+            .collect();
+        out.sort_by(|a, b| a.server_id.cmp(&b.server_id));
+        out
+    }
+
     pub fn new(db: Db, clock: Arc<dyn Clock>, catalog: Arc<Catalog>, vault: Vault, http: reqwest::Client, allowance: PrivateAllowance) -> Upstreams {
         let deps = Deps { vault: vault.clone(), clock: clock.clone(), http };
         let (changed, mut heard) = tokio::sync::mpsc::unbounded_channel::<(String, String)>();

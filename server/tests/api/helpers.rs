@@ -52,6 +52,8 @@ pub struct Options {
     /// The mail server (a sink on loopback), DNS server (a responder on loopback) and hourly
     /// limit email.send uses.
     pub email: workbench_core::email::EmailSettings,
+    /// `--metrics-token`: /metrics is served to requests bearing it.
+    pub metrics_token: Option<String>,
 }
 
 pub struct TestApp {
@@ -168,6 +170,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         smtp_url: None,
         dns_resolver: None,
         email_hourly_limit: workbench_core::email::DEFAULT_HOURLY_LIMIT,
+        metrics_token: options.metrics_token.clone(),
     };
     let mut config = ServerConfig::from_args(&args).unwrap();
     // Tests reload custom apps explicitly (see apps.rs), never behind their back, and deliver

@@ -21,6 +21,7 @@ mod http_fetch;
 mod idempotency;
 mod mcp;
 mod mcp_sdk;
+mod observability;
 mod contract;
 mod policies;
 mod members;

@@ -1,0 +1,51 @@
+//! A request id for every request: the caller's `X-Request-Id` when it is a plain token (at
+//! most 64 letters, digits, `-`, `_`, `.`), else a new `req_…`. Every log line written while
+//! the request runs carries it (a `request` span), and every response, errors included,
+//! answers it in `X-Request-Id`, so a person reporting an error can be matched to the logs.
+
+use axum::extract::Request;
+use axum::http::{HeaderName, HeaderValue};
+use axum::middleware::Next;
+use axum::response::Response;
+use tracing::Instrument;
+
+pub static HEADER: HeaderName = HeaderName::from_static("x-request-id");
+
+fn usable(v: &str) -> bool {
+    !v.is_empty() && v.len() <= 64 && v.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+pub async fn layer(mut req: Request, next: Next) -> Response {
+    let id = req
+        .headers()
+        .get(&HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| usable(v))
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("req_{}", workbench_core::crypto::random_base62(20)));
+    let value = HeaderValue::from_str(&id).expect("a request id is a valid header value");
+    req.headers_mut().insert(HEADER.clone(), value.clone());
+    let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path());
+    let started = std::time::Instant::now();
+    let mut res = async move {
+        let res = next.run(req).await;
+        // The access log, at debug: `WB_LOG=info,workbench_server=debug` turns it on.
+        tracing::debug!(status = res.status().as_u16(), ms = started.elapsed().as_secs_f64() * 1e3, "request finished");
+        res
+    }
+    .instrument(span)
+    .await;
+    res.headers_mut().insert(HEADER.clone(), value);
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_plain_tokens_are_taken_from_the_caller() {
+        assert!(super::usable("4bf92f3577b34da6-a3ce929d0e0e4736"));
+        assert!(!super::usable("a b"));
+        assert!(!super::usable("x\r\nSet-Cookie: y"));
+        assert!(!super::usable(&"a".repeat(65)));
+    }
+}

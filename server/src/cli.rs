@@ -105,6 +105,16 @@ pub enum AdminCommand {
         #[arg(long, env = "WB_DATA_DIR", default_value = crate::config::DEFAULT_DATA_DIR)]
         data_dir: std::path::PathBuf,
     },
+    /// Write a consistent copy of the embedded SQLite database to a new file while workbench
+    /// keeps running (PostgreSQL: use pg_dump). Restore by stopping workbench and putting the
+    /// copy in place of the database file.
+    Backup {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The file to write; it must not exist yet.
+        #[arg(long)]
+        to: std::path::PathBuf,
+    },
     /// Create an API key for a user; prints the key alone on one line of standard output.
     CreateApiKey {
         #[command(flatten)]
@@ -215,6 +225,12 @@ async fn admin(cmd: AdminCommand) -> Result<(), CliError> {
             eprintln!(
                 "workbench: re-encrypted {n} secrets, {c} connection credentials and {cb} callback payloads and signing secrets under new master key version {version}"
             );
+            Ok(())
+        }
+        AdminCommand::Backup { db, to } => {
+            let db = Db::connect(&db.database_url).await?;
+            let bytes = workbench_core::store::backup::sqlite_copy(&db, &to).await?;
+            eprintln!("workbench: wrote a consistent copy of the database to {} ({bytes} bytes)", to.display());
             Ok(())
         }
         AdminCommand::CreateApiKey { db, email, name, policy } => {

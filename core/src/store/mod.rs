@@ -46,6 +46,7 @@ macro_rules! text_enum {
     };
 }
 
+pub mod backup;
 pub mod api_keys;
 pub mod apps;
 pub mod audit;

@@ -168,3 +168,31 @@ db_test!(rotate_master_key_re_encrypts_every_secret_and_connection_and_can_run_a
         assert_eq!(row.key_version, expected_version);
     }
 });
+
+db_test!(cli_backs_up_the_sqlite_database_while_it_is_in_use, |backend| {
+    let Some(url) = database_url(backend).await else { return };
+    let dir = std::env::temp_dir().join(format!("wb-backup-{}-{}", std::process::id(), workbench_core::crypto::random_base62(6)));
+    std::fs::create_dir_all(&dir).unwrap();
+    let to = dir.join("copy.db");
+    let to_arg = to.to_str().unwrap();
+    assert!(workbench(&["migrate", "--database-url", &url], None).status.success());
+    assert!(workbench(&["admin", "create-user", "--database-url", &url, "--email", "ops@example.com", "--password-stdin", "--admin"], Some(PASSWORD)).status.success());
+    let out = workbench(&["admin", "backup", "--database-url", &url, "--to", to_arg], None);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if url.starts_with("postgres") {
+        assert!(!out.status.success() && stderr.contains("pg_dump"), "{stderr}");
+        assert!(!to.exists());
+        return;
+    }
+    // The original stays open (a live instance) while the copy is written.
+    let live = workbench_core::Workbench::open(&url, Default::default()).await.unwrap();
+    assert!(out.status.success(), "{stderr}");
+    let copy = workbench_core::Workbench::open(&format!("sqlite://{}", to.display()), Default::default()).await.unwrap();
+    let who = copy.accounts().sign_in("ops@example.com", PASSWORD, None).await.unwrap();
+    assert_eq!(who.email, "ops@example.com", "the copy holds the data");
+    drop(live);
+    // A backup never overwrites.
+    let again = workbench(&["admin", "backup", "--database-url", &url, "--to", to_arg], None);
+    assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("exists already"));
+    let _ = std::fs::remove_dir_all(&dir);
+});

@@ -14,6 +14,7 @@ mod cli;
 mod compose;
 mod confirmations;
 mod connections;
+mod deploy;
 mod email;
 mod execute;
 mod health;

@@ -1,0 +1,71 @@
+//! The deployment files (`deploy/workbench.service`, `deploy/workbench.env`) name only flags,
+//! commands and variables the binary accepts, so following docs/deploy.md starts a server.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+fn manifest(rel: &str) -> String {
+    std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).unwrap()
+}
+
+fn help(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_workbench")).args(args).arg("--help").output().unwrap();
+    assert!(out.status.success(), "{args:?} --help: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `[Section]` → key → values (a key may repeat).
+fn unit(text: &str) -> BTreeMap<String, BTreeMap<String, Vec<String>>> {
+    let mut out: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    let mut section = String::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.to_owned();
+            continue;
+        }
+        let (k, v) = line.split_once('=').unwrap_or_else(|| panic!("not key=value: {line}"));
+        assert!(!section.is_empty(), "{line} is outside a section");
+        out.entry(section.clone()).or_default().entry(k.trim().to_owned()).or_default().push(v.trim().to_owned());
+    }
+    out
+}
+
+#[test]
+fn the_systemd_unit_and_env_file_use_only_what_the_binary_accepts() {
+    let u = unit(&manifest("../deploy/workbench.service"));
+    for s in ["Unit", "Service", "Install"] {
+        assert!(u.contains_key(s), "no [{s}] section");
+    }
+    let service = &u["Service"];
+    let exec = &service["ExecStart"][0];
+    let words: Vec<&str> = exec.split_whitespace().collect();
+    assert!(words[0].ends_with("/workbench") && words[1] == "serve", "{exec}");
+    let serve_help = help(&["serve"]);
+    for flag in words.iter().filter(|w| w.starts_with("--")) {
+        assert!(serve_help.contains(&format!("{flag} ")), "{flag} is not a flag of `workbench serve`");
+    }
+    let pre = service["ExecStartPre"][0].split_whitespace().collect::<Vec<_>>();
+    assert_eq!(pre[1], "migrate", "migrations run before each start");
+    let stop: u64 = service["TimeoutStopSec"][0].parse().unwrap();
+    let drain = (workbench_server::DRAIN_DEADLINE + workbench_server::RECORDS_DEADLINE).as_secs();
+    assert!(stop > drain, "systemd must wait longer ({stop} s) than the drain and record deadlines ({drain} s)");
+
+    // Every variable the env file sets is one the binary reads.
+    let known_elsewhere = ["WB_LOG", "WB_MASTER_KEY", "WB_JWT_KEY"];
+    let env = manifest("../deploy/workbench.env");
+    let vars: Vec<&str> = env
+        .lines()
+        .map(|l| l.trim().trim_start_matches("# "))
+        .filter(|l| l.starts_with("WB_"))
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .collect();
+    assert!(vars.len() >= 6, "{vars:?}");
+    for v in vars {
+        assert!(serve_help.contains(&format!("env: {v}")) || known_elsewhere.contains(&v), "{v} is not read by workbench");
+    }
+    for v in known_elsewhere {
+        let src = [manifest("src/telemetry.rs"), manifest("src/keys.rs")].concat();
+        assert!(src.contains(&format!("\"{v}\"")), "{v} is not read by workbench");
+    }
+    assert!(help(&["admin", "backup"]).contains("--to"));
+}

@@ -2,6 +2,9 @@
 //! hydrates in the browser when WASM loads, and every form also works as a plain HTML post.
 //! Depends on workbench-core only with the `ssr` feature.
 
+// The Apps page (its import picker inside a Suspense) is a deep view type for the WASM build.
+#![recursion_limit = "256"]
+
 pub mod api;
 mod components;
 mod error;

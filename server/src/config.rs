@@ -110,6 +110,9 @@ fn parse_dns_server(s: &str) -> Result<SocketAddr, String> {
 /// Why the `serve` flags do not make a usable configuration.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// Several of the above at once, one per line.
+    #[error("{}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))]
+    Several(Vec<ConfigError>),
     /// A metrics token too short to be a secret.
     #[error("--metrics-token must be at least 16 characters (it guards /metrics)")]
     MetricsToken,
@@ -204,40 +207,70 @@ fn web_search(args: &ServeArgs) -> Result<Option<workbench_core::builtin::Search
     }))
 }
 
-impl ServerConfig {
-    pub fn from_args(args: &ServeArgs) -> Result<ServerConfig, ConfigError> {
-        let public_url = match &args.public_url {
-            Some(u) => u.clone(),
-            None => Url::parse(&format!("http://{}", args.bind)).map_err(ConfigError::DerivePublicUrl)?,
-        };
-        if !matches!(public_url.scheme(), "http" | "https") || public_url.host_str().is_none() {
-            return Err(ConfigError::InvalidPublicUrl { url: public_url });
+impl ConfigError {
+    /// One problem as itself, several as `Several`.
+    fn all(mut problems: Vec<ConfigError>) -> ConfigError {
+        if problems.len() == 1 {
+            problems.remove(0)
+        } else {
+            ConfigError::Several(problems)
         }
-        let public_origin = public_url.origin().ascii_serialization();
-        let object_store_url = match &args.object_store_url {
-            Some(u) => u.clone(),
-            None => {
-                let dir = std::path::absolute(args.data_dir.join("objects")).map_err(ConfigError::ResolveDataDir)?;
-                Url::from_directory_path(&dir)
-                    .map_err(|_| ConfigError::ObjectStoreDir { dir: dir.clone() })?
-                    .to_string()
+    }
+}
+
+impl ServerConfig {
+    /// The configuration the flags describe, or every problem with them (one message each).
+    pub fn from_args(args: &ServeArgs) -> Result<ServerConfig, ConfigError> {
+        let mut problems: Vec<ConfigError> = Vec::new();
+        let mut check = |r: Result<(), ConfigError>| {
+            if let Err(e) = r {
+                problems.push(e);
             }
         };
+        let public_url = match &args.public_url {
+            Some(u) => Some(u.clone()),
+            None => Url::parse(&format!("http://{}", args.bind)).map_err(ConfigError::DerivePublicUrl).map_err(|e| check(Err(e))).ok(),
+        };
+        let public_url = public_url.filter(|u| {
+            let ok = matches!(u.scheme(), "http" | "https") && u.host_str().is_some();
+            if !ok {
+                check(Err(ConfigError::InvalidPublicUrl { url: u.clone() }));
+            }
+            ok
+        });
+        let object_store_url = match &args.object_store_url {
+            Some(u) => Some(u.clone()),
+            None => std::path::absolute(args.data_dir.join("objects"))
+                .map_err(ConfigError::ResolveDataDir)
+                .and_then(|dir| Url::from_directory_path(&dir).map(|u| u.to_string()).map_err(|_| ConfigError::ObjectStoreDir { dir: dir.clone() }))
+                .map_err(|e| check(Err(e)))
+                .ok(),
+        };
+        let web_search = web_search(args).map_err(|e| check(Err(e))).ok().flatten();
+        let smtp = match args.smtp_url.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
+            Some(u) => workbench_core::email::SmtpUrl::parse(u).map_err(ConfigError::SmtpUrl).map_err(|e| check(Err(e))).ok(),
+            None => None,
+        };
+        let metrics_token = match args.metrics_token.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+            Some(t) if t.chars().count() < 16 => {
+                check(Err(ConfigError::MetricsToken));
+                None
+            }
+            Some(t) => Some(t.to_owned()),
+            None => None,
+        };
+        let (Some(public_url), Some(object_store_url)) = (public_url, object_store_url) else {
+            return Err(ConfigError::all(problems));
+        };
+        if !problems.is_empty() {
+            return Err(ConfigError::all(problems));
+        }
+        let public_origin = public_url.origin().ascii_serialization();
         let mut allowed_hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
         if let Some(h) = public_url.host_str() {
             allowed_hosts.push(h.trim_start_matches('[').trim_end_matches(']').to_owned());
         }
         allowed_hosts.extend(args.allowed_hosts.iter().map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()));
-        let web_search = web_search(args)?;
-        let smtp = match args.smtp_url.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
-            Some(u) => Some(workbench_core::email::SmtpUrl::parse(u).map_err(ConfigError::SmtpUrl)?),
-            None => None,
-        };
-        let metrics_token = match args.metrics_token.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-            Some(t) if t.chars().count() < 16 => return Err(ConfigError::MetricsToken),
-            Some(t) => Some(t.to_owned()),
-            None => None,
-        };
         Ok(ServerConfig {
             metrics_token,
             web_search,

@@ -69,3 +69,23 @@ fn the_systemd_unit_and_env_file_use_only_what_the_binary_accepts() {
     }
     assert!(help(&["admin", "backup"]).contains("--to"));
 }
+
+#[test]
+fn start_up_names_every_configuration_problem_at_once() {
+    use clap::Parser;
+    let parse = |args: &[&str]| {
+        let cli = workbench_server::cli::Cli::try_parse_from(std::iter::once("workbench").chain(args.iter().copied())).unwrap();
+        workbench_server::config::ServerConfig::from_args(&cli.serve)
+    };
+    let err = parse(&["--public-url", "ftp://tools.example.com", "--metrics-token", "short", "--smtp-url", "https://mail.example.com", "--searxng-url", "http://169.254.169.254/search"])
+        .unwrap_err()
+        .to_string();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 4, "one line per problem: {err}");
+    for needle in ["--public-url", "--metrics-token", "smtps://", "--searxng-url"] {
+        assert!(lines.iter().any(|l| l.contains(needle)), "{needle} not named in {err}");
+    }
+    // One problem reads as itself.
+    assert_eq!(parse(&["--metrics-token", "short"]).unwrap_err().to_string(), "--metrics-token must be at least 16 characters (it guards /metrics)");
+    assert!(parse(&["--metrics-token", "0123456789abcdef"]).unwrap().metrics_token.is_some());
+}

@@ -77,8 +77,21 @@ test("the tools page searches the catalog and the egress page edits the allowlis
   await page.getByRole("searchbox", { name: "Search tools" }).fill("read a stored object");
   await page.getByRole("button", { name: "Search" }).click();
   await expect(page.getByTestId("tool-row").first()).toContainText("storage.get");
-  await page.getByTestId("tool-row").first().getByText("Input schema").click();
-  await expect(page.getByTestId("tool-row").first()).toContainText('"key"');
+  const first = page.getByTestId("tool-row").first();
+  await first.getByText("Inputs", { exact: true }).click();
+  await expect(first.getByTestId("tool-params")).toContainText("key");
+  await expect(first.getByTestId("tool-params")).toContainText("required");
+  await first.getByText("Input schema (JSON)").click();
+  await expect(first).toContainText('"key"');
+
+  // Browsing: grouped by integration, filtered by side effects.
+  await page.getByRole("searchbox", { name: "Search tools" }).fill("");
+  await page.getByRole("combobox", { name: "Side effects" }).selectOption("destructive");
+  await page.getByRole("button", { name: "Search" }).click();
+  await expect(page.getByTestId("tools-summary")).toContainText(/of \d+ tools, in \d+ integrations/);
+  await expect(page.getByTestId("tool-group").filter({ hasText: "GitHub" })).toBeVisible();
+  await expect(page.getByTestId("tool-row").filter({ hasText: "github_merge_pr" })).toBeVisible();
+  await expect(page.getByTestId("tool-row").filter({ hasText: "github_get_user" })).toHaveCount(0);
 
   await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Egress" }).click();
   await page.getByLabel("Host pattern").fill("api.example.com");

@@ -27,25 +27,41 @@ fn read_file(ev: leptos::ev::Event, document: RwSignal<String>) {
     let _ = (ev, document);
 }
 
+/// The import's actions and form state. It lives in the Apps page, above the Suspense that
+/// reloads the app list, so creating an app (which reloads the list) keeps what was shown.
+#[derive(Clone, Copy)]
+pub struct ImportState {
+    preview: ServerAction<PreviewAppImport>,
+    pub create: ServerAction<CreateImportedApp>,
+    name: RwSignal<String>,
+    document: RwSignal<String>,
+    base_url: RwSignal<String>,
+    chosen: RwSignal<BTreeSet<String>>,
+}
+
+impl ImportState {
+    pub fn new() -> ImportState {
+        let s = ImportState {
+            preview: ServerAction::new(),
+            create: ServerAction::new(),
+            name: RwSignal::new(String::new()),
+            document: RwSignal::new(String::new()),
+            base_url: RwSignal::new(String::new()),
+            chosen: RwSignal::new(BTreeSet::new()),
+        };
+        // A new preview picks every operation that became a tool.
+        Effect::new(move |_| {
+            if let Some(Ok(p)) = s.preview.value().get() {
+                s.chosen.set(p.operations.iter().filter(|o| o.tool.is_some()).filter_map(|o| o.operation_id.clone()).collect());
+            }
+        });
+        s
+    }
+}
+
 #[component]
-pub fn AppImport(#[prop(into)] on_created: Callback<()>) -> impl IntoView {
-    let preview = ServerAction::<PreviewAppImport>::new();
-    let create = ServerAction::<CreateImportedApp>::new();
-    let name = RwSignal::new(String::new());
-    let document = RwSignal::new(String::new());
-    let base_url = RwSignal::new(String::new());
-    let chosen = RwSignal::new(BTreeSet::<String>::new());
-    // A new preview picks every operation that became a tool.
-    Effect::new(move |_| {
-        if let Some(Ok(p)) = preview.value().get() {
-            chosen.set(p.operations.iter().filter(|o| o.tool.is_some()).filter_map(|o| o.operation_id.clone()).collect());
-        }
-    });
-    Effect::new(move |_| {
-        if let Some(Ok(_)) = create.value().get() {
-            on_created.run(());
-        }
-    });
+pub fn AppImport(state: ImportState) -> impl IntoView {
+    let ImportState { preview, create, name, document, base_url, chosen } = state;
     let table = move |p: ImportPreviewView| {
         let rows = p
             .operations

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use super::app_import::AppImport;
+use super::app_import::{AppImport, ImportState};
 use crate::api::{apps_page, CreateApp, DeleteApp};
 use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, LABEL};
 
@@ -27,8 +27,8 @@ const EXAMPLE: &str = r#"{
 pub fn Apps() -> impl IntoView {
     let create = ServerAction::<CreateApp>::new();
     let delete = ServerAction::<DeleteApp>::new();
-    let imported = RwSignal::new(0u32);
-    let data = Resource::new(move || (create.version().get(), delete.version().get(), imported.get()), |_| apps_page());
+    let import = ImportState::new();
+    let data = Resource::new(move || (create.version().get(), delete.version().get(), import.create.version().get()), |_| apps_page());
     view! {
         <Title text="Apps"/>
         <Layout current="/apps">
@@ -41,7 +41,7 @@ pub fn Apps() -> impl IntoView {
                             let can_manage = d.can_manage;
                             let redirect_uri = d.redirect_uri.clone();
                             view! {
-                                {can_manage.then(|| view! { <AppImport on_created=move |_| imported.update(|n| *n += 1)/> })}
+                                {can_manage.then(|| view! { <AppImport state=import/> })}
                                 {can_manage.then(|| view! {
                                     <section class=format!("{CARD} mb-6 max-w-3xl")>
                                         <ActionForm action=create attr:class="space-y-3">

@@ -1,9 +1,11 @@
 //! Integrations as data: the definition format (definition.rs), request templates
 //! (request.rs), the outbound client every integration request goes through (outbound.rs), the
-//! shipped plugin integrations loaded with the operator's settings, and the registry of each
-//! project's custom apps (registry.rs). Nothing here runs a tool or holds a credential store:
+//! shipped plugin integrations loaded with the operator's settings, the registry of each
+//! project's custom apps (registry.rs), and turning OpenAPI documents into app definitions
+//! (openapi.rs, bounded_yaml.rs). Nothing here runs a tool or holds a credential store:
 //! connections and the plugin tool handler sit above this layer.
 
+mod bounded_yaml;
 pub mod definition;
 pub mod openapi;
 mod outbound;

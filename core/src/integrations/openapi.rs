@@ -78,8 +78,7 @@ pub fn parse_document(text: &str) -> Result<Value> {
     let doc: Value = if text.trim_start().starts_with('{') {
         serde_json::from_str(text).map_err(|e| Error::invalid(format!("the document is not valid JSON: {e}")))?
     } else {
-        let yaml: serde_norway::Value = serde_norway::from_str(text).map_err(|e| Error::invalid(format!("the document is not valid YAML or JSON: {e}")))?;
-        yaml_to_json(yaml)?
+        super::bounded_yaml::parse(text, super::bounded_yaml::MAX_VALUES).map_err(|e| Error::invalid(format!("the document is not valid YAML or JSON: {e}")))?
     };
     let version = doc.get("openapi").and_then(Value::as_str).unwrap_or_default();
     if !(version.starts_with("3.0") || version.starts_with("3.1")) {
@@ -90,32 +89,6 @@ pub fn parse_document(text: &str) -> Result<Value> {
         return Err(Error::invalid("the document has no paths"));
     }
     Ok(doc)
-}
-
-/// YAML allows keys that are not strings (`200:` in responses); JSON keys are their text.
-fn yaml_to_json(v: serde_norway::Value) -> Result<Value> {
-    use serde_norway::Value as Y;
-    Ok(match v {
-        Y::Null => Value::Null,
-        Y::Bool(b) => Value::Bool(b),
-        Y::Number(n) => serde_json::to_value(&n).unwrap_or(Value::Null),
-        Y::String(s) => Value::String(s),
-        Y::Sequence(items) => Value::Array(items.into_iter().map(yaml_to_json).collect::<Result<_>>()?),
-        Y::Mapping(m) => {
-            let mut out = Map::new();
-            for (k, v) in m {
-                let key = match k {
-                    Y::String(s) => s,
-                    Y::Number(n) => n.to_string(),
-                    Y::Bool(b) => b.to_string(),
-                    _ => return Err(Error::invalid("the document has a mapping key that is not text")),
-                };
-                out.insert(key, yaml_to_json(v)?);
-            }
-            Value::Object(out)
-        }
-        Y::Tagged(t) => yaml_to_json(t.value)?,
-    })
 }
 
 /// Builds the app definition from a parsed document.

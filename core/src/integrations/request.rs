@@ -248,16 +248,18 @@ fn pick(v: &Value, fields: &[String]) -> Value {
     }
 }
 
-/// The `rel="next"` URL of an RFC 8288 `Link` header value.
+/// The `rel="next"` URL of an RFC 8288 `Link` header value. A next link marked
+/// `results="false"` (Sentry's way of saying there is no next page) is no next page.
 pub fn link_next(header: &str) -> Option<&str> {
     header.split(',').find_map(|part| {
         let (target, params) = part.trim().split_once(';')?;
         let url = target.trim().strip_prefix('<')?.strip_suffix('>')?;
-        let is_next = params.split(';').any(|p| {
-            let p = p.trim();
+        let params: Vec<&str> = params.split(';').map(str::trim).collect();
+        let is_next = params.iter().any(|p| {
             p.strip_prefix("rel=").is_some_and(|r| r.trim_matches('"').split_ascii_whitespace().any(|r| r.eq_ignore_ascii_case("next")))
         });
-        is_next.then_some(url)
+        let empty = params.iter().any(|p| p.strip_prefix("results=").is_some_and(|v| v.trim_matches('"').eq_ignore_ascii_case("false")));
+        (is_next && !empty).then_some(url)
     })
 }
 
@@ -430,6 +432,9 @@ mod tests {
         let link = r#"<https://api.github.com/repos/a/b/issues?page=3&per_page=2>; rel="next", <https://api.github.com/repos/a/b/issues?page=9>; rel="last""#;
         assert_eq!(link_next(link), Some("https://api.github.com/repos/a/b/issues?page=3&per_page=2"));
         assert_eq!(link_next(r#"<https://x/?page=1>; rel="prev""#), None);
+        let sentry = r#"<https://s/?cursor=0:0:1>; rel="previous"; results="false"; cursor="0:0:1", <https://s/?cursor=0:100:0>; rel="next"; results="false"; cursor="0:100:0""#;
+        assert_eq!(link_next(sentry), None, "Sentry marks the end with results=false");
+        assert_eq!(link_next(&sentry.replace(r#"rel="next"; results="false""#, r#"rel="next"; results="true""#)), Some("https://s/?cursor=0:100:0"));
         let by_link = ResultDef { fields: vec!["id".into()], next: Some(NextDef { from: NextFrom::Link, path: None, param: Some("page".into()), as_: NextAs::Page }), ..Default::default() };
         let body = json!([{ "id": 1, "x": 2 }]);
         assert_eq!(shape("G", Some(&by_link), body.clone(), Some(link)).unwrap(), json!({ "items": [{ "id": 1 }], "next_page": 3 }));

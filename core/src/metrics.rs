@@ -18,19 +18,27 @@ struct Series {
     le: Vec<u64>,
 }
 
+/// Per tool, then per (surface, outcome): looked up by `&str` first, so a call to a tool seen
+/// before allocates nothing on the call's path.
+type SeriesMap = BTreeMap<String, BTreeMap<(&'static str, &'static str), Series>>;
+
 /// Calls counted since the process started.
 #[derive(Default)]
 pub struct CallMetrics {
-    series: Mutex<BTreeMap<(String, &'static str, String), Series>>,
+    series: Mutex<SeriesMap>,
 }
 
 impl CallMetrics {
     /// One finished call: its tool (calls to unknown tools come under one name), surface,
     /// outcome (`ok` or the error code) and handler time.
-    pub fn observe(&self, tool: &str, surface: &'static str, outcome: &str, micros: u64) {
+    pub fn observe(&self, tool: &str, surface: &'static str, outcome: &'static str, micros: u64) {
         let secs = micros as f64 / 1e6;
         let mut map = self.series.lock().unwrap_or_else(|e| e.into_inner());
-        let s = map.entry((tool.to_owned(), surface, outcome.to_owned())).or_insert_with(|| Series { le: vec![0; BUCKETS_S.len()], ..Default::default() });
+        let by_tool = match map.get_mut(tool) {
+            Some(m) => m,
+            None => map.entry(tool.to_owned()).or_default(),
+        };
+        let s = by_tool.entry((surface, outcome)).or_insert_with(|| Series { le: vec![0; BUCKETS_S.len()], ..Default::default() });
         s.count += 1;
         s.sum_s += secs;
         for (i, b) in BUCKETS_S.iter().enumerate() {
@@ -43,6 +51,8 @@ impl CallMetrics {
     /// `workbench_tool_calls_total` and `workbench_tool_call_duration_seconds`.
     pub fn render(&self, out: &mut String) {
         let map = self.series.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let map: Vec<((&str, &str, &str), &Series)> =
+            map.iter().flat_map(|(tool, m)| m.iter().map(move |((surface, outcome), s)| ((tool.as_str(), *surface, *outcome), s))).collect();
         out.push_str("# HELP workbench_tool_calls_total Tool calls finished, by tool, surface and outcome.\n# TYPE workbench_tool_calls_total counter\n");
         for ((tool, surface, outcome), s) in &map {
             let _ = writeln!(out, "workbench_tool_calls_total{{tool=\"{}\",surface=\"{surface}\",outcome=\"{}\"}} {}", escape(tool), escape(outcome), s.count);

@@ -14,8 +14,8 @@ use crate::state::AppState;
 pub struct ApiCaller(pub Principal);
 
 /// The token of an `Authorization: Bearer …` header, if well-formed.
-pub fn bearer_token(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
+pub fn bearer_token(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
 }
@@ -27,7 +27,7 @@ impl FromRequestParts<AppState> for ApiCaller {
         if let Some(caller) = parts.extensions.get::<ApiCaller>() {
             return Ok(caller.clone());
         }
-        let token = bearer_token(parts).ok_or_else(|| {
+        let token = bearer_token(&parts.headers).ok_or_else(|| {
             ApiError::unauthorized("missing api key; send Authorization: Bearer <api key>")
         })?;
         let principal = state.wb.accounts().authenticate_api_key(token).await?;

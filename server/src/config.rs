@@ -207,6 +207,11 @@ fn web_search(args: &ServeArgs) -> Result<Option<workbench_core::builtin::Search
     }))
 }
 
+/// The value, or `None` with its problem noted.
+fn keep<T>(problems: &mut Vec<ConfigError>, r: Result<T, ConfigError>) -> Option<T> {
+    r.map_err(|e| problems.push(e)).ok()
+}
+
 impl ConfigError {
     /// One problem as itself, several as `Several`.
     fn all(mut problems: Vec<ConfigError>) -> ConfigError {
@@ -221,41 +226,31 @@ impl ConfigError {
 impl ServerConfig {
     /// The configuration the flags describe, or every problem with them (one message each).
     pub fn from_args(args: &ServeArgs) -> Result<ServerConfig, ConfigError> {
+        // Each setting is checked on its own: a problem is noted and the next setting checked.
         let mut problems: Vec<ConfigError> = Vec::new();
-        let mut check = |r: Result<(), ConfigError>| {
-            if let Err(e) = r {
-                problems.push(e);
-            }
-        };
         let public_url = match &args.public_url {
-            Some(u) => Some(u.clone()),
-            None => Url::parse(&format!("http://{}", args.bind)).map_err(ConfigError::DerivePublicUrl).map_err(|e| check(Err(e))).ok(),
-        };
-        let public_url = public_url.filter(|u| {
-            let ok = matches!(u.scheme(), "http" | "https") && u.host_str().is_some();
-            if !ok {
-                check(Err(ConfigError::InvalidPublicUrl { url: u.clone() }));
-            }
-            ok
+            Some(u) => Ok(u.clone()),
+            None => Url::parse(&format!("http://{}", args.bind)).map_err(ConfigError::DerivePublicUrl),
+        }
+        .and_then(|u| match u.scheme() {
+            "http" | "https" if u.host_str().is_some() => Ok(u),
+            _ => Err(ConfigError::InvalidPublicUrl { url: u }),
         });
+        let public_url = keep(&mut problems, public_url);
         let object_store_url = match &args.object_store_url {
-            Some(u) => Some(u.clone()),
+            Some(u) => Ok(u.clone()),
             None => std::path::absolute(args.data_dir.join("objects"))
                 .map_err(ConfigError::ResolveDataDir)
-                .and_then(|dir| Url::from_directory_path(&dir).map(|u| u.to_string()).map_err(|_| ConfigError::ObjectStoreDir { dir: dir.clone() }))
-                .map_err(|e| check(Err(e)))
-                .ok(),
+                .and_then(|dir| Url::from_directory_path(&dir).map(|u| u.to_string()).map_err(|_| ConfigError::ObjectStoreDir { dir: dir.clone() })),
         };
-        let web_search = web_search(args).map_err(|e| check(Err(e))).ok().flatten();
+        let object_store_url = keep(&mut problems, object_store_url);
+        let web_search = keep(&mut problems, web_search(args)).flatten();
         let smtp = match args.smtp_url.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
-            Some(u) => workbench_core::email::SmtpUrl::parse(u).map_err(ConfigError::SmtpUrl).map_err(|e| check(Err(e))).ok(),
+            Some(u) => keep(&mut problems, workbench_core::email::SmtpUrl::parse(u).map_err(ConfigError::SmtpUrl)),
             None => None,
         };
         let metrics_token = match args.metrics_token.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-            Some(t) if t.chars().count() < 16 => {
-                check(Err(ConfigError::MetricsToken));
-                None
-            }
+            Some(t) if t.chars().count() < 16 => keep(&mut problems, Err(ConfigError::MetricsToken)),
             Some(t) => Some(t.to_owned()),
             None => None,
         };

@@ -13,8 +13,8 @@ pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
     let Some(token) = state.config.metrics_token.as_deref() else {
         return ApiError::not_found().into_response();
     };
-    let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).unwrap_or_default();
-    if !workbench_core::crypto::ct_eq(given.trim().as_bytes(), token.as_bytes()) {
+    let given = crate::api_auth::bearer_token(&headers).unwrap_or_default();
+    if !workbench_core::crypto::ct_eq(given.as_bytes(), token.as_bytes()) {
         let mut res = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "/metrics needs the operator's metrics token as a bearer token").into_response();
         res.headers_mut().insert(header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));
         return res;

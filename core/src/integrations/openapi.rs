@@ -70,16 +70,26 @@ pub struct Imported {
     pub warnings: Vec<String>,
 }
 
-/// Parses JSON or YAML (a document starting with `{` is JSON).
+/// The refusal of a document over `MAX_DOCUMENT_BYTES`.
+pub fn too_large(bytes: usize) -> Error {
+    Error::invalid(format!("the document is {bytes} bytes; an OpenAPI document may be at most {MAX_DOCUMENT_BYTES} bytes (5 MiB)"))
+}
+
+/// Parses JSON or YAML (a document starting with `{` is JSON), then `check_document`s it.
 pub fn parse_document(text: &str) -> Result<Value> {
     if text.len() > MAX_DOCUMENT_BYTES {
-        return Err(Error::invalid(format!("the document is {} bytes; an OpenAPI document may be at most {MAX_DOCUMENT_BYTES} bytes (5 MiB)", text.len())));
+        return Err(too_large(text.len()));
     }
     let doc: Value = if text.trim_start().starts_with('{') {
         serde_json::from_str(text).map_err(|e| Error::invalid(format!("the document is not valid JSON: {e}")))?
     } else {
         super::bounded_yaml::parse(text, super::bounded_yaml::MAX_VALUES).map_err(|e| Error::invalid(format!("the document is not valid YAML or JSON: {e}")))?
     };
+    check_document(doc)
+}
+
+/// An OpenAPI 3.0 or 3.1 document with paths, or why not.
+pub fn check_document(doc: Value) -> Result<Value> {
     let version = doc.get("openapi").and_then(Value::as_str).unwrap_or_default();
     if !(version.starts_with("3.0") || version.starts_with("3.1")) {
         let found = doc.get("swagger").map(|_| "Swagger 2.0".to_owned()).unwrap_or_else(|| format!("openapi {version:?}"));

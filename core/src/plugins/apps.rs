@@ -113,8 +113,20 @@ impl Apps {
         self.plugins.get(name).is_some() || self.registry.get(project_id, name).is_some()
     }
 
-    pub(super) fn blocked_reason(&self, url: &url::Url) -> Option<&'static str> {
-        self.outbound.blocked_reason(url)
+    /// The app's base URL and (OAuth) token URL parse and are not on an address the SSRF
+    /// guard refuses.
+    pub(super) fn check_destinations(&self, def: &IntegrationDef) -> Result<()> {
+        let mut destinations = vec![("base_url", def.base_url.as_str())];
+        if let AuthDef::Oauth2 { token_url, .. } = &def.auth {
+            destinations.push(("auth.token_url", token_url.as_str()));
+        }
+        for (what, dest) in destinations {
+            let u = url::Url::parse(dest).map_err(|e| Error::invalid(format!("{what}: {e}")))?;
+            if let Some(reason) = self.outbound.blocked_reason(&u) {
+                return Err(Error::invalid(format!("{what} points at a {reason}; apps must call public APIs")));
+            }
+        }
+        Ok(())
     }
 
     /// An app's integration and its catalog tools (input schemas compiled): everything that
@@ -206,8 +218,7 @@ impl Apps {
         if store::apps::list(self.db.pool(), &admin.project_id).await?.len() >= MAX_APPS_PER_PROJECT {
             return Err(Error::Conflict(format!("this project already has {MAX_APPS_PER_PROJECT} apps, the most it may have; delete one first")));
         }
-        let mut destinations = vec![("base_url", def.base_url.clone())];
-        if let AuthDef::Oauth2 { client_id, client_secret_vault, token_url, .. } = &def.auth {
+        if let AuthDef::Oauth2 { client_id, client_secret_vault, .. } = &def.auth {
             if client_id.as_deref().is_none_or(str::is_empty) {
                 return Err(Error::invalid("an OAuth app needs auth.client_id (the client registered at the provider)"));
             }
@@ -218,17 +229,11 @@ impl Apps {
                     )));
                 }
             }
-            destinations.push(("auth.token_url", token_url.clone()));
         }
         if let Some(t) = def.tools.iter().find(|t| t.handler.is_some()) {
             return Err(Error::invalid(format!("tool {}: custom apps describe requests; Rust handlers are for shipped plugins", t.name)));
         }
-        for (what, dest) in &destinations {
-            let u = url::Url::parse(dest).map_err(|e| Error::invalid(format!("{what}: {e}")))?;
-            if let Some(reason) = self.outbound.blocked_reason(&u) {
-                return Err(Error::invalid(format!("{what} points at a {reason}; apps must call public APIs")));
-            }
-        }
+        self.check_destinations(&def)?;
         if self.name_taken(&admin.project_id, &def.name) {
             return Err(Error::Conflict(format!("an integration named {} already exists", def.name)));
         }

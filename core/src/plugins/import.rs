@@ -63,7 +63,10 @@ impl Apps {
         let (doc, document_url) = match req.source {
             DocumentSource::Json(v) => {
                 let size = serde_json::to_vec(&v).map(|b| b.len()).unwrap_or(0);
-                (openapi::parse_document(&serde_json::to_string(&v).map_err(|e| Error::internal(e.to_string()))?).map_err(|e| sized(e, size))?, None)
+                if size > MAX_DOCUMENT_BYTES {
+                    return Err(openapi::too_large(size));
+                }
+                (openapi::check_document(v)?, None)
             }
             DocumentSource::Text(t) => (openapi::parse_document(&t)?, None),
             DocumentSource::Url(u) => {
@@ -80,11 +83,7 @@ impl Apps {
             _ => None,
         };
         if let Some(d) = &imported.definition {
-            if let Some(base) = url::Url::parse(&d.base_url).ok() {
-                if let Some(reason) = self.blocked_reason(&base) {
-                    return Err(Error::invalid(format!("the base URL {} points at a {reason}; apps must call public APIs", d.base_url)));
-                }
-            }
+            self.check_destinations(d)?;
         }
         Ok(ImportPreview { object: "app_import", definition: imported.definition, tools, operations: imported.operations, warnings: imported.warnings, problem })
     }
@@ -108,13 +107,5 @@ impl Apps {
         let text = String::from_utf8(res.body.to_vec()).map_err(|_| Error::invalid("the fetched document is not UTF-8 text"))?;
         let final_url = url::Url::parse(&res.final_url).map_err(|e| Error::internal(e.to_string()))?;
         Ok((text, final_url))
-    }
-}
-
-fn sized(e: Error, size: usize) -> Error {
-    if size > MAX_DOCUMENT_BYTES {
-        Error::invalid(format!("the document is {size} bytes; an OpenAPI document may be at most {MAX_DOCUMENT_BYTES} bytes (5 MiB)"))
-    } else {
-        e
     }
 }

@@ -4,7 +4,6 @@
 
 use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use serde_json::{json, Value};
@@ -38,12 +37,8 @@ const MAX_IMPORT_BODY_BYTES: usize = 8 * 1024 * 1024;
 /// document as JSON; or `url`) with `name`, optional `display_name`, `base_url`, `auth` and
 /// `filter` `{tags, operation_ids, methods}` → the app definition to review (nothing stored).
 pub async fn import(State(state): State<AppState>, ApiCaller(who): ApiCaller, headers: HeaderMap, body: Body) -> Result<Json<Value>, ApiError> {
-    let is_json = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json")));
-    if !is_json {
-        return Err(ApiError::bad_request("expected a JSON body; send Content-Type: application/json"));
-    }
     let too_large = || ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("an OpenAPI document may be at most {MAX_DOCUMENT_BYTES} bytes (5 MiB)"));
-    let bytes = axum::body::to_bytes(body, MAX_IMPORT_BODY_BYTES).await.map_err(|_| too_large())?;
+    let bytes = super::body::read_json_bytes_up_to(&headers, body, MAX_IMPORT_BODY_BYTES, too_large).await?;
     let req: ImportBody = serde_json::from_slice(&bytes).map_err(|e| ApiError::bad_request(format!("malformed import request: {e}")))?;
     let source = match (req.document, req.url) {
         (Some(Value::String(text)), None) if text.len() > MAX_DOCUMENT_BYTES => return Err(too_large()),

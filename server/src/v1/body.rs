@@ -34,6 +34,19 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
 /// Reads a JSON request body (checking the content type and the size limit) as raw bytes, for
 /// handlers that need the exact bytes (idempotency hashes them).
 pub async fn read_json_bytes(headers: &axum::http::HeaderMap, body: axum::body::Body) -> Result<axum::body::Bytes, ApiError> {
+    read_json_bytes_up_to(headers, body, super::MAX_BODY_BYTES, || {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("request body larger than {} bytes", super::MAX_BODY_BYTES))
+    })
+    .await
+}
+
+/// `read_json_bytes` with a route's own limit and refusal (a larger import document).
+pub async fn read_json_bytes_up_to(
+    headers: &axum::http::HeaderMap,
+    body: axum::body::Body,
+    limit: usize,
+    too_large: impl FnOnce() -> ApiError,
+) -> Result<axum::body::Bytes, ApiError> {
     let is_json = headers
         .get(axum::http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -46,9 +59,7 @@ pub async fn read_json_bytes(headers: &axum::http::HeaderMap, body: axum::body::
     if !is_json {
         return Err(ApiError::bad_request("expected a JSON body; send Content-Type: application/json"));
     }
-    axum::body::to_bytes(body, super::MAX_BODY_BYTES).await.map_err(|_| {
-        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("request body larger than {} bytes", super::MAX_BODY_BYTES))
-    })
+    axum::body::to_bytes(body, limit).await.map_err(|_| too_large())
 }
 
 pub fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {

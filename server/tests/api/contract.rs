@@ -21,7 +21,7 @@ use workbench_core::connections::Credential;
 use workbench_core::integrations::{AuthDef, IntegrationDef, IntegrationSettings};
 
 use crate::helpers::{admin_with_key, execute, mcp_call, Options};
-use crate::{app, db_test};
+use crate::db_test;
 
 /// Handler tools that send several requests: tested in Rust below.
 const RUST_TESTED: &[&str] = &["hackernews_top_stories", "gmail_send_email", "google_drive_upload"];
@@ -241,18 +241,12 @@ fn check_coverage(d: &IntegrationDef, cases: &[Value]) {
 }
 
 db_test!(every_plugin_tool_sends_its_providers_documented_request, |backend| {
-    let defs = definitions();
-    let (addr, recorder) = start().await;
-    let app = app!(backend, Options { integrations: settings(addr, &defs), ..Default::default() });
-    let (who, key) = admin_with_key(&app).await;
+    let Some(Fixture { app, key, who, recorder, defs }) = connected(backend).await else { return };
     let shipped: BTreeSet<String> = app.wb.integrations().all().iter().map(|i| i.def.name.clone()).collect();
     assert_eq!(shipped, defs.iter().map(|d| d.name.clone()).collect::<BTreeSet<_>>(), "the binary ships exactly core/plugins/*.json");
     let mut files: BTreeSet<String> = BTreeSet::new();
     let mut total = 0;
     for d in &defs {
-        if let Some(c) = credential(d) {
-            app.wb.connections().store(&who.project_id, &who.user_id, &d.name, &c).await.unwrap();
-        }
         let path = manifest(&format!("tests/api/contract/{}.json", d.name));
         let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("{} has no case file {}", d.name, path.display()))).unwrap();
         assert_eq!(file["integration"], d.name.as_str(), "{}", path.display());
@@ -265,9 +259,7 @@ db_test!(every_plugin_tool_sends_its_providers_documented_request, |backend| {
             assert!(d.tool(tool).is_some(), "{label}: no such tool");
             recorder.reset();
             // A case that answered an OAuth 401 leaves the connection expired: start afresh.
-            if let Some(cred) = credential(d) {
-                app.wb.connections().store(&who.project_id, &who.user_id, &d.name, &cred).await.unwrap();
-            }
+            connect(&app, &who, d).await;
             let want = c.get("request").cloned().unwrap_or(Value::Null);
             if !want.is_null() {
                 recorder.reply(&format!("{} {}", want["method"].as_str().unwrap(), want["path"].as_str().unwrap()), fake_reply(c.get("reply")));
@@ -302,22 +294,35 @@ db_test!(every_plugin_tool_sends_its_providers_documented_request, |backend| {
     assert!(total >= tools, "{total} cases for {tools} tools");
 });
 
-/// An app whose fake answers `replies` and whose users are connected to every integration.
-async fn connected(backend: crate::helpers::Backend) -> Option<(crate::helpers::TestApp, String, Arc<Recorder>)> {
+/// An app whose integrations all point at one recording fake, with its admin connected to each.
+struct Fixture {
+    app: crate::helpers::TestApp,
+    key: String,
+    who: workbench_core::auth::Principal,
+    recorder: Arc<Recorder>,
+    defs: Vec<IntegrationDef>,
+}
+
+async fn connected(backend: crate::helpers::Backend) -> Option<Fixture> {
     let defs = definitions();
     let (addr, recorder) = start().await;
     let app = crate::helpers::spawn_app_with(backend, Options { integrations: settings(addr, &defs), ..Default::default() }).await?;
     let (who, key) = admin_with_key(&app).await;
     for d in &defs {
-        if let Some(c) = credential(d) {
-            app.wb.connections().store(&who.project_id, &who.user_id, &d.name, &c).await.unwrap();
-        }
+        connect(&app, &who, d).await;
     }
-    Some((app, key, recorder))
+    Some(Fixture { app, key, who, recorder, defs })
+}
+
+/// Stores (again) `who`'s credential for the integration, as a fresh connection.
+async fn connect(app: &crate::helpers::TestApp, who: &workbench_core::auth::Principal, d: &IntegrationDef) {
+    if let Some(c) = credential(d) {
+        app.wb.connections().store(&who.project_id, &who.user_id, &d.name, &c).await.unwrap();
+    }
 }
 
 db_test!(hacker_news_top_stories_reads_the_list_then_each_item, |backend| {
-    let Some((app, key, recorder)) = connected(backend).await else { return };
+    let Some(Fixture { app, key, recorder, .. }) = connected(backend).await else { return };
     recorder.reply("GET /v0/newstories.json", FakeReply::json(json!([30, 20, 10])));
     for (id, title) in [(30, "Thirty"), (20, "Twenty"), (10, "Ten")] {
         recorder.reply(&format!("GET /v0/item/{id}.json"), FakeReply::json(json!({ "id": id, "title": title, "url": "u", "score": id, "by": "pg", "descendants": 1, "kids": [1] })));
@@ -370,7 +375,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 db_test!(google_drive_upload_sends_one_multipart_request_with_metadata_then_bytes, |backend| {
-    let Some((app, key, recorder)) = connected(backend).await else { return };
+    let Some(Fixture { app, key, recorder, .. }) = connected(backend).await else { return };
     let file = json!({ "id": "f1", "name": "q3.bin", "mimeType": "application/octet-stream", "webViewLink": "https://drive.google.com/file/d/f1/view", "size": "4", "kind": "drive#file" });
     recorder.reply("POST /upload/drive/v3/files", FakeReply::json(file));
     let bytes = [0u8, 159, 146, 150];
@@ -412,7 +417,7 @@ db_test!(google_drive_upload_sends_one_multipart_request_with_metadata_then_byte
 });
 
 db_test!(gmail_send_email_builds_the_message_gmail_sends_bcc_included, |backend| {
-    let Some((app, key, recorder)) = connected(backend).await else { return };
+    let Some(Fixture { app, key, recorder, .. }) = connected(backend).await else { return };
     recorder.reply("GET /gmail/v1/users/me/profile", FakeReply::json(json!({ "emailAddress": "ada@example.com", "messagesTotal": 3 })));
     recorder.reply("POST /gmail/v1/users/me/messages/send", FakeReply::json(json!({ "id": "m1", "threadId": "t1", "labelIds": ["SENT"] })));
     let args = json!({
@@ -443,7 +448,7 @@ db_test!(gmail_send_email_builds_the_message_gmail_sends_bcc_included, |backend|
 });
 
 db_test!(the_documented_compose_exports_a_superset_chart_as_csv_into_google_drive, |backend| {
-    let Some((app, key, recorder)) = connected(backend).await else { return };
+    let Some(Fixture { app, key, recorder, .. }) = connected(backend).await else { return };
     let csv = "region,revenue\nemea,1200\namer,3400\n";
     recorder.reply("GET /api/v1/chart/42/data/", FakeReply { content_type: "text/csv; charset=utf-8", body: csv.as_bytes().to_vec(), ..FakeReply::json(json!(null)) });
     recorder.reply("POST /upload/drive/v3/files", FakeReply::json(json!({ "id": "f9", "name": "revenue.csv", "mimeType": "text/csv", "webViewLink": "https://drive.google.com/file/d/f9/view", "size": "43" })));

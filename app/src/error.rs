@@ -34,6 +34,7 @@ impl From<workbench_core::Error> for AppError {
     fn from(e: workbench_core::Error) -> Self {
         use workbench_core::Error;
         let status = match &e {
+            _ if e.unavailable_reason().is_some() => 503,
             Error::NotFound => 404,
             Error::Invalid(_) => 400,
             Error::Unauthorized(_) => 401,
@@ -48,6 +49,10 @@ impl From<workbench_core::Error> for AppError {
         };
         crate::ssr::error_status(status, retry_after);
         match e {
+            _ if e.unavailable_reason().is_some() => {
+                tracing::error!(error = ?e, "portal request failed: database unavailable");
+                AppError::Message(format!("workbench cannot reach its database ({}); try again in a moment", e.unavailable_reason().unwrap_or_default()))
+            }
             Error::Db(_) | Error::Internal(_) => {
                 tracing::error!(error = ?e, "portal request failed");
                 AppError::Message("something went wrong on our side; try again".into())

@@ -45,6 +45,41 @@ impl fmt::Display for DbError {
 
 impl std::error::Error for DbError {}
 
+impl DbError {
+    /// When the database cannot serve at all right now (unreachable, restarting, its disk full
+    /// or read-only), a short reason fit to show callers, who should retry later; None for
+    /// failures of one statement (a constraint, a bug), which retrying would not mend.
+    pub fn unavailable_reason(&self) -> Option<&'static str> {
+        use sqlx::Error as E;
+        match &self.0 {
+            E::PoolTimedOut => Some("the database did not answer in time"),
+            E::Io(_) | E::Tls(_) | E::PoolClosed | E::WorkerCrashed => Some("the database is unreachable"),
+            E::Database(e) => {
+                if let Some(pg) = e.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+                    let code = pg.code();
+                    return match code {
+                        _ if code.starts_with("08") => Some("the database is unreachable"),
+                        "57P01" | "57P02" | "57P03" => Some("the database is restarting"),
+                        "53100" => Some("the database's disk is full"),
+                        "25006" => Some("the database is read-only"),
+                        _ => None,
+                    };
+                }
+                // SQLite: the primary result code is the extended code's low byte.
+                let code = e.code().and_then(|c| c.parse::<i32>().ok())? & 0xff;
+                match code {
+                    13 => Some("the database's disk is full"),
+                    8 => Some("the database is read-only"),
+                    10 => Some("the database's disk failed to read or write"),
+                    14 => Some("the database file cannot be opened"),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
 impl From<sqlx::Error> for Error {
     fn from(e: sqlx::Error) -> Self {
         Error::Db(DbError(e))
@@ -58,6 +93,14 @@ impl Error {
 
     pub fn internal(msg: impl Into<String>) -> Self {
         Error::Internal(msg.into())
+    }
+
+    /// See `DbError::unavailable_reason`: the database, not this request, is the problem.
+    pub fn unavailable_reason(&self) -> Option<&'static str> {
+        match self {
+            Error::Db(e) => e.unavailable_reason(),
+            _ => None,
+        }
     }
 
     /// True when a unique constraint rejected the write.

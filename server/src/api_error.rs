@@ -8,6 +8,9 @@ use serde_json::{json, Value};
 use workbench_core::engine::ToolError;
 use workbench_core::Error;
 
+/// The Retry-After a caller gets while the database is unavailable (restarting, unreachable).
+pub const DB_RETRY_AFTER_SECS: u64 = 5;
+
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
@@ -79,6 +82,12 @@ impl From<Error> for ApiError {
                 Error::Throttled { retry_after_secs }.to_string(),
             )
             .with_meta(json!({ "retry_after": retry_after_secs })),
+            Error::Db(e) if e.unavailable_reason().is_some() => {
+                tracing::error!(error = %e, "database unavailable");
+                let reason = e.unavailable_reason().unwrap_or_default();
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", format!("service unavailable: {reason}; try again shortly"))
+                    .with_meta(json!({ "retry_after": DB_RETRY_AFTER_SECS }))
+            }
             Error::Db(e) => {
                 tracing::error!(error = %e, "database error");
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error")

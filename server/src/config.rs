@@ -157,7 +157,8 @@ pub struct ServerConfig {
     pub connect_ttl_secs: i64,
     pub confirmation_ttl_secs: i64,
     pub rest_result_max_bytes: usize,
-    /// How often an instance picks up custom apps other instances added or removed.
+    /// How often an instance picks up custom apps and MCP servers other instances added,
+    /// changed or removed (10 s, so a change is everywhere within the documented 15 s).
     pub apps_reload_every: std::time::Duration,
     /// The longest a curl proxy request may take.
     pub proxy_timeout: std::time::Duration,
@@ -277,7 +278,7 @@ impl ServerConfig {
             connect_ttl_secs: args.connect_ttl_seconds,
             confirmation_ttl_secs: args.confirmation_ttl_seconds,
             rest_result_max_bytes: args.rest_result_max_bytes as usize,
-            apps_reload_every: std::time::Duration::from_secs(15),
+            apps_reload_every: std::time::Duration::from_secs(10),
             proxy_timeout: std::time::Duration::from_secs(args.proxy_timeout_seconds),
             proxy_max_concurrent_per_user: args.proxy_max_concurrent_per_user as usize,
             bind: args.bind,

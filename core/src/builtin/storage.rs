@@ -103,7 +103,7 @@ pub(super) fn check_key(key: &str) -> Result<(), HandlerError> {
 
 fn internal(e: Error) -> HandlerError {
     tracing::error!(error = ?e, "storage failure");
-    HandlerError::Unavailable("project storage is unavailable; try again later".into())
+    HandlerError::store_unavailable("project storage", &e)
 }
 
 pub fn put_spec() -> Result<ToolSpec> {

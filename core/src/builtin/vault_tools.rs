@@ -26,7 +26,7 @@ fn failure(e: Error, name: &str) -> HandlerError {
         Error::Forbidden(m) => HandlerError::failed(m),
         other => {
             tracing::error!(error = ?other, "vault tool failed");
-            HandlerError::Unavailable("the vault is unavailable right now".into())
+            HandlerError::store_unavailable("the vault", &other)
         }
     }
 }

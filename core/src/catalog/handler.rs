@@ -99,6 +99,15 @@ impl HandlerError {
         HandlerError::Failed(msg.into())
     }
 
+    /// A store the tool needs (`what`: "the vault", "project storage") failed: UNAVAILABLE,
+    /// saying what is wrong with the database when that is the cause (never driver text).
+    pub fn store_unavailable(what: &str, e: &crate::Error) -> Self {
+        match e.unavailable_reason() {
+            Some(reason) => HandlerError::Unavailable(format!("{what} is unavailable right now: {reason}; try again later")),
+            None => HandlerError::Unavailable(format!("{what} is unavailable right now; try again later")),
+        }
+    }
+
     pub fn invalid(path: impl Into<String>, message: impl Into<String>) -> Self {
         HandlerError::InvalidArgument { path: path.into(), message: message.into() }
     }

@@ -22,7 +22,7 @@ pub use batch::{entry, parse_request, valid_ref_id, ExecuteRequest, ExecutionSpe
 pub use error::{EntryContext, FieldError, ToolError, RESULT_CAP_CHARS};
 pub use compose::ExecuteOutcome;
 pub use confirm::{ConfirmSettings, ConfirmationView, DecideError, DEFAULT_CONFIRMATION_TTL_SECS};
-pub use idempotency::{Begin, Idempotency, IDEMPOTENCY_TTL_MS};
+pub use idempotency::{Begin, Idempotency, LeaseGuard, IDEMPOTENCY_TTL_MS, LEASE_MS};
 pub use record::ToolCallView;
 pub use crate::vault::Scrubber;
 pub use validate::{apply_defaults, violations};

@@ -100,7 +100,43 @@ pub struct Db {
     engine: Engine,
 }
 
+/// How long a query waits for a pooled connection before failing.
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+/// A SQLite database opened for writing must be writable, and so must its directory (WAL mode
+/// keeps `-wal` and `-shm` files beside it): checked up front so that start-up stops with one
+/// line naming the problem instead of the pool retrying "unable to open database file".
+fn check_sqlite_writable(url: &str) -> Result<()> {
+    let rest = url.trim_start_matches("sqlite:").trim_start_matches("//");
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if path.is_empty() || path == ":memory:" || query.split('&').any(|kv| kv == "mode=ro" || kv == "mode=memory") {
+        return Ok(());
+    }
+    let path = std::path::Path::new(path);
+    let problem = |what: &str, e: std::io::Error| {
+        let why = match e.raw_os_error() {
+            Some(30) => "it is on a read-only file system".to_string(),
+            _ if e.kind() == std::io::ErrorKind::PermissionDenied => "it is read-only for this user".to_string(),
+            _ => e.to_string(),
+        };
+        Error::invalid(format!("cannot open database {}: {what} cannot be written, {why}", path.display()))
+    };
+    if path.exists() {
+        std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(|e| problem("the file", e))?;
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    if dir.exists() {
+        let probe = dir.join(format!(".{}.write-probe", path.file_name().and_then(|n| n.to_str()).unwrap_or("db")));
+        std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&probe).map_err(|e| problem("its directory", e))?;
+        let _ = std::fs::remove_file(&probe);
+    }
+    Ok(())
+}
 
 impl Db {
     /// Opens a pool for `url` (`sqlite://path`, `postgres://…`). A SQLite file is created if
@@ -124,6 +160,9 @@ impl Db {
             }
             _ => url.to_string(),
         };
+        if engine == Engine::Sqlite {
+            check_sqlite_writable(&url)?;
+        }
         let options = AnyConnectOptions::from_str(&url)
             .map_err(|e| Error::invalid(format!("bad database url {:?}: {e}", redact_url(&url))))?
             .disable_statement_logging();
@@ -144,7 +183,9 @@ impl Db {
             Engine::Postgres => AnyPoolOptions::new().max_connections(16),
         };
         let pool = pool_options
-            .acquire_timeout(Duration::from_secs(10))
+            // While the database is down a request waits this long for a connection, then
+            // fails UNAVAILABLE (REST 503) instead of hanging; the pool reconnects on its own.
+            .acquire_timeout(ACQUIRE_TIMEOUT)
             .connect_with(options)
             .await
             .map_err(|e| {
@@ -181,9 +222,10 @@ impl Db {
         Ok(tx)
     }
 
-    /// True when the database answers a trivial query.
+    /// True when the database answers a trivial query within 3 s.
     pub async fn ping(&self) -> bool {
-        sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
+        let ping = sqlx::query("SELECT 1").execute(&self.pool);
+        matches!(tokio::time::timeout(Duration::from_secs(3), ping).await, Ok(Ok(_)))
     }
 
     pub async fn close(&self) {

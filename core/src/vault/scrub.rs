@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
 use serde_json::Value;
@@ -18,6 +18,10 @@ use zeroize::{Zeroize, Zeroizing};
 
 /// Encoded forms shorter than this are not searched (too likely to hit innocent text).
 const MIN_NEEDLE: usize = 6;
+/// Above this many pattern bytes the patterns compile to a contiguous NFA, not a DFA: a DFA
+/// searches fastest, but its build grows with the patterns' length times the alphabet, and one
+/// 64 KiB secret in all its encodings (~300 KiB of patterns) took minutes to build.
+const DFA_MAX_PATTERN_BYTES: usize = 16 * 1024;
 
 /// A compiled set of patterns, each with its replacement.
 #[derive(Clone)]
@@ -64,9 +68,12 @@ impl Needles {
         for mut key in seen.drain() {
             key.zeroize();
         }
+        let total: usize = patterns.iter().map(|p| p.len()).sum();
+        let kind = (total > DFA_MAX_PATTERN_BYTES).then_some(AhoCorasickKind::ContiguousNFA);
         let ac = AhoCorasick::builder()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::LeftmostLongest)
+            .kind(kind)
             .build(patterns.iter().map(|p| p.as_bytes()))
             .expect("literal patterns always compile");
         let max_len = patterns.iter().map(|p| p.len()).max().unwrap_or(0);
@@ -410,6 +417,20 @@ mod tests {
         let mut s = Scrubber::new();
         s.add("TOKEN", SECRET);
         s
+    }
+
+    #[test]
+    fn a_64_kib_secret_compiles_to_an_nfa_and_is_still_redacted_in_its_encodings() {
+        let secret: String = (0..64 * 1024).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        let mut s = Scrubber::new();
+        s.add_exact("BIG", &secret);
+        assert_eq!(s.own_needles().unwrap().ac.kind(), AhoCorasickKind::ContiguousNFA);
+        let mut v = json!({ "raw": format!("x{secret}y"), "b64": STANDARD.encode(&secret) });
+        s.scrub(&mut v);
+        assert_eq!(v, json!({ "raw": "x[redacted:BIG]y", "b64": "[redacted:BIG]" }));
+        let mut small = Scrubber::new();
+        small.add("TOKEN", SECRET);
+        assert_eq!(small.own_needles().unwrap().ac.kind(), AhoCorasickKind::DFA, "small sets keep the fastest search");
     }
 
     #[test]

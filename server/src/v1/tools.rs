@@ -185,6 +185,7 @@ pub async fn invoke(State(state): State<AppState>, ApiCaller(who): ApiCaller, re
     let hash = Idempotency::request_hash("POST /v1/tools/invoke", &bytes);
     match state.wb.idempotency().begin(&api_key_id, &key, &hash).await? {
         Begin::Proceed => {
+            let _lease = state.wb.idempotency().hold(&api_key_id, &key);
             let (status, body) = run_invoke(&state, &who, value, Some(&key)).await;
             state.wb.idempotency().complete(&api_key_id, &key, status.as_u16(), &body).await?;
             Ok(json_response(status, body, false))
@@ -208,6 +209,11 @@ pub async fn invoke(State(state): State<AppState>, ApiCaller(who): ApiCaller, re
             StatusCode::CONFLICT,
             "idempotency_key_in_use",
             "a request with this Idempotency-Key is still running; retry after it finishes",
+        )),
+        Begin::Interrupted => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "idempotency_key_interrupted",
+            "the request with this Idempotency-Key was interrupted before it finished (the instance running it stopped); it may have taken effect, so it is not run again: check its effect, then use a new key",
         )),
         Begin::Reused => Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,

@@ -29,6 +29,9 @@ pub struct UpstreamState {
     pub tools: Mutex<Vec<(String, String, Value, bool)>>,
     /// Answer every HTTP request with 500.
     pub fail: AtomicBool,
+    /// Cut every tools/call answer off mid-stream: the event stream starts, then the connection
+    /// drops before the result (the call counts as received).
+    pub drop_calls: AtomicBool,
     /// Answer every request with a JSON-RPC error that quotes the Authorization it received.
     pub echo_auth_in_errors: AtomicBool,
     /// How long `slow` takes, in ms.
@@ -155,6 +158,17 @@ async fn observe(State(s): State<Arc<UpstreamState>>, req: Request, next: Next) 
     }
     if String::from_utf8_lossy(&bytes).contains("\"initialize\"") {
         s.initializes.fetch_add(1, Ordering::SeqCst);
+    }
+    if s.drop_calls.load(Ordering::SeqCst) && String::from_utf8_lossy(&bytes).contains("\"tools/call\"") {
+        s.calls.fetch_add(1, Ordering::SeqCst);
+        let chunks: Vec<Result<axum::body::Bytes, std::io::Error>> = vec![
+            Ok(axum::body::Bytes::from_static(b"event: message\ndata: {\"jsonrpc\":\"2.0\",")),
+            Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "dropped mid-stream")),
+        ];
+        return Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(axum::body::Body::from_stream(futures::stream::iter(chunks)))
+            .unwrap();
     }
     next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await
 }

@@ -58,6 +58,9 @@ pub struct Options {
 
 pub struct TestApp {
     pub base: String,
+    /// The Origin a browser sends: the public URL's origin (`base` unless the app is one
+    /// instance of a deployment behind a public URL).
+    pub origin: String,
     pub wb: Workbench,
     pub clock: ManualClock,
     pub database_url: String,
@@ -187,6 +190,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
     });
     Some(TestApp {
         base: format!("http://{addr}"),
+        origin: format!("http://{addr}"),
         wb,
         clock,
         database_url,
@@ -199,6 +203,12 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
 pub const PASSWORD: &str = "correct horse battery staple";
 
 impl TestApp {
+    /// A view of a server this test did not start in-process (a `workbench serve` process at
+    /// `base`), with `wb` opened on the same database for setup and inspection.
+    pub fn external(base: String, origin: String, wb: Workbench, database_url: String, data_dir: PathBuf) -> TestApp {
+        TestApp { base, origin, wb, clock: ManualClock::default(), database_url, data_dir, shutdown: None, server: None }
+    }
+
     /// Sends the shutdown signal (as SIGTERM would) and returns the server task, which ends
     /// once the server has drained.
     pub fn stop(&mut self) -> tokio::task::JoinHandle<std::io::Result<()>> {
@@ -231,7 +241,7 @@ impl TestApp {
     /// redirects (tests look at them).
     pub fn browser(&self) -> Browser {
         let mut headers = HeaderMap::new();
-        headers.insert("origin", HeaderValue::from_str(&self.base).unwrap());
+        headers.insert("origin", HeaderValue::from_str(&self.origin).unwrap());
         let client = reqwest::Client::builder()
             .redirect(Policy::none())
             .cookie_store(true)

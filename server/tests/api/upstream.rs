@@ -394,3 +394,29 @@ db_test!(an_upstream_that_echoes_its_credential_never_hands_it_out, |backend| {
     assert_eq!(status, 422);
     assert!(!out.to_string().contains(token) && out.to_string().contains("[redacted:FAKE_TOKEN]"), "{out}");
 });
+
+db_test!(an_upstream_dropping_connections_mid_stream_fails_those_calls_and_the_pool_recovers, |backend| {
+    let Some((app, key, up, _)) = registered(backend).await else { return };
+    let echo = json!([{ "tool": "fake.echo", "args": { "message": "still here" } }]);
+    assert_eq!(execute(&app, &key, echo.clone()).await[0]["result"], "Echo: still here");
+
+    // As many cut-off answers as the server has concurrency permits (4), fewer than open the
+    // breaker (5): each call fails UNAVAILABLE, was sent once and is not retried.
+    up.state.drop_calls.store(true, Ordering::SeqCst);
+    let calls = up.state.calls.load(Ordering::SeqCst);
+    for _ in 0..4 {
+        let out = execute(&app, &key, echo.clone()).await.remove(0);
+        assert_eq!(out["code"], "UNAVAILABLE", "{out}");
+    }
+    assert_eq!(up.state.calls.load(Ordering::SeqCst), calls + 4, "each dropped call reached the server once");
+
+    // The server answers again: four calls at once all succeed, so no permit leaked (one would
+    // make a call wait out its timeout) and no session is stuck.
+    up.state.drop_calls.store(false, Ordering::SeqCst);
+    let again = futures::future::join_all((0..4).map(|i| execute(&app, &key, json!([{ "tool": "fake.add", "args": { "a": i, "b": 1 } }])))).await;
+    for (i, out) in again.iter().enumerate() {
+        assert_eq!(out[0]["result"], json!({ "sum": i + 1 }), "{}", out[0]);
+    }
+    let servers: Value = app.http().get(app.url("/v1/mcp/servers")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(servers["data"][0]["state"], "connected", "{servers}");
+});

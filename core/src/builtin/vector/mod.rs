@@ -182,7 +182,7 @@ fn floats(v: &Value, pointer: &str) -> Result<Vec<f32>, HandlerError> {
 
 fn unavailable(e: crate::Error) -> HandlerError {
     tracing::error!(error = ?e, "vector store failure");
-    HandlerError::Unavailable("the vector store is unavailable; try again later".into())
+    HandlerError::store_unavailable("the vector store", &e)
 }
 
 /// A float32 as the shortest decimal that reads back as it (0.1, not 0.10000000149011612).

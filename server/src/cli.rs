@@ -140,8 +140,17 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 pub fn run(cli: Cli) -> ExitCode {
-    crate::telemetry::init(cli.log_format);
-    let result = runtime().block_on(async move {
+    let runtime = runtime();
+    // Traces are exported by `serve` only; an unusable endpoint is reported by `serve` with
+    // every other configuration problem.
+    let traces = match &cli.command {
+        None => Some(&cli.serve),
+        Some(Command::Serve(args)) => Some(args),
+        Some(_) => None,
+    }
+    .and_then(|args| crate::config::otlp_traces_endpoint(args, |k| std::env::var(k).ok()).ok().flatten());
+    let telemetry = crate::telemetry::init(cli.log_format, traces.as_ref(), runtime.handle());
+    let result = runtime.block_on(async move {
         match cli.command {
             None => crate::serve_from_args(cli.serve).await,
             Some(Command::Serve(args)) => crate::serve_from_args(args).await,
@@ -149,6 +158,9 @@ pub fn run(cli: Cli) -> ExitCode {
             Some(Command::Admin(cmd)) => admin(cmd).await,
         }
     });
+    // The runtime still runs the exporter's requests here, outside async code.
+    telemetry.shutdown();
+    drop(runtime);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

@@ -92,6 +92,12 @@ pub struct ServeArgs {
     /// (`Authorization: Bearer …`, at least 16 characters). Unset: /metrics is off.
     #[arg(long, env = "WB_METRICS_TOKEN", hide_env_values = true)]
     pub metrics_token: Option<String>,
+    /// Export OpenTelemetry traces to this OTLP/HTTP collector, e.g. http://otel-collector:4318
+    /// (spans go to <URL>/v1/traces, protobuf). Unset: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
+    /// OTEL_EXPORTER_OTLP_ENDPOINT when set, else no traces. OTEL_SERVICE_NAME overrides the
+    /// service name (workbench).
+    #[arg(long, env = "WB_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
 }
 
 /// `IP` (port 53) or `IP:PORT`.
@@ -137,6 +143,41 @@ pub enum ConfigError {
     /// An SMTP URL email.send could never use (the reason never repeats its password).
     #[error("invalid --smtp-url (WB_SMTP_URL): {0}")]
     SmtpUrl(String),
+    /// An OTLP endpoint traces could never be sent to (the value is not repeated: it may be
+    /// mistyped with a credential in it).
+    #[error("invalid {source_name}: {reason}")]
+    OtlpEndpoint { source_name: &'static str, reason: String },
+}
+
+/// Where traces are exported, if anywhere: `--otlp-endpoint` / `WB_OTLP_ENDPOINT` (a collector's
+/// base URL; `/v1/traces` is added unless the path already ends with it), else
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as is), else `OTEL_EXPORTER_OTLP_ENDPOINT` (a base
+/// URL). `var` reads the environment. The URL must be http(s) with a host and no credentials
+/// (headers go in `OTEL_EXPORTER_OTLP_HEADERS`).
+pub fn otlp_traces_endpoint(args: &ServeArgs, var: impl Fn(&str) -> Option<String>) -> Result<Option<Url>, ConfigError> {
+    let set = |v: Option<String>| v.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+    let (source_name, value, base) = if let Some(v) = set(args.otlp_endpoint.clone()) {
+        ("--otlp-endpoint (WB_OTLP_ENDPOINT)", v, true)
+    } else if let Some(v) = set(var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) {
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", v, false)
+    } else if let Some(v) = set(var("OTEL_EXPORTER_OTLP_ENDPOINT")) {
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", v, true)
+    } else {
+        return Ok(None);
+    };
+    let bad = |reason: &str| ConfigError::OtlpEndpoint { source_name, reason: reason.to_owned() };
+    let mut url = Url::parse(&value).map_err(|_| bad("not a URL; expected http(s)://host[:port], e.g. http://otel-collector:4318"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(bad("expected http(s)://host[:port] of an OTLP/HTTP collector, e.g. http://otel-collector:4318"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad("credentials do not belong in the url; put them in OTEL_EXPORTER_OTLP_HEADERS"));
+    }
+    if base && !url.path().trim_end_matches('/').ends_with("/v1/traces") {
+        let path = format!("{}/v1/traces", url.path().trim_end_matches('/'));
+        url.set_path(&path);
+    }
+    Ok(Some(url))
 }
 
 /// What the running server needs from its configuration, derived once.
@@ -173,6 +214,8 @@ pub struct ServerConfig {
     pub email: workbench_core::email::EmailSettings,
     /// The bearer token /metrics requires; `None`: /metrics is off.
     pub metrics_token: Option<String>,
+    /// Where traces are exported (the collector's `/v1/traces`); `None`: tracing is off.
+    pub otlp_traces_endpoint: Option<Url>,
 }
 
 /// The search provider the flags select, checked the way search.web will use it: an
@@ -255,6 +298,7 @@ impl ServerConfig {
             Some(t) => Some(t.to_owned()),
             None => None,
         };
+        let otlp_traces_endpoint = keep(&mut problems, otlp_traces_endpoint(args, |k| std::env::var(k).ok())).flatten();
         let (Some(public_url), Some(object_store_url)) = (public_url, object_store_url) else {
             return Err(ConfigError::all(problems));
         };
@@ -269,6 +313,7 @@ impl ServerConfig {
         allowed_hosts.extend(args.allowed_hosts.iter().map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()));
         Ok(ServerConfig {
             metrics_token,
+            otlp_traces_endpoint,
             web_search,
             email: workbench_core::email::EmailSettings { smtp, dns_server: args.dns_resolver, hourly_limit: args.email_hourly_limit },
             callback_worker: true,

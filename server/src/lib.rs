@@ -14,6 +14,7 @@ pub mod health;
 pub mod keys;
 pub mod mcp;
 mod metrics;
+mod otel;
 pub mod portal;
 pub mod proxy;
 mod request_id;

@@ -9,6 +9,7 @@ mod confirm;
 mod error;
 mod idempotency;
 mod record;
+mod span;
 pub mod template;
 mod validate;
 
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt};
 use serde_json::{json, Value};
+use tracing::Instrument;
 
 pub use batch::{entry, parse_request, valid_ref_id, ExecuteRequest, ExecutionSpec, RequestError};
 pub use error::{EntryContext, FieldError, ToolError, RESULT_CAP_CHARS};
@@ -24,6 +26,7 @@ pub use compose::ExecuteOutcome;
 pub use confirm::{ConfirmSettings, ConfirmationView, DecideError, DEFAULT_CONFIRMATION_TTL_SECS};
 pub use idempotency::{Begin, Idempotency, LeaseGuard, IDEMPOTENCY_TTL_MS, LEASE_MS};
 pub use record::ToolCallView;
+pub use span::TRACE_TARGET;
 pub use crate::vault::Scrubber;
 pub use validate::{apply_defaults, violations};
 
@@ -277,18 +280,41 @@ impl Engine {
 
     /// Records and answers an execution that did not start.
     pub(crate) async fn refuse(&self, who: &Principal, inv: Invocation, opts: &CallOptions, e: ToolError) -> CallOutcome {
+        let span = span::open(opts);
         let mut outcome = CallOutcome::new(new_id("tcall"), inv.tool);
         outcome.result = Err(e);
-        record::write(&self.recorder, who, &json!({}), opts, &outcome, self.clock.now_ms()).await;
+        record::write(&self.recorder, who, &json!({}), opts, &outcome, self.clock.now_ms()).instrument(span.clone()).await;
+        span::close(&span, &outcome);
         outcome
     }
 
     /// One execution with what a compose run adds: earlier step results to reference, whether
     /// the result cap applies (compose intermediates are not capped, D6), and the secrets the
     /// run has used so far (a compose run is one call: every secret any step used is scrubbed
-    /// from every later result). Secrets this step reveals are added to `scrubber`.
+    /// from every later result). Secrets this step reveals are added to `scrubber`. It runs in
+    /// its own `tool.execute` span (span.rs), which outbound requests take their trace context
+    /// from.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn run_step(
+        &self,
+        snapshot: &Snapshot,
+        who: &Principal,
+        inv: Invocation,
+        opts: &CallOptions,
+        steps: &Steps<'_>,
+        cap: bool,
+        scrubber: &mut Scrubber,
+        policy: &Applied,
+        held: Option<&confirm::Held>,
+    ) -> CallOutcome {
+        let span = span::open(opts);
+        let outcome = self.run_step_in_span(snapshot, who, inv, opts, steps, cap, scrubber, policy, held).instrument(span.clone()).await;
+        span::close(&span, &outcome);
+        outcome
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn run_step_in_span(
         &self,
         snapshot: &Snapshot,
         who: &Principal,

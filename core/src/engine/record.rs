@@ -114,13 +114,30 @@ pub(super) async fn begin(db: &Db, who: &Principal, args: &Value, opts: &CallOpt
     Ok(())
 }
 
+/// The tool as meters and traces name it: calls to unknown tools (D17) come under one name no
+/// tool can have, so made-up names cannot grow the counters without bound.
+pub(super) fn metered_tool(o: &CallOutcome) -> &str {
+    if matches!(o.result, Err(ToolError::NotFound { .. })) {
+        UNKNOWN_TOOL
+    } else {
+        &o.tool
+    }
+}
+
+/// How a call ended for meters and traces: `ok` or the error code.
+pub(super) fn outcome_label(o: &CallOutcome) -> &'static str {
+    match &o.result {
+        Ok(_) => "ok",
+        Err(e) => e.code(),
+    }
+}
+
 /// Queues the tool_calls row, the audit row and the usage counters of an execution (one
 /// transaction when written), as `o.rows` says.
 pub(super) async fn write(recorder: &Recorder, who: &Principal, args: &Value, opts: &CallOptions, o: &CallOutcome, now: i64) {
     let (call, audit) = rows(who, args, opts, &o.id, &o.tool, o.status(), Some(o), now);
-    // Calls to unknown tools count too (D17), under one name no tool can have, so made-up names
-    // cannot grow the counters without bound.
-    let metered_tool = if matches!(o.result, Err(ToolError::NotFound { .. })) { UNKNOWN_TOOL.to_owned() } else { o.tool.clone() };
+    // Calls to unknown tools count too (D17), under one name.
+    let metered_tool = metered_tool(o).to_owned();
     let usage = Some(()).map(|()| {
         let mut meters = vec![(Meter::ToolCall, 1), (Meter::ToolCallMs, o.duration_ms as i64)];
         if o.egress_bytes > 0 {
@@ -134,11 +151,7 @@ pub(super) async fn write(recorder: &Recorder, who: &Principal, args: &Value, op
             meters,
         }
     });
-    let outcome = match &o.result {
-        Ok(_) => "ok",
-        Err(e) => e.code(),
-    };
-    recorder.metrics().observe(&metered_tool, opts.surface.as_str(), outcome, o.duration_us);
+    recorder.metrics().observe(&metered_tool, opts.surface.as_str(), outcome_label(o), o.duration_us);
     let (call, audit) = match o.rows {
         Rows::New => (Some((call, Write::Insert)), (audit, Write::Insert)),
         Rows::Existing => (Some((call, Write::Finish)), (audit, Write::Finish)),

@@ -1,9 +1,10 @@
 //! Requests to an integration's API, built in one place: the integration's fixed headers, the
-//! user's credential injected per auth type, and for custom apps (whose base URL the operator
-//! did not choose) the SSRF guard. Plugin tools, connection probes and the curl proxy all send
-//! through here.
+//! user's credential injected per auth type, the trace context when tracing is on, and for
+//! custom apps (whose base URL the operator did not choose) the SSRF guard. Plugin tools,
+//! connection probes and the curl proxy all send through here.
 
 use crate::catalog::Credential;
+use crate::egress::trace_context::{is_trace_header, trace_headers};
 use crate::egress::{blocked_cause, PrivateAllowance};
 
 use super::request::{self, Prepared};
@@ -79,16 +80,22 @@ impl Integration {
     /// A request builder for `p` (method, URL, the integration's headers, then `p`'s); the body
     /// is the caller's. A header `p` sets replaces the integration's default of that name (an
     /// `Accept` sent through the curl proxy wins over GitHub's), repeated ones in `p` are kept.
-    /// Refuses blocked IP-literal destinations of custom apps.
+    /// Refuses blocked IP-literal destinations of custom apps. With tracing on, the request
+    /// carries the current trace context, replacing any `traceparent` / `tracestate` in `p`.
     pub fn builder(&self, p: &Prepared) -> Result<reqwest::RequestBuilder, SendError> {
         self.outbound.check(&p.url)?;
         let mut builder = self.outbound.http.request(p.method.clone(), p.url.clone());
+        let trace = trace_headers();
+        let replaced = |name: &str| !trace.is_empty() && is_trace_header(name);
         for (k, v) in &self.def.headers {
-            if !p.headers.iter().any(|(name, _)| name.eq_ignore_ascii_case(k)) {
+            if !p.headers.iter().any(|(name, _)| name.eq_ignore_ascii_case(k)) && !replaced(k) {
                 builder = builder.header(k, v);
             }
         }
-        for (k, v) in &p.headers {
+        for (k, v) in p.headers.iter().filter(|(k, _)| !replaced(k)) {
+            builder = builder.header(k, v);
+        }
+        for (k, v) in trace {
             builder = builder.header(k, v);
         }
         Ok(builder)

@@ -2,8 +2,9 @@
 //! transport is in sse.rs, both behind connection.rs), over the guarded
 //! outbound client: JSON-RPC requests by POST, answered as JSON or as a server-sent event
 //! stream; the `Mcp-Session-Id` the server assigns at `initialize` is sent on every later
-//! request, and a 404 for it means the session is gone (the caller re-initializes). Failures
-//! are classified for the breaker and for retries.
+//! request, and a 404 for it means the session is gone (the caller re-initializes). Every
+//! request carries the trace context when tracing is on. Failures are classified for the
+//! breaker and for retries.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -11,6 +12,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use zeroize::Zeroizing;
+
+use crate::egress::trace_context::with_trace_context;
 
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
 /// Largest answer read from an upstream.
@@ -107,7 +110,7 @@ impl Session {
     /// stream (405, or no session) is fine: refreshes then come from an admin or the schedule.
     pub async fn listen(&self, on_changed: OnToolsChanged) {
         let Some(id) = self.session_id.lock().expect("session id lock").clone() else { return };
-        let mut get = self.http.get(self.url.clone()).header("accept", "text/event-stream").header("mcp-session-id", id).header("mcp-protocol-version", PROTOCOL_VERSION);
+        let mut get = with_trace_context(self.http.get(self.url.clone()).header("accept", "text/event-stream").header("mcp-session-id", id).header("mcp-protocol-version", PROTOCOL_VERSION));
         if let Some(a) = &self.authorization {
             get = get.header("authorization", a.as_str());
         }
@@ -143,6 +146,7 @@ impl Session {
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", PROTOCOL_VERSION)
             .body(body.to_string());
+        b = with_trace_context(b);
         if let Some(a) = &self.authorization {
             b = b.header("authorization", a.as_str());
         }

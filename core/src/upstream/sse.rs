@@ -14,6 +14,8 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use zeroize::Zeroizing;
 
+use crate::egress::trace_context::with_trace_context;
+
 use super::client::{answer_of, event_end, is_tools_changed, send_error, status_error, OnToolsChanged, RpcError, MAX_ANSWER_BYTES};
 
 pub const SSE_PROTOCOL_VERSION: &str = "2024-11-05";
@@ -37,7 +39,7 @@ impl Drop for SseSession {
 
 impl SseSession {
     pub async fn open(http: reqwest::Client, url: url::Url, authorization: Option<Zeroizing<String>>, timeout: Duration, on_changed: OnToolsChanged) -> Result<SseSession, RpcError> {
-        let mut get = http.get(url.clone()).header("accept", "text/event-stream");
+        let mut get = with_trace_context(http.get(url.clone()).header("accept", "text/event-stream"));
         if let Some(a) = &authorization {
             get = get.header("authorization", a.as_str());
         }
@@ -71,7 +73,7 @@ impl SseSession {
     }
 
     async fn post(&self, body: &Value, timeout: Duration) -> Result<(), RpcError> {
-        let mut b = self.http.post(self.endpoint.clone()).header("content-type", "application/json").body(body.to_string());
+        let mut b = with_trace_context(self.http.post(self.endpoint.clone()).header("content-type", "application/json").body(body.to_string()));
         if let Some(a) = &self.authorization {
             b = b.header("authorization", a.as_str());
         }

@@ -57,6 +57,7 @@ pub async fn start(tag: &str, configure: impl FnOnce(&mut WorkbenchOptions)) -> 
         dns_resolver: None,
         email_hourly_limit: workbench_core::email::DEFAULT_HOURLY_LIMIT,
         metrics_token: None,
+        otlp_endpoint: None,
     };
     let state = AppState::new(wb.clone(), ServerConfig::from_args(&args).unwrap(), Keys::load_or_create(&args.data_dir).unwrap());
     tokio::spawn(workbench_server::serve(listener, state, std::future::pending()));

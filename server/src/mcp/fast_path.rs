@@ -15,6 +15,7 @@ use axum::http::{header, HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ServerJsonRpcMessage, ServerResult};
+use tracing::Instrument;
 
 use super::{McpHandler, MAX_REQUEST_BYTES};
 use crate::api_auth::ApiCaller;
@@ -98,7 +99,7 @@ pub async fn tools_call(State(state): State<AppState>, req: Request, next: Next)
     };
     let handler = McpHandler { wb: state.wb.clone(), config: state.config.clone() };
     // Its own task, as under rmcp: a client that hangs up does not cut a call off half-way.
-    let answer = tokio::spawn(async move { handler.call(&who, params).await });
+    let answer = tokio::spawn(async move { handler.call(&who, params).await }.instrument(tracing::Span::current()));
     let mut result: ServerResult = match answer.await {
         Ok(r) => r.into(),
         Err(_) => return axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response(),

@@ -22,6 +22,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, RoleServer};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use tracing::Instrument;
 use workbench_core::args::Arg;
 use workbench_core::auth::Principal;
 use workbench_core::connections::{ConnectOutcome, CurlSessionRequest, WaitOutcome, MAX_WAIT_SECS};
@@ -229,7 +230,15 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let who = Self::principal(&context)?;
-        Ok(self.call(&who, request).await.into())
+        // rmcp runs this inside its service loop's spans: the request's own span is entered
+        // again, so log lines and the execution's trace span hang off the request.
+        let span = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.extensions.get::<crate::request_id::RequestSpan>())
+            .map(|s| s.0.clone())
+            .unwrap_or_else(tracing::Span::current);
+        Ok(self.call(&who, request).instrument(span).await.into())
     }
 }
 

@@ -42,6 +42,8 @@ pub struct UpstreamState {
     pub in_flight: AtomicUsize,
     pub max_in_flight: AtomicUsize,
     pub last_authorization: Mutex<Option<String>>,
+    /// (JSON-RPC method, `traceparent` header) of every POST, in order.
+    pub traceparents: Mutex<Vec<(String, Option<String>)>>,
     /// The client of the last tools/list, to send it notifications.
     pub peer: Mutex<Option<rmcp::Peer<RoleServer>>>,
 }
@@ -155,6 +157,11 @@ async fn observe(State(s): State<Arc<UpstreamState>>, req: Request, next: Next) 
         let id = serde_json::from_slice::<Value>(&bytes).ok().and_then(|v| v.get("id").cloned()).unwrap_or(Value::Null);
         let auth = s.last_authorization.lock().unwrap().clone().unwrap_or_default();
         return axum::Json(json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32000, "message": format!("bad credential {auth}") } })).into_response();
+    }
+    let method = serde_json::from_slice::<Value>(&bytes).ok().and_then(|v| v["method"].as_str().map(str::to_owned));
+    if let Some(m) = method {
+        let traceparent = parts.headers.get("traceparent").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        s.traceparents.lock().unwrap().push((m, traceparent));
     }
     if String::from_utf8_lossy(&bytes).contains("\"initialize\"") {
         s.initializes.fetch_add(1, Ordering::SeqCst);

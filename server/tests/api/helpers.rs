@@ -174,6 +174,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         dns_resolver: None,
         email_hourly_limit: workbench_core::email::DEFAULT_HOURLY_LIMIT,
         metrics_token: options.metrics_token.clone(),
+        otlp_endpoint: None,
     };
     let mut config = ServerConfig::from_args(&args).unwrap();
     // Tests reload custom apps explicitly (see apps.rs), never behind their back, and deliver

@@ -37,6 +37,7 @@ mod proxy_hardening;
 mod scale_out;
 mod schedules;
 mod search_web;
+mod tracing;
 mod secrets;
 mod upstream;
 mod upstream_everything;

@@ -22,6 +22,7 @@ const SECTIONS: &[(&str, Option<&str>)] = &[
     ("Audit", Some("/audit")),
     ("Usage", Some("/usage")),
     ("API keys", Some("/api-keys")),
+    ("Authorized apps", Some("/authorized-apps")),
     ("Members", Some("/members")),
 ];
 
@@ -116,6 +117,17 @@ where
                 </p>
             }
         })
+    }
+}
+
+/// A page without the navigation (connect links, consent): one card in the middle.
+#[component]
+pub fn Centered(children: Children) -> impl IntoView {
+    view! {
+        <div class="flex min-h-full flex-col items-center justify-center px-6 py-12">
+            <p class="mb-8 text-xl font-semibold tracking-tight">"workbench"</p>
+            <div class="w-full max-w-md rounded-lg border border-slate-200 bg-white p-8 shadow-sm">{children()}</div>
+        </div>
     }
 }
 

@@ -34,6 +34,7 @@ pub mod integrations;
 pub mod metering;
 pub mod metrics;
 pub mod notify;
+pub mod oauth;
 pub mod plugins;
 pub mod policy;
 pub mod schedule;

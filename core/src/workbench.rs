@@ -12,6 +12,7 @@ use crate::email::{Email, EmailSettings};
 use crate::egress::{AddrRange, EgressRules, GuardedClient, PrivateAllowance};
 use crate::connections::{Connections, ProxyTokens, DEFAULT_CONNECT_TTL_SECS};
 use crate::engine::{ConfirmSettings, Engine, EngineParts, Idempotency};
+use crate::oauth::OAuthServer;
 use crate::integrations::{AppRegistry, IntegrationSettings, Integrations, Outbound};
 use crate::metering::Metering;
 use crate::plugins::Apps;
@@ -75,6 +76,7 @@ pub struct Workbench {
     idempotency: Idempotency,
     connections: Connections,
     proxy_tokens: ProxyTokens,
+    oauth: OAuthServer,
     apps: Apps,
     metering: Metering,
     upstreams: Upstreams,
@@ -161,6 +163,7 @@ impl Workbench {
                     webhooks: webhooks.clone(),
                 },
             ),
+            oauth: OAuthServer::new(db.clone(), clock.clone(), accounts.clone(), guarded.clone()),
             accounts,
             policies,
             webhooks,
@@ -288,6 +291,11 @@ impl Workbench {
     /// calls it after the last request, before exiting.
     pub async fn flush_records(&self) {
         self.audit.flush().await;
+    }
+
+    /// The MCP authorization server (OAuth clients, grants, tokens).
+    pub fn oauth(&self) -> &OAuthServer {
+        &self.oauth
     }
 
     pub fn proxy_tokens(&self) -> &ProxyTokens {

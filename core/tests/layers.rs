@@ -16,7 +16,7 @@ const LAYERS: &[&str] = &[
     // integrations as data
     "integrations",
     // services over integrations and built-in tools
-    "connections", "schedule", "email", "builtin", "upstream",
+    "connections", "oauth", "schedule", "email", "builtin", "upstream",
     // the pipeline, and plugin tools with the app service
     "engine", "plugins",
     // wiring

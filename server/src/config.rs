@@ -340,4 +340,10 @@ impl ServerConfig {
     pub fn public_link(&self, path: &str) -> String {
         format!("{}{}", self.public_url.as_str().trim_end_matches('/'), path)
     }
+
+    /// This deployment as the authorization server of its own /mcp: the issuer is the public
+    /// URL, the protected resource `<public>/mcp`.
+    pub fn oauth_context(&self) -> workbench_core::oauth::OAuthContext {
+        workbench_core::oauth::OAuthContext { issuer: self.public_link(""), resource: self.public_link("/mcp") }
+    }
 }

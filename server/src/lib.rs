@@ -13,6 +13,7 @@ pub mod config;
 pub mod health;
 pub mod keys;
 pub mod mcp;
+pub mod mcp_oauth;
 mod metrics;
 mod otel;
 pub mod portal;
@@ -44,6 +45,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics::metrics))
         .merge(v1::routes())
         .merge(mcp::routes(&state))
+        .merge(mcp_oauth::routes())
         .merge(proxy::routes())
         .merge(portal::routes(&state))
         .layer(middleware::from_fn_with_state(state.clone(), client_ip::layer))
@@ -154,6 +156,9 @@ async fn upkeep(wb: Workbench, apps_reload_every: Duration) {
             tracing::warn!(error = %e, "upkeep failed");
         }
         if let Err(e) = wb.idempotency().purge_expired().await {
+            tracing::warn!(error = %e, "upkeep failed");
+        }
+        if let Err(e) = wb.oauth().purge_expired().await {
             tracing::warn!(error = %e, "upkeep failed");
         }
         if let Err(e) = wb.connections().purge_expired().await {

@@ -17,6 +17,7 @@ mod policies;
 mod usage;
 mod schedules;
 mod email;
+mod oauth;
 
 pub use session::*;
 pub use api_keys::*;
@@ -34,3 +35,4 @@ pub use policies::*;
 pub use usage::*;
 pub use schedules::*;
 pub use email::*;
+pub use oauth::*;

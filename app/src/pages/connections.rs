@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::api::{connections_page, open_connect_link, ConnectView, Disconnect, StartConnection, SubmitConnection};
-use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL};
+use crate::components::{ActionError, Centered, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL};
 
 fn status_class(status: &str) -> &'static str {
     match status {
@@ -81,16 +81,6 @@ pub fn ConnectionsPage() -> impl IntoView {
                 })}
             </Suspense>
         </Layout>
-    }
-}
-
-#[component]
-fn Centered(children: Children) -> impl IntoView {
-    view! {
-        <div class="flex min-h-full flex-col items-center justify-center px-6 py-12">
-            <p class="mb-8 text-xl font-semibold tracking-tight">"workbench"</p>
-            <div class="w-full max-w-md rounded-lg border border-slate-200 bg-white p-8 shadow-sm">{children()}</div>
-        </div>
     }
 }
 

@@ -56,6 +56,7 @@ pub mod egress;
 pub mod email;
 pub mod idempotency;
 pub mod mcp_servers;
+pub mod oauth;
 pub mod pending_connections;
 pub mod policies;
 pub mod project_settings;

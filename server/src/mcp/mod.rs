@@ -265,11 +265,31 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
 }
 
-/// Bearer API key first: nothing reaches the MCP machinery without one.
+/// A bearer API key or an OAuth access token issued for this server's /mcp first: nothing
+/// reaches the MCP machinery without one. A 401 names the protected resource metadata, where
+/// an MCP client learns how to get a token (RFC 9728).
 async fn authenticate(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let (mut parts, body) = req.into_parts();
-    match <ApiCaller as axum::extract::FromRequestParts<AppState>>::from_request_parts(&mut parts, &state).await {
-        Ok(_) => next.run(Request::from_parts(parts, body)).await,
-        Err(rejection) => rejection.into_response(),
+    let token = crate::api_auth::bearer_token(&parts.headers).map(str::to_owned);
+    let outcome = match token.as_deref() {
+        Some(t) if t.starts_with(workbench_core::oauth::ACCESS_TOKEN_PREFIX) => match state.wb.oauth().authenticate(&state.config.oauth_context(), t).await {
+            Ok(who) => {
+                parts.extensions.insert(ApiCaller(who));
+                Ok(())
+            }
+            Err(e) => Err(crate::api_error::ApiError::from(e)),
+        },
+        _ => <ApiCaller as axum::extract::FromRequestParts<AppState>>::from_request_parts(&mut parts, &state).await.map(|_| ()),
+    };
+    match outcome {
+        Ok(()) => next.run(Request::from_parts(parts, body)).await,
+        Err(rejection) => {
+            let unauthorized = rejection.status == axum::http::StatusCode::UNAUTHORIZED;
+            let mut res = rejection.into_response();
+            if unauthorized {
+                res.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, crate::mcp_oauth::www_authenticate(&state, token.is_some()));
+            }
+            res
+        }
     }
 }

@@ -23,6 +23,7 @@ mod health;
 mod http_fetch;
 mod idempotency;
 mod mcp;
+mod mcp_oauth;
 mod mcp_sdk;
 mod multi_instance;
 mod observability;

@@ -1,0 +1,162 @@
+//! Server functions of the MCP client consent page (`/oauth/authorize`) and of the list of
+//! clients a person approved: check the request, record the decision, revoke an approval.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::AppError;
+
+#[cfg(feature = "ssr")]
+use crate::ssr;
+
+/// The authorization request's parameters, as the client put them in the URL.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthorizeQuery {
+    pub response_type: Option<String>,
+    pub client_id: Option<String>,
+    pub redirect_uri: Option<String>,
+    pub code_challenge: Option<String>,
+    pub code_challenge_method: Option<String>,
+    pub state: Option<String>,
+    pub resource: Option<String>,
+    pub scope: Option<String>,
+}
+
+/// What the consent page shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConsentView {
+    /// Ask the person.
+    Ask {
+        client_name: String,
+        client_id: String,
+        redirect_host: String,
+        /// "registered" or "metadata".
+        kind: String,
+        client_uri: Option<String>,
+        /// The project's policies `(id, name)`, for an admin to choose from.
+        policies: Vec<(String, String)>,
+        project_name: String,
+    },
+    /// The client or its redirect URI cannot be trusted: shown, never redirected.
+    Refused { reason: String },
+}
+
+/// An approved client, as the Authorized apps page lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthorizedClientView {
+    pub id: String,
+    pub client_name: String,
+    pub client_id: String,
+    pub redirect_host: String,
+    pub policy: String,
+    pub approved: String,
+    pub last_used: Option<String>,
+}
+
+#[cfg(feature = "ssr")]
+fn params(q: AuthorizeQuery) -> workbench_core::oauth::AuthorizeParams {
+    workbench_core::oauth::AuthorizeParams {
+        response_type: q.response_type,
+        client_id: q.client_id,
+        redirect_uri: q.redirect_uri,
+        code_challenge: q.code_challenge,
+        code_challenge_method: q.code_challenge_method,
+        state: q.state,
+        resource: q.resource,
+        scope: q.scope,
+    }
+}
+
+#[cfg(feature = "ssr")]
+fn context() -> Result<workbench_core::oauth::OAuthContext, AppError> {
+    let public = use_context::<ssr::PortalConfig>().ok_or_else(|| AppError::Message("portal configuration missing".into()))?.public_url;
+    let public = public.trim_end_matches('/');
+    Ok(workbench_core::oauth::OAuthContext { issuer: public.to_owned(), resource: format!("{public}/mcp") })
+}
+
+/// Checks the authorization request; a request that must go back to the client with an error
+/// (bad PKCE, wrong resource) is redirected there at once.
+#[server(endpoint = "oauth_consent")]
+pub async fn oauth_consent(query: AuthorizeQuery) -> Result<ConsentView, AppError> {
+    use workbench_core::oauth::AuthorizeError;
+    let p = ssr::principal().await?;
+    let wb = ssr::wb()?;
+    match wb.oauth().check(&context()?, &params(query)).await {
+        Ok(c) => {
+            let policies = if p.is_unrestricted_admin() {
+                wb.policies().list(&p).await?.into_iter().map(|pol| (pol.id, if pol.default { format!("{} (default)", pol.name) } else { pol.name })).collect()
+            } else {
+                Vec::new()
+            };
+            Ok(ConsentView::Ask { client_name: c.client_name, client_id: c.client_id, redirect_host: c.redirect_host, kind: c.kind, client_uri: c.client_uri, policies, project_name: p.project_name })
+        }
+        Err(AuthorizeError::Page(reason)) => Ok(ConsentView::Refused { reason }),
+        Err(AuthorizeError::Redirect(url)) => {
+            leptos_axum::redirect(&url);
+            Ok(ConsentView::Refused { reason: "returning to the application".into() })
+        }
+    }
+}
+
+/// The person's decision: approve (with a policy an admin chose, or the project default) or
+/// deny; either way the browser goes back to the client.
+#[server(endpoint = "oauth_decide")]
+pub async fn oauth_decide(
+    response_type: Option<String>,
+    client_id: Option<String>,
+    redirect_uri: Option<String>,
+    code_challenge: Option<String>,
+    code_challenge_method: Option<String>,
+    state: Option<String>,
+    resource: Option<String>,
+    scope: Option<String>,
+    decision: String,
+    policy_id: Option<String>,
+) -> Result<String, AppError> {
+    use workbench_core::oauth::AuthorizeError;
+    let p = ssr::principal().await?;
+    let q = AuthorizeQuery { response_type, client_id, redirect_uri, code_challenge, code_challenge_method, state, resource, scope };
+    let oauth = ssr::wb()?.oauth().clone();
+    let ctx = context()?;
+    let outcome = match decision.as_str() {
+        "approve" => oauth.approve(&ctx, &p, &params(q), policy_id).await,
+        "deny" => oauth.deny(&ctx, &params(q)).await,
+        _ => return Err(AppError::Message("choose approve or deny".into())),
+    };
+    match outcome {
+        Ok(url) | Err(AuthorizeError::Redirect(url)) => {
+            leptos_axum::redirect(&url);
+            Ok(url)
+        }
+        Err(AuthorizeError::Page(reason)) => Err(AppError::Message(reason)),
+    }
+}
+
+#[server(endpoint = "authorized_clients")]
+pub async fn authorized_clients() -> Result<Vec<AuthorizedClientView>, AppError> {
+    use workbench_core::clock::display_time;
+    let p = ssr::principal().await?;
+    let wb = ssr::wb()?;
+    let policies: Vec<(String, String)> = wb.policies().list(&p).await.map(|l| l.into_iter().map(|pol| (pol.id, pol.name)).collect()).unwrap_or_default();
+    Ok(wb
+        .oauth()
+        .grants(&p)
+        .await?
+        .into_iter()
+        .map(|g| AuthorizedClientView {
+            policy: g.policy_id.as_ref().map(|id| policies.iter().find(|(pid, _)| pid == id).map(|(_, n)| n.clone()).unwrap_or_else(|| id.clone())).unwrap_or_else(|| "project default".into()),
+            id: g.id,
+            client_name: g.client_name,
+            client_id: g.client_id,
+            redirect_host: g.redirect_host,
+            approved: display_time(g.created_at),
+            last_used: g.last_used_at.map(display_time),
+        })
+        .collect())
+}
+
+#[server(endpoint = "revoke_authorized_client")]
+pub async fn revoke_authorized_client(id: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    Ok(ssr::wb()?.oauth().revoke_grant(&p, &id).await?)
+}

@@ -1,0 +1,286 @@
+//! MCP authorization (OAuth 2.1, the MCP authorization specification): workbench is the
+//! authorization server for its own `/mcp`. Clients register dynamically (RFC 7591) or name a
+//! client ID metadata document; a signed-in person approves a client (a grant) on the consent
+//! page; the client redeems a single-use code with PKCE S256 for an access token bound to the
+//! `/mcp` resource (RFC 8707) and a rotating refresh token. A token acts as the person in their
+//! project, under the project's default policy or the one an admin chose at consent.
+//! Surfaces pass the issuer and resource (the server knows its public URL; core does not).
+
+mod clients;
+mod tokens;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::auth::{Accounts, Principal};
+use crate::clock::Clock;
+use crate::egress::GuardedClient;
+use crate::store::{self, Db};
+use crate::{Error, Result};
+
+pub use clients::{Registration, RegisteredClient, REGISTRATIONS_PER_HOUR};
+pub use tokens::{TokenError, TokenRequest, TokenResponse, ACCESS_TOKEN_TTL_SECS, REFRESH_TOKEN_TTL_SECS};
+
+/// Prefix of access tokens (distinct from API keys `wb_` and every other token kind).
+pub const ACCESS_TOKEN_PREFIX: &str = "wbat_";
+pub const REFRESH_TOKEN_PREFIX: &str = "wbrt_";
+const CODE_PREFIX: &str = "wbac_";
+/// How long an authorization code may be redeemed.
+const CODE_TTL_MS: i64 = 60_000;
+
+/// Who this authorization server is and what it protects: the public URL and `<public>/mcp`.
+#[derive(Debug, Clone)]
+pub struct OAuthContext {
+    pub issuer: String,
+    pub resource: String,
+}
+
+#[derive(Clone)]
+pub struct OAuthServer {
+    db: Db,
+    clock: Arc<dyn Clock>,
+    accounts: Accounts,
+    http: GuardedClient,
+}
+
+/// The query of `GET /oauth/authorize`, as the client sent it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AuthorizeParams {
+    pub response_type: Option<String>,
+    pub client_id: Option<String>,
+    pub redirect_uri: Option<String>,
+    pub code_challenge: Option<String>,
+    pub code_challenge_method: Option<String>,
+    pub state: Option<String>,
+    pub resource: Option<String>,
+    pub scope: Option<String>,
+}
+
+/// Why an authorization request cannot go on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthorizeError {
+    /// The client or its redirect URI is not trustworthy: shown to the person, never redirected.
+    Page(String),
+    /// The client is known and the redirect URI is its own: send the person back with this URL
+    /// (it carries `error`, `error_description`, `state` and `iss`).
+    Redirect(String),
+}
+
+/// What the consent page shows about a checked request.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Consent {
+    pub client_id: String,
+    pub client_name: String,
+    /// The host the person is sent back to (what they should recognise).
+    pub redirect_host: String,
+    pub redirect_uri: String,
+    /// "registered" (dynamic registration) or "metadata" (a metadata document at client_id).
+    pub kind: String,
+    pub client_uri: Option<String>,
+}
+
+/// A client a person approved, as their portal page lists it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GrantView {
+    pub id: String,
+    pub client_id: String,
+    pub client_name: String,
+    pub redirect_host: String,
+    pub policy_id: Option<String>,
+    /// Milliseconds since the epoch.
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+}
+
+fn host_of(uri: &str) -> String {
+    url::Url::parse(uri).ok().and_then(|u| u.host_str().map(|h| match u.port() {
+        Some(p) => format!("{h}:{p}"),
+        None => h.to_owned(),
+    })).unwrap_or_default()
+}
+
+/// `uri` with the query pairs added.
+fn with_query(uri: &str, pairs: &[(&str, &str)]) -> String {
+    let mut u = url::Url::parse(uri).expect("redirect URIs are checked absolute URLs");
+    {
+        let mut q = u.query_pairs_mut();
+        for (k, v) in pairs {
+            q.append_pair(k, v);
+        }
+    }
+    u.to_string()
+}
+
+impl OAuthServer {
+    pub fn new(db: Db, clock: Arc<dyn Clock>, accounts: Accounts, http: GuardedClient) -> Self {
+        OAuthServer { db, clock, accounts, http }
+    }
+
+    fn error_redirect(ctx: &OAuthContext, redirect_uri: &str, state: Option<&str>, error: &str, description: &str) -> AuthorizeError {
+        let mut pairs = vec![("error", error), ("error_description", description)];
+        if let Some(s) = state {
+            pairs.push(("state", s));
+        }
+        pairs.push(("iss", ctx.issuer.as_str()));
+        AuthorizeError::Redirect(with_query(redirect_uri, &pairs))
+    }
+
+    /// Checks an authorization request completely: the client and its redirect URI first (a
+    /// failure there is shown, not redirected), then PKCE S256, response type, resource, scope.
+    pub async fn check(&self, ctx: &OAuthContext, p: &AuthorizeParams) -> std::result::Result<Consent, AuthorizeError> {
+        let client_id = p.client_id.as_deref().filter(|c| !c.is_empty()).ok_or_else(|| AuthorizeError::Page("the request names no client (client_id is missing)".into()))?;
+        let client = match self.client(client_id).await {
+            Ok(Some(c)) => c,
+            Ok(None) => return Err(AuthorizeError::Page("this client is not registered with workbench".into())),
+            Err(Error::Invalid(m)) => return Err(AuthorizeError::Page(m)),
+            Err(e) => {
+                tracing::error!(error = %e, "loading an OAuth client failed");
+                return Err(AuthorizeError::Page("workbench cannot check this client right now; try again".into()));
+            }
+        };
+        let uris: Vec<String> = serde_json::from_str(&client.redirect_uris).unwrap_or_default();
+        let redirect_uri = match p.redirect_uri.as_deref() {
+            Some(r) if uris.iter().any(|u| u == r) => r.to_owned(),
+            Some(_) => return Err(AuthorizeError::Page("the redirect URI is not one this client registered".into())),
+            None if uris.len() == 1 => uris[0].clone(),
+            None => return Err(AuthorizeError::Page("the request names no redirect URI and the client registered several".into())),
+        };
+        let state = p.state.as_deref();
+        let fail = |error: &str, description: &str| Self::error_redirect(ctx, &redirect_uri, state, error, description);
+        if p.response_type.as_deref() != Some("code") {
+            return Err(fail("unsupported_response_type", "only the authorization code flow (response_type=code) is supported"));
+        }
+        let challenge = p.code_challenge.as_deref().unwrap_or("");
+        if p.code_challenge_method.as_deref() != Some("S256") || !tokens::valid_challenge(challenge) {
+            return Err(fail("invalid_request", "PKCE with code_challenge_method=S256 and a code_challenge is required"));
+        }
+        if let Some(r) = p.resource.as_deref() {
+            if !resource_matches(ctx, r) {
+                return Err(fail("invalid_target", "the resource must be this server's /mcp endpoint"));
+            }
+        }
+        if let Some(scope) = p.scope.as_deref() {
+            if scope.split(' ').any(|s| !s.is_empty() && s != "mcp") {
+                return Err(fail("invalid_scope", "the only scope is mcp"));
+            }
+        }
+        Ok(Consent {
+            client_id: client.client_id.clone(),
+            client_name: client.client_name.clone(),
+            redirect_host: host_of(&redirect_uri),
+            redirect_uri,
+            kind: client.kind.clone(),
+            client_uri: client.client_uri.clone(),
+        })
+    }
+
+    /// The person approved: records the grant and answers the redirect carrying a single-use
+    /// code. Only an admin may choose a policy (one of the project's); others get the default.
+    pub async fn approve(&self, ctx: &OAuthContext, who: &Principal, p: &AuthorizeParams, policy_id: Option<String>) -> std::result::Result<String, AuthorizeError> {
+        let consent = self.check(ctx, p).await?;
+        let policy_id = policy_id.filter(|s| !s.is_empty());
+        let page = |m: &str| AuthorizeError::Page(m.to_owned());
+        if policy_id.is_some() && !who.is_admin() {
+            return Err(page("only an admin can choose the policy a client acts under"));
+        }
+        if let Some(id) = &policy_id {
+            match store::policies::get(self.db.pool(), &who.project_id, id).await {
+                Ok(Some(_)) => {}
+                Ok(None) => return Err(page("that policy does not exist in your project")),
+                Err(_) => return Err(page("workbench cannot record the approval right now; try again")),
+            }
+        }
+        let now = self.clock.now_ms();
+        let grant = store::oauth::GrantRow {
+            id: crate::ids::new_id("ogr"),
+            client_id: consent.client_id.clone(),
+            user_id: who.user_id.clone(),
+            project_id: who.project_id.clone(),
+            policy_id,
+            resource: ctx.resource.clone(),
+            created_at: now,
+            last_used_at: None,
+            revoked_at: None,
+        };
+        let code = format!("{CODE_PREFIX}{}", crate::crypto::random_base62(40));
+        let row = store::oauth::CodeRow {
+            code_hash: crate::crypto::sha256_hex(code.as_bytes()),
+            grant_id: grant.id.clone(),
+            redirect_uri: consent.redirect_uri.clone(),
+            code_challenge: p.code_challenge.clone().unwrap_or_default(),
+            resource: ctx.resource.clone(),
+            expires_at: now + CODE_TTL_MS,
+            used_at: None,
+        };
+        let stored = async {
+            let mut tx = self.db.begin_write().await?;
+            store::oauth::insert_grant(&mut *tx, &grant).await?;
+            store::oauth::insert_code(&mut *tx, &row).await?;
+            tx.commit().await?;
+            Ok::<_, Error>(())
+        };
+        if let Err(e) = stored.await {
+            tracing::error!(error = %e, "recording an OAuth approval failed");
+            return Err(page("workbench cannot record the approval right now; try again"));
+        }
+        tracing::info!(client_id = %consent.client_id, user_id = %who.user_id, grant = %grant.id, "an MCP client was approved");
+        let mut pairs = vec![("code", code.as_str())];
+        if let Some(s) = p.state.as_deref() {
+            pairs.push(("state", s));
+        }
+        pairs.push(("iss", ctx.issuer.as_str()));
+        Ok(with_query(&consent.redirect_uri, &pairs))
+    }
+
+    /// The person declined: the redirect telling the client so.
+    pub async fn deny(&self, ctx: &OAuthContext, p: &AuthorizeParams) -> std::result::Result<String, AuthorizeError> {
+        let consent = self.check(ctx, p).await?;
+        match Self::error_redirect(ctx, &consent.redirect_uri, p.state.as_deref(), "access_denied", "the person declined") {
+            AuthorizeError::Redirect(u) => Ok(u),
+            other => Err(other),
+        }
+    }
+
+    /// The clients this person approved and has not revoked.
+    pub async fn grants(&self, who: &Principal) -> Result<Vec<GrantView>> {
+        let rows = store::oauth::live_grants_of_user(self.db.pool(), &who.user_id).await?;
+        Ok(rows
+            .into_iter()
+            .filter(|(g, _, _)| g.project_id == who.project_id)
+            .map(|(g, name, uris)| {
+                let first = serde_json::from_str::<Vec<String>>(&uris).ok().and_then(|u| u.into_iter().next()).unwrap_or_default();
+                GrantView {
+                    id: g.id,
+                    client_id: g.client_id,
+                    client_name: name,
+                    redirect_host: host_of(&first),
+                    policy_id: g.policy_id,
+                    created_at: g.created_at,
+                    last_used_at: g.last_used_at,
+                }
+            })
+            .collect())
+    }
+
+    /// Revokes one of this person's grants and every token it issued.
+    pub async fn revoke_grant(&self, who: &Principal, id: &str) -> Result<()> {
+        let now = self.clock.now_ms();
+        if !store::oauth::revoke_grant(self.db.pool(), id, &who.user_id, now).await? {
+            return Err(Error::NotFound);
+        }
+        store::oauth::revoke_grant_tokens(self.db.pool(), id, now).await?;
+        tracing::info!(grant = %id, user_id = %who.user_id, "an MCP client's access was revoked");
+        Ok(())
+    }
+
+    /// Removes expired codes and tokens (upkeep).
+    pub async fn purge_expired(&self) -> Result<u64> {
+        store::oauth::delete_expired(self.db.pool(), self.clock.now_ms() - 24 * 60 * 60 * 1000).await
+    }
+}
+
+/// The resource a client names is this server's `/mcp` (with or without a trailing slash).
+fn resource_matches(ctx: &OAuthContext, r: &str) -> bool {
+    r == ctx.resource || r.strip_suffix('/') == Some(ctx.resource.as_str())
+}

@@ -28,6 +28,7 @@ export default defineConfig({
     { name: "portal", testMatch: /portal\.spec\.ts/ },
     { name: "connect", testMatch: /connect\.spec\.ts/, dependencies: ["portal"] },
     { name: "governance", testMatch: /governance\.spec\.ts/, dependencies: ["connect"] },
+    { name: "mcp-oauth", testMatch: /mcp_oauth\.spec\.ts/, dependencies: ["governance"] },
   ],
   use: {
     baseURL,

@@ -192,8 +192,12 @@ impl OAuthServer {
             }
         }
         let now = self.clock.now_ms();
+        let existing = match store::oauth::live_grant_for(self.db.pool(), &consent.client_id, &who.user_id, &who.project_id).await {
+            Ok(g) => g,
+            Err(_) => return Err(page("workbench cannot record the approval right now; try again")),
+        };
         let grant = store::oauth::GrantRow {
-            id: crate::ids::new_id("ogr"),
+            id: existing.as_ref().map(|g| g.id.clone()).unwrap_or_else(|| crate::ids::new_id("ogr")),
             client_id: consent.client_id.clone(),
             user_id: who.user_id.clone(),
             project_id: who.project_id.clone(),
@@ -215,7 +219,13 @@ impl OAuthServer {
         };
         let stored = async {
             let mut tx = self.db.begin_write().await?;
-            store::oauth::insert_grant(&mut *tx, &grant).await?;
+            // Approving a client again keeps one grant (one row on the Authorized apps page),
+            // under the policy chosen now.
+            if existing.is_some() {
+                store::oauth::set_grant_policy(&mut *tx, &grant.id, grant.policy_id.as_deref()).await?;
+            } else {
+                store::oauth::insert_grant(&mut *tx, &grant).await?;
+            }
             store::oauth::insert_code(&mut *tx, &row).await?;
             tx.commit().await?;
             Ok::<_, Error>(())

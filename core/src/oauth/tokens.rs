@@ -90,9 +90,11 @@ impl OAuthServer {
     /// The client of a token or revocation request, authenticated as it registered.
     async fn authenticate_client(&self, req: &TokenRequest) -> std::result::Result<store::oauth::ClientRow, TokenError> {
         let id = req.client_id.as_deref().filter(|s| !s.is_empty()).ok_or_else(|| TokenError::request("client_id is required"))?;
-        let client = match self.client(id).await {
+        // Only clients already known: a metadata document was fetched when the person was asked,
+        // so an unauthenticated token request never makes workbench fetch a URL.
+        let client = match store::oauth::get_client(self.db.pool(), id).await {
             Ok(Some(c)) => c,
-            Ok(None) | Err(Error::Invalid(_)) => return Err(TokenError::client()),
+            Ok(None) => return Err(TokenError::client()),
             Err(e) => return Err(TokenError::server(e)),
         };
         match (client.token_endpoint_auth_method.as_str(), &client.client_secret_hash, req.client_secret.as_deref()) {

@@ -108,6 +108,21 @@ pub async fn insert_grant<'e>(ex: impl Exec<'e>, g: &GrantRow) -> Result<()> {
     Ok(())
 }
 
+/// The live grant a user gave a client in a project, if any (approving again reuses it).
+pub async fn live_grant_for<'e>(ex: impl Exec<'e>, client_id: &str, user_id: &str, project_id: &str) -> Result<Option<GrantRow>> {
+    Ok(sqlx::query_as(&format!("SELECT {GRANT_COLUMNS} FROM oauth_grants WHERE client_id = $1 AND user_id = $2 AND project_id = $3 AND revoked_at IS NULL ORDER BY created_at DESC LIMIT 1"))
+        .bind(client_id)
+        .bind(user_id)
+        .bind(project_id)
+        .fetch_optional(ex)
+        .await?)
+}
+
+pub async fn set_grant_policy<'e>(ex: impl Exec<'e>, id: &str, policy_id: Option<&str>) -> Result<()> {
+    sqlx::query("UPDATE oauth_grants SET policy_id = $1 WHERE id = $2").bind(policy_id).bind(id).execute(ex).await?;
+    Ok(())
+}
+
 pub async fn get_grant<'e>(ex: impl Exec<'e>, id: &str) -> Result<Option<GrantRow>> {
     Ok(sqlx::query_as(&format!("SELECT {GRANT_COLUMNS} FROM oauth_grants WHERE id = $1")).bind(id).fetch_optional(ex).await?)
 }

@@ -24,6 +24,7 @@ mod http_fetch;
 mod idempotency;
 mod mcp;
 mod mcp_oauth;
+mod mcp_oauth_sdk;
 mod mcp_sdk;
 mod multi_instance;
 mod observability;

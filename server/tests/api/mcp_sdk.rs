@@ -9,11 +9,13 @@ use serde_json::{json, Value};
 use crate::helpers::admin_with_key;
 use crate::{app, db_test};
 
-fn python() -> Option<std::path::PathBuf> {
+/// The `.venv` interpreter when it can import the MCP SDK (and its OAuth client); None (skip)
+/// otherwise, unless the SDK is required.
+pub(crate) fn python() -> Option<std::path::PathBuf> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let py = root.join(".venv/bin/python");
     let ok = py.exists()
-        && Command::new(&py).args(["-c", "import mcp"]).output().map(|o| o.status.success()).unwrap_or(false);
+        && Command::new(&py).args(["-c", "import mcp, mcp.client.auth"]).output().map(|o| o.status.success()).unwrap_or(false);
     if ok {
         return Some(py);
     }

@@ -355,3 +355,20 @@ db_test!(a_client_id_metadata_document_is_fetched_checked_and_used, |backend| {
     let html = b.get(&path_with(&authorize_query(&guarded, &doc_url, &[]))).await.text().await.unwrap();
     assert!(html.contains("cannot be fetched") && !html.contains("oauth-approve"), "SSRF guard applies");
 });
+
+db_test!(an_access_token_is_refused_by_a_deployment_it_was_not_issued_for, |backend| {
+    // Two deployments on one database (as a misconfigured or hostile second site would be):
+    // a token minted for A's /mcp names A's resource, so B refuses it.
+    let a = app!(backend);
+    admin_with_key(&a).await;
+    let b_app = app!(backend, Options { database_url: Some(a.database_url.clone()), data_dir: Some(a.data_dir.clone()), public_url: Some("https://other.example".into()), ..Default::default() });
+    let client_id = client(&a).await;
+    let browser = signed_in(&a, "ada@example.com").await;
+    let t = authorized(&a, &browser, &client_id).await;
+    let access = t["access_token"].as_str().unwrap().to_owned();
+    assert_eq!(mcp_status(&a, &access).await, 200);
+    let res = b_app.http().post(b_app.url("/mcp")).bearer_auth(&access).header("accept", "application/json, text/event-stream").json(&json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" })).send().await.unwrap();
+    assert_eq!(res.status(), 401, "wrong audience");
+    let body: Value = res.json().await.unwrap();
+    assert!(body.to_string().contains("another resource"), "{body}");
+});

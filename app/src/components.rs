@@ -22,7 +22,7 @@ const SECTIONS: &[(&str, Option<&str>)] = &[
     ("Audit", Some("/audit")),
     ("Usage", Some("/usage")),
     ("API keys", Some("/api-keys")),
-    ("Authorized apps", Some("/authorized-apps")),
+    ("MCP clients", Some("/mcp-clients")),
     ("Members", Some("/members")),
 ];
 

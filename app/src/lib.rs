@@ -71,7 +71,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/connect/:id") view=pages::Connect ssr=SsrMode::Async/>
                 <Route path=path!("/connected") view=pages::Connected ssr=SsrMode::Async/>
                 <Route path=path!("/oauth/authorize") view=pages::OAuthAuthorize ssr=SsrMode::Async/>
-                <Route path=path!("/authorized-apps") view=pages::AuthorizedApps ssr=SsrMode::Async/>
+                <Route path=path!("/mcp-clients") view=pages::McpClients ssr=SsrMode::Async/>
             </Routes>
         </Router>
     }

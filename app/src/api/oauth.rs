@@ -41,7 +41,7 @@ pub enum ConsentView {
     Refused { reason: String },
 }
 
-/// An approved client, as the Authorized apps page lists it.
+/// An approved client, as the MCP clients page lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuthorizedClientView {
     pub id: String,

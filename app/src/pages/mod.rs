@@ -31,7 +31,7 @@ pub use email::Email;
 pub use confirmations::{ConfirmationPage, Confirmations};
 pub use connections::{Connect, Connected, ConnectionsPage};
 pub use mcp_servers::{McpServerPage, McpServers};
-pub use oauth::{AuthorizedApps, OAuthAuthorize};
+pub use oauth::{McpClients, OAuthAuthorize};
 pub use members::Members;
 pub use overview::Overview;
 pub use policies::Policies;

@@ -1,6 +1,6 @@
 //! MCP client authorization: the consent page an MCP client sends a person to
 //! (`/oauth/authorize`: who asks, where the person goes back, what the client gets), and the
-//! Authorized apps page listing the clients this person approved, with revoke.
+//! MCP clients page listing the clients this person approved, with revoke.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -66,7 +66,7 @@ pub fn OAuthAuthorize() -> impl IntoView {
                                 <h1 class="text-lg font-semibold" data-testid="oauth-client-name">{format!("{client_name} wants to use workbench")}</h1>
                                 <p class="mt-1 text-xs text-slate-500">{identity}{client_uri.map(|u| format!(" · {u}"))}</p>
                                 <div class="mt-4 rounded-md bg-slate-50 p-3 text-sm text-slate-700">
-                                    <p>"If you approve, it may "<strong>"act as you on /mcp with your project's policies"</strong>" in "{project_name}": find and run the tools you may use, until you revoke it on the Authorized apps page."</p>
+                                    <p>"If you approve, it may "<strong>"act as you on /mcp with your project's policies"</strong>" in "{project_name}": find and run the tools you may use, until you revoke it on the MCP clients page."</p>
                                     <p class="mt-2">"You will be sent back to "<strong data-testid="oauth-redirect-host">{redirect_host}</strong>"."</p>
                                 </div>
                                 <ActionForm action=decide attr:class="mt-4">
@@ -111,13 +111,13 @@ fn ClientRow(client: AuthorizedClientView, revoke: ServerAction<RevokeAuthorized
 }
 
 #[component]
-pub fn AuthorizedApps() -> impl IntoView {
+pub fn McpClients() -> impl IntoView {
     let revoke = ServerAction::<RevokeAuthorizedClient>::new();
     let list = Resource::new(move || revoke.version().get(), |_| authorized_clients());
     view! {
-        <Title text="Authorized apps"/>
-        <Layout current="/authorized-apps">
-            <PageHeader title="Authorized apps" subtitle="MCP clients you let act as you on /mcp. Revoking one ends its access at once."/>
+        <Title text="MCP clients"/>
+        <Layout current="/mcp-clients">
+            <PageHeader title="MCP clients" subtitle="MCP clients you let act as you on /mcp. Revoking one ends its access at once."/>
             <ActionError value=revoke.value()/>
             <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
                 {move || Suspend::new(async move {

@@ -219,7 +219,7 @@ impl OAuthServer {
         };
         let stored = async {
             let mut tx = self.db.begin_write().await?;
-            // Approving a client again keeps one grant (one row on the Authorized apps page),
+            // Approving a client again keeps one grant (one row on the MCP clients page),
             // under the policy chosen now.
             if existing.is_some() {
                 store::oauth::set_grant_policy(&mut *tx, &grant.id, grant.policy_id.as_deref()).await?;

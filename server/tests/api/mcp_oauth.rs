@@ -312,7 +312,7 @@ db_test!(an_admin_can_choose_the_policy_a_client_acts_under_and_revoking_it_ends
     // Approving the same client again keeps one approval; the page lists it once, with its
     // policy; revoking it ends the token at once.
     decide(&b, &q, "approve", pol["id"].as_str().unwrap()).await;
-    let html = b.get("/authorized-apps").await.text().await.unwrap();
+    let html = b.get("/mcp-clients").await.text().await.unwrap();
     assert_eq!(html.matches("data-testid=\"authorized-client-row\"").count(), 1, "one row per client");
     assert!(html.contains("Desk Assistant") && html.contains("read only"), "listed with its policy");
     let who = app.wb.accounts().authenticate_api_key(&admin_key).await.unwrap();

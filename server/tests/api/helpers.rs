@@ -203,6 +203,9 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
 
 pub const PASSWORD: &str = "correct horse battery staple";
 
+/// The longest a test's HTTP request may go unanswered.
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 impl TestApp {
     /// A view of a server this test did not start in-process (a `workbench serve` process at
     /// `base`), with `wb` opened on the same database for setup and inspection.
@@ -233,9 +236,10 @@ impl TestApp {
         self.wb.accounts().create_api_key(who, "test").await.unwrap().secret.expose().to_owned()
     }
 
-    /// A plain HTTP client: no cookies, no redirects followed.
+    /// A plain HTTP client: no cookies, no redirects followed. A request unanswered for 120 s
+    /// fails with its URL instead of hanging the suite (no test waits that long on purpose).
     pub fn http(&self) -> reqwest::Client {
-        reqwest::Client::builder().redirect(Policy::none()).build().unwrap()
+        reqwest::Client::builder().redirect(Policy::none()).timeout(REQUEST_TIMEOUT).build().unwrap()
     }
 
     /// A browser-like client: keeps cookies, sends our Origin on every request, follows no
@@ -247,6 +251,7 @@ impl TestApp {
             .redirect(Policy::none())
             .cookie_store(true)
             .default_headers(headers)
+            .timeout(REQUEST_TIMEOUT)
             .build()
             .unwrap();
         Browser { client, base: self.base.clone() }

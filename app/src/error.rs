@@ -33,8 +33,9 @@ impl From<workbench_core::Error> for AppError {
     /// leptos answers with a redirect back to the form.
     fn from(e: workbench_core::Error) -> Self {
         use workbench_core::Error;
+        let unavailable = e.unavailable_reason();
         let status = match &e {
-            _ if e.unavailable_reason().is_some() => 503,
+            _ if unavailable.is_some() => 503,
             Error::NotFound => 404,
             Error::Invalid(_) => 400,
             Error::Unauthorized(_) => 401,
@@ -48,11 +49,11 @@ impl From<workbench_core::Error> for AppError {
             _ => None,
         };
         crate::ssr::error_status(status, retry_after);
+        if let Some(reason) = unavailable {
+            tracing::error!(error = ?e, "portal request failed: database unavailable");
+            return AppError::Message(format!("workbench cannot reach its database ({reason}); try again in a moment"));
+        }
         match e {
-            _ if e.unavailable_reason().is_some() => {
-                tracing::error!(error = ?e, "portal request failed: database unavailable");
-                AppError::Message(format!("workbench cannot reach its database ({}); try again in a moment", e.unavailable_reason().unwrap_or_default()))
-            }
             Error::Db(_) | Error::Internal(_) => {
                 tracing::error!(error = ?e, "portal request failed");
                 AppError::Message("something went wrong on our side; try again".into())

@@ -82,16 +82,17 @@ impl From<Error> for ApiError {
                 Error::Throttled { retry_after_secs }.to_string(),
             )
             .with_meta(json!({ "retry_after": retry_after_secs })),
-            Error::Db(e) if e.unavailable_reason().is_some() => {
-                tracing::error!(error = %e, "database unavailable");
-                let reason = e.unavailable_reason().unwrap_or_default();
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", format!("service unavailable: {reason}; try again shortly"))
-                    .with_meta(json!({ "retry_after": DB_RETRY_AFTER_SECS }))
-            }
-            Error::Db(e) => {
-                tracing::error!(error = %e, "database error");
-                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error")
-            }
+            Error::Db(e) => match e.unavailable_reason() {
+                Some(reason) => {
+                    tracing::error!(error = %e, "database unavailable");
+                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", format!("service unavailable: {reason}; try again shortly"))
+                        .with_meta(json!({ "retry_after": DB_RETRY_AFTER_SECS }))
+                }
+                None => {
+                    tracing::error!(error = %e, "database error");
+                    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error")
+                }
+            },
             Error::Internal(detail) => {
                 tracing::error!(%detail, "internal error");
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error")
@@ -113,5 +114,52 @@ impl IntoResponse for ApiError {
             }
         }
         res
+    }
+}
+
+/// What a request whose handler panicked gets: the documented 500 `internal_error` shape
+/// instead of a dropped connection (a client would see "server disconnected" and retry into the
+/// same bug). The panic message goes to the log only, never to the caller.
+pub fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let detail = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-text panic".to_owned());
+    tracing::error!(%detail, "request handler panicked");
+    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error").into_response()
+}
+
+/// The layer that turns a handler's panic into [`panic_response`].
+pub fn catch_panics() -> tower_http::catch_panic::CatchPanicLayer<fn(Box<dyn std::any::Any + Send + 'static>) -> Response> {
+    tower_http::catch_panic::CatchPanicLayer::custom(panic_response as fn(_) -> Response)
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::routing::get;
+    use axum::Router;
+    use tower::ServiceExt;
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_the_internal_error_shape_without_its_message() {
+        let app = Router::new()
+            .route("/boom", get(|| async {
+                if true {
+                    panic!("secret-ish detail 42");
+                }
+                "unreachable"
+            }))
+            .route("/fine", get(|| async { "ok" }))
+            .layer(super::catch_panics());
+        let res = app.clone().oneshot(axum::http::Request::get("/boom").body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(res.status(), 500);
+        let body = axum::body::to_bytes(res.into_body(), 1 << 16).await.unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(json["error"]["code"], "internal_error", "{json}");
+        assert!(!String::from_utf8_lossy(&body).contains("42"), "the panic message stays in the log");
+        let res = app.oneshot(axum::http::Request::get("/fine").body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(res.status(), 200, "the service keeps answering after a panic");
     }
 }

@@ -344,6 +344,6 @@ impl ServerConfig {
     /// This deployment as the authorization server of its own /mcp: the issuer is the public
     /// URL, the protected resource `<public>/mcp`.
     pub fn oauth_context(&self) -> workbench_core::oauth::OAuthContext {
-        workbench_core::oauth::OAuthContext { issuer: self.public_link(""), resource: self.public_link("/mcp") }
+        workbench_core::oauth::OAuthContext::for_public_url(self.public_url.as_str())
     }
 }

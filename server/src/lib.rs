@@ -49,6 +49,7 @@ pub fn router(state: AppState) -> Router {
         .merge(proxy::routes())
         .merge(portal::routes(&state))
         .layer(middleware::from_fn_with_state(state.clone(), client_ip::layer))
+        .layer(api_error::catch_panics())
         .layer(middleware::from_fn(request_id::layer))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CONTENT_SECURITY_POLICY,

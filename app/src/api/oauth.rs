@@ -69,9 +69,8 @@ fn params(q: AuthorizeQuery) -> workbench_core::oauth::AuthorizeParams {
 
 #[cfg(feature = "ssr")]
 fn context() -> Result<workbench_core::oauth::OAuthContext, AppError> {
-    let public = use_context::<ssr::PortalConfig>().ok_or_else(|| AppError::Message("portal configuration missing".into()))?.public_url;
-    let public = public.trim_end_matches('/');
-    Ok(workbench_core::oauth::OAuthContext { issuer: public.to_owned(), resource: format!("{public}/mcp") })
+    let config = use_context::<ssr::PortalConfig>().ok_or_else(|| AppError::Message("portal configuration missing".into()))?;
+    Ok(workbench_core::oauth::OAuthContext::for_public_url(&config.public_url))
 }
 
 /// Checks the authorization request; a request that must go back to the client with an error

@@ -36,6 +36,15 @@ pub struct OAuthContext {
     pub resource: String,
 }
 
+impl OAuthContext {
+    /// The one place issuer and resource are derived from the public URL: the token endpoint
+    /// (server) and the consent page (portal) must agree on them to the byte.
+    pub fn for_public_url(public_url: &str) -> OAuthContext {
+        let public = public_url.trim_end_matches('/');
+        OAuthContext { issuer: public.to_owned(), resource: format!("{public}/mcp") }
+    }
+}
+
 #[derive(Clone)]
 pub struct OAuthServer {
     db: Db,

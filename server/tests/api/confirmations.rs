@@ -8,7 +8,8 @@ use workbench_core::auth::Role;
 use crate::helpers::{admin_with_key, execute, TestApp};
 use crate::{app, db_test};
 
-async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (u16, Value) {
+/// POSTs JSON with a bearer key: (status, body).
+pub(crate) async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (u16, Value) {
     let res = app.http().post(app.url(path)).bearer_auth(key).json(&body).send().await.unwrap();
     let status = res.status().as_u16();
     (status, res.json().await.unwrap_or(Value::Null))

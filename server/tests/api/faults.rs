@@ -11,12 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use workbench_core::auth::Role;
 
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::db_test;
 use crate::fakes;
-use crate::helpers::{database_url, temp_dir, PASSWORD};
+use crate::helpers::{admin_with_key, database_url, temp_dir};
 
 /// A PostgreSQL server of the test's own (initdb in a temporary directory, its own port), so
 /// the test can stop and start it without touching the machine's shared server.
@@ -95,14 +94,6 @@ impl Drop for PrivatePostgres {
     }
 }
 
-/// An admin with an API key, made directly in the cluster's database.
-async fn admin_key(c: &Cluster) -> (workbench_core::auth::Principal, String) {
-    let (user, _) = c.wb.accounts().create_user("ada@example.com", PASSWORD, Some("default"), Role::Admin).await.unwrap();
-    let who = c.wb.accounts().principal_for_user(&user.id).await.unwrap().unwrap();
-    let key = c.wb.accounts().create_api_key(&who, "agent").await.unwrap().secret.expose().to_owned();
-    (who, key)
-}
-
 async fn wait_for(what: &str, limit: Duration, mut ok: impl AsyncFnMut() -> bool) {
     let until = tokio::time::Instant::now() + limit;
     while !ok().await {
@@ -115,7 +106,7 @@ async fn wait_for(what: &str, limit: Duration, mut ok: impl AsyncFnMut() -> bool
 async fn a_postgres_restart_under_load_gives_clear_503s_and_the_pool_recovers_without_a_restart() {
     let Some(pg) = PrivatePostgres::start() else { return };
     let c = Cluster::start(&pg.url(), 1, ClusterOptions::default()).await;
-    let (_, key) = admin_key(&c).await;
+    let (_, key) = admin_with_key(&c.app(0)).await;
     let base = c.instances[0].base();
     let pid = c.instances[0].pid();
     let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
@@ -178,7 +169,7 @@ async fn a_postgres_restart_under_load_gives_clear_503s_and_the_pool_recovers_wi
 db_test!(a_process_killed_mid_call_runs_the_call_once_and_its_idempotent_retry_is_told_it_was_interrupted, |backend| {
     let Some(url) = database_url(backend).await else { return };
     let mut c = Cluster::start(&url, 1, ClusterOptions::default()).await;
-    let (admin, key) = admin_key(&c).await;
+    let (admin, key) = admin_with_key(&c.app(0)).await;
     let api = fakes::start().await;
     c.wb.egress().add(&admin, &format!("127.0.0.1:{}", api.addr.port())).await.unwrap();
     let base = c.instances[0].base();
@@ -221,7 +212,7 @@ db_test!(a_process_killed_mid_call_runs_the_call_once_and_its_idempotent_retry_i
 db_test!(sigterm_lets_open_calls_finish_answers_open_waits_and_exits_within_the_deadline, |backend| {
     let Some(url) = database_url(backend).await else { return };
     let mut c = Cluster::start(&url, 1, ClusterOptions::default()).await;
-    let (admin, key) = admin_key(&c).await;
+    let (admin, key) = admin_with_key(&c.app(0)).await;
     let api = fakes::start().await;
     c.wb.egress().add(&admin, &format!("127.0.0.1:{}", api.addr.port())).await.unwrap();
     let app = c.app(0);
@@ -304,7 +295,7 @@ async fn a_full_disk_fails_writes_clearly_keeps_reads_and_recovers_without_corru
     let Some(disk) = SmallDisk::mount(24) else { return };
     let db = disk.0.join("wb.db");
     let c = Cluster::start(&format!("sqlite://{}", db.display()), 1, ClusterOptions::default()).await;
-    let (_, key) = admin_key(&c).await;
+    let (_, key) = admin_with_key(&c.app(0)).await;
     let app = c.app(0);
     let invoke = |tool: &str, args: Value| {
         let req = app.http().post(app.url("/v1/tools/invoke")).bearer_auth(&key).json(&json!({ "tool": tool, "arguments": args }));
@@ -349,7 +340,7 @@ async fn a_read_only_database_stops_start_up_with_one_clear_line_and_is_untouche
     let db = disk.0.join("wb.db");
     let url = format!("sqlite://{}", db.display());
     let c = Cluster::start(&url, 1, ClusterOptions::default()).await;
-    admin_key(&c).await;
+    admin_with_key(&c.app(0)).await;
     c.shutdown().await;
     let before = integrity(&db);
     assert!(disk.remount("ro"), "remount read-only");

@@ -124,7 +124,19 @@ pub async fn spawn_app(backend: Backend) -> Option<TestApp> {
     spawn_app_with(backend, Options::default()).await
 }
 
+/// With `WB_TEST_LOG` set (an env filter such as `info,workbench_core=debug`), the in-process
+/// servers log to the test's captured output, which the harness prints for a failing test.
+fn init_test_log() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if let Ok(filter) = std::env::var("WB_TEST_LOG") {
+            let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::new(filter)).with_test_writer().try_init();
+        }
+    });
+}
+
 pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestApp> {
+    init_test_log();
     let database_url = match options.database_url.clone() {
         Some(u) => u,
         None => database_url(backend).await?,

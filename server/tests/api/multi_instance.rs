@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::cluster::{Cluster, ClusterOptions};
+use crate::confirmations::post;
 use crate::connections::{location, path_of};
 use crate::fake_provider;
 use crate::fake_upstream;
@@ -16,12 +17,6 @@ use crate::helpers::{admin_with_key, execute, fresh_pg_database, mcp_call, Brows
 async fn cluster(options: ClusterOptions) -> Option<Cluster> {
     let url = fresh_pg_database().await?;
     Some(Cluster::start(&url, 2, options).await)
-}
-
-async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (u16, Value) {
-    let res = app.http().post(app.url(path)).bearer_auth(key).json(&body).send().await.unwrap();
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
 }
 
 async fn signed_in(app: &TestApp) -> Browser {

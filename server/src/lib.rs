@@ -19,6 +19,7 @@ mod otel;
 pub mod portal;
 pub mod proxy;
 mod request_id;
+mod unread_body;
 pub mod state;
 pub mod telemetry;
 pub mod v1;
@@ -50,6 +51,7 @@ pub fn router(state: AppState) -> Router {
         .merge(portal::routes(&state))
         .layer(middleware::from_fn_with_state(state.clone(), client_ip::layer))
         .layer(api_error::catch_panics())
+        .layer(middleware::from_fn(unread_body::layer))
         .layer(middleware::from_fn(request_id::layer))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CONTENT_SECURITY_POLICY,

@@ -78,9 +78,12 @@ fn context() -> Result<workbench_core::oauth::OAuthContext, AppError> {
 #[server(endpoint = "oauth_consent")]
 pub async fn oauth_consent(query: AuthorizeQuery) -> Result<ConsentView, AppError> {
     use workbench_core::oauth::AuthorizeError;
+    tracing::debug!("consent: checking the request");
     let p = ssr::principal().await?;
     let wb = ssr::wb()?;
-    match wb.oauth().check(&context()?, &params(query)).await {
+    let checked = wb.oauth().check(&context()?, &params(query)).await;
+    tracing::debug!(ok = checked.is_ok(), "consent: checked");
+    match checked {
         Ok(c) => {
             let policies = if p.is_unrestricted_admin() {
                 wb.policies().list(&p).await?.into_iter().map(|pol| (pol.id, if pol.default { format!("{} (default)", pol.name) } else { pol.name })).collect()

@@ -293,7 +293,8 @@ impl OAuthServer {
         Ok(())
     }
 
-    /// Removes expired codes and tokens (upkeep).
+    /// Removes codes and tokens expired for a day and clients nobody approved within a day of
+    /// registering (upkeep; an MCP client registers right before it asks for consent).
     pub async fn purge_expired(&self) -> Result<u64> {
         store::oauth::delete_expired(self.db.pool(), self.clock.now_ms() - 24 * 60 * 60 * 1000).await
     }

@@ -258,11 +258,18 @@ pub async fn revoke_family<'e>(ex: impl Exec<'e>, family_id: &str, now: i64) -> 
     Ok(r.rows_affected())
 }
 
-/// Deletes codes and tokens that expired before `before` (upkeep).
+/// Deletes codes and tokens that expired before `before`, and clients registered (or whose
+/// metadata document was cached) before it that nobody ever approved: anyone may register, so
+/// abandoned registrations must not pile up (upkeep).
 pub async fn delete_expired(pool: &sqlx::AnyPool, before: i64) -> Result<u64> {
     let a = sqlx::query("DELETE FROM oauth_codes WHERE expires_at < $1").bind(before).execute(pool).await?.rows_affected();
     let b = sqlx::query("DELETE FROM oauth_tokens WHERE expires_at < $1").bind(before).execute(pool).await?.rows_affected();
-    Ok(a + b)
+    let c = sqlx::query("DELETE FROM oauth_clients WHERE created_at < $1 AND NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.client_id = oauth_clients.client_id)")
+        .bind(before)
+        .execute(pool)
+        .await?
+        .rows_affected();
+    Ok(a + b + c)
 }
 
 /// Revokes every token a grant issued (the grant was revoked, or one of its codes replayed).

@@ -207,3 +207,36 @@ db_test!(the_fast_path_answers_tools_call_exactly_as_rmcp_does, |backend| {
         .unwrap();
     assert_eq!(res.status(), 406, "an Accept without text/event-stream is refused, as rmcp refuses it");
 });
+
+db_test!(a_refusal_sent_before_the_body_arrived_closes_the_connection_and_says_so, |backend| {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = app!(backend);
+    let (_, key) = admin_with_key(&app).await;
+    let addr = app.url("").trim_start_matches("http://").trim_end_matches('/').to_owned();
+    // Headers announcing a body that has not been sent: the 401 goes out first, and the
+    // connection cannot be reused, so the response must say so (a pooling client would
+    // otherwise send its next request into a closing socket).
+    let mut tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 64\r\n\r\n");
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let read_all = async {
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = tcp.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), read_all).await.expect("the server closes the connection after answering");
+    let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
+    assert!(text.starts_with("http/1.1 401"), "{text}");
+    assert!(text.contains("\r\nconnection: close\r\n"), "the refusal says the connection closes: {text}");
+
+    // A request whose body was read keeps its connection.
+    let res = mcp_request(&app, &key, "tools/list", json!({})).await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers().get("connection"), None, "a served request keeps the connection open");
+});

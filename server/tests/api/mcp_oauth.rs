@@ -372,3 +372,38 @@ db_test!(an_access_token_is_refused_by_a_deployment_it_was_not_issued_for, |back
     let body: Value = res.json().await.unwrap();
     assert!(body.to_string().contains("another resource"), "{body}");
 });
+
+db_test!(a_registration_nobody_approves_within_a_day_is_purged_and_an_approved_client_stays, |backend| {
+    let app = app!(backend);
+    admin_with_key(&app).await;
+    let approved = client(&app).await;
+    let abandoned = client(&app).await;
+    let b = signed_in(&app, "ada@example.com").await;
+    let t = authorized(&app, &b, &approved).await;
+    // The token endpoint tells a known client (a bad code: invalid_grant) from an unknown one
+    // (invalid_client); portal sessions expire on the same clock, so it is asked directly.
+    let known = |id: String| {
+        let app = &app;
+        async move {
+            let (status, body) = token(app, &[("grant_type", "authorization_code"), ("code", "wbac_not_a_code"), ("redirect_uri", REDIRECT), ("client_id", &id), ("code_verifier", VERIFIER)]).await;
+            match body["error"].as_str() {
+                Some("invalid_grant") => true,
+                Some("invalid_client") => false,
+                _ => panic!("{status} {body}"),
+            }
+        }
+    };
+
+    // Within the day both stay.
+    app.clock.advance_ms(23 * 3600 * 1000);
+    app.wb.oauth().purge_expired().await.unwrap();
+    assert!(known(approved.clone()).await && known(abandoned.clone()).await, "both known after 23 hours");
+    // After it, the registration nobody approved is gone (its client is told it is unknown and
+    // registers again); the approved one keeps working, refresh included.
+    app.clock.advance_ms(2 * 3600 * 1000);
+    assert!(app.wb.oauth().purge_expired().await.unwrap() >= 1);
+    assert!(!known(abandoned.clone()).await, "the abandoned registration is unknown");
+    assert!(known(approved.clone()).await, "the approved client is kept");
+    let (status, refreshed) = token(&app, &[("grant_type", "refresh_token"), ("refresh_token", t["refresh_token"].as_str().unwrap()), ("client_id", &approved)]).await;
+    assert_eq!(status, 200, "{refreshed}");
+});

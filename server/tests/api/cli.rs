@@ -9,7 +9,8 @@ use workbench_core::vault::KeyRing;
 use crate::helpers::{database_url, Backend, PASSWORD};
 use crate::db_test;
 
-fn workbench(args: &[&str], stdin: Option<&str>) -> std::process::Output {
+/// Runs the workbench binary with `args`, writing `stdin` (then closing it): its output.
+pub(crate) fn workbench(args: &[&str], stdin: Option<&str>) -> std::process::Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_workbench"))
         .args(args)
         .env_remove("WB_DATABASE_URL")
@@ -23,6 +24,19 @@ fn workbench(args: &[&str], stdin: Option<&str>) -> std::process::Output {
     }
     drop(child.stdin.take());
     child.wait_with_output().unwrap()
+}
+
+/// Migrates the database at `url` and makes an admin (ops@example.com) with an API key through
+/// the CLI, as an operator would: the key.
+pub(crate) fn provision_with_cli(url: &str) -> String {
+    let run = |args: &[&str], stdin: Option<&str>| {
+        let out = workbench(args, stdin);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run(&["migrate", "--database-url", url], None);
+    run(&["admin", "create-user", "--database-url", url, "--email", "ops@example.com", "--password-stdin", "--admin"], Some(PASSWORD));
+    run(&["admin", "create-api-key", "--database-url", url, "--email", "ops@example.com", "--name", "agent"], None).trim().to_owned()
 }
 
 db_test!(cli_creates_users_and_prints_an_api_key_alone, |backend| {

@@ -311,27 +311,7 @@ async fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
 db_test!(a_process_killed_mid_delivery_loses_no_callback, |backend| {
     let Some(url) = database_url(backend).await else { return };
     let data = temp_dir("killed");
-    let cli = |args: &[&str], stdin: Option<&str>| {
-        use std::io::Write;
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_workbench"))
-            .args(args)
-            .env_remove("WB_DATABASE_URL")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        if let Some(s) = stdin {
-            child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
-        }
-        drop(child.stdin.take());
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
-    };
-    cli(&["migrate", "--database-url", &url], None);
-    cli(&["admin", "create-user", "--database-url", &url, "--email", "ops@example.com", "--password-stdin", "--admin"], Some(PASSWORD));
-    let key = cli(&["admin", "create-api-key", "--database-url", &url, "--email", "ops@example.com", "--name", "agent"], None).trim().to_owned();
+    let key = crate::cli::provision_with_cli(&url);
     let (addr, receiver) = start_receiver().await;
     receiver.hang.store(true, std::sync::atomic::Ordering::SeqCst);
     {

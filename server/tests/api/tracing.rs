@@ -20,7 +20,7 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use prost::Message;
 use serde_json::{json, Value};
 
-use crate::helpers::{temp_dir, PASSWORD};
+use crate::helpers::temp_dir;
 use crate::{fake_upstream, fakes};
 
 /// One exported span, flattened.
@@ -110,27 +110,7 @@ async fn start_collector() -> Collector {
 /// A database with an admin and their API key, made with the CLI as an operator would.
 fn provision(dir: &Path) -> (String, String) {
     let url = format!("sqlite://{}?mode=rwc", dir.join("wb.db").display());
-    let cli = |args: &[&str], stdin: Option<&str>| {
-        use std::io::Write;
-        let mut child = Command::new(env!("CARGO_BIN_EXE_workbench"))
-            .args(args)
-            .env_remove("WB_DATABASE_URL")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        if let Some(s) = stdin {
-            child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
-        }
-        drop(child.stdin.take());
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
-    };
-    cli(&["migrate", "--database-url", &url], None);
-    cli(&["admin", "create-user", "--database-url", &url, "--email", "ops@example.com", "--password-stdin", "--admin"], Some(PASSWORD));
-    let key = cli(&["admin", "create-api-key", "--database-url", &url, "--email", "ops@example.com", "--name", "agent"], None).trim().to_owned();
+    let key = crate::cli::provision_with_cli(&url);
     (url, key)
 }
 

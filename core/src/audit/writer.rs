@@ -145,17 +145,20 @@ async fn write_all(db: &Db, records: &[Record]) {
 async fn commit(db: &Db, records: &[Record]) -> Result<()> {
     // Write-only: a deferred transaction takes the write lock at its first statement.
     let mut tx = db.pool().begin().await?;
-    // Usage of the batch summed per counter first: one statement per project, key, tool, day.
+    // One statement per table and kind: new rows in a multi-row INSERT, rows written `running`
+    // earlier finished by one UPDATE … FROM (VALUES …); usage of the batch is summed per
+    // counter first: one statement per project, key, tool, day.
+    let (mut new_calls, mut done_calls, mut new_audit, mut done_audit) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut usage: BTreeMap<(&str, &str, &str, &str), BTreeMap<&'static str, (Meter, i64)>> = BTreeMap::new();
     for r in records {
         match &r.call {
-            Some((c, Write::Insert)) => store::tool_calls::insert(&mut *tx, c).await?,
-            Some((c, Write::Finish)) => store::tool_calls::finish(&mut *tx, c).await?,
+            Some((c, Write::Insert)) => new_calls.push(c),
+            Some((c, Write::Finish)) => done_calls.push(c),
             None => {}
         }
         match &r.audit {
-            Some((a, Write::Insert)) => store::audit::insert(&mut *tx, a).await?,
-            Some((a, Write::Finish)) => store::audit::finish_for_call(&mut *tx, a).await?,
+            Some((a, Write::Insert)) => new_audit.push(a),
+            Some((a, Write::Finish)) => done_audit.push(a),
             None => {}
         }
         if let Some(u) = &r.usage {
@@ -164,6 +167,18 @@ async fn commit(db: &Db, records: &[Record]) -> Result<()> {
                 counters.entry(meter.as_str()).or_insert((*meter, 0)).1 += value;
             }
         }
+    }
+    for rows in new_calls.chunks(store::INSERT_ROWS_MAX) {
+        store::tool_calls::insert_many(&mut *tx, rows).await?;
+    }
+    for rows in done_calls.chunks(store::INSERT_ROWS_MAX) {
+        store::tool_calls::finish_many(&mut *tx, rows).await?;
+    }
+    for rows in new_audit.chunks(store::INSERT_ROWS_MAX) {
+        store::audit::insert_many(&mut *tx, rows).await?;
+    }
+    for rows in done_audit.chunks(store::INSERT_ROWS_MAX) {
+        store::audit::finish_for_calls(&mut *tx, rows).await?;
     }
     for ((project, key, tool, day), counters) in usage {
         let meters: Vec<(Meter, i64)> = counters.into_values().collect();

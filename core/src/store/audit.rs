@@ -3,7 +3,7 @@
 
 use sqlx::FromRow;
 
-use super::Exec;
+use super::{values_list, Exec, INSERT_ROWS_MAX};
 use crate::Result;
 
 #[derive(Debug, Clone, FromRow, PartialEq, Eq)]
@@ -28,38 +28,61 @@ const COLUMNS: &str = "id, project_id, user_id, api_key_id, action, tool, tool_c
      duration_ms, end_user_id, surface, detail, created_at";
 
 pub async fn insert<'e>(ex: impl Exec<'e>, r: &AuditRow) -> Result<()> {
-    sqlx::query(&format!(
-        "INSERT INTO audit_events ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
-    ))
-    .bind(&r.id)
-    .bind(&r.project_id)
-    .bind(&r.user_id)
-    .bind(&r.api_key_id)
-    .bind(&r.action)
-    .bind(&r.tool)
-    .bind(&r.tool_call_id)
-    .bind(&r.status)
-    .bind(&r.error_code)
-    .bind(r.duration_ms)
-    .bind(&r.end_user_id)
-    .bind(&r.surface)
-    .bind(&r.detail)
-    .bind(r.created_at)
-    .execute(ex)
-    .await?;
+    insert_many(ex, &[r]).await
+}
+
+/// Inserts up to `INSERT_ROWS_MAX` rows in one statement (the record writer's batches).
+pub async fn insert_many<'e>(ex: impl Exec<'e>, rows: &[&AuditRow]) -> Result<()> {
+    assert!(rows.len() <= INSERT_ROWS_MAX, "at most INSERT_ROWS_MAX rows");
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let sql = format!("INSERT INTO audit_events ({COLUMNS}) VALUES {}", values_list(rows.len(), 14));
+    let mut q = sqlx::query(&sql);
+    for r in rows {
+        q = q
+            .bind(&r.id)
+            .bind(&r.project_id)
+            .bind(&r.user_id)
+            .bind(&r.api_key_id)
+            .bind(&r.action)
+            .bind(&r.tool)
+            .bind(&r.tool_call_id)
+            .bind(&r.status)
+            .bind(&r.error_code)
+            .bind(r.duration_ms)
+            .bind(&r.end_user_id)
+            .bind(&r.surface)
+            .bind(&r.detail)
+            .bind(r.created_at);
+    }
+    q.execute(ex).await?;
     Ok(())
 }
 
 /// Finishes the audit row of a call recorded as `running` before its handler ran.
 pub async fn finish_for_call<'e>(ex: impl Exec<'e>, r: &AuditRow) -> Result<()> {
-    sqlx::query("UPDATE audit_events SET status = $1, error_code = $2, duration_ms = $3 WHERE tool_call_id = $4 AND project_id = $5 AND action = 'tool.execute'")
-        .bind(&r.status)
-        .bind(&r.error_code)
-        .bind(r.duration_ms)
-        .bind(&r.tool_call_id)
-        .bind(&r.project_id)
-        .execute(ex)
-        .await?;
+    finish_for_calls(ex, &[r]).await
+}
+
+/// Finishes the audit rows of up to `INSERT_ROWS_MAX` calls in one statement.
+pub async fn finish_for_calls<'e>(ex: impl Exec<'e>, rows: &[&AuditRow]) -> Result<()> {
+    assert!(rows.len() <= INSERT_ROWS_MAX, "at most INSERT_ROWS_MAX rows");
+    if rows.is_empty() {
+        return Ok(());
+    }
+    // A VALUES list's columns are column1, column2, … on both engines.
+    let sql = format!(
+        "UPDATE audit_events SET status = v.column1, error_code = v.column2, duration_ms = v.column3 \
+         FROM (VALUES {}) AS v WHERE audit_events.tool_call_id = v.column4 AND audit_events.project_id = v.column5 \
+         AND audit_events.action = 'tool.execute'",
+        values_list(rows.len(), 5)
+    );
+    let mut q = sqlx::query(&sql);
+    for r in rows {
+        q = q.bind(&r.status).bind(&r.error_code).bind(r.duration_ms).bind(&r.tool_call_id).bind(&r.project_id);
+    }
+    q.execute(ex).await?;
     Ok(())
 }
 

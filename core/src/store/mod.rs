@@ -80,7 +80,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{Any, AnyPool, ConnectOptions, Executor, Transaction};
+use sqlx::{Any, AnyPool, ConnectOptions, Connection, Executor, Transaction};
 
 use crate::{Error, Result};
 
@@ -179,6 +179,20 @@ impl Db {
                         )
                         .await?;
                         Ok(())
+                    })
+                })
+                // SQLite rolls a transaction back by itself when a statement hits a full disk or
+                // an I/O error; sqlx still counts it open, its ROLLBACK then fails, and every
+                // later BEGIN IMMEDIATE on that connection would be refused. Such a connection
+                // is closed instead of going back to the pool. (The ping lets the worker run a
+                // dropped transaction's queued ROLLBACK before the count is read again.)
+                .after_release(|conn, _meta| {
+                    Box::pin(async move {
+                        if !conn.is_in_transaction() {
+                            return Ok(true);
+                        }
+                        conn.ping().await?;
+                        Ok(!conn.is_in_transaction())
                     })
                 }),
             Engine::Postgres => AnyPoolOptions::new().max_connections(16),
@@ -284,6 +298,27 @@ pub(crate) async fn reseal_row<'e>(ex: impl Exec<'e>, table: &'static str, key_c
     Ok(done.rows_affected() == 1)
 }
 
+/// Rows at most in one multi-row INSERT (`values_list`): 256 rows of 15 columns stay far
+/// below SQLite's 32,766 and PostgreSQL's 65,535 bound parameters.
+pub const INSERT_ROWS_MAX: usize = 256;
+
+/// `($1, …, $cols), ($cols+1, …), …`: the VALUES list of a multi-row INSERT of `rows` rows.
+pub(crate) fn values_list(rows: usize, cols: usize) -> String {
+    let mut sql = String::with_capacity(rows * cols * 5);
+    for r in 0..rows {
+        sql.push_str(if r == 0 { "(" } else { ", (" });
+        for c in 0..cols {
+            if c > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('$');
+            sql.push_str(&(r * cols + c + 1).to_string());
+        }
+        sql.push(')');
+    }
+    sql
+}
+
 /// Shorthand for the generic executor bound every store function takes.
 pub trait Exec<'e>: Executor<'e, Database = Any> {}
 impl<'e, T: Executor<'e, Database = Any>> Exec<'e> for T {}
@@ -293,11 +328,59 @@ mod tests {
     use super::*;
 
     #[test]
+    fn values_list_numbers_every_row_and_column() {
+        assert_eq!(values_list(1, 2), "($1, $2)");
+        assert_eq!(values_list(2, 3), "($1, $2, $3), ($4, $5, $6)");
+    }
+
+    #[test]
     fn redact_url_hides_passwords() {
         assert_eq!(
             redact_url("postgres://u:secret@h/db"),
             "postgres://u:***@h/db"
         );
         assert_eq!(redact_url("sqlite://x.db"), "sqlite://x.db");
+    }
+
+    /// A full disk mid-transaction (here SQLite's page limit, which fails the same way:
+    /// SQLITE_FULL, and SQLite rolls the transaction back itself) must not leave a pooled
+    /// connection that refuses every later write transaction.
+    #[tokio::test]
+    async fn a_transaction_the_disk_filling_up_rolled_back_does_not_poison_later_writes() {
+        let path = std::env::temp_dir().join(format!("wb-full-{}.db", crate::ids::new_id("t")));
+        let db = Db::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+        sqlx::query("CREATE TABLE filler (v TEXT NOT NULL)").execute(db.pool()).await.unwrap();
+        for round in 0..3 {
+            let mut tx = db.begin_write().await.unwrap();
+            sqlx::query("PRAGMA max_page_count = 16").execute(&mut *tx).await.unwrap();
+            let mut full = None;
+            for _ in 0..100 {
+                if let Err(e) = sqlx::query("INSERT INTO filler (v) VALUES ($1)").bind("y".repeat(3000)).execute(&mut *tx).await {
+                    full = Some(Error::from(e));
+                    break;
+                }
+            }
+            let full = full.expect("the page limit is reached");
+            assert_eq!(full.unavailable_reason(), Some("the database's disk is full"), "round {round}: {full}");
+            drop(tx);
+            // Let the dropped transaction's connection go back to (or leave) the pool.
+            for _ in 0..500 {
+                if db.pool().num_idle() > 0 || db.pool().size() == 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            for n in 0..3 {
+                let mut tx = db.begin_write().await.unwrap_or_else(|e| panic!("round {round}, write {n}: {e}"));
+                sqlx::query("INSERT INTO filler (v) VALUES ('small')").execute(&mut *tx).await.unwrap();
+                tx.commit().await.unwrap();
+            }
+        }
+        let (count,): (i64,) = sqlx::query_as("SELECT count(*) FROM filler").fetch_one(db.pool()).await.unwrap();
+        assert_eq!(count, 9, "only the small rows were kept");
+        db.pool().close().await;
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
     }
 }

@@ -3,7 +3,7 @@
 
 use sqlx::FromRow;
 
-use super::Exec;
+use super::{values_list, Exec, INSERT_ROWS_MAX};
 use crate::Result;
 
 #[derive(Debug, Clone, FromRow)]
@@ -31,40 +31,61 @@ const COLUMNS: &str = "id, project_id, user_id, api_key_id, tool, status, argume
      end_user_id, surface, created_at, result_bytes, idempotency_key";
 
 pub async fn insert<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
-    sqlx::query(&format!(
-        "INSERT INTO tool_calls ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
-    ))
-    .bind(&r.id)
-    .bind(&r.project_id)
-    .bind(&r.user_id)
-    .bind(&r.api_key_id)
-    .bind(&r.tool)
-    .bind(&r.status)
-    .bind(&r.arguments)
-    .bind(&r.result)
-    .bind(&r.error)
-    .bind(r.duration_ms)
-    .bind(&r.end_user_id)
-    .bind(&r.surface)
-    .bind(r.created_at)
-    .bind(r.result_bytes)
-    .bind(&r.idempotency_key)
-    .execute(ex)
-    .await?;
+    insert_many(ex, &[r]).await
+}
+
+/// Inserts up to `INSERT_ROWS_MAX` rows in one statement (the record writer's batches).
+pub async fn insert_many<'e>(ex: impl Exec<'e>, rows: &[&ToolCallRow]) -> Result<()> {
+    assert!(rows.len() <= INSERT_ROWS_MAX, "at most INSERT_ROWS_MAX rows");
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let sql = format!("INSERT INTO tool_calls ({COLUMNS}) VALUES {}", values_list(rows.len(), 15));
+    let mut q = sqlx::query(&sql);
+    for r in rows {
+        q = q
+            .bind(&r.id)
+            .bind(&r.project_id)
+            .bind(&r.user_id)
+            .bind(&r.api_key_id)
+            .bind(&r.tool)
+            .bind(&r.status)
+            .bind(&r.arguments)
+            .bind(&r.result)
+            .bind(&r.error)
+            .bind(r.duration_ms)
+            .bind(&r.end_user_id)
+            .bind(&r.surface)
+            .bind(r.created_at)
+            .bind(r.result_bytes)
+            .bind(&r.idempotency_key);
+    }
+    q.execute(ex).await?;
     Ok(())
 }
 
 /// Finishes a call recorded as `running` before its handler ran.
 pub async fn finish<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
-    sqlx::query("UPDATE tool_calls SET status = $1, result = $2, error = $3, duration_ms = $4, result_bytes = $5 WHERE id = $6")
-        .bind(&r.status)
-        .bind(&r.result)
-        .bind(&r.error)
-        .bind(r.duration_ms)
-        .bind(r.result_bytes)
-        .bind(&r.id)
-        .execute(ex)
-        .await?;
+    finish_many(ex, &[r]).await
+}
+
+/// Finishes up to `INSERT_ROWS_MAX` calls in one statement (the record writer's batches).
+pub async fn finish_many<'e>(ex: impl Exec<'e>, rows: &[&ToolCallRow]) -> Result<()> {
+    assert!(rows.len() <= INSERT_ROWS_MAX, "at most INSERT_ROWS_MAX rows");
+    if rows.is_empty() {
+        return Ok(());
+    }
+    // A VALUES list's columns are column1, column2, … on both engines.
+    let sql = format!(
+        "UPDATE tool_calls SET status = v.column2, result = v.column3, error = v.column4, duration_ms = v.column5, \
+         result_bytes = v.column6 FROM (VALUES {}) AS v WHERE tool_calls.id = v.column1",
+        values_list(rows.len(), 6)
+    );
+    let mut q = sqlx::query(&sql);
+    for r in rows {
+        q = q.bind(&r.id).bind(&r.status).bind(&r.result).bind(&r.error).bind(r.duration_ms).bind(r.result_bytes);
+    }
+    q.execute(ex).await?;
     Ok(())
 }
 

@@ -327,8 +327,11 @@ async fn a_full_disk_fails_writes_clearly_keeps_reads_and_recovers_without_corru
     assert_eq!(app.http().get(app.url("/healthz")).send().await.unwrap().status(), 200, "the process is up");
 
     std::fs::remove_file(filler).unwrap();
-    let (status, out) = invoke("vault_set", json!({ "name": "AFTER", "value": "written-after-space-returned" })).await;
-    assert_eq!(status, 200, "writes work again without a restart: {out}");
+    // Every pooled connection, also one whose transaction the full disk rolled back, writes again.
+    for i in 0..12 {
+        let (status, out) = invoke("vault_set", json!({ "name": format!("AFTER_{i}"), "value": "written-after-space-returned" })).await;
+        assert_eq!(status, 200, "write {i} works again without a restart: {out}");
+    }
     c.shutdown().await;
     let report = integrity(&db);
     assert!(report.starts_with("ok\n1"), "the database is intact: {report}");

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::metrics::CallMetrics;
-use crate::store::{self, audit::AuditRow, tool_calls::ToolCallRow, usage::Meter, Db};
+use crate::store::{self, audit::AuditRow, tool_calls::ToolCallRow, usage::Meter, Db, Engine};
 use crate::Result;
 
 /// Records that could not be written since start (read-only tools still ran).
@@ -26,7 +26,8 @@ pub static AUDIT_WRITE_FAILURES: AtomicU64 = AtomicU64::new(0);
 /// Records queued at most; a full queue makes callers wait. It bounds what a shutdown must
 /// still write: the load run (docs/benchmarks.md) saw PostgreSQL commit about 800 records a
 /// second while nothing else ran, so 8192 queued records could miss the 10 s shutdown deadline
-/// and lose their usage; 2048 drain in about 3 s.
+/// and lose their usage. Batched statements since made the writer alone commit 4,000+ finished
+/// records a second there (benches/record_writer.rs); 2048 also keeps what a kill loses small.
 pub const QUEUE_CAPACITY: usize = 2048;
 /// Records committed in one transaction at most.
 pub const BATCH_MAX: usize = 256;
@@ -145,9 +146,9 @@ async fn write_all(db: &Db, records: &[Record]) {
 async fn commit(db: &Db, records: &[Record]) -> Result<()> {
     // Write-only: a deferred transaction takes the write lock at its first statement.
     let mut tx = db.pool().begin().await?;
-    // One statement per table and kind: new rows in a multi-row INSERT, rows written `running`
-    // earlier finished by one UPDATE … FROM (VALUES …); usage of the batch is summed per
-    // counter first: one statement per project, key, tool, day.
+    // Few statements per table and kind: new rows in multi-row INSERTs, rows written `running`
+    // earlier finished by UPDATE … FROM (VALUES …) (`store::batches` sizes both); usage of the
+    // batch is summed per counter first: one statement per project, key, tool, day.
     let (mut new_calls, mut done_calls, mut new_audit, mut done_audit) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut usage: BTreeMap<(&str, &str, &str, &str), BTreeMap<&'static str, (Meter, i64)>> = BTreeMap::new();
     for r in records {
@@ -168,16 +169,32 @@ async fn commit(db: &Db, records: &[Record]) -> Result<()> {
             }
         }
     }
-    for rows in new_calls.chunks(store::INSERT_ROWS_MAX) {
-        store::tool_calls::insert_many(&mut *tx, rows).await?;
+    // SQLite runs statements in-process, and there one prepared single-row INSERT per row was
+    // measured faster than multi-row INSERTs (benches/record_writer.rs); PostgreSQL pays a
+    // round trip per statement, so it gets the multi-row form.
+    let one_by_one = db.engine() == Engine::Sqlite;
+    if one_by_one {
+        for c in &new_calls {
+            store::tool_calls::insert(&mut *tx, c).await?;
+        }
+    } else {
+        for rows in store::batches(&new_calls) {
+            store::tool_calls::insert_many(&mut *tx, rows).await?;
+        }
     }
-    for rows in done_calls.chunks(store::INSERT_ROWS_MAX) {
+    for rows in store::batches(&done_calls) {
         store::tool_calls::finish_many(&mut *tx, rows).await?;
     }
-    for rows in new_audit.chunks(store::INSERT_ROWS_MAX) {
-        store::audit::insert_many(&mut *tx, rows).await?;
+    if one_by_one {
+        for a in &new_audit {
+            store::audit::insert(&mut *tx, a).await?;
+        }
+    } else {
+        for rows in store::batches(&new_audit) {
+            store::audit::insert_many(&mut *tx, rows).await?;
+        }
     }
-    for rows in done_audit.chunks(store::INSERT_ROWS_MAX) {
+    for rows in store::batches(&done_audit) {
         store::audit::finish_for_calls(&mut *tx, rows).await?;
     }
     for ((project, key, tool, day), counters) in usage {

@@ -62,10 +62,19 @@ pub async fn insert_many<'e>(ex: impl Exec<'e>, rows: &[&AuditRow]) -> Result<()
 
 /// Finishes the audit row of a call recorded as `running` before its handler ran.
 pub async fn finish_for_call<'e>(ex: impl Exec<'e>, r: &AuditRow) -> Result<()> {
-    finish_for_calls(ex, &[r]).await
+    sqlx::query("UPDATE audit_events SET status = $1, error_code = $2, duration_ms = $3 WHERE tool_call_id = $4 AND project_id = $5 AND action = 'tool.execute'")
+        .bind(&r.status)
+        .bind(&r.error_code)
+        .bind(r.duration_ms)
+        .bind(&r.tool_call_id)
+        .bind(&r.project_id)
+        .execute(ex)
+        .await?;
+    Ok(())
 }
 
-/// Finishes the audit rows of up to `INSERT_ROWS_MAX` calls in one statement.
+/// Finishes the audit rows of up to `INSERT_ROWS_MAX` calls in one statement (the record
+/// writer's batches).
 pub async fn finish_for_calls<'e>(ex: impl Exec<'e>, rows: &[&AuditRow]) -> Result<()> {
     assert!(rows.len() <= INSERT_ROWS_MAX, "at most INSERT_ROWS_MAX rows");
     if rows.is_empty() {

@@ -302,6 +302,24 @@ pub(crate) async fn reseal_row<'e>(ex: impl Exec<'e>, table: &'static str, key_c
 /// below SQLite's 32,766 and PostgreSQL's 65,535 bound parameters.
 pub const INSERT_ROWS_MAX: usize = 256;
 
+/// Splits `rows` into runs whose lengths are powers of two (at most `INSERT_ROWS_MAX`), longest
+/// first. A multi-row statement then comes in at most nine shapes per table, each prepared once
+/// per connection and kept in its statement cache, instead of a new statement for every batch
+/// length (measured: on SQLite, preparing per batch made multi-row INSERTs slower than one row
+/// at a time).
+pub fn batches<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
+    let mut rest = rows;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let len = INSERT_ROWS_MAX.min(1 << rest.len().ilog2());
+        let (run, tail) = rest.split_at(len);
+        rest = tail;
+        Some(run)
+    })
+}
+
 /// `($1, …, $cols), ($cols+1, …), …`: the VALUES list of a multi-row INSERT of `rows` rows.
 pub(crate) fn values_list(rows: usize, cols: usize) -> String {
     let mut sql = String::with_capacity(rows * cols * 5);
@@ -331,6 +349,15 @@ mod tests {
     fn values_list_numbers_every_row_and_column() {
         assert_eq!(values_list(1, 2), "($1, $2)");
         assert_eq!(values_list(2, 3), "($1, $2, $3), ($4, $5, $6)");
+    }
+
+    #[test]
+    fn batches_are_powers_of_two_longest_first_and_cover_every_row() {
+        let rows: Vec<usize> = (0..(INSERT_ROWS_MAX * 2 + 13)).collect();
+        let lens: Vec<usize> = batches(&rows).map(<[usize]>::len).collect();
+        assert_eq!(lens, vec![INSERT_ROWS_MAX, INSERT_ROWS_MAX, 8, 4, 1]);
+        assert_eq!(batches(&rows).flatten().copied().collect::<Vec<_>>(), rows);
+        assert_eq!(batches::<usize>(&[]).count(), 0);
     }
 
     #[test]

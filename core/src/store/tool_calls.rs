@@ -66,10 +66,20 @@ pub async fn insert_many<'e>(ex: impl Exec<'e>, rows: &[&ToolCallRow]) -> Result
 
 /// Finishes a call recorded as `running` before its handler ran.
 pub async fn finish<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
-    finish_many(ex, &[r]).await
+    sqlx::query("UPDATE tool_calls SET status = $1, result = $2, error = $3, duration_ms = $4, result_bytes = $5 WHERE id = $6")
+        .bind(&r.status)
+        .bind(&r.result)
+        .bind(&r.error)
+        .bind(r.duration_ms)
+        .bind(r.result_bytes)
+        .bind(&r.id)
+        .execute(ex)
+        .await?;
+    Ok(())
 }
 
-/// Finishes up to `INSERT_ROWS_MAX` calls in one statement (the record writer's batches).
+/// Finishes up to `INSERT_ROWS_MAX` calls in one statement (the record writer's batches;
+/// `finish` stays a plain UPDATE for the one row the pipeline writes synchronously).
 pub async fn finish_many<'e>(ex: impl Exec<'e>, rows: &[&ToolCallRow]) -> Result<()> {
     assert!(rows.len() <= INSERT_ROWS_MAX, "at most INSERT_ROWS_MAX rows");
     if rows.is_empty() {

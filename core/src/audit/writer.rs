@@ -276,4 +276,53 @@ mod tests {
         assert!(AUDIT_WRITE_FAILURES.load(Ordering::Relaxed) > failures, "the bad record is counted");
         let _ = std::fs::remove_file(&path);
     }
+
+    #[tokio::test]
+    async fn rows_written_running_are_finished_field_for_field_in_one_batch() {
+        let path = std::env::temp_dir().join(format!("wb-writer-{}.db", crate::ids::new_id("t")));
+        let db = Db::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+        db.migrate().await.unwrap();
+        let accounts = Accounts::new(db.clone(), Arc::new(SystemClock));
+        let (user, _) = accounts.create_user("finish@example.com", "correct horse battery staple", Some("p"), Role::Admin).await.unwrap();
+        let project = accounts.principal_for_user(&user.id).await.unwrap().unwrap().project_id;
+        // Three calls written `running` (as the pipeline does before a side effect)...
+        let mut running = Vec::new();
+        for n in 0..3 {
+            let Record { call: Some((mut c, _)), audit: Some((mut a, _)), .. } = record(&project, n) else { unreachable!() };
+            (c.status, c.result, c.duration_ms, a.status, a.duration_ms) = ("running".into(), None, 0, "running".into(), None);
+            store::tool_calls::insert(db.pool(), &c).await.unwrap();
+            store::audit::insert(db.pool(), &a).await.unwrap();
+            running.push((c, a));
+        }
+        // ...then finished, each differently, through the writer in one flush.
+        let recorder = Recorder::start(db.clone());
+        for (n, (c, a)) in running.iter().enumerate() {
+            let mut c = c.clone();
+            let mut a = a.clone();
+            (c.status, c.result, c.error, c.duration_ms, c.result_bytes) = if n == 1 {
+                ("failed".into(), None, Some(format!("{{\"code\":\"TOOL_ERROR\",\"n\":{n}}}")), 20 + n as i64, None)
+            } else {
+                ("succeeded".into(), Some(format!("{{\"n\":{n}}}")), None, 10 + n as i64, Some(7 + n as i64))
+            };
+            a.status = c.status.clone();
+            a.error_code = (n == 1).then(|| "TOOL_ERROR".to_owned());
+            a.duration_ms = Some(c.duration_ms);
+            recorder.write(Record { call: Some((c, Write::Finish)), audit: Some((a, Write::Finish)), usage: None }).await;
+        }
+        recorder.flush().await;
+        for (n, (c, a)) in running.iter().enumerate() {
+            let got = store::tool_calls::get(db.pool(), &project, &c.id).await.unwrap().unwrap();
+            let audit = store::audit::get(db.pool(), &project, &a.id).await.unwrap().unwrap();
+            if n == 1 {
+                assert_eq!((got.status.as_str(), got.result, got.error.as_deref(), got.duration_ms, got.result_bytes), ("failed", None, Some("{\"code\":\"TOOL_ERROR\",\"n\":1}"), 21, None));
+                assert_eq!((audit.status.as_str(), audit.error_code.as_deref(), audit.duration_ms), ("failed", Some("TOOL_ERROR"), Some(21)));
+            } else {
+                assert_eq!((got.status.as_str(), got.result, got.error, got.duration_ms, got.result_bytes), ("succeeded", Some(format!("{{\"n\":{n}}}")), None, 10 + n as i64, Some(7 + n as i64)));
+                assert_eq!((audit.status.as_str(), audit.error_code, audit.duration_ms), ("succeeded", None, Some(10 + n as i64)));
+            }
+            assert_eq!((got.arguments.as_str(), audit.tool_call_id.as_deref()), (c.arguments.as_str(), Some(c.id.as_str())), "untouched columns stay");
+        }
+        db.pool().close().await;
+        let _ = std::fs::remove_file(&path);
+    }
 }

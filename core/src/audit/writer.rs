@@ -171,28 +171,25 @@ async fn commit(db: &Db, records: &[Record]) -> Result<()> {
     }
     // SQLite runs statements in-process, and there one prepared single-row INSERT per row was
     // measured faster than multi-row INSERTs (benches/record_writer.rs); PostgreSQL pays a
-    // round trip per statement, so it gets the multi-row form.
-    let one_by_one = db.engine() == Engine::Sqlite;
-    if one_by_one {
+    // round trip per statement, so it gets the multi-row form. (Calls go in before the audit
+    // rows that name them.)
+    if db.engine() == Engine::Sqlite {
         for c in &new_calls {
             store::tool_calls::insert(&mut *tx, c).await?;
+        }
+        for a in &new_audit {
+            store::audit::insert(&mut *tx, a).await?;
         }
     } else {
         for rows in store::batches(&new_calls) {
             store::tool_calls::insert_many(&mut *tx, rows).await?;
         }
-    }
-    for rows in store::batches(&done_calls) {
-        store::tool_calls::finish_many(&mut *tx, rows).await?;
-    }
-    if one_by_one {
-        for a in &new_audit {
-            store::audit::insert(&mut *tx, a).await?;
-        }
-    } else {
         for rows in store::batches(&new_audit) {
             store::audit::insert_many(&mut *tx, rows).await?;
         }
+    }
+    for rows in store::batches(&done_calls) {
+        store::tool_calls::finish_many(&mut *tx, rows).await?;
     }
     for rows in store::batches(&done_audit) {
         store::audit::finish_for_calls(&mut *tx, rows).await?;

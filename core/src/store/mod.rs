@@ -298,15 +298,14 @@ pub(crate) async fn reseal_row<'e>(ex: impl Exec<'e>, table: &'static str, key_c
     Ok(done.rows_affected() == 1)
 }
 
-/// Rows at most in one multi-row INSERT (`values_list`): 256 rows of 15 columns stay far
+/// Rows at most in one multi-row statement (`values_list`): 256 rows of 15 columns stay far
 /// below SQLite's 32,766 and PostgreSQL's 65,535 bound parameters.
 pub const INSERT_ROWS_MAX: usize = 256;
 
 /// Splits `rows` into runs whose lengths are powers of two (at most `INSERT_ROWS_MAX`), longest
 /// first. A multi-row statement then comes in at most nine shapes per table, each prepared once
-/// per connection and kept in its statement cache, instead of a new statement for every batch
-/// length (measured: on SQLite, preparing per batch made multi-row INSERTs slower than one row
-/// at a time).
+/// per connection and kept in its statement cache, instead of up to 256 shapes (one per batch
+/// length) crowding that cache.
 pub fn batches<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
     let mut rest = rows;
     std::iter::from_fn(move || {
@@ -320,7 +319,7 @@ pub fn batches<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
     })
 }
 
-/// `($1, …, $cols), ($cols+1, …), …`: the VALUES list of a multi-row INSERT of `rows` rows.
+/// `($1, …, $cols), ($cols+1, …), …`: the VALUES list of a multi-row statement of `rows` rows.
 pub(crate) fn values_list(rows: usize, cols: usize) -> String {
     let mut sql = String::with_capacity(rows * cols * 5);
     for r in 0..rows {

@@ -249,14 +249,20 @@ mod tests {
         Record { call: Some((call, Write::Insert)), audit: Some((audit, Write::Insert)), usage: Some(usage) }
     }
 
-    #[tokio::test]
-    async fn one_bad_record_costs_only_itself_and_a_flush_waits_for_everything_queued_before_it() {
+    /// A migrated SQLite database in a temporary file with one admin; its project id; the file.
+    async fn database() -> (Db, String, std::path::PathBuf) {
         let path = std::env::temp_dir().join(format!("wb-writer-{}.db", crate::ids::new_id("t")));
         let db = Db::connect(&format!("sqlite://{}", path.display())).await.unwrap();
         db.migrate().await.unwrap();
         let accounts = Accounts::new(db.clone(), Arc::new(SystemClock));
         let (user, _) = accounts.create_user("writer@example.com", "correct horse battery staple", Some("p"), Role::Admin).await.unwrap();
         let project = accounts.principal_for_user(&user.id).await.unwrap().unwrap().project_id;
+        (db, project, path)
+    }
+
+    #[tokio::test]
+    async fn one_bad_record_costs_only_itself_and_a_flush_waits_for_everything_queued_before_it() {
+        let (db, project, path) = database().await;
         let recorder = Recorder::start(db.clone());
         let failures = AUDIT_WRITE_FAILURES.load(Ordering::Relaxed);
         // The middle record names a project that does not exist: its rows break a foreign key.
@@ -276,12 +282,7 @@ mod tests {
 
     #[tokio::test]
     async fn rows_written_running_are_finished_field_for_field_in_one_batch() {
-        let path = std::env::temp_dir().join(format!("wb-writer-{}.db", crate::ids::new_id("t")));
-        let db = Db::connect(&format!("sqlite://{}", path.display())).await.unwrap();
-        db.migrate().await.unwrap();
-        let accounts = Accounts::new(db.clone(), Arc::new(SystemClock));
-        let (user, _) = accounts.create_user("finish@example.com", "correct horse battery staple", Some("p"), Role::Admin).await.unwrap();
-        let project = accounts.principal_for_user(&user.id).await.unwrap().unwrap().project_id;
+        let (db, project, path) = database().await;
         // Three calls written `running` (as the pipeline does before a side effect)...
         let mut running = Vec::new();
         for n in 0..3 {

@@ -16,6 +16,11 @@ use crate::Result;
 
 pub use crate::store::usage::Meter;
 
+/// Whose usage `who` sees (D21): everyone's for an admin, else its own user's.
+fn own(who: &Principal) -> Option<&str> {
+    (!who.sees_project_records()).then_some(who.user_id.as_str())
+}
+
 /// One usage counter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UsageRow {
@@ -73,7 +78,7 @@ impl Metering {
     /// Usage rows of the caller's project between two days (inclusive, `YYYY-MM-DD`).
     pub async fn usage(&self, who: &Principal, from_day: &str, to_day: &str) -> Result<Vec<UsageRow>> {
         self.recorder.flush().await;
-        let rows = store::usage::rows(self.db.pool(), &who.project_id, from_day, to_day).await?;
+        let rows = store::usage::rows(self.db.pool(), &who.project_id, from_day, to_day, own(who)).await?;
         Ok(rows
             .into_iter()
             .map(|r| UsageRow {
@@ -244,7 +249,7 @@ impl Metering {
         };
         let (from_ms, to_ms) = (day_ms(from), day_ms(to) + 86_400_000);
         let mut per_day: std::collections::BTreeMap<String, DayOutcomes> = days.iter().map(|d| (d.clone(), DayOutcomes { day: d.clone(), ..Default::default() })).collect();
-        for (d, status, n) in store::usage::outcomes_per_day(self.db.pool(), &who.project_id, from_ms, to_ms).await? {
+        for (d, status, n) in store::usage::outcomes_per_day(self.db.pool(), &who.project_id, from_ms, to_ms, own(who)).await? {
             let day = rfc3339(d * 86_400_000)[..10].to_owned();
             if let Some(o) = per_day.get_mut(&day) {
                 match status.as_str() {
@@ -256,7 +261,7 @@ impl Metering {
             }
         }
         let mut by_tool: HashMap<String, Vec<i64>> = HashMap::new();
-        for (tool, ms) in store::usage::durations(self.db.pool(), &who.project_id, from_ms, to_ms, LATENCY_SAMPLE).await? {
+        for (tool, ms) in store::usage::durations(self.db.pool(), &who.project_id, from_ms, to_ms, LATENCY_SAMPLE, own(who)).await? {
             by_tool.entry(tool).or_default().push(ms);
         }
         let mut latency: Vec<ToolLatency> = by_tool
@@ -268,7 +273,7 @@ impl Metering {
             .collect();
         latency.sort_by(|a, b| b.p95_ms.cmp(&a.p95_ms).then(a.tool.cmp(&b.tool)));
         latency.truncate(20);
-        let rows = store::usage::rows(self.db.pool(), &who.project_id, from, to).await?;
+        let rows = store::usage::rows(self.db.pool(), &who.project_id, from, to, own(who)).await?;
         let mut egress: std::collections::BTreeMap<String, i64> = days.iter().map(|d| (d.clone(), 0)).collect();
         let mut tools: HashMap<String, UsageGroup> = HashMap::new();
         let mut keys: HashMap<String, UsageGroup> = HashMap::new();

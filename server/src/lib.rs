@@ -19,6 +19,7 @@ mod otel;
 pub mod portal;
 pub mod proxy;
 mod request_id;
+pub mod routes;
 mod unread_body;
 pub mod state;
 pub mod telemetry;
@@ -40,11 +41,10 @@ pub use state::AppState;
 
 /// The whole application as one router.
 pub fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
+    health_routes(&state)
+        .into_router()
         .route("/metrics", get(metrics::metrics))
-        .merge(v1::routes())
+        .merge(v1::router(&state))
         .merge(mcp::routes(&state))
         .merge(mcp_oauth::routes())
         .merge(proxy::routes())
@@ -70,6 +70,14 @@ pub fn router(state: AppState) -> Router {
             HeaderValue::from_static("same-origin"),
         ))
         .with_state(state)
+}
+
+/// The probes: public, no credential.
+pub fn health_routes(state: &AppState) -> routes::Routes {
+    use workbench_core::auth::Operation;
+    routes::Routes::new(state)
+        .add(axum::http::Method::GET, "/healthz", routes::Credential::None, Operation::Health, health::healthz)
+        .add(axum::http::Method::GET, "/readyz", routes::Credential::None, Operation::Health, health::readyz)
 }
 
 /// How long in-flight requests get to finish after a shutdown signal.

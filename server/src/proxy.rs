@@ -21,8 +21,8 @@ use axum::routing::any;
 use axum::Router;
 use futures::{Future, Stream};
 use workbench_core::audit::ProxyEvent;
-use workbench_core::auth::Principal;
-use workbench_core::connections::ConnectionProblem;
+use workbench_core::auth::{Operation, Principal, Via};
+use workbench_core::connections::{ConnectionProblem, ProxyBinding};
 use workbench_core::integrations::{request, SendError};
 use workbench_core::vault::StreamScrubber;
 
@@ -98,20 +98,31 @@ async fn handle(state: &AppState, req: Request, refused_by: &mut Option<Principa
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
         .map(str::trim)
         .ok_or_else(|| ApiError::unauthorized("missing proxy token; send Authorization: Bearer <token from curl_session>"))?;
-    let claims = state.wb.proxy_tokens().verify(token).await?;
-    let who: Principal = state
-        .wb
-        .accounts()
-        .principal_for_user(&claims.sub)
-        .await?
-        .filter(|p| p.project_id == claims.prj)
-        .ok_or_else(|| ApiError::unauthorized("the token's user is no longer in the project"))?;
+    let (claims, binding) = state.wb.proxy_tokens().verify(token).await?;
+    // The caller is the key or grant that minted the token, as it is now (D21): revoking it
+    // ends the token at once, and its policy is asked again on every request.
+    let minter = match &binding {
+        ProxyBinding::ApiKey(key) => state.wb.accounts().principal_for_key(&claims.prj, key).await?,
+        ProxyBinding::OAuthGrant(grant) => state.wb.oauth().principal_for_grant(grant).await?,
+    };
+    let mut who: Principal = minter
+        .filter(|p| p.project_id == claims.prj && p.user_id == claims.sub)
+        .ok_or_else(|| ApiError::unauthorized("the key or authorization that minted this proxy token was revoked"))?;
+    who.via = Via::ProxyToken;
+    who.require(Operation::ProxyRequest)?;
     *refused_by = Some(who.clone());
     if !METHODS.contains(&req.method().as_str()) {
         return Err(ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", format!("the proxy forwards {} only", METHODS.join(", "))));
     }
     if !claims.integrations.iter().any(|i| *i == integration_name) {
         return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", format!("this proxy token does not cover {integration_name}")));
+    }
+    if !state.wb.engine().may_proxy(&who, &integration_name).await? {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!("the policy of the key that minted this token does not allow the curl proxy for {integration_name}"),
+        ));
     }
     let slot = state.proxy_slots.take(&who.user_id, state.config.proxy_max_concurrent_per_user).ok_or_else(|| {
         ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", "too many proxy requests in flight for this user; retry when one finishes")

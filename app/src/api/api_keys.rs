@@ -61,7 +61,7 @@ pub async fn api_keys_page() -> Result<ApiKeysData, AppError> {
             policy_id: k.policy_id,
         })
         .collect();
-    let can_manage_policies = p.is_unrestricted_admin();
+    let can_manage_policies = p.allows(workbench_core::auth::Operation::PoliciesManage);
     let policies = if can_manage_policies {
         ssr::wb()?.policies().list(&p).await?.into_iter().map(|pol| (pol.id, if pol.default { format!("{} (default)", pol.name) } else { pol.name })).collect()
     } else {

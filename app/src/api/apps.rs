@@ -47,7 +47,7 @@ pub async fn apps_page() -> Result<AppsData, AppError> {
                 load_error: a.load_error,
             })
             .collect(),
-        can_manage: p.is_admin(),
+        can_manage: p.allows(workbench_core::auth::Operation::AppsManage),
         redirect_uri: ssr::oauth_redirect_uri()?,
     })
 }

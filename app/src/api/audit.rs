@@ -74,9 +74,9 @@ pub async fn audit_page(
         rows,
         next: page.next,
         keys: keys.iter().map(|k| (k.id.clone(), format!("{} ({})", k.name, k.prefix))).collect(),
-        is_admin: p.is_admin(),
+        is_admin: p.sees_project_records(),
         retention_days: wb.audit().retention_days(&p).await?,
-        can_manage: p.is_unrestricted_admin(),
+        can_manage: p.allows(workbench_core::auth::Operation::AuditManage),
     })
 }
 

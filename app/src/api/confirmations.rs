@@ -143,7 +143,7 @@ pub struct WebhookData {
 #[server(endpoint = "webhook_settings")]
 pub async fn webhook_settings() -> Result<Option<WebhookData>, AppError> {
     let p = ssr::principal().await?;
-    if !p.is_admin() {
+    if !p.allows(workbench_core::auth::Operation::SettingsManage) {
         return Ok(None);
     }
     let wb = ssr::wb()?;
@@ -160,7 +160,7 @@ pub async fn webhook_settings() -> Result<Option<WebhookData>, AppError> {
         secret_ref: current.map(|c| c.secret_ref).unwrap_or_default(),
         secrets: wb.vault().list(&p).await?.into_iter().map(|s| s.name).collect(),
         deliveries,
-        can_manage: p.is_unrestricted_admin(),
+        can_manage: p.allows(workbench_core::auth::Operation::SettingsManage),
     }))
 }
 

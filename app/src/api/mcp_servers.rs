@@ -58,7 +58,7 @@ pub async fn mcp_servers_page() -> Result<McpServersData, AppError> {
     let wb = ssr::wb()?;
     let servers = wb.upstreams().list(&p).await?.into_iter().map(view_of).collect();
     let secrets = wb.vault().list(&p).await?.into_iter().map(|s| s.name).collect();
-    Ok(McpServersData { servers, secrets, can_manage: p.is_admin() })
+    Ok(McpServersData { servers, secrets, can_manage: p.allows(workbench_core::auth::Operation::McpServersManage) })
 }
 
 /// Registers a server from the form; an empty secret means no credential.
@@ -146,7 +146,7 @@ pub async fn mcp_server_page(id: String) -> Result<McpServerDetail, AppError> {
             approved_input_schema: t.approved_input_schema.as_ref().map(pretty),
         })
         .collect();
-    Ok(McpServerDetail { server, tools, can_manage: p.is_admin() })
+    Ok(McpServerDetail { server, tools, can_manage: p.allows(workbench_core::auth::Operation::McpServersReview) })
 }
 
 #[server(endpoint = "approve_mcp_tool")]

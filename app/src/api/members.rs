@@ -38,7 +38,7 @@ pub async fn members_page() -> Result<MembersData, AppError> {
             joined: display_time(m.joined_at),
         })
         .collect();
-    Ok(MembersData { members, can_manage: p.is_admin() })
+    Ok(MembersData { members, can_manage: p.allows(workbench_core::auth::Operation::MembersManage) })
 }
 
 #[server(endpoint = "add_member")]

@@ -75,7 +75,7 @@ pub async fn policies_page() -> Result<PoliciesData, AppError> {
             })
             .collect(),
         keys: keys.into_iter().map(|k| KeyChoice { label: format!("{} ({}…, {})", k.name, k.prefix, k.owner_email), id: k.id }).collect(),
-        can_manage: p.is_unrestricted_admin(),
+        can_manage: p.allows(workbench_core::auth::Operation::PoliciesManage),
     })
 }
 
@@ -136,7 +136,7 @@ pub async fn set_key_policy(key_id: String, policy_id: String) -> Result<(), App
 pub async fn policy_preview(key_id: String) -> Result<Preview, AppError> {
     use workbench_core::policy::Decision;
     let p = ssr::principal().await?;
-    workbench_core::auth::require_admin(&p)?;
+    p.require(workbench_core::auth::Operation::PoliciesManage)?;
     let wb = ssr::wb()?;
     let key = wb.accounts().list_api_keys(&p).await?.into_iter().find(|k| k.id == key_id).ok_or(workbench_core::Error::NotFound)?;
     let applied = wb.policies().applied_to_key(&p.project_id, key.policy_id.as_deref()).await?;

@@ -76,7 +76,7 @@ pub async fn callbacks_page() -> Result<CallbacksData, AppError> {
             delivered_at: c.delivered_at,
         })
         .collect();
-    Ok(CallbacksData { callbacks, is_admin: p.is_admin() })
+    Ok(CallbacksData { callbacks, is_admin: p.sees_project_records() })
 }
 
 #[server(endpoint = "cancel_callback")]

@@ -63,7 +63,7 @@ impl AuditLog {
         self.recorder.flush().await;
         let pool = self.db.pool();
         let row = store::audit::get(pool, &who.project_id, id).await?.ok_or(Error::NotFound)?;
-        if !who.is_admin() && row.user_id.as_deref() != Some(who.user_id.as_str()) {
+        if !who.sees_project_records() && row.user_id.as_deref() != Some(who.user_id.as_str()) {
             return Err(Error::NotFound);
         }
         let scrubber = self.vault.scrubber(&who.project_id).await?;

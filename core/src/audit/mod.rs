@@ -84,7 +84,7 @@ impl AuditLog {
             status: q.status.clone().filter(|s| !s.is_empty()),
             api_key_id: q.api_key_id.clone().filter(|s| !s.is_empty()),
             before: q.cursor.as_deref().filter(|s| !s.is_empty()).map(parse_cursor).transpose()?,
-            user_id: (!who.is_admin()).then(|| who.user_id.clone()),
+            user_id: (!who.sees_project_records()).then(|| who.user_id.clone()),
         };
         self.recorder.flush().await;
         let mut rows = store::audit::list(self.db.pool(), &who.project_id, &filter, PAGE_SIZE + 1).await?;

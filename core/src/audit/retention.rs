@@ -47,9 +47,7 @@ impl AuditLog {
     /// Sets the project's retention (None keeps everything). Only an admin whose key has no
     /// policy may: a limited agent key must not be able to shorten the log of what it did.
     pub async fn set_retention_days(&self, admin: &Principal, days: Option<i64>) -> Result<()> {
-        if !admin.is_unrestricted_admin() {
-            return Err(Error::Forbidden("only an admin whose key has no policy attached can change the audit retention"));
-        }
+        admin.require(crate::auth::Operation::AuditManage)?;
         check_retention_days(days)?;
         store::project_settings::set_retention(self.db.pool(), &admin.project_id, days, self.clock.now_ms()).await
     }

@@ -272,7 +272,7 @@ mod tests {
         recorder.flush().await;
         let rows = store::audit::list(db.pool(), &project, &Default::default(), 10).await.unwrap();
         assert_eq!(rows.len(), 3, "every good record was written");
-        let usage = store::usage::rows(db.pool(), &project, "2026-12-01", "2026-12-01").await.unwrap();
+        let usage = store::usage::rows(db.pool(), &project, "2026-12-01", "2026-12-01", None).await.unwrap();
         let calls: i64 = usage.iter().filter(|u| u.meter == Meter::ToolCall).map(|u| u.value).sum();
         let ms: i64 = usage.iter().filter(|u| u.meter == Meter::ToolCallMs).map(|u| u.value).sum();
         assert_eq!((calls, ms), (3, 9), "usage summed per counter, the bad record's not counted");

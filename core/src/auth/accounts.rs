@@ -143,6 +143,8 @@ impl Accounts {
             project_name: project.name,
             role: Role::Admin,
             api_key_id: None,
+            via: super::Via::Session,
+            oauth_grant_id: None,
             policy_id: None,
             policy_generation: None,
             vault_generation: None,
@@ -205,7 +207,7 @@ impl Accounts {
         password: &str,
         role: Role,
     ) -> Result<Member> {
-        require_admin(admin)?;
+        admin.require(super::Operation::MembersManage)?;
         let email = normalize_email(email)?;
         let hash = hash_password(password).await?;
         let now = self.now();
@@ -327,6 +329,8 @@ impl Accounts {
             project_name: m.project_name,
             role: Role::parse(&m.role).unwrap_or(Role::Member),
             api_key_id: None,
+            via: super::Via::Session,
+            oauth_grant_id: None,
             policy_id: None,
             policy_generation: None,
             vault_generation: None,
@@ -386,7 +390,7 @@ impl Accounts {
 
     /// Admins see every key of the project; members see their own.
     pub async fn list_api_keys(&self, who: &Principal) -> Result<Vec<ApiKeyInfo>> {
-        let owner = (!who.is_admin()).then_some(who.user_id.as_str());
+        let owner = (!who.allows(super::Operation::ApiKeysManage)).then_some(who.user_id.as_str());
         let rows = store::api_keys::list(self.db.pool(), &who.project_id, owner).await?;
         Ok(rows.into_iter().map(ApiKeyInfo::from).collect())
     }
@@ -397,7 +401,7 @@ impl Accounts {
         let Some(key) = store::api_keys::by_id(self.db.pool(), &who.project_id, key_id).await? else {
             return Err(Error::NotFound);
         };
-        if key.user_id != who.user_id && !who.is_admin() {
+        if key.user_id != who.user_id && !who.allows(super::Operation::ApiKeysManage) {
             return Err(Error::NotFound);
         }
         if key.revoked_at.is_some() {
@@ -433,9 +437,7 @@ impl Accounts {
 
     /// Sets a key's rate limit in calls per minute (`None`: no limit), 1 to 100,000.
     pub async fn set_rate_limit(&self, who: &Principal, key_id: &str, per_minute: Option<i64>) -> Result<()> {
-        if !who.is_unrestricted_admin() {
-            return Err(Error::Forbidden("only an admin whose key has no policy attached can change keys"));
-        }
+        who.require(super::Operation::ApiKeysManage)?;
         if per_minute.is_some_and(|n| !(1..=MAX_RATE_LIMIT).contains(&n)) {
             return Err(Error::invalid(format!("rate_limit_per_minute must be 1 to {MAX_RATE_LIMIT}, or null for no limit")));
         }
@@ -480,18 +482,12 @@ fn key_principal(row: store::api_keys::KeyPrincipalRow) -> Principal {
         project_name: row.project_name,
         role: Role::parse(&row.role).unwrap_or(Role::Member),
         api_key_id: Some(row.id),
+        via: super::Via::ApiKey,
+        oauth_grant_id: None,
         policy_id: row.policy_id,
         policy_generation: Some(row.policy_generation),
         vault_generation: Some(row.vault_generation),
         credentials_generation: Some(row.credentials_generation),
         rate_limit_per_minute: row.rate_limit_per_minute,
-    }
-}
-
-pub fn require_admin(who: &Principal) -> Result<()> {
-    if who.is_admin() {
-        Ok(())
-    } else {
-        Err(Error::Forbidden("only project admins can do this"))
     }
 }

@@ -5,11 +5,13 @@
 mod accounts;
 mod api_key;
 mod password;
+mod permissions;
 mod redirect;
 
-pub use accounts::{require_admin, Accounts, ApiKeyInfo, Member, NewApiKey, User, MAX_RATE_LIMIT};
+pub use accounts::{Accounts, ApiKeyInfo, Member, NewApiKey, User, MAX_RATE_LIMIT};
 pub use api_key::ApiKey;
 pub use password::{hash_password, validate_password, verify_password};
+pub use permissions::{markdown_table, Access, Operation};
 pub use redirect::safe_next;
 
 use serde::{Deserialize, Serialize};
@@ -38,8 +40,23 @@ impl Role {
     }
 }
 
-/// An authenticated caller acting in one project: a signed-in person (no `api_key_id`) or a
-/// program holding one of that person's API keys.
+/// The credential a request came through (D21): what a principal may do depends on it as
+/// much as on the person's role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// A person signed in to the portal.
+    Session,
+    /// One of the person's API keys (`api_key_id`).
+    ApiKey,
+    /// An MCP OAuth access token (`oauth_grant_id`).
+    OAuthGrant,
+    /// A curl_session proxy token on `/c`.
+    ProxyToken,
+}
+
+/// An authenticated caller acting in one project: a signed-in person, a program holding one of
+/// that person's API keys, or an MCP client the person approved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Principal {
     pub user_id: String,
@@ -48,6 +65,11 @@ pub struct Principal {
     pub project_name: String,
     pub role: Role,
     pub api_key_id: Option<String>,
+    /// The credential the request came through.
+    pub via: Via,
+    /// The MCP OAuth grant behind an access token (`Via::OAuthGrant`).
+    #[serde(default)]
+    pub oauth_grant_id: Option<String>,
     /// The policy attached to the caller's key; None: the project's default (if any) applies.
     #[serde(default)]
     pub policy_id: Option<String>,
@@ -72,10 +94,10 @@ impl Principal {
         self.role == Role::Admin
     }
 
-    /// May manage keys, policies and confirmations (D20): an admin whose key has no policy
-    /// attached (a signed-in admin has no key).
+    /// An unrestricted admin (D20, D21): a signed-in admin, or an admin's API key with no
+    /// policy attached. Never an OAuth grant or a proxy token.
     pub fn is_unrestricted_admin(&self) -> bool {
-        self.is_admin() && self.policy_id.is_none()
+        self.is_admin() && self.policy_id.is_none() && matches!(self.via, Via::Session | Via::ApiKey)
     }
 }
 

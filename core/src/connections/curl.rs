@@ -18,6 +18,19 @@ pub struct CurlSessionRequest {
     pub expires_in_seconds: Option<Arg<u64>>,
 }
 
+impl CurlSessionRequest {
+    /// The integration names that are strings, as sent.
+    pub fn names(&self) -> Vec<String> {
+        match &self.integrations {
+            Some(Arg::Ok(list)) => list.iter().filter_map(|v| match v {
+                Arg::Ok(s) => Some(s.clone()),
+                Arg::Wrong(_) => None,
+            }).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// A minted proxy token.
 #[derive(Debug, Clone)]
 pub struct CurlSession {

@@ -24,7 +24,7 @@ pub use crate::store::pending_connections::PendingStatus;
 pub use curl::{CurlSession, CurlSessionRequest};
 pub use flow::ConnectOutcome;
 pub use oauth::{OAuthError, ProbeError};
-pub use proxy_token::{ProxyClaims, ProxyTokens};
+pub use proxy_token::{ProxyBinding, ProxyClaims, ProxyTokens};
 pub use refresh::ToolConnection;
 
 use crate::auth::Principal;

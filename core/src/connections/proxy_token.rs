@@ -30,6 +30,13 @@ pub struct ProxyClaims {
     pub jti: String,
 }
 
+/// What minted a proxy token: every `/c` request acts as it, as it is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProxyBinding {
+    ApiKey(String),
+    OAuthGrant(String),
+}
+
 #[derive(Clone)]
 pub struct ProxyTokens {
     db: Db,
@@ -42,8 +49,12 @@ impl ProxyTokens {
         ProxyTokens { db, clock, key: Arc::new(key) }
     }
 
-    /// Mints a token for integrations the caller already validated.
+    /// Mints a token for integrations the caller already validated, bound to the API key or
+    /// OAuth grant `who` came through (a person's session mints none).
     pub async fn mint(&self, who: &Principal, integrations: Vec<String>, ttl_secs: u64) -> Result<(String, ProxyClaims)> {
+        if who.api_key_id.is_none() && who.oauth_grant_id.is_none() {
+            return Err(Error::Forbidden("proxy tokens are minted for an API key or an MCP OAuth grant"));
+        }
         let now_ms = self.clock.now_ms();
         let now = (now_ms / 1000) as u64;
         let claims = ProxyClaims {
@@ -65,6 +76,8 @@ impl ProxyTokens {
                 expires_at: claims.exp as i64 * 1000,
                 revoked_at: None,
                 created_at: now_ms,
+                api_key_id: who.api_key_id.clone(),
+                oauth_grant_id: who.oauth_grant_id.clone(),
             },
         )
         .await?;
@@ -73,8 +86,9 @@ impl ProxyTokens {
         Ok((token, claims))
     }
 
-    /// Checks signature, audience, expiry (no leeway) and the deny-list.
-    pub async fn verify(&self, token: &str) -> Result<ProxyClaims> {
+    /// Checks signature, audience, expiry (no leeway) and the deny-list; answers the claims and
+    /// what minted the token. A token bound to neither a key nor a grant is refused.
+    pub async fn verify(&self, token: &str) -> Result<(ProxyClaims, ProxyBinding)> {
         const BAD: Error = Error::Unauthorized("invalid, expired or revoked proxy token");
         let mut v = Validation::new(Algorithm::HS256);
         v.set_audience(&[PROXY_AUDIENCE]);
@@ -89,7 +103,12 @@ impl ProxyTokens {
         if row.revoked_at.is_some() || row.user_id != claims.sub {
             return Err(BAD);
         }
-        Ok(claims)
+        let binding = match (row.api_key_id, row.oauth_grant_id) {
+            (Some(key), _) => ProxyBinding::ApiKey(key),
+            (None, Some(grant)) => ProxyBinding::OAuthGrant(grant),
+            (None, None) => return Err(BAD),
+        };
+        Ok((claims, binding))
     }
 
     /// Revokes every outstanding token of the user (sign-out).

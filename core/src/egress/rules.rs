@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::allowlist::validate_pattern;
-use crate::auth::{require_admin, Principal};
+use crate::auth::{Operation, Principal};
 use crate::clock::Clock;
 use crate::store::{self, Db};
 use crate::Result;
@@ -26,7 +26,7 @@ impl EgressRules {
 
     /// Adds a host pattern (normalised); adding one that exists is not an error.
     pub async fn add(&self, admin: &Principal, pattern: &str) -> Result<String> {
-        require_admin(admin)?;
+        admin.require(Operation::EgressManage)?;
         let pattern = validate_pattern(pattern)?;
         store::egress::add(self.db.pool(), &admin.project_id, &pattern, self.clock.now_ms()).await?;
         tracing::info!(project_id = %admin.project_id, %pattern, by = %admin.user_id, "egress rule added");
@@ -34,7 +34,7 @@ impl EgressRules {
     }
 
     pub async fn remove(&self, admin: &Principal, pattern: &str) -> Result<()> {
-        require_admin(admin)?;
+        admin.require(Operation::EgressManage)?;
         if !store::egress::remove(self.db.pool(), &admin.project_id, pattern.trim()).await? {
             return Err(crate::Error::NotFound);
         }

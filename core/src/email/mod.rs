@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::auth::{require_admin, Principal};
+use crate::auth::{Operation, Principal};
 use crate::clock::{rfc3339, Clock};
 use crate::crypto::random_base62;
 use crate::ids::new_id;
@@ -172,7 +172,7 @@ impl Email {
     /// Adds a sender domain, pending until its TXT record is found. Admins only; a domain the
     /// project already has is a conflict naming it.
     pub async fn add_domain(&self, admin: &Principal, domain: &str) -> Result<DomainView> {
-        require_admin(admin)?;
+        admin.require(Operation::EmailDomainsManage)?;
         let domain = domain::normalize(domain).map_err(Error::Invalid)?;
         if let Some(existing) = rows::find_domain(self.db.pool(), &admin.project_id, &domain).await? {
             return Err(Error::Conflict(format!("{domain} is already a sender domain of this project ({})", existing.id)));
@@ -197,7 +197,7 @@ impl Email {
     /// Looks for the domain's TXT record and records what was found; verified once it holds
     /// this project's token (and it stays verified).
     pub async fn verify_domain(&self, admin: &Principal, id: &str) -> std::result::Result<DomainView, VerifyError> {
-        require_admin(admin)?;
+        admin.require(Operation::EmailDomainsManage)?;
         let Some(row) = rows::get_domain(self.db.pool(), &admin.project_id, id).await? else {
             return Err(Error::NotFound.into());
         };
@@ -228,7 +228,7 @@ impl Email {
     }
 
     pub async fn delete_domain(&self, admin: &Principal, id: &str) -> Result<bool> {
-        require_admin(admin)?;
+        admin.require(Operation::EmailDomainsManage)?;
         rows::delete_domain(self.db.pool(), &admin.project_id, id).await
     }
 
@@ -278,7 +278,7 @@ impl Email {
     /// Sets the project's own hourly limit, 1 up to the operator's (None: the operator's).
     /// Only an admin whose key has no policy may change it.
     pub async fn set_hourly_limit(&self, admin: &Principal, limit: Option<i64>) -> Result<()> {
-        crate::policy::require_unrestricted_admin(admin)?;
+        admin.require(Operation::EmailDomainsManage)?;
         self.check_hourly_limit(limit)?;
         crate::store::project_settings::set_email_limit(self.db.pool(), &admin.project_id, limit, self.clock.now_ms()).await
     }

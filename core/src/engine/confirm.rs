@@ -225,13 +225,13 @@ impl Engine {
         })
     }
 
-    /// Who may see and decide confirmations: a signed-in project member (the portal), or an
-    /// admin whose key has no policy attached (D15, D20).
+    /// Who may see and decide confirmations (D15, D21): a person signed in to the portal or
+    /// an unrestricted admin key; never an OAuth grant or a policy-limited key.
     fn may_decide(who: &Principal) -> std::result::Result<(), &'static str> {
-        match &who.api_key_id {
-            None => Ok(()),
-            Some(_) if who.is_unrestricted_admin() => Ok(()),
-            Some(_) => Err("only a project member in the portal, or an admin key with no policy attached, can see and decide confirmations"),
+        if who.allows(crate::auth::Operation::ConfirmationsDecide) {
+            Ok(())
+        } else {
+            Err("only a project member in the portal, or an admin key with no policy attached, can see and decide confirmations")
         }
     }
 
@@ -390,6 +390,8 @@ mod tests {
             project_name: "p".into(),
             role: crate::auth::Role::Admin,
             api_key_id: Some(key.into()),
+            via: crate::auth::Via::ApiKey,
+            oauth_grant_id: None,
             policy_id: None,
             policy_generation: None,
             vault_generation: None,

@@ -167,7 +167,7 @@ pub(super) async fn get(db: &Db, recorder: &Recorder, who: &Principal, id: &str)
     let Some(row) = store::tool_calls::get(db.pool(), &who.project_id, id).await? else {
         return Ok(None);
     };
-    if !who.is_admin() && row.user_id != who.user_id {
+    if !who.sees_project_records() && row.user_id != who.user_id {
         return Ok(None);
     }
     let parse = |s: Option<String>| s.and_then(|s| serde_json::from_str::<Value>(&s).ok());

@@ -67,14 +67,6 @@ pub struct Webhooks {
     allowance: PrivateAllowance,
 }
 
-fn forbid_limited(who: &Principal) -> Result<()> {
-    if who.is_unrestricted_admin() {
-        Ok(())
-    } else {
-        Err(Error::Forbidden("only an admin whose key has no policy attached can change the webhook"))
-    }
-}
-
 impl Webhooks {
     /// `http` is the guarded client (checked resolver, no redirects).
     pub fn new(db: Db, clock: Arc<dyn Clock>, vault: Vault, http: reqwest::Client, allowance: PrivateAllowance) -> Self {
@@ -83,7 +75,7 @@ impl Webhooks {
 
     /// The project's webhook, if one is set (admins).
     pub async fn get(&self, admin: &Principal) -> Result<Option<WebhookConfig>> {
-        crate::auth::require_admin(admin)?;
+        admin.require(crate::auth::Operation::SettingsManage)?;
         let row = store::project_settings::get(self.db.pool(), &admin.project_id).await?;
         Ok(row.and_then(|r| Some(WebhookConfig { url: r.webhook_url?, secret_ref: r.webhook_secret_ref? })))
     }
@@ -91,7 +83,7 @@ impl Webhooks {
     /// Sets the webhook after checking it completely (the URL against the SSRF rules, the
     /// secret in the project's vault), or removes it with `None`.
     pub async fn set(&self, admin: &Principal, config: Option<WebhookConfig>) -> Result<Option<WebhookConfig>> {
-        forbid_limited(admin)?;
+        admin.require(crate::auth::Operation::SettingsManage)?;
         let now = self.clock.now_ms();
         let Some(c) = config else {
             store::project_settings::set_webhook(self.db.pool(), &admin.project_id, None, now).await?;
@@ -117,7 +109,7 @@ impl Webhooks {
 
     /// The project's newest deliveries (admins).
     pub async fn deliveries(&self, admin: &Principal) -> Result<Vec<DeliveryView>> {
-        crate::auth::require_admin(admin)?;
+        admin.require(crate::auth::Operation::SettingsManage)?;
         let rows = store::webhook_deliveries::recent(self.db.pool(), &admin.project_id, RECENT_DELIVERIES).await?;
         Ok(rows
             .into_iter()

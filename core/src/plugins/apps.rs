@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::integration_tools;
-use crate::auth::{require_admin, Principal};
+use crate::auth::{Operation, Principal};
 use crate::integrations::{AppRegistry, AuthDef, Integration, IntegrationDef, Integrations, Outbound};
 use crate::catalog::{Catalog, Tool, ToolSource};
 use crate::clock::{rfc3339, Clock};
@@ -209,7 +209,7 @@ impl Apps {
     /// a client secret missing from the project's vault; a name or tool name that collides with
     /// the project's catalog (409); a base or token URL on a blocked address.
     pub async fn create(&self, admin: &Principal, definition: &Value) -> Result<AppInfo> {
-        require_admin(admin)?;
+        admin.require(Operation::AppsManage)?;
         let def: IntegrationDef = serde_json::from_value(definition.clone()).map_err(|e| Error::invalid(format!("invalid app definition: {e}")))?;
         def.validate()?;
         if def.tools.len() > MAX_TOOLS_PER_APP {
@@ -276,7 +276,7 @@ impl Apps {
 
     /// Deletes an app, every user's connection to it and its live proxy tokens.
     pub async fn delete(&self, admin: &Principal, id: &str) -> Result<()> {
-        require_admin(admin)?;
+        admin.require(Operation::AppsManage)?;
         let mut tx = self.db.begin_write().await?;
         let name = store::apps::delete(&mut tx, &admin.project_id, id).await?.ok_or(Error::NotFound)?;
         // Credentials for an integration that no longer exists must not linger (nor come back

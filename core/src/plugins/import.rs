@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::apps::{Apps, MAX_TOOLS_PER_APP};
-use crate::auth::{require_admin, Principal};
+use crate::auth::Principal;
 use crate::egress::{FetchError, FetchRequest};
 use crate::integrations::openapi::{self, Filter, ImportOptions, Operation, MAX_DOCUMENT_BYTES};
 use crate::integrations::{AuthDef, IntegrationDef};
@@ -51,7 +51,7 @@ pub struct ImportPreview {
 impl Apps {
     /// Turns an OpenAPI 3.0/3.1 document into a reviewable app definition. Nothing is stored.
     pub async fn import(&self, admin: &Principal, req: ImportRequest) -> Result<ImportPreview> {
-        require_admin(admin)?;
+        admin.require(crate::auth::Operation::AppsManage)?;
         IntegrationDef::check_name(&req.name)?;
         if self.name_taken(&admin.project_id, &req.name) {
             return Err(Error::Conflict(format!("an integration named {} already exists", req.name)));

@@ -81,6 +81,14 @@ impl Applied {
             None => Decision::Run,
         }
     }
+
+    /// Whether `name` is on the policy's allow list (or no policy applies).
+    pub fn explicitly_allows(&self, name: &str) -> bool {
+        match &self.0 {
+            Some(p) => p.tool_allowlist.allow.iter().any(|pattern| rules::pattern_matches(pattern, name)),
+            None => true,
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -99,13 +107,7 @@ fn clean_name(raw: &str) -> Result<String> {
 }
 
 fn forbid_limited(who: &Principal) -> Result<()> {
-    if who.is_unrestricted_admin() {
-        Ok(())
-    } else if who.is_admin() {
-        Err(Error::Forbidden("a key with a policy attached cannot manage policies or keys"))
-    } else {
-        Err(Error::Forbidden("only project admins can do this"))
-    }
+    who.require(crate::auth::Operation::PoliciesManage)
 }
 
 impl Policies {
@@ -179,12 +181,12 @@ impl Policies {
     }
 
     pub async fn list(&self, who: &Principal) -> Result<Vec<Policy>> {
-        crate::auth::require_admin(who)?;
+        forbid_limited(who)?;
         store::policies::list(self.db.pool(), &who.project_id).await?.into_iter().map(Policy::from_row).collect()
     }
 
     pub async fn get(&self, who: &Principal, id: &str) -> Result<Policy> {
-        crate::auth::require_admin(who)?;
+        forbid_limited(who)?;
         Policy::from_row(store::policies::get(self.db.pool(), &who.project_id, id).await?.ok_or(Error::NotFound)?)
     }
 
@@ -278,9 +280,4 @@ impl Policies {
         tracing::info!(key_id, policy_id = ?policy_id, by = %who.user_id, "key policy changed");
         Ok(())
     }
-}
-
-/// For the REST and CLI layers: may `who` manage keys and policies (D20)?
-pub fn require_unrestricted_admin(who: &Principal) -> Result<()> {
-    forbid_limited(who)
 }

@@ -185,7 +185,7 @@ impl Schedules {
             None => None,
         };
         let before = cursor.filter(|c| !c.is_empty()).map(crate::audit::parse_cursor).transpose()?;
-        let user = (!who.is_admin()).then_some(who.user_id.as_str());
+        let user = (!who.sees_project_records()).then_some(who.user_id.as_str());
         let rows = store::schedules::list(self.db.pool(), &who.project_id, user, status, before.as_ref().map(|(t, i)| (*t, i.as_str())), PAGE + 1).await?;
         let scrubber = self.vault.scrubber_for(who).await?;
         let more = rows.len() as i64 > PAGE;
@@ -215,7 +215,7 @@ impl Schedules {
     /// One callback with its deliveries, if the caller may see it.
     pub async fn get(&self, who: &Principal, id: &str) -> Result<Option<CallbackView>> {
         let Some(row) = store::schedules::get(self.db.pool(), &who.project_id, id).await? else { return Ok(None) };
-        if !who.is_admin() && row.user_id != who.user_id {
+        if !who.sees_project_records() && row.user_id != who.user_id {
             return Ok(None);
         }
         let attempts = store::schedules::attempts(self.db.pool(), &row.id).await?;
@@ -227,7 +227,7 @@ impl Schedules {
     /// Cancels a callback that is still scheduled (its owner or an admin).
     pub async fn cancel(&self, who: &Principal, id: &str) -> Result<Cancelled> {
         let Some(row) = store::schedules::get(self.db.pool(), &who.project_id, id).await? else { return Ok(Cancelled::NotFound) };
-        if !who.is_admin() && row.user_id != who.user_id {
+        if !who.sees_project_records() && row.user_id != who.user_id {
             return Ok(Cancelled::NotFound);
         }
         if store::schedules::cancel(self.db.pool(), &who.project_id, id, self.clock.now_ms()).await? {
@@ -240,7 +240,7 @@ impl Schedules {
 
     /// The project's signing secret (made on first use), for admins to configure receivers.
     pub async fn signing_secret(&self, admin: &Principal) -> Result<Zeroizing<String>> {
-        crate::auth::require_admin(admin)?;
+        admin.require(crate::auth::Operation::SigningSecretRead)?;
         self.secret_of(&admin.project_id).await
     }
 

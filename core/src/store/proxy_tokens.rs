@@ -14,12 +14,16 @@ pub struct ProxyTokenRow {
     pub expires_at: i64,
     pub revoked_at: Option<i64>,
     pub created_at: i64,
+    /// The API key that minted the token, or
+    pub api_key_id: Option<String>,
+    /// the MCP OAuth grant that did.
+    pub oauth_grant_id: Option<String>,
 }
 
 pub async fn insert<'e>(ex: impl Exec<'e>, r: &ProxyTokenRow) -> Result<()> {
     sqlx::query(
-        "INSERT INTO proxy_tokens (jti, project_id, user_id, integrations, expires_at, revoked_at, created_at) \
-         VALUES ($1, $2, $3, $4, $5, NULL, $6)",
+        "INSERT INTO proxy_tokens (jti, project_id, user_id, integrations, expires_at, revoked_at, created_at, api_key_id, oauth_grant_id) \
+         VALUES ($1, $2, $3, $4, $5, NULL, $6, $7, $8)",
     )
     .bind(&r.jti)
     .bind(&r.project_id)
@@ -27,6 +31,8 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &ProxyTokenRow) -> Result<()> {
     .bind(&r.integrations)
     .bind(r.expires_at)
     .bind(r.created_at)
+    .bind(&r.api_key_id)
+    .bind(&r.oauth_grant_id)
     .execute(ex)
     .await?;
     Ok(())
@@ -34,7 +40,7 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &ProxyTokenRow) -> Result<()> {
 
 pub async fn get<'e>(ex: impl Exec<'e>, jti: &str) -> Result<Option<ProxyTokenRow>> {
     Ok(sqlx::query_as(
-        "SELECT jti, project_id, user_id, integrations, expires_at, revoked_at, created_at FROM proxy_tokens WHERE jti = $1",
+        "SELECT jti, project_id, user_id, integrations, expires_at, revoked_at, created_at, api_key_id, oauth_grant_id FROM proxy_tokens WHERE jti = $1",
     )
     .bind(jti)
     .fetch_optional(ex)

@@ -76,45 +76,48 @@ pub async fn totals_by_tool<'e>(ex: impl Exec<'e>, project_id: &str, since_day: 
     .await?)
 }
 
-/// The counters of a project within `[from_day, to_day]`.
-pub async fn rows<'e>(ex: impl Exec<'e>, project_id: &str, from_day: &str, to_day: &str) -> Result<Vec<UsageCounter>> {
-    Ok(sqlx::query_as(
+/// The counters of a project within `[from_day, to_day]`; with `user_id`, only those of that
+/// user's API keys.
+pub async fn rows<'e>(ex: impl Exec<'e>, project_id: &str, from_day: &str, to_day: &str, user_id: Option<&str>) -> Result<Vec<UsageCounter>> {
+    let own = if user_id.is_some() { " AND api_key_id IN (SELECT id FROM api_keys WHERE user_id = $4)" } else { "" };
+    let sql = format!(
         "SELECT day, api_key_id, tool, meter, value FROM usage_counters \
-         WHERE project_id = $1 AND day >= $2 AND day <= $3 ORDER BY day, api_key_id, tool, meter",
-    )
-    .bind(project_id)
-    .bind(from_day)
-    .bind(to_day)
-    .fetch_all(ex)
-    .await?)
+         WHERE project_id = $1 AND day >= $2 AND day <= $3{own} ORDER BY day, api_key_id, tool, meter"
+    );
+    let mut q = sqlx::query_as(&sql).bind(project_id).bind(from_day).bind(to_day);
+    if let Some(u) = user_id {
+        q = q.bind(u);
+    }
+    Ok(q.fetch_all(ex).await?)
 }
 
 /// Executions of a project per UTC day (days since the epoch) and outcome, within
-/// `[from_ms, to_ms)`, from the audit log.
-pub async fn outcomes_per_day<'e>(ex: impl Exec<'e>, project_id: &str, from_ms: i64, to_ms: i64) -> Result<Vec<(i64, String, i64)>> {
-    Ok(sqlx::query_as(
+/// `[from_ms, to_ms)`, from the audit log; with `user_id`, only that user's.
+pub async fn outcomes_per_day<'e>(ex: impl Exec<'e>, project_id: &str, from_ms: i64, to_ms: i64, user_id: Option<&str>) -> Result<Vec<(i64, String, i64)>> {
+    let own = if user_id.is_some() { " AND user_id = $4" } else { "" };
+    let sql = format!(
         "SELECT CAST(created_at / 86400000 AS BIGINT) AS d, status, CAST(COUNT(*) AS BIGINT) AS n FROM audit_events \
-         WHERE project_id = $1 AND action = 'tool.execute' AND created_at >= $2 AND created_at < $3 \
-         GROUP BY CAST(created_at / 86400000 AS BIGINT), status ORDER BY d, status",
-    )
-    .bind(project_id)
-    .bind(from_ms)
-    .bind(to_ms)
-    .fetch_all(ex)
-    .await?)
+         WHERE project_id = $1 AND action = 'tool.execute' AND created_at >= $2 AND created_at < $3{own} \
+         GROUP BY CAST(created_at / 86400000 AS BIGINT), status ORDER BY d, status"
+    );
+    let mut q = sqlx::query_as(&sql).bind(project_id).bind(from_ms).bind(to_ms);
+    if let Some(u) = user_id {
+        q = q.bind(u);
+    }
+    Ok(q.fetch_all(ex).await?)
 }
 
 /// Handler times of a project's finished calls within `[from_ms, to_ms)`, newest first, at most
-/// `limit`: `(tool, duration_ms)`.
-pub async fn durations<'e>(ex: impl Exec<'e>, project_id: &str, from_ms: i64, to_ms: i64, limit: i64) -> Result<Vec<(String, i64)>> {
-    Ok(sqlx::query_as(
+/// `limit`: `(tool, duration_ms)`; with `user_id`, only that user's.
+pub async fn durations<'e>(ex: impl Exec<'e>, project_id: &str, from_ms: i64, to_ms: i64, limit: i64, user_id: Option<&str>) -> Result<Vec<(String, i64)>> {
+    let own = if user_id.is_some() { " AND user_id = $5" } else { "" };
+    let sql = format!(
         "SELECT tool, duration_ms FROM tool_calls WHERE project_id = $1 AND created_at >= $2 AND created_at < $3 \
-         AND status IN ('succeeded', 'failed') ORDER BY created_at DESC LIMIT $4",
-    )
-    .bind(project_id)
-    .bind(from_ms)
-    .bind(to_ms)
-    .bind(limit)
-    .fetch_all(ex)
-    .await?)
+         AND status IN ('succeeded', 'failed'){own} ORDER BY created_at DESC LIMIT $4"
+    );
+    let mut q = sqlx::query_as(&sql).bind(project_id).bind(from_ms).bind(to_ms).bind(limit);
+    if let Some(u) = user_id {
+        q = q.bind(u);
+    }
+    Ok(q.fetch_all(ex).await?)
 }

@@ -161,23 +161,31 @@ impl Vault {
         Ok(SecretInfo::from(&row))
     }
 
-    /// Secrets that registrations depend on (an OAuth app's client secret; later an MCP
-    /// server's credential) can be changed or deleted by admins only.
+    /// Secrets that workbench relies on (an app's client secret, an MCP server's credential,
+    /// the project webhook's signing secret) can be changed or deleted only by an unrestricted
+    /// admin (D21): a member or a limited key could otherwise swap the credential a
+    /// registration sends, or the key receivers check signatures with.
     async fn check_may_change(&self, who: &Principal, name: &str) -> Result<()> {
-        if who.is_admin() {
+        if who.allows(crate::auth::Operation::ProtectedSecretsWrite) {
             return Ok(());
         }
+        let id = store::vault::get(self.db.pool(), &who.project_id, name).await?.map(|r| r.id);
+        let names_it = |reference: Option<&str>| reference.is_some_and(|r| r == name || Some(r) == id.as_deref());
         for app in store::apps::list(self.db.pool(), &who.project_id).await? {
             let def: serde_json::Value = serde_json::from_str(&app.definition).unwrap_or_default();
-            if def["auth"]["client_secret_vault"].as_str() == Some(name) {
+            if names_it(def["auth"]["client_secret_vault"].as_str()) {
                 return Err(Error::Forbidden("this secret is used by a registered app; only an admin can change or delete it"));
             }
         }
         for server in store::mcp_servers::list_servers(self.db.pool(), &who.project_id).await? {
             let auth: serde_json::Value = serde_json::from_str(&server.auth).unwrap_or_default();
-            if auth["secret_ref"].as_str() == Some(name) {
+            if names_it(auth["secret_ref"].as_str()) {
                 return Err(Error::Forbidden("this secret is used by a registered MCP server; only an admin can change or delete it"));
             }
+        }
+        let settings = store::project_settings::get(self.db.pool(), &who.project_id).await?;
+        if names_it(settings.as_ref().and_then(|s| s.webhook_secret_ref.as_deref())) {
+            return Err(Error::Forbidden("this secret signs the project webhook; only an admin can change or delete it"));
         }
         Ok(())
     }

@@ -99,13 +99,13 @@ impl McpHandler {
                 _ => Err(json!({ "error": "User not found" })),
             },
             meta_tools::LIST_INTEGRATIONS => {
-                let list = self.wb.connections().statuses(who).await.map_err(|_| unavailable())?;
+                let list = self.wb.engine().integrations(who).await.map_err(|_| unavailable())?;
                 Ok(json!({ "integrations": list }))
             }
             meta_tools::CONNECT | meta_tools::GET_AUTH_URL => {
                 let a: ConnectArgs = parse(args)?;
                 let name = a.integration.and_then(Arg::ok).ok_or_else(|| invalid("integration must be a string"))?;
-                match self.wb.connections().connect(who, &name).await {
+                match self.wb.engine().connect(who, &name).await {
                     Ok(ConnectOutcome::NoAccountNeeded) => Ok(json!({ "status": "CONNECTED" })),
                     Ok(ConnectOutcome::Pending(p)) => Ok(json!({
                         "connectionId": p.id,
@@ -137,7 +137,7 @@ impl McpHandler {
             }
             meta_tools::CURL_SESSION => {
                 let req: CurlSessionRequest = parse(args)?;
-                match self.wb.connections().curl_session(self.wb.proxy_tokens(), who, req).await {
+                match self.wb.engine().curl_session(self.wb.proxy_tokens(), who, req).await {
                     Ok(s) => {
                         let base = self.config.public_link("/c");
                         Ok(json!({

@@ -23,10 +23,23 @@ use workbench_app::{shell, App};
 pub use csrf::is_same_origin;
 pub use session_store::DbSessionStore;
 
+use crate::routes::{Credential, Routes};
 use crate::state::AppState;
 
 /// Portal sessions end after this long without a request.
 pub const SESSION_IDLE_HOURS: i64 = 12;
+
+/// The portal's JSON and CSV routes (session cookie), each with its operation (D21).
+pub fn json_routes(state: &AppState) -> Routes {
+    use axum::http::Method as M;
+    use workbench_core::auth::Operation as Op;
+    use Credential::Session;
+    Routes::new(state)
+        .add(M::GET, "/me", Session, Op::Identity, json::me)
+        .add(M::GET, "/api/integrations", Session, Op::IntegrationsRead, json::integrations)
+        .add(M::GET, "/usage.csv", Session, Op::UsageRead, usage_csv::csv)
+        .add(M::GET, "/audit.csv", Session, Op::AuditRead, audit_csv::csv)
+}
 
 pub fn routes(state: &AppState) -> Router<AppState> {
     let wb = state.wb.clone();
@@ -50,14 +63,13 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .with_same_site(SameSite::Lax)
         .with_path("/")
         .with_expiry(Expiry::OnInactivity(time::Duration::hours(SESSION_IDLE_HOURS)));
-    Router::new()
-        .route("/me", get(json::me))
-        .route("/api/integrations", get(json::integrations))
-        .route("/usage.csv", get(usage_csv::csv))
-        .route("/audit.csv", get(audit_csv::csv))
+    json_routes(state)
+        .into_router()
+        // Signed out, the OAuth callback sends the person to sign in and back (a page, not JSON).
         .route("/oauth/callback", get(oauth::callback))
         .merge(pages)
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
+        .layer(middleware::from_fn_with_state(state.clone(), crate::routes::server_fn_layer))
         .layer(middleware::from_fn_with_state(state.clone(), csrf::layer))
         .layer(sessions)
         .layer(middleware::from_fn_with_state(state.clone(), host::layer))

@@ -9,7 +9,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use workbench_core::auth::ApiKeyInfo;
 use workbench_core::clock::rfc3339;
-use workbench_core::policy::require_unrestricted_admin;
 
 use super::policies::unprocessable;
 use super::JsonBody;
@@ -47,7 +46,6 @@ fn shape_error(expected: &str, e: serde_json::Error) -> ApiError {
 }
 
 pub async fn create(State(state): State<AppState>, ApiCaller(who): ApiCaller, JsonBody(body): JsonBody) -> Result<(StatusCode, Json<Value>), ApiError> {
-    require_unrestricted_admin(&who)?;
     let req: NewKey = serde_json::from_value(body).map_err(|e| shape_error("{\"name\", \"policy_id\"?, \"rate_limit_per_minute\"?}", e))?;
     let limit = req.rate_limit_per_minute;
     if limit.is_some_and(|n| !(1..=workbench_core::auth::MAX_RATE_LIMIT).contains(&n)) {
@@ -72,13 +70,11 @@ pub async fn create(State(state): State<AppState>, ApiCaller(who): ApiCaller, Js
 }
 
 pub async fn list(State(state): State<AppState>, ApiCaller(who): ApiCaller) -> Result<Json<Value>, ApiError> {
-    require_unrestricted_admin(&who)?;
     let keys = state.wb.accounts().list_api_keys(&who).await?;
     Ok(Json(json!({ "object": "list", "data": keys.iter().map(view).collect::<Vec<_>>() })))
 }
 
 pub async fn patch(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>, JsonBody(body): JsonBody) -> Result<Json<Value>, ApiError> {
-    require_unrestricted_admin(&who)?;
     // `policy_id`: a policy to attach, or null to detach; `rate_limit_per_minute`: a number, or
     // null for no limit. At least one, nothing else.
     let expected = || {
@@ -115,7 +111,6 @@ pub async fn patch(State(state): State<AppState>, ApiCaller(who): ApiCaller, Pat
 }
 
 pub async fn revoke(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
-    require_unrestricted_admin(&who)?;
     state.wb.accounts().revoke_api_key(&who, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,5 +1,6 @@
 //! The REST API (tier 0, seed 004) under /v1, and the batch form `/rest/{integration}`. Every
-//! route needs a bearer API key; bodies are JSON and errors use the API's error shape.
+//! route needs a bearer API key and declares its operation (see `crate::routes`); bodies are
+//! JSON and errors use the API's error shape.
 
 mod api_keys;
 mod apps;
@@ -17,57 +18,88 @@ mod tools;
 mod usage;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::http::Method;
 use axum::{Json, Router};
+use workbench_core::auth::Operation;
 use serde_json::{json, Value};
 
 pub use body::JsonBody;
 
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
+use crate::routes::{Credential, Routes};
 use crate::state::AppState;
 
 /// Largest request body /v1 and /rest accept.
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/me", get(me))
-        .route("/v1/openapi.json", get(openapi::document))
-        .route("/v1/tools", get(tools::list))
-        .route("/v1/tools/invoke", post(tools::invoke))
-        .route("/v1/tools/calls/{id}", get(tools::get_call))
-        .route("/v1/tools/confirmations", get(confirmations::list))
-        .route("/v1/tools/confirmations/{id}", get(confirmations::get_one).post(confirmations::decide))
-        .route("/v1/tools/{name}", get(tools::get_one))
-        .route("/v1/usage", get(usage::usage))
-        .route("/v1/apps", get(apps::list).post(apps::create))
-        .route("/v1/apps/import", post(apps::import))
-        .route("/v1/apps/{id}", axum::routing::delete(apps::delete))
-        .route("/v1/mcp/servers", get(mcp_servers::list).post(mcp_servers::create))
-        .route("/v1/mcp/servers/{id}", get(mcp_servers::get_one).delete(mcp_servers::delete))
-        .route("/v1/mcp/servers/{id}/refresh", post(mcp_servers::refresh))
-        .route("/v1/mcp/servers/{id}/approve", post(mcp_servers::approve))
-        .route("/v1/mcp/servers/{id}/tools", get(mcp_servers::tools))
-        .route("/v1/mcp/servers/{id}/tools/{name}", axum::routing::patch(mcp_servers::patch_tool))
-        .route("/v1/policies", get(policies::list).post(policies::create))
-        .route("/v1/policies/{id}", get(policies::get_one).put(policies::replace).delete(policies::delete))
-        .route("/v1/api-keys", get(api_keys::list).post(api_keys::create))
-        .route("/v1/api-keys/{id}", axum::routing::patch(api_keys::patch).delete(api_keys::revoke))
-        .route("/v1/audit", get(audit::list))
-        .route("/v1/audit/{id}", get(audit::get_one))
-        .route("/v1/settings", get(settings::get).patch(settings::patch))
-        .route("/v1/webhooks/deliveries", get(settings::deliveries))
-        .route("/v1/schedules", get(schedules::list))
-        .route("/v1/schedules/signing-secret", get(schedules::signing_secret))
-        .route("/v1/schedules/{id}", get(schedules::get_one).delete(schedules::cancel))
-        .route("/v1/email/domains", get(email::list).post(email::create))
-        .route("/v1/email/domains/{id}", get(email::get_one).delete(email::delete))
-        .route("/v1/email/domains/{id}/verify", post(email::verify))
-        .route("/rest/{integration}", post(rest_batch::execute))
-        .route("/v1", get(not_found))
-        .route("/v1/{*rest}", get(not_found).post(not_found).put(not_found).patch(not_found).delete(not_found))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+/// The REST routes, each with its credential and operation (D21): the route table's checks
+/// run before a handler, so a handler sees only callers its operation allows.
+pub fn routes(state: &AppState) -> Routes {
+    use Credential::{ApiKey, None as Public};
+    use Method as M;
+    use Operation as Op;
+    Routes::new(state)
+        .add(M::GET, "/v1/me", ApiKey, Op::Identity, me)
+        .add(M::GET, "/v1/openapi.json", Public, Op::Discovery, openapi::document)
+        .add(M::GET, "/v1/tools", ApiKey, Op::ToolsRead, tools::list)
+        .add(M::POST, "/v1/tools/invoke", ApiKey, Op::ToolsRun, tools::invoke)
+        .add(M::GET, "/v1/tools/calls/{id}", ApiKey, Op::CallsRead, tools::get_call)
+        .add(M::GET, "/v1/tools/confirmations", ApiKey, Op::ConfirmationsDecide, confirmations::list)
+        // A key may read the confirmation of its own held call; core narrows the rest.
+        .add(M::GET, "/v1/tools/confirmations/{id}", ApiKey, Op::CallsRead, confirmations::get_one)
+        .add(M::POST, "/v1/tools/confirmations/{id}", ApiKey, Op::ConfirmationsDecide, confirmations::decide)
+        .add(M::GET, "/v1/tools/{name}", ApiKey, Op::ToolsRead, tools::get_one)
+        .add(M::GET, "/v1/usage", ApiKey, Op::UsageRead, usage::usage)
+        .add(M::GET, "/v1/apps", ApiKey, Op::AppsRead, apps::list)
+        .add(M::POST, "/v1/apps", ApiKey, Op::AppsManage, apps::create)
+        .add(M::POST, "/v1/apps/import", ApiKey, Op::AppsManage, apps::import)
+        .add(M::DELETE, "/v1/apps/{id}", ApiKey, Op::AppsManage, apps::delete)
+        .add(M::GET, "/v1/mcp/servers", ApiKey, Op::McpServersRead, mcp_servers::list)
+        .add(M::POST, "/v1/mcp/servers", ApiKey, Op::McpServersManage, mcp_servers::create)
+        .add(M::GET, "/v1/mcp/servers/{id}", ApiKey, Op::McpServersRead, mcp_servers::get_one)
+        .add(M::DELETE, "/v1/mcp/servers/{id}", ApiKey, Op::McpServersManage, mcp_servers::delete)
+        .add(M::POST, "/v1/mcp/servers/{id}/refresh", ApiKey, Op::McpServersManage, mcp_servers::refresh)
+        .add(M::POST, "/v1/mcp/servers/{id}/approve", ApiKey, Op::McpServersReview, mcp_servers::approve)
+        .add(M::GET, "/v1/mcp/servers/{id}/tools", ApiKey, Op::McpServersRead, mcp_servers::tools)
+        .add(M::PATCH, "/v1/mcp/servers/{id}/tools/{name}", ApiKey, Op::McpServersReview, mcp_servers::patch_tool)
+        .add(M::GET, "/v1/policies", ApiKey, Op::PoliciesManage, policies::list)
+        .add(M::POST, "/v1/policies", ApiKey, Op::PoliciesManage, policies::create)
+        .add(M::GET, "/v1/policies/{id}", ApiKey, Op::PoliciesManage, policies::get_one)
+        .add(M::PUT, "/v1/policies/{id}", ApiKey, Op::PoliciesManage, policies::replace)
+        .add(M::DELETE, "/v1/policies/{id}", ApiKey, Op::PoliciesManage, policies::delete)
+        .add(M::GET, "/v1/api-keys", ApiKey, Op::ApiKeysManage, api_keys::list)
+        .add(M::POST, "/v1/api-keys", ApiKey, Op::ApiKeysManage, api_keys::create)
+        .add(M::PATCH, "/v1/api-keys/{id}", ApiKey, Op::ApiKeysManage, api_keys::patch)
+        .add(M::DELETE, "/v1/api-keys/{id}", ApiKey, Op::ApiKeysManage, api_keys::revoke)
+        .add(M::GET, "/v1/audit", ApiKey, Op::AuditRead, audit::list)
+        .add(M::GET, "/v1/audit/{id}", ApiKey, Op::AuditRead, audit::get_one)
+        .add(M::GET, "/v1/settings", ApiKey, Op::SettingsManage, settings::get)
+        .add(M::PATCH, "/v1/settings", ApiKey, Op::SettingsManage, settings::patch)
+        .add(M::GET, "/v1/webhooks/deliveries", ApiKey, Op::SettingsManage, settings::deliveries)
+        .add(M::GET, "/v1/schedules", ApiKey, Op::SchedulesRead, schedules::list)
+        .add(M::GET, "/v1/schedules/signing-secret", ApiKey, Op::SigningSecretRead, schedules::signing_secret)
+        .add(M::GET, "/v1/schedules/{id}", ApiKey, Op::SchedulesRead, schedules::get_one)
+        .add(M::DELETE, "/v1/schedules/{id}", ApiKey, Op::SchedulesRead, schedules::cancel)
+        .add(M::GET, "/v1/email/domains", ApiKey, Op::EmailDomainsRead, email::list)
+        .add(M::POST, "/v1/email/domains", ApiKey, Op::EmailDomainsManage, email::create)
+        .add(M::GET, "/v1/email/domains/{id}", ApiKey, Op::EmailDomainsRead, email::get_one)
+        .add(M::DELETE, "/v1/email/domains/{id}", ApiKey, Op::EmailDomainsManage, email::delete)
+        .add(M::POST, "/v1/email/domains/{id}/verify", ApiKey, Op::EmailDomainsManage, email::verify)
+        .add(M::POST, "/rest/{integration}", ApiKey, Op::ToolsRun, rest_batch::execute)
+        // Unknown /v1 paths: authenticate first (so the API's shape is not probeable without a
+        // key), then 404 in the API's error shape.
+        .add(M::GET, "/v1", ApiKey, Op::Identity, not_found)
+        .add(M::GET, "/v1/{*rest}", ApiKey, Op::Identity, not_found)
+        .add(M::POST, "/v1/{*rest}", ApiKey, Op::Identity, not_found)
+        .add(M::PUT, "/v1/{*rest}", ApiKey, Op::Identity, not_found)
+        .add(M::PATCH, "/v1/{*rest}", ApiKey, Op::Identity, not_found)
+        .add(M::DELETE, "/v1/{*rest}", ApiKey, Op::Identity, not_found)
+}
+
+/// The REST router: the routes above with the body limit.
+pub fn router(state: &AppState) -> Router<AppState> {
+    routes(state).into_router().layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
 }
 
 /// The identity behind the key: user, project and key ids.
@@ -82,8 +114,7 @@ async fn me(ApiCaller(p): ApiCaller) -> Json<Value> {
     }))
 }
 
-/// Unknown /v1 paths: authenticate first (so the API's shape is not probeable without a key),
-/// then 404 in the API's error shape.
+/// Unknown /v1 paths answer 404 in the API's error shape.
 async fn not_found(_caller: ApiCaller) -> ApiError {
     ApiError::not_found()
 }

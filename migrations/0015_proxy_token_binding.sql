@@ -1,0 +1,5 @@
+-- Proxy tokens are bound to the API key or MCP OAuth grant that minted them (D21): every /c
+-- request rebuilds the caller from that key or grant, so revoking it ends its tokens at once and
+-- its policy is checked again. Tokens minted before this migration carry neither and are refused.
+ALTER TABLE proxy_tokens ADD COLUMN api_key_id TEXT;
+ALTER TABLE proxy_tokens ADD COLUMN oauth_grant_id TEXT;

@@ -30,6 +30,9 @@ pub enum Credential {
     ApiKeyOrOAuth,
     /// The portal's session cookie.
     Session,
+    /// The portal's session cookie on a page a browser navigates to: signed out, it sends the
+    /// person to sign in (and back) instead of answering 401.
+    SessionPage,
     /// A curl_session proxy token.
     ProxyToken,
     /// The operator's metrics token.
@@ -50,7 +53,7 @@ pub const DECLARED: &[RouteSpec] = &[
     RouteSpec { method: "POST", path: "/mcp", credential: Credential::ApiKeyOrOAuth, op: Operation::ToolsRun },
     RouteSpec { method: "ANY", path: "/c/{integration}/{*rest}", credential: Credential::ProxyToken, op: Operation::ProxyRequest },
     RouteSpec { method: "GET", path: "/metrics", credential: Credential::MetricsToken, op: Operation::Metrics },
-    RouteSpec { method: "GET", path: "/oauth/callback", credential: Credential::Session, op: Operation::OwnConnections },
+    RouteSpec { method: "GET", path: "/oauth/callback", credential: Credential::SessionPage, op: Operation::OwnConnections },
     RouteSpec { method: "GET", path: "/.well-known/oauth-protected-resource", credential: Credential::None, op: Operation::Discovery },
     RouteSpec { method: "GET", path: "/.well-known/oauth-protected-resource/mcp", credential: Credential::None, op: Operation::Discovery },
     RouteSpec { method: "GET", path: "/.well-known/oauth-authorization-server", credential: Credential::None, op: Operation::Discovery },
@@ -201,7 +204,7 @@ pub async fn principal(state: &AppState, credential: Credential, req: &mut Reque
             *req = Request::from_parts(parts, body);
             Ok(Some(caller?.0))
         }
-        Credential::Session => session_principal(state, req.extensions().get::<Session>()).await.map(Some),
+        Credential::Session | Credential::SessionPage => session_principal(state, req.extensions().get::<Session>()).await.map(Some),
     }
 }
 
@@ -250,4 +253,14 @@ pub async fn server_fn_layer(State(state): State<AppState>, req: Request, next: 
         },
         Err(e) => e.into_response(),
     }
+}
+
+/// The server functions the portal registers that `SERVER_FNS` does not declare (the
+/// route-by-principal test wants none).
+pub fn undeclared_server_fns() -> Vec<String> {
+    leptos::server_fn::axum::server_fn_paths()
+        .map(|(path, _)| path)
+        .filter(|path| path.strip_prefix("/api/").and_then(server_fn_operation).is_none())
+        .map(str::to_owned)
+        .collect()
 }

@@ -65,6 +65,8 @@ pub struct TestApp {
     pub clock: ManualClock,
     pub database_url: String,
     pub data_dir: PathBuf,
+    /// The application state the in-process server runs with (None for `external`).
+    state: Option<AppState>,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
@@ -194,6 +196,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
     config.apps_reload_every = std::time::Duration::from_secs(3600);
     config.callback_worker = options.callback_worker;
     let state = AppState::new(wb.clone(), config, keys);
+    let kept = state.clone();
     let (tx, rx) = oneshot::channel::<()>();
     let server = tokio::spawn(async move {
         workbench_server::serve(listener, state, async {
@@ -208,6 +211,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         clock,
         database_url,
         data_dir,
+        state: Some(kept),
         shutdown: Some(tx),
         server: Some(server),
     })
@@ -222,7 +226,7 @@ impl TestApp {
     /// A view of a server this test did not start in-process (a `workbench serve` process at
     /// `base`), with `wb` opened on the same database for setup and inspection.
     pub fn external(base: String, origin: String, wb: Workbench, database_url: String, data_dir: PathBuf) -> TestApp {
-        TestApp { base, origin, wb, clock: ManualClock::default(), database_url, data_dir, shutdown: None, server: None }
+        TestApp { base, origin, wb, clock: ManualClock::default(), database_url, data_dir, state: None, shutdown: None, server: None }
     }
 
     /// Sends the shutdown signal (as SIGTERM would) and returns the server task, which ends
@@ -232,6 +236,11 @@ impl TestApp {
             let _ = tx.send(());
         }
         self.server.take().expect("the server runs until stopped")
+    }
+
+    /// The in-process server's state (the route table is built from it).
+    pub fn state(&self) -> &AppState {
+        self.state.as_ref().expect("an in-process app")
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -24,7 +24,7 @@ async fn register(app: &TestApp, body: Value) -> (u16, Value) {
     (res.status().as_u16(), res.json().await.unwrap_or(Value::Null))
 }
 
-async fn client(app: &TestApp) -> String {
+pub(crate) async fn client(app: &TestApp) -> String {
     let (status, c) = register(app, json!({ "client_name": "Desk Assistant", "redirect_uris": [REDIRECT] })).await;
     assert_eq!(status, 201, "{c}");
     c["client_id"].as_str().unwrap().to_owned()
@@ -75,14 +75,14 @@ async fn token(app: &TestApp, form: &[(&str, &str)]) -> (u16, Value) {
     (res.status().as_u16(), res.json().await.unwrap())
 }
 
-async fn signed_in(app: &TestApp, email: &str) -> Browser {
+pub(crate) async fn signed_in(app: &TestApp, email: &str) -> Browser {
     let b = app.browser();
     assert!(b.sign_in(email, PASSWORD).await.status().is_success());
     b
 }
 
 /// Registration, consent and code exchange: the token response.
-async fn authorized(app: &TestApp, b: &Browser, client_id: &str) -> Value {
+pub(crate) async fn authorized(app: &TestApp, b: &Browser, client_id: &str) -> Value {
     let q = authorize_query(app, client_id, &[]);
     let back = decide(b, &q, "approve", "").await;
     let got = query_of(&back);

@@ -1,5 +1,5 @@
-//! Upstream MCP servers of a project and the tools each offers (what the upstream last said,
-//! what an admin last approved, and the tool's status).
+//! Upstream MCP servers of a project, the tools each offers (what the upstream last said, what
+//! an admin last approved, and the tool's status), and which server owns each exposed tool name.
 
 use sqlx::FromRow;
 
@@ -55,10 +55,21 @@ pub struct ToolRow {
     pub approved_description: Option<String>,
     pub approved_input_schema: Option<String>,
     pub updated_at: i64,
+    /// The annotations as an admin last approved them (JSON).
+    pub approved_annotations: Option<String>,
 }
 
 const TOOL_COLUMNS: &str = "server_id, name, description, input_schema, output_schema, annotations, side_effects_override, \
-    status, fingerprint, approved_fingerprint, approved_description, approved_input_schema, updated_at";
+    status, fingerprint, approved_fingerprint, approved_description, approved_input_schema, updated_at, approved_annotations";
+
+/// Which server owns an exposed catalog name (`<tool_prefix><tool>`) of a project.
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct NameOwner {
+    pub name: String,
+    pub server_id: String,
+    /// The tool's name at the upstream.
+    pub tool: String,
+}
 
 pub async fn insert_server<'e>(ex: impl Exec<'e>, r: &ServerRow) -> Result<()> {
     sqlx::query(&format!("INSERT INTO mcp_servers ({SERVER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"))
@@ -133,12 +144,12 @@ pub async fn list_tools<'e>(ex: impl Exec<'e>, server_id: &str) -> Result<Vec<To
 /// Inserts or replaces one tool row.
 pub async fn upsert_tool<'e>(ex: impl Exec<'e>, r: &ToolRow) -> Result<()> {
     sqlx::query(&format!(
-        "INSERT INTO mcp_server_tools ({TOOL_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+        "INSERT INTO mcp_server_tools ({TOOL_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
          ON CONFLICT (server_id, name) DO UPDATE SET description = excluded.description, input_schema = excluded.input_schema, \
          output_schema = excluded.output_schema, annotations = excluded.annotations, side_effects_override = excluded.side_effects_override, \
          status = excluded.status, fingerprint = excluded.fingerprint, approved_fingerprint = excluded.approved_fingerprint, \
          approved_description = excluded.approved_description, approved_input_schema = excluded.approved_input_schema, \
-         updated_at = excluded.updated_at"
+         updated_at = excluded.updated_at, approved_annotations = excluded.approved_annotations"
     ))
     .bind(&r.server_id)
     .bind(&r.name)
@@ -153,7 +164,33 @@ pub async fn upsert_tool<'e>(ex: impl Exec<'e>, r: &ToolRow) -> Result<()> {
     .bind(&r.approved_description)
     .bind(&r.approved_input_schema)
     .bind(r.updated_at)
+    .bind(&r.approved_annotations)
     .execute(ex)
     .await?;
     Ok(())
+}
+
+/// Every owned upstream tool name of a project.
+pub async fn name_owners<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<Vec<NameOwner>> {
+    Ok(sqlx::query_as("SELECT name, server_id, tool FROM mcp_tool_names WHERE project_id = $1 ORDER BY name")
+        .bind(project_id)
+        .fetch_all(ex)
+        .await?)
+}
+
+/// Claims a catalog name for a server's tool unless some server owns it already; true when
+/// this call claimed it. A name stays claimed until its server is deleted.
+pub async fn claim_name<'e>(ex: impl Exec<'e>, project_id: &str, owner: &NameOwner, at: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "INSERT INTO mcp_tool_names (project_id, name, server_id, tool, claimed_at) VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (project_id, name) DO NOTHING",
+    )
+    .bind(project_id)
+    .bind(&owner.name)
+    .bind(&owner.server_id)
+    .bind(&owner.tool)
+    .bind(at)
+    .execute(ex)
+    .await?;
+    Ok(r.rows_affected() == 1)
 }

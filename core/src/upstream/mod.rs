@@ -3,7 +3,8 @@
 //! source `mcp:<id>`, run through the one pipeline by `handler.rs` on a pooled session
 //! (`live.rs`) behind a semaphore and a circuit breaker (`breaker.rs`). Refresh keeps vanished
 //! tools as unavailable and holds changed or new ones for an admin's review (the rug-pull
-//! guard). See README.md in this folder.
+//! guard). A catalog name belongs to the server that exposed it first, never to whichever
+//! server is read first. See README.md in this folder.
 
 pub mod breaker;
 mod client;
@@ -23,13 +24,13 @@ pub use client::{RpcError, Session, PROTOCOL_VERSION};
 pub use connection::Connection;
 pub use live::AuthConfig;
 
-use crate::auth::{require_admin, Principal};
-use crate::catalog::{Catalog, SideEffects, Tool, ToolName, ToolSource, ToolSpec, ToolStatus};
+use crate::auth::{Operation, Principal};
+use crate::catalog::{Catalog, SideEffects, Snapshot, Tool, ToolName, ToolSource, ToolSpec, ToolStatus};
 use crate::clock::{rfc3339, Clock};
 use crate::crypto::sha256_hex;
 use crate::egress::PrivateAllowance;
 use crate::ids::new_id;
-use crate::store::mcp_servers::{ServerRow, ToolRow, ToolState};
+use crate::store::mcp_servers::{NameOwner, ServerRow, ToolRow, ToolState};
 use crate::store::{self, Db};
 use crate::vault::Vault;
 use crate::{Error, Result};
@@ -79,6 +80,9 @@ pub struct ServerView {
     pub breaker: &'static str,
     pub tools_discovered: usize,
     pub tools: Vec<String>,
+    /// The available ones among `tools`: what whoever may not review sees.
+    #[serde(skip)]
+    available_tools: Vec<String>,
     pub tool_counts: ToolCounts,
     pub timeout_ms: i64,
     pub max_concurrency: i64,
@@ -90,6 +94,46 @@ pub struct ServerView {
     pub skipped: Vec<Skipped>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub changes: Option<Changes>,
+}
+
+impl ServerView {
+    /// The view narrowed for `who` (D21): the URL without credentials, query or fragment and no
+    /// refresh error text unless `who` may edit servers; only available tools unless `who` may
+    /// review them.
+    fn seen_by(mut self, who: &Principal) -> ServerView {
+        if !who.allows(Operation::McpServersManage) {
+            self.url = mask_url(&self.url);
+            if self.last_error.is_some() {
+                self.last_error = Some("the last refresh failed; an admin can see why".into());
+            }
+        }
+        if !who.allows(Operation::McpServersReview) {
+            self.tool_counts = ToolCounts { available: self.tool_counts.available, ..ToolCounts::default() };
+            self.tools_discovered = self.tool_counts.available;
+            self.tools = std::mem::take(&mut self.available_tools);
+        }
+        self
+    }
+}
+
+/// A registered URL as shown to whoever may not edit it: scheme, host, port and path only
+/// (credentials can sit in the userinfo, the query or the fragment).
+pub fn mask_url(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(mut u) => {
+            let had_extra = !u.username().is_empty() || u.password().is_some() || u.query().is_some() || u.fragment().is_some();
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.set_fragment(None);
+            let mut out = u.to_string();
+            if had_extra {
+                out.push_str(" (parts hidden)");
+            }
+            out
+        }
+        Err(_) => "(hidden)".into(),
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -124,13 +168,96 @@ pub struct ToolView {
     pub side_effects_overridden: bool,
     pub description: String,
     pub input_schema: Value,
+    pub annotations: Option<Value>,
     /// What an admin last approved, when the tool changed since.
     pub approved_description: Option<String>,
     pub approved_input_schema: Option<Value>,
+    pub approved_annotations: Option<Value>,
+    /// Why the tool is held whatever its review says: another tool has its catalog name (the
+    /// server that exposed the name first keeps it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collision: Option<String>,
 }
 
-fn fingerprint(description: &str, input_schema: &str, output_schema: Option<&str>) -> String {
+/// The annotations that say how a tool behaves: a change of any of them is reviewed like a
+/// change of its description or schemas (a destructive tool must not turn itself read-only,
+/// and so retryable and unconfirmed, unseen).
+const HINTS: [&str; 4] = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"];
+
+/// Marks the fingerprint format that covers the annotation hints; a stored fingerprint
+/// without it is the first format (description and schemas only).
+const FINGERPRINT_V2: &str = "v2:";
+
+/// What an admin reviews of a tool: its description, schemas and annotation hints, as the
+/// upstream says them (an absent hint and a non-boolean one are distinct values too).
+fn fingerprint(description: &str, input_schema: &str, output_schema: Option<&str>, annotations: Option<&str>) -> String {
+    let annotations = annotations.and_then(|a| serde_json::from_str::<Value>(a).ok());
+    let hints: Vec<Value> = HINTS.iter().map(|h| annotations.as_ref().and_then(|a| a.get(*h)).cloned().unwrap_or(Value::Null)).collect();
+    let text = format!("{description}\u{1f}{input_schema}\u{1f}{}\u{1f}{}", output_schema.unwrap_or(""), Value::Array(hints));
+    format!("{FINGERPRINT_V2}{}", sha256_hex(text.as_bytes()))
+}
+
+/// The first format, before annotations were reviewed: only to recognise stored fingerprints.
+fn legacy_fingerprint(description: &str, input_schema: &str, output_schema: Option<&str>) -> String {
     sha256_hex(format!("{description}\u{1f}{input_schema}\u{1f}{}", output_schema.unwrap_or("")).as_bytes())
+}
+
+/// Brings a row stored with a first-format fingerprint to the current one (its first refresh
+/// after the upgrade), so that an upgrade holds nothing that did not change. When the stored
+/// fingerprint is the first formula of the stored content and is what an admin approved, the
+/// tool was approved as last seen: the approval carries over with the annotations last seen,
+/// and only a change since then holds it. Any other first-format approval (the tool was already
+/// held for a change) is left as it is: it matches no current fingerprint, so the tool stays
+/// held until an admin approves it, since which annotations were approved is unknown.
+fn upgrade_fingerprint(row: &mut ToolRow) {
+    if row.fingerprint.starts_with(FINGERPRINT_V2) {
+        return;
+    }
+    let legacy = legacy_fingerprint(&row.description, &row.input_schema, row.output_schema.as_deref());
+    let current = fingerprint(&row.description, &row.input_schema, row.output_schema.as_deref(), row.annotations.as_deref());
+    if row.fingerprint == legacy && row.approved_fingerprint.as_deref() == Some(legacy.as_str()) {
+        row.approved_fingerprint = Some(current.clone());
+        row.approved_annotations = row.annotations.clone();
+    }
+    row.fingerprint = current;
+}
+
+/// A tool's catalog name: the server's prefix and the upstream name.
+fn catalog_name(server: &ServerRow, tool: &str) -> String {
+    format!("{}{}", server.tool_prefix, tool)
+}
+
+/// Who owns each upstream tool name of a project, by catalog name.
+type Owners = HashMap<String, NameOwner>;
+
+fn owners_of(rows: Vec<NameOwner>) -> Owners {
+    rows.into_iter().map(|o| (o.name.clone(), o)).collect()
+}
+
+/// The owner of the name `server`'s tool `tool` would take, when that is another tool.
+fn taken_by<'a>(owners: &'a Owners, server: &ServerRow, tool: &str) -> Option<&'a NameOwner> {
+    owners.get(&catalog_name(server, tool)).filter(|o| o.server_id != server.id || o.tool != tool)
+}
+
+/// What a tool whose name another server owns collides with. `servers` names the project's
+/// servers by id.
+fn collision_with(owner: &NameOwner, servers: &HashMap<String, String>) -> String {
+    let server = servers.get(&owner.server_id).map(String::as_str).unwrap_or(owner.server_id.as_str());
+    format!("collides with MCP server {server}'s tool {}, which exposed the name {} first", owner.tool, owner.name)
+}
+
+/// The source of a tool that is no upstream tool (built-in, plugin, custom app) and has `name`.
+fn other_source(snapshot: &Snapshot, name: &str) -> Option<ToolSource> {
+    snapshot.get(name).filter(|t| !matches!(t.spec.source, ToolSource::Mcp(_))).map(|t| t.spec.source.clone())
+}
+
+/// The status a tool is shown with: held for review as well when another tool has its name.
+fn shown_status(row: &ToolRow, taken: bool) -> ToolState {
+    if taken && row.status != ToolState::PendingReview {
+        ToolState::PendingReview
+    } else {
+        row.status
+    }
 }
 
 /// Annotations are hints: read-only → none, destructive → destructive, otherwise write.
@@ -160,7 +287,7 @@ fn row_of(server_id: &str, t: &Value, now: i64) -> Option<ToolRow> {
     let input_schema = t.get("inputSchema").cloned().unwrap_or_else(|| json!({ "type": "object" })).to_string();
     let output_schema = t.get("outputSchema").filter(|v| !v.is_null()).map(Value::to_string);
     let annotations = t.get("annotations").filter(|v| !v.is_null()).map(Value::to_string);
-    let fp = fingerprint(&description, &input_schema, output_schema.as_deref());
+    let fp = fingerprint(&description, &input_schema, output_schema.as_deref(), annotations.as_deref());
     Some(ToolRow {
         server_id: server_id.to_owned(),
         name,
@@ -175,6 +302,7 @@ fn row_of(server_id: &str, t: &Value, now: i64) -> Option<ToolRow> {
         approved_description: None,
         approved_input_schema: None,
         updated_at: now,
+        approved_annotations: None,
     })
 }
 
@@ -182,6 +310,7 @@ fn approve(row: &mut ToolRow) {
     row.approved_fingerprint = Some(row.fingerprint.clone());
     row.approved_description = Some(row.description.clone());
     row.approved_input_schema = Some(row.input_schema.clone());
+    row.approved_annotations = row.annotations.clone();
     row.status = ToolState::Available;
 }
 
@@ -396,7 +525,7 @@ impl Upstreams {
     /// Registers a server: checks, connects, initializes and lists its tools; stores it only
     /// when all of that worked and no name collides (409).
     pub async fn register(&self, admin: &Principal, body: &Value) -> Result<ServerView> {
-        require_admin(admin)?;
+        admin.require(Operation::McpServersManage)?;
         let (reg, auth, url) = self.check(admin, body).await?;
         let existing = store::mcp_servers::list_servers(self.db.pool(), &admin.project_id).await?;
         if existing.iter().any(|s| s.name == reg.name) {
@@ -431,15 +560,19 @@ impl Upstreams {
         let mut rows: Vec<ToolRow> = listed.iter().filter_map(|t| row_of(&row.id, t, now)).collect();
         rows.iter_mut().for_each(approve);
         let snapshot = self.catalog.snapshot(&admin.project_id);
+        // A name another server owns is taken even while its tool is held for review (and so
+        // out of the catalog).
+        let owners = owners_of(store::mcp_servers::name_owners(self.db.pool(), &admin.project_id).await?);
+        let taken = |name: &str| Error::Conflict(format!("a tool named {name} already exists in this project; choose another tool_prefix"));
         let mut skipped = Vec::new();
-        let mut names = Vec::new();
+        let mut names: Vec<NameOwner> = Vec::new();
         for r in &rows {
             match build_tool(&live, &row, r) {
                 Ok(t) => {
-                    if snapshot.get(t.name()).is_some() || names.contains(&t.name().to_owned()) {
-                        return Err(Error::Conflict(format!("a tool named {} already exists in this project; choose another tool_prefix", t.name())));
+                    if snapshot.get(t.name()).is_some() || owners.contains_key(t.name()) || names.iter().any(|n| n.name == t.name()) {
+                        return Err(taken(t.name()));
                     }
-                    names.push(t.name().to_owned());
+                    names.push(NameOwner { name: t.name().to_owned(), server_id: row.id.clone(), tool: r.name.clone() });
                 }
                 Err(reason) => skipped.push(Skipped { name: r.name.clone(), reason }),
             }
@@ -454,6 +587,13 @@ impl Upstreams {
         })?;
         for r in &rows {
             store::mcp_servers::upsert_tool(&mut *tx, r).await?;
+        }
+        // The server's names are its own from now on; one another server claimed meanwhile
+        // refuses the registration (nothing is stored).
+        for n in &names {
+            if !store::mcp_servers::claim_name(&mut *tx, &row.project_id, n, now).await? {
+                return Err(taken(&n.name));
+            }
         }
         tx.commit().await?;
         self.live.write().expect("upstreams lock").insert(row.id.clone(), live);
@@ -488,14 +628,20 @@ impl Upstreams {
 
     async fn view(&self, row: &ServerRow) -> Result<ServerView> {
         let tools = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
+        let owners = owners_of(store::mcp_servers::name_owners(self.db.pool(), &row.project_id).await?);
+        let snapshot = self.catalog.snapshot(&row.project_id);
         let live = self.live.read().expect("upstreams lock").get(&row.id).cloned();
         let mut counts = ToolCounts::default();
+        let mut shown = Vec::with_capacity(tools.len());
         for t in &tools {
-            match t.status {
+            let taken = taken_by(&owners, row, &t.name).is_some() || other_source(&snapshot, &catalog_name(row, &t.name)).is_some();
+            let status = shown_status(t, taken);
+            match status {
                 ToolState::Available => counts.available += 1,
                 ToolState::Unavailable => counts.unavailable += 1,
                 ToolState::PendingReview => counts.pending_review += 1,
             }
+            shown.push((catalog_name(row, &t.name), status));
         }
         let auth: AuthConfig = serde_json::from_str(&row.auth).unwrap_or(AuthConfig::None);
         let breaker = breaker_note(live.as_ref(), self.now());
@@ -510,7 +656,8 @@ impl Upstreams {
             state: if row.last_error.is_some() { "error" } else if breaker == "open" { "degraded" } else { "connected" },
             breaker,
             tools_discovered: tools.len(),
-            tools: tools.iter().filter(|t| t.status != ToolState::PendingReview).map(|t| format!("{}{}", row.tool_prefix, t.name)).collect(),
+            tools: shown.iter().filter(|(_, s)| *s != ToolState::PendingReview).map(|(n, _)| n.clone()).collect(),
+            available_tools: shown.iter().filter(|(_, s)| *s == ToolState::Available).map(|(n, _)| n.clone()).collect(),
             tool_counts: counts,
             timeout_ms: row.timeout_ms,
             max_concurrency: row.max_concurrency,
@@ -527,44 +674,67 @@ impl Upstreams {
         store::mcp_servers::get_server(self.db.pool(), &who.project_id, id).await?.ok_or(Error::NotFound)
     }
 
+    /// The registry as `who` may see it (D21): URLs and refresh errors masked for whoever may
+    /// not edit servers, held and vanished tools left out for whoever may not review them.
     pub async fn list(&self, who: &Principal) -> Result<Vec<ServerView>> {
+        who.require(Operation::McpServersRead)?;
         let mut out = Vec::new();
         for row in store::mcp_servers::list_servers(self.db.pool(), &who.project_id).await? {
-            out.push(self.view(&row).await?);
+            out.push(self.view(&row).await?.seen_by(who));
         }
         Ok(out)
     }
 
     pub async fn get(&self, who: &Principal, id: &str) -> Result<ServerView> {
+        who.require(Operation::McpServersRead)?;
         let row = self.server(who, id).await?;
-        self.view(&row).await
+        Ok(self.view(&row).await?.seen_by(who))
     }
 
-    /// A server's tools as an admin reviews them.
+    /// A server's tools as an admin reviews them; others see the available ones only.
     pub async fn tools(&self, who: &Principal, id: &str) -> Result<Vec<ToolView>> {
+        who.require(Operation::McpServersRead)?;
+        let reviewer = who.allows(Operation::McpServersReview);
         let row = self.server(who, id).await?;
         let tools = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
+        let owners = owners_of(store::mcp_servers::name_owners(self.db.pool(), &row.project_id).await?);
+        let servers: HashMap<String, String> =
+            store::mcp_servers::list_servers(self.db.pool(), &row.project_id).await?.into_iter().map(|s| (s.id, s.name)).collect();
+        let snapshot = self.catalog.snapshot(&row.project_id);
+        let json = |s: Option<&str>| s.and_then(|s| serde_json::from_str::<Value>(s).ok());
         Ok(tools
             .iter()
-            .map(|t| {
+            .filter_map(|t| {
+                let name = catalog_name(&row, &t.name);
+                let collision = match taken_by(&owners, &row, &t.name) {
+                    Some(owner) => Some(format!("{}; held while that server has it", collision_with(owner, &servers))),
+                    None => other_source(&snapshot, &name).map(|source| format!("collides with the tool {name} from {source}; held while this project has it")),
+                };
+                let status = shown_status(t, collision.is_some());
+                if !reviewer && status != ToolState::Available {
+                    return None;
+                }
                 let changed = t.approved_fingerprint.as_deref().is_some_and(|a| a != t.fingerprint);
-                ToolView {
+                Some(ToolView {
                     name: t.name.clone(),
-                    catalog_name: format!("{}{}", row.tool_prefix, t.name),
-                    status: t.status,
+                    catalog_name: name,
+                    status,
                     side_effects: side_effects_of(t),
                     side_effects_overridden: t.side_effects_override.is_some(),
                     description: t.description.clone(),
-                    input_schema: serde_json::from_str(&t.input_schema).unwrap_or(Value::Null),
+                    input_schema: json(Some(&t.input_schema)).unwrap_or(Value::Null),
+                    annotations: json(t.annotations.as_deref()),
                     approved_description: changed.then(|| t.approved_description.clone()).flatten(),
-                    approved_input_schema: changed.then(|| t.approved_input_schema.as_deref().and_then(|s| serde_json::from_str(s).ok())).flatten(),
-                }
+                    approved_input_schema: changed.then(|| json(t.approved_input_schema.as_deref())).flatten(),
+                    approved_annotations: changed.then(|| json(t.approved_annotations.as_deref())).flatten(),
+                    collision,
+                })
             })
             .collect())
     }
 
     pub async fn delete(&self, admin: &Principal, id: &str) -> Result<()> {
-        require_admin(admin)?;
+        admin.require(Operation::McpServersManage)?;
         if !store::mcp_servers::delete_server(self.db.pool(), &admin.project_id, id).await? {
             return Err(Error::NotFound);
         }
@@ -577,7 +747,7 @@ impl Upstreams {
     /// Re-reads a server's tool list: vanished tools are kept as unavailable, changed ones are
     /// held for review, new ones too unless the server auto-approves.
     pub async fn refresh(&self, admin: &Principal, id: &str) -> Result<ServerView> {
-        require_admin(admin)?;
+        admin.require(Operation::McpServersManage)?;
         let row = self.server(admin, id).await?;
         let changes = self.refresh_row(&row).await?;
         let mut view = self.get(admin, id).await?;
@@ -601,13 +771,16 @@ impl Upstreams {
         let existing = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
         let mut by_name: HashMap<String, ToolRow> = existing.into_iter().map(|t| (t.name.clone(), t)).collect();
         let mut changes = Changes::default();
-        let mut seen = Vec::new();
         let mut tx = self.db.begin_write().await?;
+        // Read within the write, so a name claimed elsewhere meanwhile is seen (or, racing on
+        // PostgreSQL, the claim below loses at the unique key).
+        let owners = owners_of(store::mcp_servers::name_owners(&mut *tx, &row.project_id).await?);
         for t in &listed {
             let Some(mut fresh) = row_of(&row.id, t, now) else { continue };
-            seen.push(fresh.name.clone());
-            match by_name.remove(&fresh.name) {
-                Some(old) => {
+            let taken = taken_by(&owners, row, &fresh.name).is_some();
+            let is_new = match by_name.remove(&fresh.name) {
+                Some(mut old) => {
+                    upgrade_fingerprint(&mut old);
                     if old.fingerprint != fresh.fingerprint {
                         changes.changed.push(fresh.name.clone());
                     }
@@ -615,15 +788,33 @@ impl Upstreams {
                     fresh.approved_fingerprint = old.approved_fingerprint.clone();
                     fresh.approved_description = old.approved_description.clone();
                     fresh.approved_input_schema = old.approved_input_schema.clone();
+                    fresh.approved_annotations = old.approved_annotations.clone();
                     fresh.status = if old.approved_fingerprint.as_deref() == Some(fresh.fingerprint.as_str()) { ToolState::Available } else { ToolState::PendingReview };
+                    false
                 }
                 None => {
                     changes.added.push(fresh.name.clone());
-                    if row.auto_approve != 0 {
+                    // A new tool whose name another server owns is never approved on its own:
+                    // held, and once the name is free an admin decides.
+                    if row.auto_approve != 0 && !taken {
                         approve(&mut fresh);
                     } else {
                         fresh.status = ToolState::PendingReview;
                     }
+                    true
+                }
+            };
+            // An approved tool whose name nobody owns takes it now; a new one that loses the
+            // name to a claim made meanwhile is held like any colliding tool.
+            let name = catalog_name(row, &fresh.name);
+            if fresh.status == ToolState::Available && !owners.contains_key(&name) && ToolName::parse(&name).is_ok() {
+                let claim = NameOwner { name, server_id: row.id.clone(), tool: fresh.name.clone() };
+                if !store::mcp_servers::claim_name(&mut *tx, &row.project_id, &claim, now).await? && is_new {
+                    fresh.status = ToolState::PendingReview;
+                    fresh.approved_fingerprint = None;
+                    fresh.approved_description = None;
+                    fresh.approved_input_schema = None;
+                    fresh.approved_annotations = None;
                 }
             }
             store::mcp_servers::upsert_tool(&mut *tx, &fresh).await?;
@@ -644,7 +835,7 @@ impl Upstreams {
 
     /// Approves tools held for review (upstream names): they join the catalog as they are now.
     pub async fn approve(&self, admin: &Principal, id: &str, tools: &[String]) -> Result<ServerView> {
-        require_admin(admin)?;
+        admin.require(Operation::McpServersReview)?;
         let row = self.server(admin, id).await?;
         let existing = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
         if let Some(unknown) = tools.iter().find(|n| !existing.iter().any(|t| &t.name == *n)) {
@@ -652,10 +843,32 @@ impl Upstreams {
         }
         let now = self.now();
         let mut tx = self.db.begin_write().await?;
+        // A tool whose name another tool has stays held, approved or not: the server that
+        // exposed the name first keeps it.
+        let owners = owners_of(store::mcp_servers::name_owners(&mut *tx, &row.project_id).await?);
+        let snapshot = self.catalog.snapshot(&row.project_id);
+        for tool in tools {
+            if let Some(owner) = taken_by(&owners, &row, tool) {
+                let servers: HashMap<String, String> =
+                    store::mcp_servers::list_servers(&mut *tx, &row.project_id).await?.into_iter().map(|s| (s.id, s.name)).collect();
+                return Err(Error::Conflict(format!("{tool} cannot be approved: it {}", collision_with(owner, &servers))));
+            }
+            let name = catalog_name(&row, tool);
+            if let Some(source) = other_source(&snapshot, &name) {
+                return Err(Error::Conflict(format!("{tool} cannot be approved: it collides with the tool {name} from {source}")));
+            }
+        }
         for mut t in existing.into_iter().filter(|t| tools.contains(&t.name) && t.status == ToolState::PendingReview) {
             approve(&mut t);
             t.updated_at = now;
             store::mcp_servers::upsert_tool(&mut *tx, &t).await?;
+            let name = catalog_name(&row, &t.name);
+            if !owners.contains_key(&name) && ToolName::parse(&name).is_ok() {
+                let claim = NameOwner { name, server_id: row.id.clone(), tool: t.name.clone() };
+                if !store::mcp_servers::claim_name(&mut *tx, &row.project_id, &claim, now).await? {
+                    return Err(Error::Conflict(format!("{} cannot be approved: another MCP server took the name {} a moment ago", t.name, claim.name)));
+                }
+            }
         }
         store::mcp_servers::touch(&mut *tx, &row.id, now).await?;
         tx.commit().await?;
@@ -666,7 +879,7 @@ impl Upstreams {
 
     /// An admin's side-effects override for one tool (`None` clears it).
     pub async fn set_side_effects(&self, admin: &Principal, id: &str, tool: &str, side_effects: Option<SideEffects>) -> Result<ToolView> {
-        require_admin(admin)?;
+        admin.require(Operation::McpServersReview)?;
         let row = self.server(admin, id).await?;
         let existing = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
         let mut t = existing.into_iter().find(|t| t.name == tool).ok_or(Error::NotFound)?;
@@ -681,12 +894,21 @@ impl Upstreams {
         self.tools(admin, id).await?.into_iter().find(|v| v.name == tool).ok_or(Error::NotFound)
     }
 
-    /// Rebuilds a project's upstream tools from the database. A server or tool that cannot be
-    /// built (a stored row that no longer validates, a name another source now has) is left
-    /// out and logged; it never stops the others.
+    /// Rebuilds a project's upstream tools from the database. A tool shows under its name only
+    /// when its server owns the name: names nobody owns yet (kept from before owners were
+    /// recorded, or freed by a deleted server) go first to the earliest registered server
+    /// whose tool may show. A server or tool that cannot be built (a stored row that no longer
+    /// validates, a name another source now has) is left out and logged; it never stops the
+    /// others.
     pub async fn reload_project(&self, project_id: &str) -> Result<()> {
         let _one_at_a_time = self.reloading.lock().await;
-        let servers = store::mcp_servers::list_servers(self.db.pool(), project_id).await?;
+        let mut servers = store::mcp_servers::list_servers(self.db.pool(), project_id).await?;
+        servers.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        let mut rows = Vec::with_capacity(servers.len());
+        for server in &servers {
+            rows.push(store::mcp_servers::list_tools(self.db.pool(), &server.id).await?);
+        }
+        let owners = self.claim_free_names(project_id, &servers, &rows).await?;
         let others: Vec<String> = self
             .catalog
             .snapshot(project_id)
@@ -697,7 +919,7 @@ impl Upstreams {
             .collect();
         let mut tools: Vec<Tool> = Vec::new();
         let mut versions = Vec::new();
-        for server in &servers {
+        for (server, rows) in servers.iter().zip(rows) {
             versions.push((server.id.clone(), server.updated_at));
             let live = match self.live_for(server) {
                 Ok(l) => l,
@@ -706,8 +928,13 @@ impl Upstreams {
                     continue;
                 }
             };
-            for row in store::mcp_servers::list_tools(self.db.pool(), &server.id).await? {
+            for row in rows {
                 if row.status == ToolState::PendingReview {
+                    continue;
+                }
+                let owner = owners.get(&catalog_name(server, &row.name));
+                if !owner.is_some_and(|o| o.server_id == server.id && o.tool == row.name) {
+                    tracing::warn!(server = %server.id, tool = %row.name, owner = ?owner.map(|o| &o.server_id), "MCP tool left out: another server owns its name");
                     continue;
                 }
                 match build_tool(&live, server, &row) {
@@ -719,6 +946,7 @@ impl Upstreams {
                 }
             }
         }
+        versions.sort();
         self.catalog.set_source_tools(project_id, SOURCE, tools)?;
         let ids: Vec<&String> = servers.iter().map(|s| &s.id).collect();
         self.live.write().expect("upstreams lock").retain(|id, l| l.project_id != project_id || ids.contains(&id));
@@ -731,6 +959,34 @@ impl Upstreams {
         Ok(())
     }
 
+    /// The owners of a project's upstream tool names, after claiming the names nobody owns for
+    /// the tools that may show under them (not held for review), servers in registration order.
+    /// A claim that cannot be written is logged: that tool stays out until a later reload.
+    async fn claim_free_names(&self, project_id: &str, servers: &[ServerRow], rows: &[Vec<ToolRow>]) -> Result<Owners> {
+        let mut owners = owners_of(store::mcp_servers::name_owners(self.db.pool(), project_id).await?);
+        let now = self.now();
+        let mut claimed = false;
+        for (server, rows) in servers.iter().zip(rows) {
+            for row in rows.iter().filter(|r| r.status != ToolState::PendingReview) {
+                let name = catalog_name(server, &row.name);
+                if owners.contains_key(&name) || ToolName::parse(&name).is_err() {
+                    continue;
+                }
+                let claim = NameOwner { name: name.clone(), server_id: server.id.clone(), tool: row.name.clone() };
+                match store::mcp_servers::claim_name(self.db.pool(), project_id, &claim, now).await {
+                    Ok(_) => claimed = true,
+                    Err(e) => tracing::warn!(server = %server.id, tool = %row.name, error = %e, "the MCP tool's name cannot be claimed"),
+                }
+                // Taken, by this claim or by one another instance made first (re-read below).
+                owners.insert(name, claim);
+            }
+        }
+        if claimed {
+            owners = owners_of(store::mcp_servers::name_owners(self.db.pool(), project_id).await?);
+        }
+        Ok(owners)
+    }
+
     /// Rebuilds every project whose servers changed on any instance (registered, deleted,
     /// refreshed, approved). Returns how many projects were rebuilt.
     pub async fn reload_all(&self) -> Result<usize> {
@@ -738,6 +994,9 @@ impl Upstreams {
         for (project, id, at) in store::mcp_servers::versions(self.db.pool()).await? {
             stored.entry(project).or_default().push((id, at));
         }
+        // Compared as sorted here, as `reload_project` keeps them (the database's text order
+        // need not be Rust's).
+        stored.values_mut().for_each(|v| v.sort());
         let loaded = self.loaded.read().expect("upstreams lock").clone();
         let mut changed: Vec<String> = stored.iter().filter(|(p, v)| loaded.get(*p) != Some(v)).map(|(p, _)| p.clone()).collect();
         changed.extend(loaded.keys().filter(|p| !stored.contains_key(*p)).cloned());
@@ -747,5 +1006,82 @@ impl Upstreams {
             }
         }
         Ok(changed.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(description: &str, annotations: Option<&str>) -> ToolRow {
+        ToolRow {
+            server_id: "mcps_1".into(),
+            name: "delete_all".into(),
+            description: description.into(),
+            input_schema: r#"{"type":"object"}"#.into(),
+            output_schema: None,
+            annotations: annotations.map(str::to_owned),
+            side_effects_override: None,
+            status: ToolState::Available,
+            fingerprint: String::new(),
+            approved_fingerprint: None,
+            approved_description: None,
+            approved_input_schema: None,
+            updated_at: 0,
+            approved_annotations: None,
+        }
+    }
+
+    #[test]
+    fn every_annotation_hint_is_part_of_the_fingerprint_and_nothing_else_of_them() {
+        let fp = |a: Option<&str>| fingerprint("Deletes everything.", r#"{"type":"object"}"#, None, a);
+        let destructive = fp(Some(r#"{"destructiveHint":true}"#));
+        for other in [
+            None,
+            Some(r#"{"destructiveHint":false}"#),
+            Some(r#"{"destructiveHint":true,"readOnlyHint":true}"#),
+            Some(r#"{"destructiveHint":true,"idempotentHint":true}"#),
+            Some(r#"{"destructiveHint":true,"openWorldHint":false}"#),
+            Some(r#"{"destructiveHint":"yes"}"#),
+        ] {
+            assert_ne!(fp(other), destructive, "{other:?}");
+        }
+        assert_eq!(fp(Some(r#"{"title":"Delete all","destructiveHint":true}"#)), destructive, "a title is no hint");
+        assert!(destructive.starts_with(FINGERPRINT_V2));
+        assert_ne!(fp(None), fingerprint("Deletes everything!", r#"{"type":"object"}"#, None, None), "the description still counts");
+    }
+
+    #[test]
+    fn a_first_format_approval_carries_over_only_for_a_tool_approved_as_last_seen() {
+        let annotations = Some(r#"{"destructiveHint":true}"#);
+        // Approved as last seen: the approval carries over, with the annotations last seen.
+        let mut approved = row("Deletes everything.", annotations);
+        let legacy = legacy_fingerprint(&approved.description, &approved.input_schema, None);
+        approved.fingerprint = legacy.clone();
+        approved.approved_fingerprint = Some(legacy.clone());
+        upgrade_fingerprint(&mut approved);
+        let current = fingerprint("Deletes everything.", r#"{"type":"object"}"#, None, annotations);
+        assert_eq!((approved.fingerprint.as_str(), approved.approved_fingerprint.as_deref()), (current.as_str(), Some(current.as_str())));
+        assert_eq!(approved.approved_annotations.as_deref(), annotations);
+        // Already held for a change: the old approval matches nothing current, so it stays held.
+        let mut held = row("Deletes everything, and more.", annotations);
+        held.fingerprint = legacy_fingerprint(&held.description, &held.input_schema, None);
+        held.approved_fingerprint = Some(legacy.clone());
+        upgrade_fingerprint(&mut held);
+        assert!(held.fingerprint.starts_with(FINGERPRINT_V2));
+        assert_eq!(held.approved_fingerprint.as_deref(), Some(legacy.as_str()));
+        // A stored fingerprint that is not the first formula of the stored content carries
+        // nothing over.
+        let mut odd = row("Deletes everything.", annotations);
+        odd.fingerprint = "0".repeat(64);
+        odd.approved_fingerprint = Some("0".repeat(64));
+        upgrade_fingerprint(&mut odd);
+        assert_ne!(odd.approved_fingerprint.as_deref(), Some(odd.fingerprint.as_str()));
+        // A current fingerprint is left as it is.
+        let mut now = row("Deletes everything.", annotations);
+        now.fingerprint = current.clone();
+        now.approved_fingerprint = Some("v2:something else".into());
+        upgrade_fingerprint(&mut now);
+        assert_eq!(now.approved_fingerprint.as_deref(), Some("v2:something else"));
     }
 }

@@ -27,6 +27,9 @@ use serde_json::{json, Value};
 pub struct UpstreamState {
     /// (name, description, input schema, read-only)
     pub tools: Mutex<Vec<(String, String, Value, bool)>>,
+    /// A tool's full annotations (`readOnlyHint`, `destructiveHint`, …), by name, in place of
+    /// the read-only flag above.
+    pub annotations: Mutex<std::collections::HashMap<String, Value>>,
     /// Answer every HTTP request with 500.
     pub fail: AtomicBool,
     /// Cut every tools/call answer off mid-stream: the event stream starts, then the connection
@@ -64,6 +67,16 @@ impl FakeUpstream {
         let mut tools = self.state.tools.lock().unwrap();
         tools.retain(|t| t.0 != name);
         tools.push((name.into(), description.into(), schema, read_only));
+    }
+
+    /// Lists `name` with these annotations (JSON as MCP spells them) instead of its read-only flag.
+    pub fn set_annotations(&self, name: &str, annotations: Value) {
+        self.state.annotations.lock().unwrap().insert(name.into(), annotations);
+    }
+
+    /// Offers only the named tools (of those it has).
+    pub fn keep_only(&self, names: &[&str]) {
+        self.state.tools.lock().unwrap().retain(|t| names.contains(&t.0.as_str()));
     }
 
     pub fn remove_tool(&self, name: &str) {
@@ -109,12 +122,17 @@ impl ServerHandler for Handler {
     async fn list_tools(&self, _r: Option<PaginatedRequestParams>, c: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
         *self.0.peer.lock().unwrap() = Some(c.peer.clone());
         let tools = self.0.tools.lock().unwrap().clone();
+        let annotations = self.0.annotations.lock().unwrap().clone();
         Ok(ListToolsResult::with_all_items(
             tools
                 .into_iter()
                 .map(|(name, description, schema, read_only)| {
                     let Value::Object(m) = schema else { unreachable!("schemas are objects") };
-                    Tool::new(name, description, Arc::new(m)).with_annotations(ToolAnnotations::new().read_only(read_only))
+                    let hints = match annotations.get(&name) {
+                        Some(a) => serde_json::from_value(a.clone()).expect("annotations as MCP spells them"),
+                        None => ToolAnnotations::new().read_only(read_only),
+                    };
+                    Tool::new(name, description, Arc::new(m)).with_annotations(hints)
                 })
                 .collect(),
         ))

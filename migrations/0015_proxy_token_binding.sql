@@ -3,3 +3,7 @@
 -- its policy is checked again. Tokens minted before this migration carry neither and are refused.
 ALTER TABLE proxy_tokens ADD COLUMN api_key_id TEXT;
 ALTER TABLE proxy_tokens ADD COLUMN oauth_grant_id TEXT;
+
+-- A call held for an MCP OAuth client remembers the grant it came through, so its approval runs
+-- it under that grant's policy (not as the bare user) and a revoked grant's call does not run.
+ALTER TABLE confirmations ADD COLUMN oauth_grant_id TEXT;

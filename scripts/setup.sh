@@ -18,8 +18,8 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
 fi
 
 if ! cargo leptos --version 2>/dev/null | grep -q '0\.3\.10'; then
-  step "installing cargo-leptos 0.3.10 (once per machine, ~15 min)"
-  cargo install cargo-leptos --version 0.3.10 --locked
+  step "installing cargo-leptos 0.3.10 (once per machine, ~8 min: a debug build of a build tool)"
+  cargo install cargo-leptos --version 0.3.10 --locked --debug
 fi
 
 wbv=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/"/, "", $3); print $3; exit }' Cargo.lock)

@@ -339,6 +339,31 @@ impl Accounts {
         }))
     }
 
+    /// The principal a live MCP OAuth grant acts as: its user in the grant's project, under
+    /// the policy chosen at consent (D21); None when the grant was revoked or the user left.
+    pub async fn principal_for_grant(&self, grant_id: &str) -> Result<Option<Principal>> {
+        match store::oauth::get_grant(self.db.pool(), grant_id).await? {
+            Some(grant) => self.grant_principal(&grant).await,
+            None => Ok(None),
+        }
+    }
+
+    pub(crate) async fn grant_principal(&self, grant: &store::oauth::GrantRow) -> Result<Option<Principal>> {
+        if grant.revoked_at.is_some() {
+            return Ok(None);
+        }
+        let Some(mut who) = self.principal_for_user(&grant.user_id).await? else {
+            return Ok(None);
+        };
+        if who.project_id != grant.project_id {
+            return Ok(None);
+        }
+        who.policy_id = grant.policy_id.clone();
+        who.via = super::Via::OAuthGrant;
+        who.oauth_grant_id = Some(grant.id.clone());
+        Ok(Some(who))
+    }
+
     pub async fn user(&self, user_id: &str) -> Result<Option<User>> {
         Ok(store::users::by_id(self.db.pool(), user_id).await?.map(User::from))
     }

@@ -193,6 +193,22 @@ mod tests {
     use super::*;
     use crate::auth::Role;
 
+    /// The README's permission table is this table, generated: `WB_WRITE_README=1` rewrites it.
+    #[test]
+    fn readme_lists_the_permission_table_as_generated() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+        let readme = std::fs::read_to_string(path).unwrap();
+        let (begin, end) = ("<!-- permissions:begin -->\n", "<!-- permissions:end -->");
+        let start = readme.find(begin).expect("README has the permissions:begin marker") + begin.len();
+        let stop = readme.find(end).expect("README has the permissions:end marker");
+        let generated = markdown_table();
+        if std::env::var("WB_WRITE_README").is_ok_and(|v| v == "1") {
+            std::fs::write(path, format!("{}{generated}{}", &readme[..start], &readme[stop..])).unwrap();
+            return;
+        }
+        assert_eq!(&readme[start..stop], generated, "the README's permission table drifted; run WB_WRITE_README=1 cargo test -p workbench-core readme");
+    }
+
     fn principal(role: Role, via: Via, policy: Option<&str>) -> Principal {
         Principal {
             user_id: "usr_1".into(),

@@ -104,7 +104,11 @@ fn fingerprint(who: &Principal, tool: &str, template: &Value) -> String {
             other => other.clone(),
         }
     }
-    let caller = who.api_key_id.clone().unwrap_or_else(|| format!("user:{}", who.user_id));
+    let caller = match (&who.api_key_id, &who.oauth_grant_id) {
+        (Some(key), _) => key.clone(),
+        (None, Some(grant)) => format!("grant:{grant}"),
+        (None, None) => format!("user:{}", who.user_id),
+    };
     crate::crypto::sha256_hex(format!("{caller}\n{tool}\n{}", canonical(template)).as_bytes())
 }
 
@@ -176,6 +180,7 @@ impl Engine {
             outcome: None,
             expires_at: now + self.confirm.ttl_secs * 1000,
             created_at: now,
+            oauth_grant_id: who.oauth_grant_id.clone(),
         };
         // At most one pending confirmation per identical call (a unique index): an expired one
         // steps aside first; losing a race to another instance answers the winner's.
@@ -304,10 +309,14 @@ impl Engine {
             idempotency_key: None,
         };
         let held = Held { tool_call_id: row.tool_call_id.clone(), confirmation_id: row.id.clone() };
-        let caller = match &row.api_key_id {
-            Some(key) => self.accounts.principal_for_key(&row.project_id, key).await?,
-            None => self.accounts.principal_for_user(&row.user_id).await?.filter(|p| p.project_id == row.project_id),
-        };
+        // The caller as it is now, rebuilt from what made the call (D21): the key, or the OAuth
+        // grant with the policy chosen at consent; revoked, the call does not run.
+        let caller = match (&row.api_key_id, &row.oauth_grant_id) {
+            (Some(key), _) => self.accounts.principal_for_key(&row.project_id, key).await?,
+            (None, Some(grant)) => self.accounts.principal_for_grant(grant).await?,
+            (None, None) => self.accounts.principal_for_user(&row.user_id).await?,
+        }
+        .filter(|p| p.project_id == row.project_id && p.user_id == row.user_id);
         let result = if !approve {
             self.finish_unrun(&held, &row, caller.as_ref().unwrap_or(who), &opts, ToolError::Denied { tool: row.tool.clone(), confirmation_id: row.id.clone(), reason }).await
         } else if let Some(caller) = caller {
@@ -325,7 +334,7 @@ impl Engine {
             };
             outcome.result
         } else {
-            let e = ToolError::Unavailable { reason: "the API key that made this call was revoked, so it does not run".into() };
+            let e = ToolError::Unavailable { reason: "the API key or authorization that made this call was revoked, so it does not run".into() };
             self.finish_unrun(&held, &row, who, &opts, e).await
         };
         let stored = match &result {

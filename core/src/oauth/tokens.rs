@@ -226,29 +226,9 @@ impl OAuthServer {
         .map_err(TokenError::server)
     }
 
-    /// The principal a live grant acts as: its user in the grant's project, under the policy
-    /// chosen at consent (D21); None when the grant was revoked or the user left the project.
+    /// The principal a live grant acts as (see `Accounts::principal_for_grant`).
     pub async fn principal_for_grant(&self, grant_id: &str) -> Result<Option<Principal>> {
-        match store::oauth::get_grant(self.db.pool(), grant_id).await? {
-            Some(grant) => self.grant_principal(&grant).await,
-            None => Ok(None),
-        }
-    }
-
-    async fn grant_principal(&self, grant: &store::oauth::GrantRow) -> Result<Option<Principal>> {
-        if grant.revoked_at.is_some() {
-            return Ok(None);
-        }
-        let Some(mut who) = self.accounts.principal_for_user(&grant.user_id).await? else {
-            return Ok(None);
-        };
-        if who.project_id != grant.project_id {
-            return Ok(None);
-        }
-        who.policy_id = grant.policy_id.clone();
-        who.via = crate::auth::Via::OAuthGrant;
-        who.oauth_grant_id = Some(grant.id.clone());
-        Ok(Some(who))
+        self.accounts.principal_for_grant(grant_id).await
     }
 
     /// The person an access token acts for, for a request to `ctx.resource`: the token must be
@@ -267,7 +247,7 @@ impl OAuthServer {
             return Err(Error::Unauthorized("this access token was issued for another resource"));
         }
         let grant = store::oauth::get_grant(self.db.pool(), &row.grant_id).await?.ok_or_else(refused)?;
-        let who = self.grant_principal(&grant).await?.ok_or_else(refused)?;
+        let who = self.accounts.grant_principal(&grant).await?.ok_or_else(refused)?;
         if grant.last_used_at.is_none_or(|t| t < now - 60_000) {
             let _ = store::oauth::touch_grant(self.db.pool(), &grant.id, now).await;
         }

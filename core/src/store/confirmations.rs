@@ -39,14 +39,16 @@ pub struct ConfirmationRow {
     pub outcome: Option<String>,
     pub expires_at: i64,
     pub created_at: i64,
+    /// The MCP OAuth grant the call came through (None: an API key or a person).
+    pub oauth_grant_id: Option<String>,
 }
 
 const COLUMNS: &str = "id, project_id, tool_call_id, tool, arguments, fingerprint, api_key_id, user_id, end_user_id, surface, \
-     timeout_ms, policy_id, status, reason, decided_by, decided_at, outcome, expires_at, created_at";
+     timeout_ms, policy_id, status, reason, decided_by, decided_at, outcome, expires_at, created_at, oauth_grant_id";
 
 pub async fn insert<'e>(ex: impl Exec<'e>, r: &ConfirmationRow) -> Result<()> {
     sqlx::query(&format!(
-        "INSERT INTO confirmations ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"
+        "INSERT INTO confirmations ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)"
     ))
     .bind(&r.id)
     .bind(&r.project_id)
@@ -67,6 +69,7 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &ConfirmationRow) -> Result<()> {
     .bind(&r.outcome)
     .bind(r.expires_at)
     .bind(r.created_at)
+    .bind(&r.oauth_grant_id)
     .execute(ex)
     .await?;
     Ok(())

@@ -20,6 +20,20 @@ const CURL_SESSION_DESCRIPTION: &str = "HIGH RISK — do not call without explic
 
 const EXECUTE_DESCRIPTION: &str = "Execute one or more tools in a single call. Runs them concurrently (bounded) and returns a results array in the same order as executions. A single tool failing does not abort the others — its entry carries an error instead of a result. For a single tool, pass a one-element executions array.\n\nref_id names an execution's result. With compose: true, executions run in order (at most 8, each with a unique ref_id) and each step's args can read earlier results with {{step:<ref_id>.<path>}} (path segments are keys or array indexes, e.g. {{step:list.files.0.id}}); a string that is exactly one reference keeps the value's type, an embedded reference is interpolated (non-strings as JSON), and a malformed reference fails as BAD_REF. The first failing step ends the run. Use compose when the middle of a workflow (file contents, CSV bodies) would only burn context or trip the 60,000-character result cap. {{vault:NAME}} inserts a project secret into args; secrets never appear in results.\n\nreturn is a template over results by ref_id whose shape is the response shape (a single ref returns one value, an object returns an object, an array an array); it is the only thing sent back, as { result }. Without compose, failed executions are listed under errors. Without return, compose answers { result } with the last execution's result.";
 
+/// The operation of core's permission table each meta-tool performs (D21).
+pub fn operation(name: &str) -> Option<workbench_core::auth::Operation> {
+    use workbench_core::auth::Operation as Op;
+    Some(match name {
+        SEARCH_TOOLS | GET_TOOL_SCHEMA => Op::ToolsRead,
+        EXECUTE_TOOLS => Op::ToolsRun,
+        WHOAMI => Op::Identity,
+        LIST_INTEGRATIONS => Op::IntegrationsRead,
+        CONNECT | GET_AUTH_URL | WAIT_FOR_CONNECTION => Op::Connect,
+        CURL_SESSION => Op::ProxyMint,
+        _ => return None,
+    })
+}
+
 fn object(v: Value) -> Arc<serde_json::Map<String, Value>> {
     match v {
         Value::Object(m) => Arc::new(m),

@@ -64,6 +64,11 @@ impl McpHandler {
     }
 
     async fn dispatch(&self, who: &Principal, name: &str, args: Value) -> Result<Value, Value> {
+        if let Some(op) = meta_tools::operation(name) {
+            if let Err(e) = who.require(op) {
+                return Err(json!({ "error": e.to_string(), "code": "NOT_ALLOWED" }));
+            }
+        }
         match name {
             meta_tools::SEARCH_TOOLS => {
                 let a: SearchArgs = parse(args)?;

@@ -83,8 +83,13 @@ pub(crate) async fn signed_in(app: &TestApp, email: &str) -> Browser {
 
 /// Registration, consent and code exchange: the token response.
 pub(crate) async fn authorized(app: &TestApp, b: &Browser, client_id: &str) -> Value {
+    authorized_with_policy(app, b, client_id, "").await
+}
+
+/// `authorized`, the admin choosing the policy the client acts under (empty: none).
+pub(crate) async fn authorized_with_policy(app: &TestApp, b: &Browser, client_id: &str, policy_id: &str) -> Value {
     let q = authorize_query(app, client_id, &[]);
-    let back = decide(b, &q, "approve", "").await;
+    let back = decide(b, &q, "approve", policy_id).await;
     let got = query_of(&back);
     assert_eq!((got["state"].as_str(), got["iss"].as_str()), ("st-123", app.url("").as_str()), "{back}");
     let (status, t) = token(app, &[("grant_type", "authorization_code"), ("code", &got["code"]), ("redirect_uri", REDIRECT), ("client_id", client_id), ("code_verifier", VERIFIER), ("resource", &app.url("/mcp"))]).await;

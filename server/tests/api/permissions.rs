@@ -399,3 +399,43 @@ db_test!(the_registry_masks_credentials_and_held_tools_for_whoever_may_not_edit_
     let text = list(w.callers[&Kind::OtherProjectAdminKey].bearer.clone().unwrap()).await;
     assert!(!text.contains("fake"), "another project sees nothing: {text}");
 });
+
+db_test!(approving_a_call_held_for_an_oauth_client_runs_it_under_the_grants_policy_now, |backend| {
+    let app = app!(backend);
+    let admin = app.user("ada@example.com", Role::Admin).await;
+    let policy = app
+        .wb
+        .policies()
+        .create(&admin, &PolicyInput {
+            name: "ask first".into(),
+            tool_allowlist: ToolAllowlist { mode: Mode::Allowlist, allow: vec![], deny: vec![], require_confirmation: vec!["storage.put".into()] },
+            default: false,
+        })
+        .await
+        .unwrap();
+    let b = crate::mcp_oauth::signed_in(&app, "ada@example.com").await;
+    let client_id = crate::mcp_oauth::client(&app).await;
+    let grant = crate::mcp_oauth::authorized_with_policy(&app, &b, &client_id, &policy.id).await;
+    let token = grant["access_token"].as_str().unwrap().to_owned();
+    let put = json!([{ "tool": "storage.put", "args": { "key": "notes/a.txt", "content": "hello" } }]);
+    let held = crate::helpers::execute(&app, &token, put.clone()).await;
+    assert_eq!(held[0]["code"], "AWAITING_CONFIRMATION", "{held:?}");
+    let first = held[0]["confirmation_id"].as_str().unwrap().to_owned();
+    // The grant is held under its own identity: the same call again is the same confirmation.
+    let again = crate::helpers::execute(&app, &token, put.clone()).await;
+    assert_eq!(again[0]["confirmation_id"].as_str(), Some(first.as_str()), "{again:?}");
+    // The admin tightens the grant's policy before anyone approves: storage.put no longer runs.
+    app.wb
+        .policies()
+        .replace(&admin, &policy.id, &PolicyInput {
+            name: "ask first".into(),
+            tool_allowlist: ToolAllowlist { mode: Mode::Allowlist, allow: vec![], deny: vec!["storage.put".into()], require_confirmation: vec![] },
+            default: false,
+        })
+        .await
+        .unwrap();
+    let call = app.wb.engine().decide(&admin, &first, true, None).await.unwrap();
+    let call = serde_json::to_value(&call).unwrap();
+    assert_eq!(call["status"], "failed", "the approval re-checks the grant's policy: {call}");
+    assert!(call.to_string().contains("NOT_ALLOWED") || call.to_string().contains("tool_not_allowed"), "{call}");
+});

@@ -7,12 +7,13 @@
 
 use axum::extract::{Request, State};
 use axum::handler::Handler;
-use axum::http::Method;
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{on, MethodFilter};
 use axum::Router;
 use tower_sessions::Session;
+use workbench_app::AppError;
 use workbench_core::auth::{Operation, Principal, SESSION_USER_KEY};
 
 use crate::api_auth::ApiCaller;
@@ -241,18 +242,31 @@ pub async fn server_fn_layer(State(state): State<AppState>, req: Request, next: 
         return next.run(req).await;
     }
     let Some(op) = server_fn_operation(endpoint) else {
-        return ApiError::not_found().into_response();
+        let path = req.uri().path().to_owned();
+        return server_fn_error(&path, StatusCode::NOT_FOUND, AppError::Message(format!("no such server function {endpoint}")));
     };
     if op.access() == workbench_core::auth::Access::Public {
         return next.run(req).await;
     }
+    let path = req.uri().path().to_owned();
     match session_principal(&state, req.extensions().get::<Session>()).await {
         Ok(who) => match who.require(op) {
             Ok(()) => next.run(req).await,
-            Err(e) => ApiError::from(e).into_response(),
+            Err(e) => server_fn_error(&path, StatusCode::FORBIDDEN, AppError::Message(e.to_string())),
         },
-        Err(e) => e.into_response(),
+        Err(_) => server_fn_error(&path, StatusCode::UNAUTHORIZED, AppError::NotSignedIn),
     }
+}
+
+/// A refusal in the server functions' own error encoding, so the page shows it as it shows
+/// any other error of the function.
+fn server_fn_error(path: &str, status: StatusCode, error: AppError) -> Response {
+    let body = serde_json::to_string(&error).unwrap_or_default();
+    let mut res = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+    if let Ok(v) = HeaderValue::from_str(path) {
+        res.headers_mut().insert(leptos::server_fn::error::SERVER_FN_ERROR_HEADER, v);
+    }
+    res
 }
 
 /// The server functions the portal registers that `SERVER_FNS` does not declare (the

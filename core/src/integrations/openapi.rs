@@ -3,6 +3,15 @@
 //! parameters (path, query, header) and a `body` property for a JSON or form request body.
 //! `$ref`s are resolved inside the document only (never fetched); anything the plugin format
 //! cannot express is reported per operation instead of being guessed.
+//!
+//! Bounded in bytes after expansion as well as before: a document is at most 5 MiB of text,
+//! YAML aliases may expand it to at most 8 MiB (as compact JSON), and inlining the `$ref`s of
+//! the selected operations' parameters and request bodies may produce at most 8 MiB in all
+//! (and 20,000 nodes per operation). A document under 1 MiB can otherwise grow into gigabytes
+//! (a schema that refers to the next one several times, level after level; an anchor aliased
+//! many times); the size is counted before each value is built, so the refusal comes before
+//! the memory. 8 MiB is well above what real documents reach (a 5 MiB document's own size,
+//! or a hundred tools' input schemas at tens of KiB each) and well below what hurts a process.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -15,6 +24,9 @@ use crate::{Error, Result};
 
 /// Largest document accepted, inline or fetched.
 pub const MAX_DOCUMENT_BYTES: usize = 5 * 1024 * 1024;
+/// Most bytes (as compact JSON) a document may expand to through YAML aliases, and the
+/// selected operations' inputs through `$ref` inlining: 8 MiB.
+pub use super::bounded_yaml::MAX_EXPANDED_BYTES;
 /// Most schema nodes one operation's input schema may grow to once references are inlined.
 const MAX_SCHEMA_NODES: usize = 20_000;
 const MAX_DESCRIPTION_CHARS: usize = 1_000;
@@ -75,15 +87,33 @@ pub fn too_large(bytes: usize) -> Error {
     Error::invalid(format!("the document is {bytes} bytes; an OpenAPI document may be at most {MAX_DOCUMENT_BYTES} bytes (5 MiB)"))
 }
 
+/// The refusal of a selection whose inputs inline past `MAX_EXPANDED_BYTES`.
+fn expands_too_far() -> Error {
+    Error::invalid(format!(
+        "the document expands past {} MiB once the $refs of the selected operations' parameters and request bodies are inlined; select fewer operations (filter by tags, operation_ids or methods)",
+        MAX_EXPANDED_BYTES / (1024 * 1024)
+    ))
+}
+
+/// Whether `e` refuses a document for its size, before or after expansion (the REST API
+/// answers these 413 rather than 400).
+pub fn is_too_large(e: &Error) -> bool {
+    matches!(e, Error::Invalid(m) if m.starts_with("the document expands past ") || (m.starts_with("the document is ") && m.contains(" bytes; an OpenAPI document may be at most ")))
+}
+
 /// Parses JSON or YAML (a document starting with `{` is JSON), then `check_document`s it.
 pub fn parse_document(text: &str) -> Result<Value> {
+    use super::bounded_yaml::{Bounds, ParseError, MAX_VALUES};
     if text.len() > MAX_DOCUMENT_BYTES {
         return Err(too_large(text.len()));
     }
     let doc: Value = if text.trim_start().starts_with('{') {
         serde_json::from_str(text).map_err(|e| Error::invalid(format!("the document is not valid JSON: {e}")))?
     } else {
-        super::bounded_yaml::parse(text, super::bounded_yaml::MAX_VALUES).map_err(|e| Error::invalid(format!("the document is not valid YAML or JSON: {e}")))?
+        super::bounded_yaml::parse(text, Bounds { values: MAX_VALUES, bytes: MAX_EXPANDED_BYTES }).map_err(|e| match e {
+            ParseError::TooLarge(m) => Error::invalid(m),
+            ParseError::Invalid(m) => Error::invalid(format!("the document is not valid YAML or JSON: {m}")),
+        })?
     };
     check_document(doc)
 }
@@ -109,12 +139,12 @@ pub fn import(doc: &Value, opts: &ImportOptions) -> Result<Imported> {
     let mut tools = Vec::new();
     let mut warnings = Vec::new();
     let mut names: HashSet<String> = HashSet::new();
-    let paths = doc["paths"].as_object().cloned().unwrap_or_default();
-    for (path, item) in &paths {
+    let mut budget = Budget::default();
+    let no_paths = Map::new();
+    for (path, item) in doc["paths"].as_object().unwrap_or(&no_paths) {
         // A path item may itself be a reference; its operations are resolved one by one, so
         // one bad operation does not take the others with it.
-        let item = if item.get("$ref").is_none() { Ok(item.clone()) } else { resolve(doc, item, &mut Vec::new(), &mut 0) };
-        let item = match item {
+        let item = match path_item(doc, item) {
             Ok(v) => v,
             Err(why) => {
                 ops.push(Operation { operation_id: None, method: "*".into(), path: path.clone(), summary: None, tags: vec![], tool: None, selected: true, skipped: Some(why) });
@@ -141,13 +171,19 @@ pub fn import(doc: &Value, opts: &ImportOptions) -> Result<Imported> {
                 if !names.insert(name.clone()) {
                     o.skipped = Some(format!("its tool name {name} is taken by another operation"));
                 } else {
-                    match operation_tool(doc, &item, op, method, path, &name) {
+                    let before = budget.bytes;
+                    match operation_tool(doc, item, op, method, path, &name, &mut budget) {
                         Ok((tool, mut notes)) => {
                             o.tool = Some(tool.name.clone());
                             warnings.append(&mut notes);
                             tools.push(tool);
                         }
-                        Err(why) => o.skipped = Some(why),
+                        Err(_) if budget.exceeded => return Err(expands_too_far()),
+                        Err(why) => {
+                            // A skipped operation keeps nothing of what it inlined.
+                            budget.bytes = before;
+                            o.skipped = Some(why);
+                        }
                     }
                 }
             }
@@ -257,13 +293,58 @@ fn clip(s: &str, n: usize) -> String {
     out
 }
 
-/// Inlines local `$ref`s; a reference into another document is refused, a cycle is cut at the
-/// repeat (that branch accepts any value), and the whole is bounded in size.
-fn resolve(doc: &Value, v: &Value, stack: &mut Vec<String>, nodes: &mut usize) -> std::result::Result<Value, String> {
-    *nodes += 1;
-    if *nodes > MAX_SCHEMA_NODES {
-        return Err(format!("its schemas grow past {MAX_SCHEMA_NODES} nodes once references are resolved"));
+/// A path item, through a `$ref` to another one in the document (borrowed, never copied).
+fn path_item<'a>(doc: &'a Value, mut item: &'a Value) -> std::result::Result<&'a Value, String> {
+    for _ in 0..16 {
+        let Some(r) = item.get("$ref").and_then(Value::as_str) else { return Ok(item) };
+        let Some(pointer) = r.strip_prefix('#') else {
+            return Err(format!("it refers to another document ({r}), which is never fetched"));
+        };
+        item = doc.pointer(&percent_decode(pointer)).ok_or_else(|| format!("its reference {r} points at nothing in the document"))?;
     }
+    Err("its path item references go round in a loop".into())
+}
+
+/// What `$ref` inlining has produced: nodes for the operation at hand (past `MAX_SCHEMA_NODES`
+/// the operation is skipped) and bytes, as compact JSON, for the tools made so far and the
+/// operation at hand (past `MAX_EXPANDED_BYTES` the import is refused).
+#[derive(Default)]
+struct Budget {
+    nodes: usize,
+    bytes: usize,
+    exceeded: bool,
+}
+
+impl Budget {
+    /// Counts one node whose compact JSON takes `bytes` without its children, before it is built.
+    fn take(&mut self, bytes: usize) -> std::result::Result<(), String> {
+        self.nodes += 1;
+        self.bytes = self.bytes.saturating_add(bytes);
+        if self.bytes > MAX_EXPANDED_BYTES {
+            self.exceeded = true;
+            return Err(expands_too_far().to_string());
+        }
+        if self.nodes > MAX_SCHEMA_NODES {
+            return Err(format!("its schemas grow past {MAX_SCHEMA_NODES} nodes once references are resolved"));
+        }
+        Ok(())
+    }
+}
+
+/// Inlines local `$ref`s; a reference into another document is refused, a cycle is cut at the
+/// repeat (that branch accepts any value), and the whole is bounded in nodes and bytes.
+fn resolve(doc: &Value, v: &Value, stack: &mut Vec<String>, budget: &mut Budget) -> std::result::Result<Value, String> {
+    // Each node's own share of its compact JSON (with one separator); children count for
+    // themselves.
+    let bytes = match v {
+        Value::Object(m) if m.get("$ref").and_then(Value::as_str).is_some() => m.get("description").and_then(Value::as_str).map_or(0, |d| d.len() + 16),
+        Value::Object(m) => 3 + m.keys().map(|k| k.len() + 4).sum::<usize>(),
+        Value::Array(a) => 3 + a.len(),
+        Value::String(s) => s.len() + 3,
+        Value::Number(_) => 9,
+        Value::Bool(_) | Value::Null => 6,
+    };
+    budget.take(bytes)?;
     match v {
         Value::Object(m) => {
             if let Some(r) = m.get("$ref").and_then(Value::as_str) {
@@ -276,7 +357,7 @@ fn resolve(doc: &Value, v: &Value, stack: &mut Vec<String>, nodes: &mut usize) -
                 let pointer = percent_decode(pointer);
                 let target = doc.pointer(&pointer).ok_or_else(|| format!("its reference {r} points at nothing in the document"))?;
                 stack.push(r.to_owned());
-                let out = resolve(doc, target, stack, nodes);
+                let out = resolve(doc, target, stack, budget);
                 stack.pop();
                 let mut out = out?;
                 // 3.1 allows a description beside a reference; it describes this use.
@@ -287,11 +368,11 @@ fn resolve(doc: &Value, v: &Value, stack: &mut Vec<String>, nodes: &mut usize) -
             }
             let mut out = Map::new();
             for (k, x) in m {
-                out.insert(k.clone(), resolve(doc, x, stack, nodes)?);
+                out.insert(k.clone(), resolve(doc, x, stack, budget)?);
             }
             Ok(Value::Object(out))
         }
-        Value::Array(a) => Ok(Value::Array(a.iter().map(|x| resolve(doc, x, stack, nodes)).collect::<std::result::Result<_, _>>()?)),
+        Value::Array(a) => Ok(Value::Array(a.iter().map(|x| resolve(doc, x, stack, budget)).collect::<std::result::Result<_, _>>()?)),
         other => Ok(other.clone()),
     }
 }
@@ -362,15 +443,17 @@ fn to_json_schema(v: &Value, request: bool) -> Value {
 /// Headers the connection and the request already set.
 const RESERVED_HEADERS: &[&str] = &["authorization", "content-type", "accept", "cookie", "host", "content-length"];
 
-/// One operation as a tool, with notes on parameters left out.
-fn operation_tool(doc: &Value, item: &Value, op: &Value, method: &str, path: &str, name: &str) -> std::result::Result<(ToolDef, Vec<String>), String> {
-    let mut nodes = 0;
-    let op = resolve(doc, op, &mut Vec::new(), &mut nodes)?;
-    let shared = resolve(doc, item.get("parameters").unwrap_or(&Value::Null), &mut Vec::new(), &mut nodes)?;
+/// One operation as a tool, with notes on parameters left out. Only what the tool uses (the
+/// parameters and the request body) is inlined; responses are never read.
+fn operation_tool(doc: &Value, item: &Value, op: &Value, method: &str, path: &str, name: &str, budget: &mut Budget) -> std::result::Result<(ToolDef, Vec<String>), String> {
+    budget.nodes = 0;
+    let own = resolve(doc, op.get("parameters").unwrap_or(&Value::Null), &mut Vec::new(), budget)?;
+    let request_body = op.get("requestBody").map(|rb| resolve(doc, rb, &mut Vec::new(), budget)).transpose()?;
+    let shared = resolve(doc, item.get("parameters").unwrap_or(&Value::Null), &mut Vec::new(), budget)?;
     let mut notes = Vec::new();
     // Path-level parameters, overridden by the operation's own (same name and location).
     let mut params: Vec<Value> = Vec::new();
-    for p in shared.as_array().into_iter().flatten().chain(op.get("parameters").and_then(Value::as_array).into_iter().flatten()) {
+    for p in shared.as_array().into_iter().flatten().chain(own.as_array().into_iter().flatten()) {
         let key = (p.get("name").cloned(), p.get("in").cloned());
         params.retain(|q| (q.get("name").cloned(), q.get("in").cloned()) != key);
         params.push(p.clone());
@@ -433,8 +516,9 @@ fn operation_tool(doc: &Value, item: &Value, op: &Value, method: &str, path: &st
     }
     let mut body = None;
     let mut body_encoding = BodyEncoding::Json;
-    if let Some(rb) = op.get("requestBody") {
-        let content = rb.get("content").and_then(Value::as_object).cloned().unwrap_or_default();
+    if let Some(rb) = &request_body {
+        let no_content = Map::new();
+        let content = rb.get("content").and_then(Value::as_object).unwrap_or(&no_content);
         let json_type = content.keys().find(|k| {
             let k = k.split(';').next().unwrap_or_default().trim();
             k == "application/json" || (k.starts_with("application/") && k.ends_with("+json"))
@@ -446,8 +530,7 @@ fn operation_tool(doc: &Value, item: &Value, op: &Value, method: &str, path: &st
         let body_required = rb.get("required") == Some(&Value::Bool(true));
         match chosen {
             Some((k, enc)) => {
-                let schema = content[&k].get("schema").cloned().unwrap_or(json!({}));
-                let mut schema = to_json_schema(&schema, true);
+                let mut schema = content[&k].get("schema").map_or_else(|| json!({}), |s| to_json_schema(s, true));
                 if let (Some(d), Value::Object(s)) = (rb.get("description").and_then(Value::as_str), &mut schema) {
                     s.entry("description").or_insert_with(|| json!(clip(d, 300)));
                 }
@@ -635,5 +718,89 @@ components:
             "paths": { "/x": { "post": { "operationId": "boom", "requestBody": { "content": { "application/json": { "schema": { "$ref": "#/components/schemas/L0" } } } } } } } });
         let out = import(&doc, &opts(Filter::default())).unwrap();
         assert!(out.operations[0].skipped.as_deref().unwrap().contains("nodes"), "{:?}", out.operations);
+    }
+
+    /// Schemas `L0`…`L{levels}`, each referring to the next `fan_out` times; the last is a
+    /// string schema with a description of `leaf` bytes.
+    fn fan_out(levels: usize, fan_out: usize, leaf: usize) -> Map<String, Value> {
+        let mut schemas = Map::new();
+        for level in 0..levels {
+            let next = json!({ "$ref": format!("#/components/schemas/L{}", level + 1) });
+            let props: Map<String, Value> = (0..fan_out).map(|i| (format!("p{i}"), next.clone())).collect();
+            schemas.insert(format!("L{level}"), json!({ "type": "object", "properties": props }));
+        }
+        schemas.insert(format!("L{levels}"), json!({ "type": "string", "description": "d".repeat(leaf) }));
+        schemas
+    }
+
+    fn posting(ops: usize, schemas: Map<String, Value>) -> Value {
+        let body = json!({ "content": { "application/json": { "schema": { "$ref": "#/components/schemas/L0" } } } });
+        let paths: Map<String, Value> = (0..ops).map(|i| (format!("/p{i}"), json!({ "post": { "operationId": format!("op{i}"), "requestBody": body } }))).collect();
+        json!({ "openapi": "3.1.0", "servers": [{ "url": "https://x.example" }], "components": { "schemas": schemas }, "paths": paths })
+    }
+
+    #[test]
+    fn inlining_past_8_mib_refuses_the_import_before_memory_grows() {
+        // Eight references a level, four levels, a 16 KiB leaf: 64 MiB per operation in about
+        // 14,000 nodes (under the node bound), for 200 operations: 12.5 GiB if inlined. A
+        // document of 40 KiB.
+        let doc = posting(200, fan_out(4, 8, 16 * 1024));
+        let started = std::time::Instant::now();
+        let err = import(&doc, &opts(Filter::default())).unwrap_err();
+        assert!(is_too_large(&err), "{err}");
+        assert!(err.to_string().starts_with("the document expands past 8 MiB once the $refs"), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "refused early: {:?}", started.elapsed());
+        // The same schemas for one operation at a time fit: the bound is on what the selection
+        // inlines, so narrowing it is the way through.
+        let one = posting(1, fan_out(3, 8, 1024));
+        let out = import(&one, &opts(Filter::default())).unwrap();
+        assert_eq!(out.definition.unwrap().tools.len(), 1);
+    }
+
+    #[test]
+    fn operations_skipped_at_the_node_bound_give_their_bytes_back() {
+        // Each operation inlines ~600 KiB before it is cut off at 20,000 nodes; thirty of them
+        // would pass 8 MiB if what they inlined were kept.
+        let doc = posting(30, fan_out(12, 2, 40));
+        let out = import(&doc, &opts(Filter::default())).unwrap();
+        assert_eq!(out.operations.len(), 30);
+        assert!(out.operations.iter().all(|o| o.skipped.as_deref().is_some_and(|s| s.contains("nodes"))), "{:?}", out.operations[0]);
+    }
+
+    #[test]
+    fn only_what_a_tool_uses_is_inlined_and_path_items_may_be_references() {
+        // Responses are never read: a bomb or a remote reference there does not stop the tool.
+        let mut doc = posting(1, fan_out(30, 2, 10));
+        doc["components"]["schemas"]["Small"] = json!({ "type": "object", "properties": { "n": { "type": "integer" } } });
+        doc["paths"]["/p0"]["post"]["requestBody"]["content"]["application/json"]["schema"] = json!({ "$ref": "#/components/schemas/Small" });
+        doc["paths"]["/p0"]["post"]["responses"] = json!({ "200": { "content": { "application/json": { "schema": { "$ref": "#/components/schemas/L0" } } } }, "default": { "$ref": "https://evil.example/r.json" } });
+        doc["components"]["pathItems"] = json!({ "Shared": { "get": { "operationId": "shared", "parameters": [{ "$ref": "#/components/parameters/Q" }] } }, "Loop": { "$ref": "#/components/pathItems/Loop" } });
+        doc["components"]["parameters"] = json!({ "Q": { "name": "q", "in": "query", "schema": { "type": "string" } } });
+        doc["paths"]["/shared"] = json!({ "$ref": "#/components/pathItems/Shared" });
+        doc["paths"]["/loop"] = json!({ "$ref": "#/components/pathItems/Loop" });
+        let out = import(&doc, &opts(Filter::default())).unwrap();
+        let def = out.definition.unwrap();
+        let names: Vec<&str> = def.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["petstore_op0", "petstore_shared"], "{:?}", out.operations);
+        assert_eq!(def.tools[0].input_schema["properties"]["body"]["properties"]["n"], json!({ "type": "integer" }));
+        assert_eq!(def.tools[1].request.as_ref().unwrap().query.get("q").map(String::as_str), Some("{q}"));
+        let looped = out.operations.iter().find(|o| o.path == "/loop").unwrap();
+        assert!(looped.skipped.as_deref().unwrap().contains("loop"), "{looped:?}");
+    }
+
+    #[test]
+    fn yaml_aliases_past_8_mib_are_refused_as_too_large() {
+        let mut doc = format!("openapi: 3.1.0\npaths: {{}}\nx-big: &b \"{}\"\nx-uses: [", "a".repeat(256 * 1024));
+        doc.push_str(&vec!["*b"; 100].join(", "));
+        doc.push_str("]\n");
+        let err = parse_document(&doc).unwrap_err();
+        assert!(is_too_large(&err), "{err}");
+        assert_eq!(err.to_string(), "the document expands past 8 MiB through YAML aliases");
+        assert!(is_too_large(&too_large(MAX_DOCUMENT_BYTES + 1)));
+        assert!(!is_too_large(&parse_document("openapi: [unclosed").unwrap_err()));
+        assert!(!is_too_large(&Error::invalid("the document is not valid JSON: eof")));
+        // An anchor used a few times is fine.
+        let ok = "openapi: 3.1.0\nx-s: &s { type: string }\npaths:\n  /a: { get: { parameters: [{ name: a, in: query, schema: *s }] } }\n";
+        assert!(parse_document(ok).is_ok());
     }
 }

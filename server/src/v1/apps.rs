@@ -12,7 +12,7 @@ use super::JsonBody;
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
 use crate::state::AppState;
-use workbench_core::integrations::openapi::{Filter, MAX_DOCUMENT_BYTES};
+use workbench_core::integrations::openapi::{self, Filter, MAX_DOCUMENT_BYTES};
 use workbench_core::plugins::{DocumentSource, ImportRequest};
 
 pub async fn create(State(state): State<AppState>, ApiCaller(who): ApiCaller, JsonBody(body): JsonBody) -> Result<(StatusCode, Json<Value>), ApiError> {
@@ -36,6 +36,7 @@ const MAX_IMPORT_BODY_BYTES: usize = 8 * 1024 * 1024;
 /// `POST /v1/apps/import`: an OpenAPI 3.0/3.1 document (`document`: JSON or YAML text, or the
 /// document as JSON; or `url`) with `name`, optional `display_name`, `base_url`, `auth` and
 /// `filter` `{tags, operation_ids, methods}` → the app definition to review (nothing stored).
+/// A document over 5 MiB, or one that expands past 8 MiB (YAML aliases, `$ref` inlining), is 413.
 pub async fn import(State(state): State<AppState>, ApiCaller(who): ApiCaller, headers: HeaderMap, body: Body) -> Result<Json<Value>, ApiError> {
     let too_large = || ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("an OpenAPI document may be at most {MAX_DOCUMENT_BYTES} bytes (5 MiB)"));
     let bytes = super::body::read_json_bytes_up_to(&headers, body, MAX_IMPORT_BODY_BYTES, too_large).await?;
@@ -53,7 +54,8 @@ pub async fn import(State(state): State<AppState>, ApiCaller(who): ApiCaller, he
         .wb
         .apps()
         .import(&who, ImportRequest { name: req.name, display_name: req.display_name, base_url: req.base_url, auth: req.auth, filter: req.filter.unwrap_or_default(), source })
-        .await?;
+        .await
+        .map_err(|e| if openapi::is_too_large(&e) { ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", e.to_string()) } else { e.into() })?;
     Ok(Json(json!(preview)))
 }
 

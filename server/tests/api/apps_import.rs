@@ -154,6 +154,8 @@ db_test!(a_bad_import_request_gets_a_clear_error_and_stores_nothing, |backend| {
     let app = app!(backend);
     let (admin, key) = admin_with_key(&app).await;
     let doc = document("https://inventory.example");
+    // 256 KiB aliased 40 times: 10 MiB once expanded (import_bombs.rs: the gigabyte ones).
+    let aliased = format!("openapi: 3.1.0\npaths: {{}}\nx-big: &b \"{}\"\nx-uses: [{}]\n", "a".repeat(256 * 1024), vec!["*b"; 40].join(", "));
     for (body, status, needle) in [
         (json!({ "name": "inv" }), 400, "give the OpenAPI document"),
         (json!({ "name": "inv", "document": doc, "url": "https://x.example/o.json" }), 400, "not both"),
@@ -164,6 +166,7 @@ db_test!(a_bad_import_request_gets_a_clear_error_and_stores_nothing, |backend| {
         (json!({ "name": "inv", "document": doc, "auth": { "type": "password" } }), 400, "auth"),
         (json!({ "name": "inv", "document": doc, "extra": 1 }), 400, "unknown field"),
         (json!({ "name": "inv", "document": doc.replace("https://inventory.example", "http://169.254.169.254") }), 400, "public APIs"),
+        (json!({ "name": "inv", "document": aliased }), 413, "expands past 8 MiB through YAML aliases"),
     ] {
         let (got, out) = import(&app, &key, &body).await;
         assert_eq!(got, status, "{body}: {out}");

@@ -436,6 +436,7 @@ db_test!(approving_a_call_held_for_an_oauth_client_runs_it_under_the_grants_poli
         .unwrap();
     let call = app.wb.engine().decide(&admin, &first, true, None).await.unwrap();
     let call = serde_json::to_value(&call).unwrap();
-    assert_eq!(call["status"], "failed", "the approval re-checks the grant's policy: {call}");
-    assert!(call.to_string().contains("NOT_ALLOWED") || call.to_string().contains("tool_not_allowed"), "{call}");
+    assert_eq!(call["error"]["code"], "NOT_ALLOWED", "the approval re-checks the grant's policy: {call}");
+    assert_eq!(call["error"]["rule"]["list"], "deny", "{call}");
+    assert_ne!(call["status"], "succeeded", "{call}");
 });

@@ -7,3 +7,7 @@ ALTER TABLE proxy_tokens ADD COLUMN oauth_grant_id TEXT;
 -- A call held for an MCP OAuth client remembers the grant it came through, so its approval runs
 -- it under that grant's policy (not as the bare user) and a revoked grant's call does not run.
 ALTER TABLE confirmations ADD COLUMN oauth_grant_id TEXT;
+
+-- MCP OAuth grants are rate-limited like API keys: an admin may set calls per minute when
+-- approving a client (NULL: no limit), counted in the same one-minute windows.
+ALTER TABLE oauth_grants ADD COLUMN rate_limit_per_minute BIGINT;

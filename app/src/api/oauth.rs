@@ -35,6 +35,8 @@ pub enum ConsentView {
         client_uri: Option<String>,
         /// The project's policies `(id, name)`, for an admin to choose from.
         policies: Vec<(String, String)>,
+        /// An admin may choose the policy and a rate limit.
+        admin: bool,
         project_name: String,
     },
     /// The client or its redirect URI cannot be trusted: shown, never redirected.
@@ -90,7 +92,8 @@ pub async fn oauth_consent(query: AuthorizeQuery) -> Result<ConsentView, AppErro
             } else {
                 Vec::new()
             };
-            Ok(ConsentView::Ask { client_name: c.client_name, client_id: c.client_id, redirect_host: c.redirect_host, kind: c.kind, client_uri: c.client_uri, policies, project_name: p.project_name })
+            let admin = p.allows(workbench_core::auth::Operation::PoliciesManage);
+            Ok(ConsentView::Ask { client_name: c.client_name, client_id: c.client_id, redirect_host: c.redirect_host, kind: c.kind, client_uri: c.client_uri, policies, admin, project_name: p.project_name })
         }
         Err(AuthorizeError::Page(reason)) => Ok(ConsentView::Refused { reason }),
         Err(AuthorizeError::Redirect(url)) => {
@@ -114,6 +117,7 @@ pub async fn oauth_decide(
     scope: Option<String>,
     decision: String,
     policy_id: Option<String>,
+    rate_limit_per_minute: Option<String>,
 ) -> Result<String, AppError> {
     use workbench_core::oauth::AuthorizeError;
     let p = ssr::principal().await?;
@@ -121,7 +125,13 @@ pub async fn oauth_decide(
     let oauth = ssr::wb()?.oauth().clone();
     let ctx = context()?;
     let outcome = match decision.as_str() {
-        "approve" => oauth.approve(&ctx, &p, &params(q), policy_id).await,
+        "approve" => {
+            let limit = match rate_limit_per_minute.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+                None => None,
+                Some(n) => Some(n.parse::<i64>().map_err(|_| AppError::Message("the rate limit must be a whole number of calls per minute".into()))?),
+            };
+            oauth.approve(&ctx, &p, &params(q), policy_id, limit).await
+        }
         "deny" => oauth.deny(&ctx, &params(q)).await,
         _ => return Err(AppError::Message("choose approve or deny".into())),
     };

@@ -42,7 +42,7 @@ pub fn OAuthAuthorize() -> impl IntoView {
                             <p class="mt-2 text-sm text-slate-700" data-testid="oauth-refused">{reason}</p>
                             <p class="mt-4 text-xs text-slate-500">"Nothing was shared. Return to the application and try connecting again."</p>
                         }.into_any(),
-                        Ok(ConsentView::Ask { client_name, client_id, redirect_host, kind, client_uri, policies, project_name }) => {
+                        Ok(ConsentView::Ask { client_name, client_id, redirect_host, kind, client_uri, policies, admin, project_name }) => {
                             let hidden = {
                                 let q = query.read();
                                 FIELDS.iter().map(|k| view! { <input type="hidden" name=*k value=q.get(k).unwrap_or_default()/> }).collect_view()
@@ -52,7 +52,7 @@ pub fn OAuthAuthorize() -> impl IntoView {
                                 FIELDS.iter().map(|k| view! { <input type="hidden" name=*k value=q.get(k).unwrap_or_default()/> }).collect_view()
                             };
                             let identity = if kind == "metadata" { format!("identified by {client_id}") } else { "registered itself with workbench".to_string() };
-                            let chooser = (!policies.is_empty()).then(|| {
+                            let chooser = admin.then(|| {
                                 let options = policies.into_iter().map(|(id, name)| view! { <option value=id>{name}</option> }).collect_view();
                                 view! {
                                     <label for="oauth-policy" class=format!("{LABEL} mt-4")>"Policy the client acts under"</label>
@@ -60,6 +60,8 @@ pub fn OAuthAuthorize() -> impl IntoView {
                                         <option value="">"project default"</option>
                                         {options}
                                     </select>
+                                    <label for="oauth-rate-limit" class=format!("{LABEL} mt-4")>"Calls per minute (empty: no limit)"</label>
+                                    <input id="oauth-rate-limit" name="rate_limit_per_minute" type="number" min="1" inputmode="numeric" class="block w-full rounded-md border border-slate-300 px-3 py-2 text-sm"/>
                                 }
                             });
                             view! {

@@ -359,6 +359,7 @@ impl Accounts {
             return Ok(None);
         }
         who.policy_id = grant.policy_id.clone();
+        who.rate_limit_per_minute = grant.rate_limit_per_minute;
         who.via = super::Via::OAuthGrant;
         who.oauth_grant_id = Some(grant.id.clone());
         Ok(Some(who))
@@ -476,7 +477,8 @@ impl Accounts {
     /// Counts a call of a rate-limited key; `Err(seconds)` when the key is over its limit in
     /// this minute (the call must not run), with the seconds until the next minute.
     pub async fn take_rate(&self, who: &Principal) -> Result<std::result::Result<(), u64>> {
-        let (Some(limit), Some(key)) = (who.rate_limit_per_minute, who.api_key_id.as_deref()) else {
+        // A key and a grant count in their own windows (ids of both kinds never collide).
+        let (Some(limit), Some(key)) = (who.rate_limit_per_minute, who.api_key_id.as_deref().or(who.oauth_grant_id.as_deref())) else {
             return Ok(Ok(()));
         };
         let now = self.now();

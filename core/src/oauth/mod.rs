@@ -185,13 +185,20 @@ impl OAuthServer {
     }
 
     /// The person approved: records the grant and answers the redirect carrying a single-use
-    /// code. Only an admin may choose a policy (one of the project's); others get the default.
-    pub async fn approve(&self, ctx: &OAuthContext, who: &Principal, p: &AuthorizeParams, policy_id: Option<String>) -> std::result::Result<String, AuthorizeError> {
+    /// code. Only an admin may choose a policy (one of the project's; others get the default)
+    /// and a rate limit in calls per minute (as an API key's; none by default).
+    pub async fn approve(&self, ctx: &OAuthContext, who: &Principal, p: &AuthorizeParams, policy_id: Option<String>, rate_limit_per_minute: Option<i64>) -> std::result::Result<String, AuthorizeError> {
         let consent = self.check(ctx, p).await?;
         let policy_id = policy_id.filter(|s| !s.is_empty());
         let page = |m: &str| AuthorizeError::Page(m.to_owned());
         if policy_id.is_some() && !who.is_admin() {
             return Err(page("only an admin can choose the policy a client acts under"));
+        }
+        if rate_limit_per_minute.is_some() && !who.is_admin() {
+            return Err(page("only an admin can set a client's rate limit"));
+        }
+        if rate_limit_per_minute.is_some_and(|n| !(1..=crate::auth::MAX_RATE_LIMIT).contains(&n)) {
+            return Err(page(&format!("the rate limit must be 1 to {} calls per minute, or empty for none", crate::auth::MAX_RATE_LIMIT)));
         }
         if let Some(id) = &policy_id {
             match store::policies::get(self.db.pool(), &who.project_id, id).await {
@@ -215,6 +222,7 @@ impl OAuthServer {
             created_at: now,
             last_used_at: None,
             revoked_at: None,
+            rate_limit_per_minute,
         };
         let code = format!("{CODE_PREFIX}{}", crate::crypto::random_base62(40));
         let row = store::oauth::CodeRow {
@@ -229,9 +237,9 @@ impl OAuthServer {
         let stored = async {
             let mut tx = self.db.begin_write().await?;
             // Approving a client again keeps one grant (one row on the MCP clients page),
-            // under the policy chosen now.
+            // under the policy and rate limit chosen now.
             if existing.is_some() {
-                store::oauth::set_grant_policy(&mut *tx, &grant.id, grant.policy_id.as_deref()).await?;
+                store::oauth::set_grant_terms(&mut *tx, &grant.id, grant.policy_id.as_deref(), grant.rate_limit_per_minute).await?;
             } else {
                 store::oauth::insert_grant(&mut *tx, &grant).await?;
             }

@@ -88,13 +88,15 @@ pub struct GrantRow {
     pub created_at: i64,
     pub last_used_at: Option<i64>,
     pub revoked_at: Option<i64>,
+    /// Calls per minute the grant may make (None: no limit), like an API key's.
+    pub rate_limit_per_minute: Option<i64>,
 }
 
-const GRANT_COLUMNS: &str = "id, client_id, user_id, project_id, policy_id, resource, created_at, last_used_at, revoked_at";
+const GRANT_COLUMNS: &str = "id, client_id, user_id, project_id, policy_id, resource, created_at, last_used_at, revoked_at, rate_limit_per_minute";
 
 pub async fn insert_grant<'e>(ex: impl Exec<'e>, g: &GrantRow) -> Result<()> {
     sqlx::query(
-        "INSERT INTO oauth_grants (id, client_id, user_id, project_id, policy_id, resource, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO oauth_grants (id, client_id, user_id, project_id, policy_id, resource, created_at, rate_limit_per_minute) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(&g.id)
     .bind(&g.client_id)
@@ -103,6 +105,7 @@ pub async fn insert_grant<'e>(ex: impl Exec<'e>, g: &GrantRow) -> Result<()> {
     .bind(&g.policy_id)
     .bind(&g.resource)
     .bind(g.created_at)
+    .bind(g.rate_limit_per_minute)
     .execute(ex)
     .await?;
     Ok(())
@@ -118,8 +121,14 @@ pub async fn live_grant_for<'e>(ex: impl Exec<'e>, client_id: &str, user_id: &st
         .await?)
 }
 
-pub async fn set_grant_policy<'e>(ex: impl Exec<'e>, id: &str, policy_id: Option<&str>) -> Result<()> {
-    sqlx::query("UPDATE oauth_grants SET policy_id = $1 WHERE id = $2").bind(policy_id).bind(id).execute(ex).await?;
+/// Sets what a grant acts under: its policy and rate limit.
+pub async fn set_grant_terms<'e>(ex: impl Exec<'e>, id: &str, policy_id: Option<&str>, rate_limit_per_minute: Option<i64>) -> Result<()> {
+    sqlx::query("UPDATE oauth_grants SET policy_id = $1, rate_limit_per_minute = $2 WHERE id = $3")
+        .bind(policy_id)
+        .bind(rate_limit_per_minute)
+        .bind(id)
+        .execute(ex)
+        .await?;
     Ok(())
 }
 
@@ -137,7 +146,7 @@ pub async fn live_grants_of_user<'e>(ex: impl Exec<'e>, user_id: &str) -> Result
         redirect_uris: String,
     }
     let rows: Vec<Joined> = sqlx::query_as(
-        "SELECT g.id, g.client_id, g.user_id, g.project_id, g.policy_id, g.resource, g.created_at, g.last_used_at, g.revoked_at, \
+        "SELECT g.id, g.client_id, g.user_id, g.project_id, g.policy_id, g.resource, g.created_at, g.last_used_at, g.revoked_at, g.rate_limit_per_minute, \
          c.client_name, c.redirect_uris FROM oauth_grants g JOIN oauth_clients c ON c.client_id = g.client_id \
          WHERE g.user_id = $1 AND g.revoked_at IS NULL ORDER BY g.created_at DESC, g.id DESC",
     )

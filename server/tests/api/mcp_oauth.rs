@@ -57,9 +57,14 @@ fn path_with(q: &[(String, String)]) -> String {
 
 /// The person's decision posted as the consent form does without JavaScript; the redirect.
 async fn decide(b: &Browser, q: &[(String, String)], decision: &str, policy: &str) -> String {
+    decide_with(b, q, decision, &[("policy_id", policy)]).await
+}
+
+/// `decide` with the admin's choices (`policy_id`, `rate_limit_per_minute`).
+async fn decide_with(b: &Browser, q: &[(String, String)], decision: &str, choices: &[(&str, &str)]) -> String {
     let mut form: Vec<(&str, &str)> = q.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     form.push(("decision", decision));
-    form.push(("policy_id", policy));
+    form.extend_from_slice(choices);
     let res = b.client.post(format!("{}/api/oauth_decide", b.base)).header("accept", "text/html").form(&form).send().await.unwrap();
     assert!(res.status().is_redirection(), "{} {}", res.status(), res.text().await.unwrap());
     location(&res)
@@ -88,8 +93,13 @@ pub(crate) async fn authorized(app: &TestApp, b: &Browser, client_id: &str) -> V
 
 /// `authorized`, the admin choosing the policy the client acts under (empty: none).
 pub(crate) async fn authorized_with_policy(app: &TestApp, b: &Browser, client_id: &str, policy_id: &str) -> Value {
+    authorized_with(app, b, client_id, &[("policy_id", policy_id)]).await
+}
+
+/// `authorized`, the admin making the given choices on the consent form.
+pub(crate) async fn authorized_with(app: &TestApp, b: &Browser, client_id: &str, choices: &[(&str, &str)]) -> Value {
     let q = authorize_query(app, client_id, &[]);
-    let back = decide(b, &q, "approve", policy_id).await;
+    let back = decide_with(b, &q, "approve", choices).await;
     let got = query_of(&back);
     assert_eq!((got["state"].as_str(), got["iss"].as_str()), ("st-123", app.url("").as_str()), "{back}");
     let (status, t) = token(app, &[("grant_type", "authorization_code"), ("code", &got["code"]), ("redirect_uri", REDIRECT), ("client_id", client_id), ("code_verifier", VERIFIER), ("resource", &app.url("/mcp"))]).await;

@@ -440,3 +440,23 @@ db_test!(approving_a_call_held_for_an_oauth_client_runs_it_under_the_grants_poli
     assert_eq!(call["error"]["rule"]["list"], "deny", "{call}");
     assert_ne!(call["status"], "succeeded", "{call}");
 });
+
+db_test!(an_oauth_grant_is_rate_limited_like_an_api_key, |backend| {
+    let app = app!(backend);
+    app.user("ada@example.com", Role::Admin).await;
+    let b = crate::mcp_oauth::signed_in(&app, "ada@example.com").await;
+    let client_id = crate::mcp_oauth::client(&app).await;
+    let grant = crate::mcp_oauth::authorized_with(&app, &b, &client_id, &[("policy_id", ""), ("rate_limit_per_minute", "2")]).await;
+    let token = grant["access_token"].as_str().unwrap().to_owned();
+    let list = json!([{ "tool": "vault_list", "args": {} }]);
+    for _ in 0..2 {
+        let out = crate::helpers::execute(&app, &token, list.clone()).await;
+        assert!(out[0]["code"].is_null(), "{out:?}");
+    }
+    let out = crate::helpers::execute(&app, &token, list.clone()).await;
+    assert_eq!(out[0]["code"], "RATE_LIMITED", "{out:?}");
+    // The next minute opens a new window.
+    app.clock.advance_ms(61_000);
+    let out = crate::helpers::execute(&app, &token, list).await;
+    assert!(out[0]["code"].is_null(), "{out:?}");
+});

@@ -107,6 +107,8 @@ pub struct McpToolView {
     pub input_schema: String,
     pub approved_description: Option<String>,
     pub approved_input_schema: Option<String>,
+    /// Why the tool is held although nothing of it changed: its name belongs to another server.
+    pub collision: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,6 +146,7 @@ pub async fn mcp_server_page(id: String) -> Result<McpServerDetail, AppError> {
             input_schema: pretty(&t.input_schema),
             approved_description: t.approved_description,
             approved_input_schema: t.approved_input_schema.as_ref().map(pretty),
+            collision: t.collision,
         })
         .collect();
     Ok(McpServerDetail { server, tools, can_manage: p.allows(workbench_core::auth::Operation::McpServersReview) })

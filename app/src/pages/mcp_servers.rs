@@ -146,6 +146,7 @@ pub fn McpServerPage() -> impl IntoView {
                                                         </ActionForm>
                                                     })}
                                                 </div>
+                                                {t.collision.clone().map(|c| view! { <p class="mt-2 text-sm text-amber-800" data-testid="mcp-tool-collision">{c}</p> })}
                                                 {if changed {
                                                     view! {
                                                         <div class="mt-3 grid grid-cols-2 gap-4 text-xs" data-testid="mcp-tool-diff">

@@ -263,13 +263,26 @@ impl Apps {
         Ok(info(&row, &def, self.registry.failure(&admin.project_id, &row.id)))
     }
 
+    /// The project's apps; whoever may not manage apps sees base URLs without userinfo,
+    /// query or fragment and no load error text (D21).
     pub async fn list(&self, who: &Principal) -> Result<Vec<AppInfo>> {
+        who.require(Operation::AppsRead)?;
+        let manager = who.allows(Operation::AppsManage);
         let rows = store::apps::list(self.db.pool(), &who.project_id).await?;
         Ok(rows
             .iter()
             .map(|r| match serde_json::from_str::<IntegrationDef>(&r.definition) {
                 Ok(d) => info(r, &d, self.registry.failure(&who.project_id, &r.id)),
                 Err(e) => unreadable(r, format!("app {}: the stored definition does not parse: {e}", r.id)),
+            })
+            .map(|mut a| {
+                if !manager {
+                    a.base_url = crate::egress::mask_url(&a.base_url);
+                    if a.load_error.is_some() {
+                        a.load_error = Some("this app does not load; an admin can see why".into());
+                    }
+                }
+                a
             })
             .collect())
     }

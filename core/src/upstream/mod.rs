@@ -102,7 +102,7 @@ impl ServerView {
     /// review them.
     fn seen_by(mut self, who: &Principal) -> ServerView {
         if !who.allows(Operation::McpServersManage) {
-            self.url = mask_url(&self.url);
+            self.url = crate::egress::mask_url(&self.url);
             if self.last_error.is_some() {
                 self.last_error = Some("the last refresh failed; an admin can see why".into());
             }
@@ -116,25 +116,6 @@ impl ServerView {
     }
 }
 
-/// A registered URL as shown to whoever may not edit it: scheme, host, port and path only
-/// (credentials can sit in the userinfo, the query or the fragment).
-pub fn mask_url(raw: &str) -> String {
-    match url::Url::parse(raw) {
-        Ok(mut u) => {
-            let had_extra = !u.username().is_empty() || u.password().is_some() || u.query().is_some() || u.fragment().is_some();
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            u.set_query(None);
-            u.set_fragment(None);
-            let mut out = u.to_string();
-            if had_extra {
-                out.push_str(" (parts hidden)");
-            }
-            out
-        }
-        Err(_) => "(hidden)".into(),
-    }
-}
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ToolCounts {

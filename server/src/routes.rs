@@ -52,6 +52,9 @@ pub struct RouteSpec {
 /// Routes mounted elsewhere (nested services, catch-alls), declared here so the table is whole.
 pub const DECLARED: &[RouteSpec] = &[
     RouteSpec { method: "POST", path: "/mcp", credential: Credential::ApiKeyOrOAuth, op: Operation::ToolsRun },
+    RouteSpec { method: "GET", path: "/mcp", credential: Credential::ApiKeyOrOAuth, op: Operation::ToolsRun },
+    RouteSpec { method: "DELETE", path: "/mcp", credential: Credential::ApiKeyOrOAuth, op: Operation::ToolsRun },
+    RouteSpec { method: "ANY", path: "/c/{integration}", credential: Credential::ProxyToken, op: Operation::ProxyRequest },
     RouteSpec { method: "ANY", path: "/c/{integration}/{*rest}", credential: Credential::ProxyToken, op: Operation::ProxyRequest },
     RouteSpec { method: "GET", path: "/metrics", credential: Credential::MetricsToken, op: Operation::Metrics },
     RouteSpec { method: "GET", path: "/oauth/callback", credential: Credential::SessionPage, op: Operation::OwnConnections },

@@ -1,6 +1,9 @@
 //! `email.send`: one message through the operator's SMTP server, from a verified sender domain
 //! of the project. Reading the arguments (addresses, body, attachments inline or from project
-//! storage) is here; domains, limits and SMTP are `crate::email`.
+//! storage) is here; domains, limits and SMTP are `crate::email`. A message passes the project's
+//! scrubber before it is built: subject, bodies and text attachments are sent with any vault
+//! secret replaced by `[redacted:NAME]`; an address, file name or type holding one, or an
+//! attachment that is not text and holds one, is refused and nothing is sent.
 
 use std::sync::Arc;
 
@@ -8,9 +11,11 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
+use super::storage::{project_scrubber, secret_names};
 use super::{make_spec, ObjectStorage};
 use crate::catalog::{CallContext, HandlerError, SideEffects, ToolHandler, ToolSpec};
 use crate::email::{self, AttachmentData, Draft, Email, SendError, SmtpFailure, MAX_ATTACHMENT_BYTES, MAX_RECIPIENTS};
+use crate::vault::{Scrubber, Vault};
 use crate::Result;
 
 /// Longest text or HTML body, in characters.
@@ -19,7 +24,8 @@ const MAX_ATTACHMENTS: usize = 20;
 
 pub fn spec() -> Result<ToolSpec> {
     let mut spec = spec_shape()?;
-    // A message leaves for any address: the pipeline refuses vault secrets in it.
+    // A message leaves for any address: the pipeline refuses vault references in it, and the
+    // handler scrubs what it sends.
     spec.no_vault_refs = true;
     Ok(spec)
 }
@@ -33,7 +39,8 @@ fn spec_shape() -> Result<ToolSpec> {
         "email.send",
         "Send an email: deliver a message (text and/or HTML, with optional file attachments) to up to 50 recipients \
          (to, cc, bcc) from an address at one of the project's verified sender domains. Use it to mail a report, notify \
-         someone, reply to a person or share a file by email.",
+         someone, reply to a person or share a file by email. Vault secrets never leave in a message: subject, bodies and text \
+         attachments are sent with any secret replaced by [redacted:NAME], and a binary attachment holding one is refused.",
         SideEffects::Destructive,
         json!({
             "type": "object",
@@ -70,7 +77,8 @@ fn spec_shape() -> Result<ToolSpec> {
             "type": "object",
             "properties": {
                 "message_id": { "type": "string" },
-                "accepted": { "type": "array", "items": { "type": "string" } }
+                "accepted": { "type": "array", "items": { "type": "string" } },
+                "redacted": { "type": "array", "items": { "type": "string" }, "description": "The vault secrets replaced by [redacted:NAME] in what was sent (absent when none)." }
             }
         })),
     )
@@ -79,19 +87,77 @@ fn spec_shape() -> Result<ToolSpec> {
 pub struct EmailSend {
     pub email: Arc<Email>,
     pub storage: Arc<ObjectStorage>,
+    /// The project's secrets, which a message must not carry.
+    pub vault: Vault,
 }
 
-fn mailboxes(args: &Value, field: &str) -> Result<Vec<lettre::message::Mailbox>, HandlerError> {
+/// What a message is checked against, and the secrets redacted from it so far.
+struct Scrub {
+    scrubber: Scrubber,
+    redacted: Vec<String>,
+}
+
+impl Scrub {
+    /// `text` with any secret redacted.
+    fn text(&mut self, text: &str) -> String {
+        match self.scrubber.scrub_named(text) {
+            Some((clean, names)) => {
+                self.redacted.extend(names);
+                clean
+            }
+            None => text.to_owned(),
+        }
+    }
+
+    /// Refuses a field that is sent as written (an address, a file name) when it holds a secret.
+    fn refuse_in(&self, path: impl Into<String>, what: &str, text: &str) -> Result<(), HandlerError> {
+        let held = self.scrubber.secrets_in(text.as_bytes());
+        if held.is_empty() {
+            return Ok(());
+        }
+        Err(HandlerError::invalid(path, format!("{what} holds the value of {}; nothing was sent", secret_names(&held))))
+    }
+}
+
+/// Whether a MIME type is text the scrubber may rewrite (as opposed to bytes sent as they are).
+fn is_text_type(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    essence.starts_with("text/")
+        || essence.ends_with("+json")
+        || essence.ends_with("+xml")
+        || matches!(
+            essence.as_str(),
+            "application/json"
+                | "application/xml"
+                | "application/javascript"
+                | "application/ecmascript"
+                | "application/x-ndjson"
+                | "application/yaml"
+                | "application/x-yaml"
+                | "application/toml"
+                | "application/csv"
+                | "application/sql"
+                | "application/x-sh"
+                | "application/x-www-form-urlencoded"
+                | "message/rfc822"
+        )
+}
+
+fn mailboxes(args: &Value, field: &str, scrub: &Scrub) -> Result<Vec<lettre::message::Mailbox>, HandlerError> {
     let Some(items) = args.get(field).and_then(Value::as_array) else { return Ok(Vec::new()) };
     items
         .iter()
         .enumerate()
-        .map(|(i, v)| email::parse_mailbox(v.as_str().unwrap_or_default()).map_err(|m| HandlerError::invalid(format!("/{field}/{i}"), m)))
+        .map(|(i, v)| {
+            let text = v.as_str().unwrap_or_default();
+            scrub.refuse_in(format!("/{field}/{i}"), "an address", text)?;
+            email::parse_mailbox(text).map_err(|m| HandlerError::invalid(format!("/{field}/{i}"), m))
+        })
         .collect()
 }
 
 impl EmailSend {
-    async fn attachments(&self, ctx: &CallContext<'_>, args: &Value) -> Result<Vec<AttachmentData>, HandlerError> {
+    async fn attachments(&self, ctx: &CallContext<'_>, args: &Value, scrub: &mut Scrub) -> Result<Vec<AttachmentData>, HandlerError> {
         let mut out = Vec::new();
         let mut total = 0usize;
         for (i, a) in args.get("attachments").and_then(Value::as_array).into_iter().flatten().enumerate() {
@@ -100,6 +166,7 @@ impl EmailSend {
             if filename.chars().any(char::is_control) || filename.contains(['/', '\\']) {
                 return Err(HandlerError::invalid(at("filename"), "a file name cannot contain slashes or control characters"));
             }
+            scrub.refuse_in(at("filename"), "the file name", filename)?;
             let (bytes, stored_type) = match (a.get("content_base64").and_then(Value::as_str), a.get("storage_key").and_then(Value::as_str)) {
                 (Some(_), Some(_)) | (None, None) => {
                     return Err(HandlerError::invalid(format!("/attachments/{i}"), "give content_base64 or storage_key, exactly one"))
@@ -123,26 +190,49 @@ impl EmailSend {
                     }
                 }
             };
+            let type_text = a.get("content_type").and_then(Value::as_str).map(str::to_owned).or(stored_type).unwrap_or_else(|| "application/octet-stream".into());
+            scrub.refuse_in(at("content_type"), "the content type", &type_text)?;
+            // Text is sent with secrets redacted; anything else goes byte for byte, so it must
+            // hold none, neither as it is nor in the base64 it travels in.
+            let bytes = match std::str::from_utf8(&bytes) {
+                Ok(text) if is_text_type(&type_text) => scrub.text(text).into_bytes(),
+                _ => bytes,
+            };
+            let mut held = scrub.scrubber.secrets_in(&bytes);
+            if held.is_empty() && !scrub.scrubber.is_empty() {
+                held = scrub.scrubber.secrets_in(base64::engine::general_purpose::STANDARD.encode(&bytes).as_bytes());
+            }
+            if !held.is_empty() {
+                return Err(HandlerError::invalid(
+                    format!("/attachments/{i}"),
+                    format!(
+                        "attachment {filename:?} holds the value of {} and is not text that could be redacted; nothing was sent: leave the secret out of the file",
+                        secret_names(&held)
+                    ),
+                ));
+            }
             total += bytes.len();
             if total > MAX_ATTACHMENT_BYTES {
                 return Err(HandlerError::invalid("/attachments", format!("attachments are at most {MAX_ATTACHMENT_BYTES} bytes (10 MiB) in all")));
             }
-            let type_text = a.get("content_type").and_then(Value::as_str).map(str::to_owned).or(stored_type).unwrap_or_else(|| "application/octet-stream".into());
             let content_type = email::parse_content_type(&type_text).map_err(|m| HandlerError::invalid(at("content_type"), m))?;
             out.push(AttachmentData { filename: filename.to_owned(), content_type, bytes });
         }
         Ok(out)
     }
 
-    async fn draft(&self, ctx: &CallContext<'_>, args: &Value) -> Result<Draft, HandlerError> {
-        let one = |field: &str| -> Result<Option<lettre::message::Mailbox>, HandlerError> {
+    async fn draft(&self, ctx: &CallContext<'_>, args: &Value, scrub: &mut Scrub) -> Result<Draft, HandlerError> {
+        let one = |field: &str, scrub: &Scrub| -> Result<Option<lettre::message::Mailbox>, HandlerError> {
             args.get(field)
                 .and_then(Value::as_str)
-                .map(|s| email::parse_mailbox(s).map_err(|m| HandlerError::invalid(format!("/{field}"), m)))
+                .map(|s| {
+                    scrub.refuse_in(format!("/{field}"), "an address", s)?;
+                    email::parse_mailbox(s).map_err(|m| HandlerError::invalid(format!("/{field}"), m))
+                })
                 .transpose()
         };
-        let from = one("from")?.ok_or_else(|| HandlerError::invalid("/from", "a sender is required"))?;
-        let (to, cc, bcc) = (mailboxes(args, "to")?, mailboxes(args, "cc")?, mailboxes(args, "bcc")?);
+        let from = one("from", scrub)?.ok_or_else(|| HandlerError::invalid("/from", "a sender is required"))?;
+        let (to, cc, bcc) = (mailboxes(args, "to", scrub)?, mailboxes(args, "cc", scrub)?, mailboxes(args, "bcc", scrub)?);
         let count = to.len() + cc.len() + bcc.len();
         if count > MAX_RECIPIENTS {
             return Err(HandlerError::invalid("/to", format!("{count} recipients in to, cc and bcc together; at most {MAX_RECIPIENTS}")));
@@ -151,24 +241,33 @@ impl EmailSend {
         if subject.chars().any(char::is_control) {
             return Err(HandlerError::invalid("/subject", "the subject is one line: no line breaks or control characters"));
         }
-        let text = args.get("text").and_then(Value::as_str).map(str::to_owned);
-        let html = args.get("html").and_then(Value::as_str).map(str::to_owned);
+        let text = args.get("text").and_then(Value::as_str).map(|t| scrub.text(t));
+        let html = args.get("html").and_then(Value::as_str).map(|h| scrub.text(h));
         if text.is_none() && html.is_none() {
             return Err(HandlerError::invalid("", "give the message's text, html or both"));
         }
-        Ok(Draft { from, to, cc, bcc, reply_to: one("reply_to")?, subject: subject.to_owned(), text, html, attachments: self.attachments(ctx, args).await? })
+        let reply_to = one("reply_to", scrub)?;
+        let subject = scrub.text(subject);
+        Ok(Draft { from, to, cc, bcc, reply_to, subject, text, html, attachments: self.attachments(ctx, args, scrub).await? })
     }
 }
 
 #[async_trait]
 impl ToolHandler for EmailSend {
     async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
-        let draft = self.draft(ctx, &args).await?;
+        let mut scrub = Scrub { scrubber: project_scrubber(&self.vault, ctx).await?, redacted: Vec::new() };
+        let draft = self.draft(ctx, &args, &mut scrub).await?;
         let size: usize = draft.text.as_ref().map_or(0, String::len) + draft.html.as_ref().map_or(0, String::len)
             + draft.attachments.iter().map(|a| a.bytes.len()).sum::<usize>();
         let sent = self.email.send(ctx.principal, draft).await.map_err(explain)?;
         ctx.add_egress(size as u64);
-        Ok(json!({ "message_id": sent.message_id, "accepted": sent.accepted }))
+        let mut out = json!({ "message_id": sent.message_id, "accepted": sent.accepted });
+        scrub.redacted.sort();
+        scrub.redacted.dedup();
+        if !scrub.redacted.is_empty() {
+            out["redacted"] = json!(scrub.redacted);
+        }
+        Ok(out)
     }
 }
 

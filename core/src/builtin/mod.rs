@@ -78,11 +78,11 @@ pub fn specs() -> Result<Vec<ToolSpec>> {
 pub fn tools(services: &BuiltinServices) -> Result<Vec<Tool>> {
     let mut tools = vec![
         tool(http_fetch::spec()?, http_fetch::HttpFetch { db: services.db.clone(), http: services.http.clone() })?,
-        tool(email_send::spec()?, email_send::EmailSend { email: services.email.clone(), storage: services.storage.clone() })?,
+        tool(email_send::spec()?, email_send::EmailSend { email: services.email.clone(), storage: services.storage.clone(), vault: services.vault.clone() })?,
         tool(search_web::spec()?, search_web::SearchWeb { http: services.http.clone(), provider: services.search.clone() })?,
         tool(schedule_callback::spec()?, schedule_callback::ScheduleCallback(services.schedules.clone()))?,
         tool(storage::get_spec()?, storage::StorageGet(services.storage.clone()))?,
-        tool(storage::put_spec()?, storage::StoragePut(services.storage.clone()))?,
+        tool(storage::put_spec()?, storage::StoragePut { storage: services.storage.clone(), vault: services.vault.clone() })?,
         tool(vector::upsert_spec()?, vector::VectorUpsert(services.vectors.clone()))?,
         tool(vector::query_spec()?, vector::VectorQuery(services.vectors.clone()))?,
         tool(vector::delete_spec()?, vector::VectorDelete(services.vectors.clone()))?,

@@ -1,6 +1,9 @@
 //! `storage.put` / `storage.get`: project-scoped object storage. Bytes go to an object_store
 //! backend (a local directory by default; `s3://…` and other object_store URLs by
-//! configuration); key, content type, size and digest are kept in the database.
+//! configuration); key, content type, size and digest are kept in the database. What is stored
+//! passes the project's scrubber: text is kept with vault secrets redacted, and content given as
+//! base64 (bytes, never rewritten) that holds a secret is refused, so no stored object can carry
+//! a secret out later (an email attachment, a download).
 
 use std::sync::Arc;
 
@@ -17,6 +20,7 @@ use crate::clock::{rfc3339, Clock};
 use crate::crypto::sha256_hex;
 use crate::catalog::{CallContext, HandlerError, ToolHandler};
 use crate::store::{self, storage_objects::StorageObjectRow, Db};
+use crate::vault::{Scrubber, Vault};
 use crate::{Error, Result};
 
 /// Largest object, after decoding.
@@ -109,7 +113,8 @@ fn internal(e: Error) -> HandlerError {
 pub fn put_spec() -> Result<ToolSpec> {
     make_spec(
         "storage.put",
-        "Store an object in project-scoped storage under a key, replacing any object with that key. Content is text, or base64 for binary data.",
+        "Store an object in project-scoped storage under a key, replacing any object with that key. Content is text, or base64 for binary data. \
+         Vault secrets are never stored: text is kept with any secret in it replaced by [redacted:NAME], and base64 content holding one is refused.",
         SideEffects::Write,
         json!({
             "type": "object",
@@ -126,13 +131,34 @@ pub fn put_spec() -> Result<ToolSpec> {
             "type": "object",
             "properties": {
                 "key": { "type": "string" }, "size": { "type": "integer" }, "content_type": { "type": "string" },
-                "updated_at": { "type": "string" }
+                "updated_at": { "type": "string" },
+                "redacted": { "type": "array", "items": { "type": "string" }, "description": "The vault secrets replaced by [redacted:NAME] in the stored text (absent when none)." }
             }
         })),
     )
 }
 
-pub struct StoragePut(pub Arc<ObjectStorage>);
+pub struct StoragePut {
+    pub storage: Arc<ObjectStorage>,
+    /// The project's secrets, which stored content must not hold.
+    pub vault: Vault,
+}
+
+/// The project's scrubber for a tool that must keep secrets out of what it stores or sends.
+pub(super) async fn project_scrubber(vault: &Vault, ctx: &CallContext<'_>) -> Result<Scrubber, HandlerError> {
+    vault.scrubber_for(ctx.principal).await.map_err(|e| {
+        tracing::error!(error = ?e, "reading the vault's patterns failed");
+        HandlerError::store_unavailable("the vault", &e)
+    })
+}
+
+/// `vault secret A` or `vault secrets A, B`.
+pub(super) fn secret_names(names: &[String]) -> String {
+    match names {
+        [one] => format!("vault secret {one}"),
+        many => format!("vault secrets {}", many.join(", ")),
+    }
+}
 
 #[async_trait]
 impl ToolHandler for StoragePut {
@@ -140,24 +166,57 @@ impl ToolHandler for StoragePut {
         let key = args["key"].as_str().unwrap_or_default();
         check_key(key)?;
         let content = args["content"].as_str().unwrap_or_default();
-        let bytes = match args["encoding"].as_str() {
-            Some("base64") => base64::engine::general_purpose::STANDARD
-                .decode(content.trim())
-                .map_err(|_| HandlerError::invalid("/content", "content is not valid base64"))?,
-            _ => content.as_bytes().to_vec(),
-        };
-        if bytes.len() > MAX_OBJECT_BYTES {
-            return Err(HandlerError::invalid("/content", format!("object larger than {MAX_OBJECT_BYTES} bytes")));
-        }
         let content_type = args["content_type"].as_str().unwrap_or("application/octet-stream");
         if content_type.chars().any(char::is_control) {
             return Err(HandlerError::invalid("/content_type", "content type cannot contain control characters"));
         }
-        let row = self.0.put(&ctx.principal.project_id, key, Bytes::from(bytes), content_type).await.map_err(internal)?;
-        Ok(json!({
+        let scrubber = project_scrubber(&self.vault, ctx).await?;
+        for (field, what, text) in [("/key", "the key", key), ("/content_type", "the content type", content_type)] {
+            let held = scrubber.secrets_in(text.as_bytes());
+            if !held.is_empty() {
+                return Err(HandlerError::invalid(field, format!("{what} holds the value of {}; it is listed and shown, so choose one without it", secret_names(&held))));
+            }
+        }
+        let (bytes, redacted) = match args["encoding"].as_str() {
+            Some("base64") => {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(content.trim())
+                    .map_err(|_| HandlerError::invalid("/content", "content is not valid base64"))?;
+                // Bytes are stored as given: holding a secret (or being one, written in base64)
+                // is refused.
+                let mut held = scrubber.secrets_in(&bytes);
+                held.extend(scrubber.secrets_in(content.as_bytes()));
+                held.sort();
+                held.dedup();
+                if !held.is_empty() {
+                    return Err(HandlerError::invalid(
+                        "/content",
+                        format!(
+                            "the content holds the value of {}; content given as base64 is stored byte for byte and never rewritten, \
+                             so it cannot hold a secret: leave the secret out, or store text (encoding utf8), which is kept with secrets redacted",
+                            secret_names(&held)
+                        ),
+                    ));
+                }
+                (bytes, Vec::new())
+            }
+            _ => match scrubber.scrub_named(content) {
+                Some((clean, names)) => (clean.into_bytes(), names),
+                None => (content.as_bytes().to_vec(), Vec::new()),
+            },
+        };
+        if bytes.len() > MAX_OBJECT_BYTES {
+            return Err(HandlerError::invalid("/content", format!("object larger than {MAX_OBJECT_BYTES} bytes")));
+        }
+        let row = self.storage.put(&ctx.principal.project_id, key, Bytes::from(bytes), content_type).await.map_err(internal)?;
+        let mut out = json!({
             "key": row.object_key, "size": row.size, "content_type": row.content_type,
             "updated_at": rfc3339(row.updated_at)
-        }))
+        });
+        if !redacted.is_empty() {
+            out["redacted"] = json!(redacted);
+        }
+        Ok(out)
     }
 }
 

@@ -1,10 +1,12 @@
 //! The project webhook (D15): when a call is held for confirmation, workbench POSTs the
 //! confirmation (its arguments as the agent's template, scrubbed) to a URL an admin set, so
-//! approvers can be told in their chat tool. The body is signed with HMAC-SHA256 under a vault
-//! secret the admin names (`Workbench-Signature: sha256=<hex>`); the URL passes the same SSRF
-//! rules as every outbound request, checked when set and again at every connection. Delivery
-//! runs in the background with retries and never holds up the call; each delivery's outcome is
-//! kept for the portal (never the body or the secret).
+//! approvers can be told in their chat tool. Whatever the caller passed, the event's data is
+//! scrubbed again of every secret of the project before it is signed and sent. The body is
+//! signed with HMAC-SHA256 under a vault secret the admin names (`Workbench-Signature:
+//! sha256=<hex>`); the URL passes the same SSRF rules as every outbound request, checked when
+//! set and again at every connection. Delivery runs in the background with retries and never
+//! holds up the call; each delivery's outcome is kept for the portal (never the body or the
+//! secret).
 
 mod sign;
 
@@ -129,7 +131,7 @@ impl Webhooks {
     }
 
     /// Sends `data` as `event` to the project's webhook in the background, if one is set.
-    /// `data` must already be scrubbed.
+    /// `data` should already be scrubbed; `deliver` scrubs it again with the project's secrets.
     pub fn notify(&self, project_id: &str, event: &'static str, subject_id: &str, data: Value) {
         let this = self.clone();
         let (project_id, subject_id) = (project_id.to_owned(), subject_id.to_owned());
@@ -140,14 +142,16 @@ impl Webhooks {
         });
     }
 
-    /// Delivers one event with retries, recording each attempt; returns when done.
-    pub async fn deliver(&self, project_id: &str, event: &str, subject_id: &str, data: Value) -> Result<Option<String>> {
+    /// Delivers one event with retries, recording each attempt; returns when done. No live
+    /// secret of the project leaves in `data`, in any form the scrubber knows.
+    pub async fn deliver(&self, project_id: &str, event: &str, subject_id: &str, mut data: Value) -> Result<Option<String>> {
         let Some(settings) = store::project_settings::get(self.db.pool(), project_id).await? else {
             return Ok(None);
         };
         let (Some(url), Some(secret_ref)) = (settings.webhook_url, settings.webhook_secret_ref) else {
             return Ok(None);
         };
+        self.vault.scrubber(project_id).await?.scrub(&mut data);
         let now = self.clock.now_ms();
         let id = new_id("whd");
         let body = serde_json::json!({ "id": id, "type": event, "created_at": rfc3339(now), "data": data }).to_string();

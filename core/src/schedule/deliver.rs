@@ -1,6 +1,8 @@
 //! Delivering due callbacks: claim a batch under a lease, open each sealed target, check the
-//! URL again (allowlist and address rules; a refusal is final), POST `{id, scheduled_for,
-//! payload}` signed `t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, and record the attempt.
+//! URL again (allowlist and address rules; a refusal is final), scrub the payload of every live
+//! secret of the project (it was written with `{{vault:…}}` substituted; the URL, where the agent
+//! sent the call, keeps its values), POST `{id, scheduled_for, payload}` signed
+//! `t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>">`, and record the attempt.
 //! A failure or non-2xx answer is retried with exponential backoff (10 s doubling to at most
 //! 1 h, with jitter) until 24 hours after the callback was due.
 
@@ -138,11 +140,16 @@ impl Schedules {
         if let Err(e) = self.http.check_url(&url, &patterns) {
             return Outcome::Refused(refusal(&e));
         }
+        let mut payload = target["payload"].clone();
+        match self.vault.scrubber(&row.project_id).await {
+            Ok(scrubber) => scrubber.scrub(&mut payload),
+            Err(_) => return Outcome::Retry { status: None, error: "the vault could not be read to scrub the payload".into() },
+        }
         let secret = match self.secret_of(&row.project_id).await {
             Ok(s) => s,
             Err(_) => return Outcome::Retry { status: None, error: "the signing secret could not be read".into() },
         };
-        let body = serde_json::json!({ "id": row.id, "scheduled_for": rfc3339(row.scheduled_for), "payload": target["payload"] }).to_string();
+        let body = serde_json::json!({ "id": row.id, "scheduled_for": rfc3339(row.scheduled_for), "payload": payload }).to_string();
         let t = self.clock.now_ms() / 1000;
         let sig = signature(secret.as_bytes(), t, body.as_bytes());
         drop(secret);

@@ -30,6 +30,7 @@ mod mcp_oauth_sdk;
 mod mcp_sdk;
 mod multi_instance;
 mod observability;
+mod outbound_secrets;
 mod contract;
 mod permissions;
 mod policies;

@@ -136,7 +136,7 @@ async fn send(app: &TestApp, caller: &Caller, method: &str, path: &str, body: Op
     if let Some(token) = &caller.bearer {
         req = req.bearer_auth(token);
     }
-    if path == "/mcp" {
+    if path == "/mcp" && method == "POST" {
         req = req.header("accept", "application/json, text/event-stream").json(&json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {} }));
     } else if let Some(b) = body {
         req = req.json(&b);

@@ -151,9 +151,11 @@ db_test!(the_vault_page_saves_replaces_and_deletes_without_showing_values, |back
     assert!(html.contains("GITHUB_TOKEN"));
     assert!(!html.contains("ghp_portal_value"), "values are never shown");
     assert!(!page.to_string().contains("ghp_portal_value"));
-    // Agents see the new value.
-    let out = execute(&app, &key, json!([{ "tool": "storage.put", "args": { "key": "t", "content": "{{vault:GITHUB_TOKEN}}" } }])).await;
-    assert_eq!(out[0]["result"]["size"], "ghp_portal_value_2".len());
+    // Agents see the new value: the replaced one is no longer a secret, the new one is.
+    let out = execute(&app, &key, json!([{ "tool": "storage.put", "args": { "key": "t", "content": "ghp_portal_value_2" } }])).await;
+    assert_eq!(out[0]["result"]["redacted"], json!(["GITHUB_TOKEN"]), "{out:?}");
+    let out = execute(&app, &key, json!([{ "tool": "storage.put", "args": { "key": "t", "content": "ghp_portal_value_1" } }])).await;
+    assert!(out[0]["result"]["redacted"].is_null(), "{out:?}");
     assert_eq!(b.call("delete_secret", &[("name", "GITHUB_TOKEN")]).await.status(), 200);
     let page: Value = b.call("vault_page", &[]).await.json().await.unwrap();
     assert_eq!(page, json!([]));

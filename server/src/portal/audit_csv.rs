@@ -4,10 +4,10 @@
 use axum::extract::{Query, State};
 use axum::response::Response;
 use serde::Deserialize;
-use tower_sessions::Session;
 use workbench_core::audit::AuditQuery;
 
 use super::csv::Csv;
+use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
 use crate::state::AppState;
 
@@ -21,8 +21,7 @@ pub struct Filters {
     key: Option<String>,
 }
 
-pub async fn csv(State(state): State<AppState>, session: Session, Query(f): Query<Filters>) -> Result<Response, ApiError> {
-    let p = super::json::signed_in(&state, &session).await?;
+pub async fn csv(State(state): State<AppState>, ApiCaller(p): ApiCaller, Query(f): Query<Filters>) -> Result<Response, ApiError> {
     let mut q = AuditQuery { tool: f.tool, status: f.status, api_key_id: f.key, cursor: None };
     let mut csv = Csv::default();
     csv.line(&["at", "action", "tool", "status", "error_code", "duration_ms", "api_key_id", "user_id", "surface", "tool_call_id"].map(String::from));

@@ -1,32 +1,16 @@
-//! JSON endpoints of the portal (D19): they take the session cookie, never API keys.
+//! JSON endpoints of the portal (D19): they take the session cookie, never API keys (the
+//! route table checks the session and hands the handler its principal).
 
 use axum::extract::State;
 use axum::Json;
 use serde_json::{json, Value};
-use tower_sessions::Session;
-use workbench_core::auth::SESSION_USER_KEY;
 
+use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
 use crate::state::AppState;
 
-pub(super) async fn signed_in(state: &AppState, session: &Session) -> Result<workbench_core::auth::Principal, ApiError> {
-    let user_id = session
-        .get::<String>(SESSION_USER_KEY)
-        .await
-        .ok()
-        .flatten()
-        .ok_or_else(|| ApiError::unauthorized("not signed in"))?;
-    state
-        .wb
-        .accounts()
-        .principal_for_user(&user_id)
-        .await?
-        .ok_or_else(|| ApiError::unauthorized("not signed in"))
-}
-
 /// `GET /api/integrations`: every integration with what the portal shows of it (D19).
-pub async fn integrations(State(state): State<AppState>, session: Session) -> Result<Json<Value>, ApiError> {
-    let p = signed_in(&state, &session).await?;
+pub async fn integrations(State(state): State<AppState>, ApiCaller(p): ApiCaller) -> Result<Json<Value>, ApiError> {
     let statuses = state.wb.connections().statuses(&p).await?;
     let list: Vec<Value> = state
         .wb
@@ -48,12 +32,11 @@ pub async fn integrations(State(state): State<AppState>, session: Session) -> Re
 }
 
 /// `GET /me`: the signed-in user, like whoami.
-pub async fn me(State(state): State<AppState>, session: Session) -> Result<Json<Value>, ApiError> {
-    let p = signed_in(&state, &session).await?;
-    Ok(Json(json!({
+pub async fn me(ApiCaller(p): ApiCaller) -> Json<Value> {
+    Json(json!({
         "id": p.user_id,
         "email": p.email,
         "project": { "id": p.project_id, "name": p.project_name },
         "role": p.role,
-    })))
+    }))
 }

@@ -4,9 +4,9 @@
 use axum::extract::{Query, State};
 use axum::response::Response;
 use serde::Deserialize;
-use tower_sessions::Session;
 
 use super::csv::Csv;
+use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
 use crate::state::AppState;
 
@@ -17,8 +17,7 @@ pub struct CsvQuery {
     to: Option<String>,
 }
 
-pub async fn csv(State(state): State<AppState>, session: Session, Query(q): Query<CsvQuery>) -> Result<Response, ApiError> {
-    let p = super::json::signed_in(&state, &session).await?;
+pub async fn csv(State(state): State<AppState>, ApiCaller(p): ApiCaller, Query(q): Query<CsvQuery>) -> Result<Response, ApiError> {
     let (from, to) = state.wb.metering().range_or_this_month(q.from.filter(|s| !s.is_empty()), q.to.filter(|s| !s.is_empty()));
     let r = state.wb.metering().report(&p, &from, &to).await?;
     let mut csv = Csv::default();

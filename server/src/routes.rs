@@ -163,6 +163,11 @@ impl Routes {
         H: Handler<T, AppState>,
         T: 'static,
     {
+        // The other credentials are checked by their own surfaces (/mcp, /c, /metrics).
+        assert!(
+            matches!(credential, Credential::None | Credential::ApiKey | Credential::Session | Credential::SessionPage),
+            "{path}: {credential:?} is not checked by Routes::add; declare the route in DECLARED and check it in its surface"
+        );
         let filter = MethodFilter::try_from(method.clone()).expect("a routable method");
         let guard = Guard { state: self.state.clone(), credential, op };
         let route = on(filter, handler).route_layer(middleware::from_fn_with_state(guard, check));
@@ -199,10 +204,13 @@ pub fn table(state: &AppState) -> Vec<RouteSpec> {
 }
 
 /// The principal behind a request's credential, or the 401 for its absence.
-pub async fn principal(state: &AppState, credential: Credential, req: &mut Request) -> Result<Option<Principal>, ApiError> {
+async fn principal(state: &AppState, credential: Credential, req: &mut Request) -> Result<Option<Principal>, ApiError> {
     match credential {
-        Credential::None | Credential::MetricsToken => Ok(None),
-        Credential::ApiKey | Credential::ApiKeyOrOAuth | Credential::ProxyToken => {
+        Credential::None => Ok(None),
+        Credential::ApiKeyOrOAuth | Credential::ProxyToken | Credential::MetricsToken => {
+            Err(ApiError::unauthorized("this credential is not accepted here"))
+        }
+        Credential::ApiKey => {
             let (mut parts, body) = std::mem::take(req).into_parts();
             let caller = <ApiCaller as axum::extract::FromRequestParts<AppState>>::from_request_parts(&mut parts, state).await;
             *req = Request::from_parts(parts, body);

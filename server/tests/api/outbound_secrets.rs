@@ -22,6 +22,7 @@ use workbench_core::vault::Scrubber;
 use crate::fake_mail::{DnsResponder, SmtpSink};
 use crate::helpers::{admin_with_key, execute, Options, TestApp};
 use crate::{app, db_test};
+use crate::policies::send as rest;
 
 /// A vault value with the characters JSON writers escape (`&`, `<`, `>`, `=`, `'`, `/`, `+`).
 const SECRET: &str = "sk-Live&Go=1/2+3<xyz>'Q9";
@@ -161,16 +162,6 @@ struct Setup {
     admin: Principal,
     key: String,
     sink: SmtpSink,
-}
-
-async fn rest(app: &TestApp, key: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-    let mut req = app.http().request(method, app.url(path)).bearer_auth(key);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let res = req.send().await.unwrap();
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
 }
 
 macro_rules! setup {

@@ -7,7 +7,8 @@ use workbench_core::auth::Role;
 use crate::helpers::{admin_with_key, execute, mcp_call, TestApp};
 use crate::{app, db_test};
 
-async fn send(app: &TestApp, key: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+/// A REST request with a bearer key: (status, JSON body or null).
+pub(crate) async fn send(app: &TestApp, key: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
     let mut req = app.http().request(method, app.url(path)).bearer_auth(key);
     if let Some(b) = body {
         req = req.json(&b);

@@ -18,8 +18,13 @@ pub async fn session() -> Result<Session, AppError> {
         .map_err(|_| AppError::Message("no session; enable cookies for this site".into()))
 }
 
-/// The signed-in person in their project, or `NotSignedIn`.
+/// The signed-in person in their project, or `NotSignedIn`. A server function's request
+/// carries the principal the server's route table already resolved from the session; a page
+/// render looks it up.
 pub async fn principal() -> Result<Principal, AppError> {
+    if let Some(who) = use_context::<http::request::Parts>().and_then(|p| p.extensions.get::<Principal>().cloned()) {
+        return Ok(who);
+    }
     let session = session().await?;
     let user_id = session
         .get::<String>(SESSION_USER_KEY)

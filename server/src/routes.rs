@@ -260,9 +260,14 @@ pub async fn server_fn_layer(State(state): State<AppState>, req: Request, next: 
         return next.run(req).await;
     }
     let path = req.uri().path().to_owned();
+    let mut req = req;
     match session_principal(&state, req.extensions().get::<Session>()).await {
         Ok(who) => match who.require(op) {
-            Ok(()) => next.run(req).await,
+            Ok(()) => {
+                // The function takes the principal from here instead of looking it up again.
+                req.extensions_mut().insert(who);
+                next.run(req).await
+            }
             Err(e) => server_fn_error(&path, StatusCode::FORBIDDEN, AppError::Message(e.to_string())),
         },
         Err(_) => server_fn_error(&path, StatusCode::UNAUTHORIZED, AppError::NotSignedIn),

@@ -5,7 +5,9 @@ use std::path::Path;
 
 fn main() {
     // Read at run time: a build script binary may be reused for another checkout of the crate.
-    let dir = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR")).join("plugins");
+    let dir =
+        Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
+            .join("plugins");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("core/plugins exists")
@@ -17,7 +19,10 @@ fn main() {
     let mut out = String::from("&[\n");
     for p in &files {
         let name = p.file_name().unwrap().to_string_lossy();
-        out.push_str(&format!("    ({name:?}, include_str!({:?})),\n", p.display().to_string()));
+        out.push_str(&format!(
+            "    ({name:?}, include_str!({:?})),\n",
+            p.display().to_string()
+        ));
     }
     out.push_str("]\n");
     let dest = Path::new(&std::env::var("OUT_DIR").unwrap()).join("plugins.rs");

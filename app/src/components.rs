@@ -93,7 +93,10 @@ pub fn Layout(#[prop(into)] current: String, children: Children) -> impl IntoVie
 }
 
 #[component]
-pub fn PageHeader(#[prop(into)] title: String, #[prop(into, optional)] subtitle: String) -> impl IntoView {
+pub fn PageHeader(
+    #[prop(into)] title: String,
+    #[prop(into, optional)] subtitle: String,
+) -> impl IntoView {
     view! {
         <header class="mb-6">
             <h1 class="text-2xl font-semibold tracking-tight">{title}</h1>

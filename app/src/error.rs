@@ -51,7 +51,9 @@ impl From<workbench_core::Error> for AppError {
         crate::ssr::error_status(status, retry_after);
         if let Some(reason) = unavailable {
             tracing::error!(error = ?e, "portal request failed: database unavailable");
-            return AppError::Message(format!("workbench cannot reach its database ({reason}); try again in a moment"));
+            return AppError::Message(format!(
+                "workbench cannot reach its database ({reason}); try again in a moment"
+            ));
         }
         match e {
             Error::Db(_) | Error::Internal(_) => {

@@ -22,7 +22,9 @@ pub async fn session() -> Result<Session, AppError> {
 /// carries the principal the server's route table already resolved from the session; a page
 /// render looks it up.
 pub async fn principal() -> Result<Principal, AppError> {
-    if let Some(who) = use_context::<http::request::Parts>().and_then(|p| p.extensions.get::<Principal>().cloned()) {
+    if let Some(who) =
+        use_context::<http::request::Parts>().and_then(|p| p.extensions.get::<Principal>().cloned())
+    {
         return Ok(who);
     }
     let session = session().await?;
@@ -31,7 +33,11 @@ pub async fn principal() -> Result<Principal, AppError> {
         .await
         .map_err(|_| AppError::NotSignedIn)?
         .ok_or(AppError::NotSignedIn)?;
-    wb()?.accounts().principal_for_user(&user_id).await?.ok_or(AppError::NotSignedIn)
+    wb()?
+        .accounts()
+        .principal_for_user(&user_id)
+        .await?
+        .ok_or(AppError::NotSignedIn)
 }
 
 pub fn client_ip() -> Option<std::net::IpAddr> {
@@ -44,14 +50,21 @@ pub fn client_ip() -> Option<std::net::IpAddr> {
 /// answered with a redirect instead of data.
 pub fn is_plain_form_post() -> bool {
     use_context::<http::request::Parts>()
-        .and_then(|p| p.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).map(|v| v.contains("text/html")))
+        .and_then(|p| {
+            p.headers
+                .get(http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| v.contains("text/html"))
+        })
         .unwrap_or(false)
 }
 
 /// A redirect target from a `next` parameter: a path on our own origin, never another one
 /// (see `workbench_core::auth::safe_next`).
 pub fn safe_next(next: Option<&str>) -> String {
-    let public_url = use_context::<PortalConfig>().map(|c| c.public_url).unwrap_or_else(|| "http://localhost/".into());
+    let public_url = use_context::<PortalConfig>()
+        .map(|c| c.public_url)
+        .unwrap_or_else(|| "http://localhost/".into());
     workbench_core::auth::safe_next(next, &public_url)
 }
 
@@ -59,9 +72,16 @@ pub fn safe_next(next: Option<&str>) -> String {
 /// is a plain HTML form post (no JavaScript), which is answered with a redirect to the form.
 pub fn error_status(status: u16, retry_after_secs: Option<u64>) {
     let form_post = use_context::<http::request::Parts>()
-        .and_then(|p| p.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).map(|a| a.contains("text/html")))
+        .and_then(|p| {
+            p.headers
+                .get(http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .map(|a| a.contains("text/html"))
+        })
         .unwrap_or(false);
-    let Some(res) = use_context::<leptos_axum::ResponseOptions>() else { return };
+    let Some(res) = use_context::<leptos_axum::ResponseOptions>() else {
+        return;
+    };
     if let Some(secs) = retry_after_secs {
         if let Ok(v) = http::HeaderValue::from_str(&secs.to_string()) {
             res.insert_header(http::header::RETRY_AFTER, v);

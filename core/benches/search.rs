@@ -5,19 +5,111 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use workbench_core::catalog::search::{SearchDoc, SearchIndex};
 
 const INTEGRATIONS: &[&str] = &[
-    "github", "slack", "jira", "linear", "notion", "gdrive", "gmail", "calendar", "hubspot", "stripe", "salesforce",
-    "zendesk", "confluence", "trello", "asana", "superset", "dropbox", "box", "airtable", "shopify", "twilio",
-    "sendgrid", "pagerduty", "datadog", "sentry", "gitlab", "bitbucket", "figma", "miro", "intercom",
+    "github",
+    "slack",
+    "jira",
+    "linear",
+    "notion",
+    "gdrive",
+    "gmail",
+    "calendar",
+    "hubspot",
+    "stripe",
+    "salesforce",
+    "zendesk",
+    "confluence",
+    "trello",
+    "asana",
+    "superset",
+    "dropbox",
+    "box",
+    "airtable",
+    "shopify",
+    "twilio",
+    "sendgrid",
+    "pagerduty",
+    "datadog",
+    "sentry",
+    "gitlab",
+    "bitbucket",
+    "figma",
+    "miro",
+    "intercom",
 ];
-const ACTIONS: &[&str] = &["create", "get", "list", "update", "delete", "search", "send", "archive", "assign", "export"];
+const ACTIONS: &[&str] = &[
+    "create", "get", "list", "update", "delete", "search", "send", "archive", "assign", "export",
+];
 const OBJECTS: &[&str] = &[
-    "issue", "message", "file", "user", "channel", "comment", "project", "invoice", "contact", "deal", "ticket",
-    "event", "page", "record", "task", "board", "report", "customer", "order", "alert", "incident", "repo",
-    "branch", "folder", "note", "label", "team", "webhook", "subscription", "dashboard", "query", "sheet", "form",
-    "campaign", "product", "payment", "refund", "meeting", "article", "attachment", "release", "build", "deploy",
-    "metric", "log", "segment", "list", "template", "workflow", "role", "group", "space", "doc", "email", "thread",
-    "reply", "sprint", "epic", "milestone", "review", "pull", "commit", "tag", "pipeline", "job", "runner",
-    "variable", "secret", "key", "token",
+    "issue",
+    "message",
+    "file",
+    "user",
+    "channel",
+    "comment",
+    "project",
+    "invoice",
+    "contact",
+    "deal",
+    "ticket",
+    "event",
+    "page",
+    "record",
+    "task",
+    "board",
+    "report",
+    "customer",
+    "order",
+    "alert",
+    "incident",
+    "repo",
+    "branch",
+    "folder",
+    "note",
+    "label",
+    "team",
+    "webhook",
+    "subscription",
+    "dashboard",
+    "query",
+    "sheet",
+    "form",
+    "campaign",
+    "product",
+    "payment",
+    "refund",
+    "meeting",
+    "article",
+    "attachment",
+    "release",
+    "build",
+    "deploy",
+    "metric",
+    "log",
+    "segment",
+    "list",
+    "template",
+    "workflow",
+    "role",
+    "group",
+    "space",
+    "doc",
+    "email",
+    "thread",
+    "reply",
+    "sprint",
+    "epic",
+    "milestone",
+    "review",
+    "pull",
+    "commit",
+    "tag",
+    "pipeline",
+    "job",
+    "runner",
+    "variable",
+    "secret",
+    "key",
+    "token",
 ];
 
 struct Generated {
@@ -27,7 +119,11 @@ struct Generated {
 }
 
 fn catalogue(n: usize) -> Generated {
-    let mut g = Generated { names: vec![], integrations: vec![], descriptions: vec![] };
+    let mut g = Generated {
+        names: vec![],
+        integrations: vec![],
+        descriptions: vec![],
+    };
     let mut i = 0usize;
     'outer: for round in 0.. {
         for integ in INTEGRATIONS {
@@ -37,7 +133,11 @@ fn catalogue(n: usize) -> Generated {
                         break 'outer;
                     }
                     i += 1;
-                    let suffix = if round == 0 { String::new() } else { format!("_v{round}") };
+                    let suffix = if round == 0 {
+                        String::new()
+                    } else {
+                        format!("_v{round}")
+                    };
                     g.names.push(format!("{integ}_{act}_{obj}{suffix}"));
                     g.integrations.push((*integ).to_string());
                     g.descriptions.push(format!(
@@ -69,7 +169,11 @@ fn bench(c: &mut Criterion) {
     for n in [200usize, 2_000, 20_000] {
         let g = catalogue(n);
         let docs: Vec<SearchDoc> = (0..n)
-            .map(|i| SearchDoc { name: &g.names[i], integration: &g.integrations[i], description: &g.descriptions[i] })
+            .map(|i| SearchDoc {
+                name: &g.names[i],
+                integration: &g.integrations[i],
+                description: &g.descriptions[i],
+            })
             .collect();
         let index = SearchIndex::build(&docs);
         group.bench_with_input(BenchmarkId::from_parameter(n), &index, |b, index| {

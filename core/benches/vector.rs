@@ -24,7 +24,9 @@ impl Rng {
         (self.0.wrapping_mul(0x2545F4914F6CDD1D) >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
     }
     fn vector(&mut self) -> Vec<f64> {
-        (0..DIM).map(|_| (self.next() * 1000.0).round() / 1000.0).collect()
+        (0..DIM)
+            .map(|_| (self.next() * 1000.0).round() / 1000.0)
+            .collect()
     }
 }
 
@@ -33,7 +35,10 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let dir = std::env::temp_dir().join(format!("wb-vector-bench-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

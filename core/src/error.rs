@@ -53,7 +53,9 @@ impl DbError {
         use sqlx::Error as E;
         match &self.0 {
             E::PoolTimedOut => Some("the database did not answer in time"),
-            E::Io(_) | E::Tls(_) | E::PoolClosed | E::WorkerCrashed => Some("the database is unreachable"),
+            E::Io(_) | E::Tls(_) | E::PoolClosed | E::WorkerCrashed => {
+                Some("the database is unreachable")
+            }
             E::Database(e) => {
                 if let Some(pg) = e.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
                     let code = pg.code();

@@ -45,7 +45,11 @@ impl Metering {
     }
 
     pub fn new(db: Db, recorder: Recorder, clock: Arc<dyn Clock>) -> Metering {
-        Metering { db, recorder, clock }
+        Metering {
+            db,
+            recorder,
+            clock,
+        }
     }
 
     /// Measured mean handler time per tool over the last 30 days, in ms, for the project.
@@ -76,9 +80,15 @@ impl Metering {
     }
 
     /// Usage rows of the caller's project between two days (inclusive, `YYYY-MM-DD`).
-    pub async fn usage(&self, who: &Principal, from_day: &str, to_day: &str) -> Result<Vec<UsageRow>> {
+    pub async fn usage(
+        &self,
+        who: &Principal,
+        from_day: &str,
+        to_day: &str,
+    ) -> Result<Vec<UsageRow>> {
         self.recorder.flush().await;
-        let rows = store::usage::rows(self.db.pool(), &who.project_id, from_day, to_day, own(who)).await?;
+        let rows =
+            store::usage::rows(self.db.pool(), &who.project_id, from_day, to_day, own(who)).await?;
         Ok(rows
             .into_iter()
             .map(|r| UsageRow {
@@ -144,7 +154,14 @@ pub fn integration_of(tool: &str, catalog: impl Fn(&str) -> Option<String>) -> S
 impl Metering {
     /// Usage of the caller's project between two days, summed per group, ordered by group.
     /// `integration` names a tool's integration (the caller knows the catalog).
-    pub async fn grouped(&self, who: &Principal, from_day: &str, to_day: &str, by: GroupBy, integration: impl Fn(&str) -> String) -> Result<Vec<UsageGroup>> {
+    pub async fn grouped(
+        &self,
+        who: &Principal,
+        from_day: &str,
+        to_day: &str,
+        by: GroupBy,
+        integration: impl Fn(&str) -> String,
+    ) -> Result<Vec<UsageGroup>> {
         let rows = self.usage(who, from_day, to_day).await?;
         let mut groups: std::collections::BTreeMap<String, UsageGroup> = Default::default();
         for r in rows {
@@ -154,7 +171,10 @@ impl Metering {
                 GroupBy::Key => r.api_key_id.clone().unwrap_or_default(),
                 GroupBy::Integration => integration(&r.tool),
             };
-            let g = groups.entry(key.clone()).or_insert_with(|| UsageGroup { group: key, ..Default::default() });
+            let g = groups.entry(key.clone()).or_insert_with(|| UsageGroup {
+                group: key,
+                ..Default::default()
+            });
             match r.meter {
                 Meter::ToolCall => g.tool_call += r.value,
                 Meter::ToolCallMs => g.tool_call_ms += r.value,
@@ -207,14 +227,19 @@ pub struct UsageReport {
 fn days_between(from: &str, to: &str, max: usize) -> Result<Vec<String>> {
     let fmt = time::macros::format_description!("[year]-[month]-[day]");
     let bad = || crate::Error::invalid("from and to must be days as YYYY-MM-DD, from not after to");
-    let (mut d, end) = (time::Date::parse(from, fmt).map_err(|_| bad())?, time::Date::parse(to, fmt).map_err(|_| bad())?);
+    let (mut d, end) = (
+        time::Date::parse(from, fmt).map_err(|_| bad())?,
+        time::Date::parse(to, fmt).map_err(|_| bad())?,
+    );
     if d > end {
         return Err(bad());
     }
     let mut out = Vec::new();
     while d <= end {
         if out.len() == max {
-            return Err(crate::Error::invalid(format!("a range of at most {max} days")));
+            return Err(crate::Error::invalid(format!(
+                "a range of at most {max} days"
+            )));
         }
         out.push(d.format(fmt).map_err(|_| bad())?);
         d = d.next_day().ok_or_else(bad)?;
@@ -232,7 +257,11 @@ fn percentile(sorted: &[i64], p: f64) -> i64 {
 impl Metering {
     /// A reporting range as asked, each end defaulting to this month so far: `from` to the
     /// month's first day, `to` to today (UTC).
-    pub fn range_or_this_month(&self, from: Option<String>, to: Option<String>) -> (String, String) {
+    pub fn range_or_this_month(
+        &self,
+        from: Option<String>,
+        to: Option<String>,
+    ) -> (String, String) {
         let today = rfc3339(self.clock.now_ms())[..10].to_owned();
         let from = from.unwrap_or_else(|| format!("{}-01", &today[..7]));
         let to = to.unwrap_or(today);
@@ -245,11 +274,32 @@ impl Metering {
         self.recorder.flush().await;
         let day_ms = |day: &str| -> i64 {
             let fmt = time::macros::format_description!("[year]-[month]-[day]");
-            time::Date::parse(day, fmt).map(|d| d.midnight().assume_utc().unix_timestamp() * 1000).unwrap_or(0)
+            time::Date::parse(day, fmt)
+                .map(|d| d.midnight().assume_utc().unix_timestamp() * 1000)
+                .unwrap_or(0)
         };
         let (from_ms, to_ms) = (day_ms(from), day_ms(to) + 86_400_000);
-        let mut per_day: std::collections::BTreeMap<String, DayOutcomes> = days.iter().map(|d| (d.clone(), DayOutcomes { day: d.clone(), ..Default::default() })).collect();
-        for (d, status, n) in store::usage::outcomes_per_day(self.db.pool(), &who.project_id, from_ms, to_ms, own(who)).await? {
+        let mut per_day: std::collections::BTreeMap<String, DayOutcomes> = days
+            .iter()
+            .map(|d| {
+                (
+                    d.clone(),
+                    DayOutcomes {
+                        day: d.clone(),
+                        ..Default::default()
+                    },
+                )
+            })
+            .collect();
+        for (d, status, n) in store::usage::outcomes_per_day(
+            self.db.pool(),
+            &who.project_id,
+            from_ms,
+            to_ms,
+            own(who),
+        )
+        .await?
+        {
             let day = rfc3339(d * 86_400_000)[..10].to_owned();
             if let Some(o) = per_day.get_mut(&day) {
                 match status.as_str() {
@@ -261,28 +311,49 @@ impl Metering {
             }
         }
         let mut by_tool: HashMap<String, Vec<i64>> = HashMap::new();
-        for (tool, ms) in store::usage::durations(self.db.pool(), &who.project_id, from_ms, to_ms, LATENCY_SAMPLE, own(who)).await? {
+        for (tool, ms) in store::usage::durations(
+            self.db.pool(),
+            &who.project_id,
+            from_ms,
+            to_ms,
+            LATENCY_SAMPLE,
+            own(who),
+        )
+        .await?
+        {
             by_tool.entry(tool).or_default().push(ms);
         }
         let mut latency: Vec<ToolLatency> = by_tool
             .into_iter()
             .map(|(tool, mut ms)| {
                 ms.sort_unstable();
-                ToolLatency { tool, calls: ms.len() as i64, p50_ms: percentile(&ms, 0.5), p95_ms: percentile(&ms, 0.95) }
+                ToolLatency {
+                    tool,
+                    calls: ms.len() as i64,
+                    p50_ms: percentile(&ms, 0.5),
+                    p95_ms: percentile(&ms, 0.95),
+                }
             })
             .collect();
         latency.sort_by(|a, b| b.p95_ms.cmp(&a.p95_ms).then(a.tool.cmp(&b.tool)));
         latency.truncate(20);
         let rows = store::usage::rows(self.db.pool(), &who.project_id, from, to, own(who)).await?;
-        let mut egress: std::collections::BTreeMap<String, i64> = days.iter().map(|d| (d.clone(), 0)).collect();
+        let mut egress: std::collections::BTreeMap<String, i64> =
+            days.iter().map(|d| (d.clone(), 0)).collect();
         let mut tools: HashMap<String, UsageGroup> = HashMap::new();
         let mut keys: HashMap<String, UsageGroup> = HashMap::new();
         for r in rows {
             if r.meter == Meter::EgressBytes {
                 *egress.entry(r.day.clone()).or_default() += r.value;
             }
-            for (map, group) in [(&mut tools, r.tool.clone()), (&mut keys, r.api_key_id.clone())] {
-                let g = map.entry(group.clone()).or_insert_with(|| UsageGroup { group, ..Default::default() });
+            for (map, group) in [
+                (&mut tools, r.tool.clone()),
+                (&mut keys, r.api_key_id.clone()),
+            ] {
+                let g = map.entry(group.clone()).or_insert_with(|| UsageGroup {
+                    group,
+                    ..Default::default()
+                });
                 match r.meter {
                     Meter::ToolCall => g.tool_call += r.value,
                     Meter::ToolCallMs => g.tool_call_ms += r.value,
@@ -314,10 +385,16 @@ mod tests {
 
     #[test]
     fn ranges_are_whole_days_and_bounded() {
-        assert_eq!(days_between("2026-02-27", "2026-03-02", 366).unwrap(), vec!["2026-02-27", "2026-02-28", "2026-03-01", "2026-03-02"]);
+        assert_eq!(
+            days_between("2026-02-27", "2026-03-02", 366).unwrap(),
+            vec!["2026-02-27", "2026-02-28", "2026-03-01", "2026-03-02"]
+        );
         assert!(days_between("2026-03-02", "2026-03-01", 366).is_err());
         assert!(days_between("2026-03-0x", "2026-03-01", 366).is_err());
-        assert!(days_between("2020-01-01", "2026-01-01", 366).unwrap_err().to_string().contains("366"));
+        assert!(days_between("2020-01-01", "2026-01-01", 366)
+            .unwrap_err()
+            .to_string()
+            .contains("366"));
         assert_eq!(percentile(&[1, 2, 3, 4, 100], 0.5), 3);
         assert_eq!(percentile(&[1, 2, 3, 4, 100], 0.95), 100);
     }

@@ -8,7 +8,9 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 
 /// Latency histogram bounds, in seconds.
-const BUCKETS_S: &[f64] = &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+const BUCKETS_S: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
 
 #[derive(Default, Clone)]
 struct Series {
@@ -38,7 +40,10 @@ impl CallMetrics {
             Some(m) => m,
             None => map.entry(tool.to_owned()).or_default(),
         };
-        let s = by_tool.entry((surface, outcome)).or_insert_with(|| Series { le: vec![0; BUCKETS_S.len()], ..Default::default() });
+        let s = by_tool.entry((surface, outcome)).or_insert_with(|| Series {
+            le: vec![0; BUCKETS_S.len()],
+            ..Default::default()
+        });
         s.count += 1;
         s.sum_s += secs;
         for (i, b) in BUCKETS_S.iter().enumerate() {
@@ -50,29 +55,65 @@ impl CallMetrics {
 
     /// `workbench_tool_calls_total` and `workbench_tool_call_duration_seconds`.
     pub fn render(&self, out: &mut String) {
-        let map = self.series.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let map: Vec<((&str, &str, &str), &Series)> =
-            map.iter().flat_map(|(tool, m)| m.iter().map(move |((surface, outcome), s)| ((tool.as_str(), *surface, *outcome), s))).collect();
+        let map = self
+            .series
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let map: Vec<((&str, &str, &str), &Series)> = map
+            .iter()
+            .flat_map(|(tool, m)| {
+                m.iter()
+                    .map(move |((surface, outcome), s)| ((tool.as_str(), *surface, *outcome), s))
+            })
+            .collect();
         out.push_str("# HELP workbench_tool_calls_total Tool calls finished, by tool, surface and outcome.\n# TYPE workbench_tool_calls_total counter\n");
         for ((tool, surface, outcome), s) in &map {
-            let _ = writeln!(out, "workbench_tool_calls_total{{tool=\"{}\",surface=\"{surface}\",outcome=\"{}\"}} {}", escape(tool), escape(outcome), s.count);
+            let _ = writeln!(
+                out,
+                "workbench_tool_calls_total{{tool=\"{}\",surface=\"{surface}\",outcome=\"{}\"}} {}",
+                escape(tool),
+                escape(outcome),
+                s.count
+            );
         }
         out.push_str("# HELP workbench_tool_call_duration_seconds Handler time of tool calls.\n# TYPE workbench_tool_call_duration_seconds histogram\n");
         for ((tool, surface, outcome), s) in &map {
-            let labels = format!("tool=\"{}\",surface=\"{surface}\",outcome=\"{}\"", escape(tool), escape(outcome));
+            let labels = format!(
+                "tool=\"{}\",surface=\"{surface}\",outcome=\"{}\"",
+                escape(tool),
+                escape(outcome)
+            );
             for (b, n) in BUCKETS_S.iter().zip(&s.le) {
-                let _ = writeln!(out, "workbench_tool_call_duration_seconds_bucket{{{labels},le=\"{b}\"}} {n}");
+                let _ = writeln!(
+                    out,
+                    "workbench_tool_call_duration_seconds_bucket{{{labels},le=\"{b}\"}} {n}"
+                );
             }
-            let _ = writeln!(out, "workbench_tool_call_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}", s.count);
-            let _ = writeln!(out, "workbench_tool_call_duration_seconds_sum{{{labels}}} {}", s.sum_s);
-            let _ = writeln!(out, "workbench_tool_call_duration_seconds_count{{{labels}}} {}", s.count);
+            let _ = writeln!(
+                out,
+                "workbench_tool_call_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}",
+                s.count
+            );
+            let _ = writeln!(
+                out,
+                "workbench_tool_call_duration_seconds_sum{{{labels}}} {}",
+                s.sum_s
+            );
+            let _ = writeln!(
+                out,
+                "workbench_tool_call_duration_seconds_count{{{labels}}} {}",
+                s.count
+            );
         }
     }
 }
 
 /// A label value as the text format wants it: backslash, quote and newline escaped.
 pub fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// One gauge family with its samples (labels already rendered).
@@ -103,6 +144,9 @@ mod tests {
         assert!(out.contains("workbench_tool_call_duration_seconds_bucket{tool=\"github_get_user\",surface=\"mcp\",outcome=\"ok\",le=\"0.005\"} 1"), "{out}");
         assert!(out.contains("workbench_tool_call_duration_seconds_bucket{tool=\"github_get_user\",surface=\"mcp\",outcome=\"ok\",le=\"0.05\"} 2"), "{out}");
         assert!(out.contains("le=\"+Inf\"} 2"));
-        assert!(out.contains("tool=\"say \\\"hi\\\"\""), "label values are escaped: {out}");
+        assert!(
+            out.contains("tool=\"say \\\"hi\\\"\""),
+            "label values are escaped: {out}"
+        );
     }
 }

@@ -8,19 +8,19 @@ use crate::auth::Accounts;
 use crate::builtin::{self, BuiltinServices, ObjectStorage};
 use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
-use crate::email::{Email, EmailSettings};
-use crate::egress::{AddrRange, EgressRules, GuardedClient, PrivateAllowance};
 use crate::connections::{Connections, ProxyTokens, DEFAULT_CONNECT_TTL_SECS};
+use crate::egress::{AddrRange, EgressRules, GuardedClient, PrivateAllowance};
+use crate::email::{Email, EmailSettings};
 use crate::engine::{ConfirmSettings, Engine, EngineParts, Idempotency};
-use crate::oauth::OAuthServer;
 use crate::integrations::{AppRegistry, IntegrationSettings, Integrations, Outbound};
 use crate::metering::Metering;
-use crate::plugins::Apps;
 use crate::notify::Webhooks;
+use crate::oauth::OAuthServer;
+use crate::plugins::Apps;
 use crate::policy::Policies;
 use crate::schedule::Schedules;
-use crate::upstream::Upstreams;
 use crate::store::Db;
+use crate::upstream::Upstreams;
 use crate::vault::{KeyRing, Vault};
 use crate::Result;
 
@@ -99,7 +99,11 @@ impl Workbench {
 
     pub fn with_db(db: Db, options: WorkbenchOptions) -> Result<Workbench> {
         let clock = options.clock;
-        let storage = Arc::new(ObjectStorage::open(&options.object_store_url, db.clone(), clock.clone())?);
+        let storage = Arc::new(ObjectStorage::open(
+            &options.object_store_url,
+            db.clone(),
+            clock.clone(),
+        )?);
         let vault = Vault::new(db.clone(), clock.clone(), options.master_keys);
         let allowance = PrivateAllowance(options.egress_allow_private);
         let guarded = GuardedClient::new(allowance.clone());
@@ -117,7 +121,10 @@ impl Workbench {
             email: email.clone(),
         };
         let api = crate::integrations::api_client();
-        let integrations = Arc::new(crate::plugins::load_integrations(&options.integrations, &api)?);
+        let integrations = Arc::new(crate::plugins::load_integrations(
+            &options.integrations,
+            &api,
+        )?);
         let registry = Arc::new(AppRegistry::default());
         let connections = Connections::new(
             db.clone(),
@@ -130,8 +137,21 @@ impl Workbench {
         let mut tools = builtin::tools(&services)?;
         tools.extend(crate::plugins::plugin_tools(&integrations, &connections)?);
         let catalog = Arc::new(Catalog::new(tools)?);
-        let upstreams = Upstreams::new(db.clone(), clock.clone(), catalog.clone(), vault.clone(), guarded.reqwest(), allowance.clone());
-        let webhooks = Webhooks::new(db.clone(), clock.clone(), vault.clone(), guarded.reqwest(), allowance.clone());
+        let upstreams = Upstreams::new(
+            db.clone(),
+            clock.clone(),
+            catalog.clone(),
+            vault.clone(),
+            guarded.reqwest(),
+            allowance.clone(),
+        );
+        let webhooks = Webhooks::new(
+            db.clone(),
+            clock.clone(),
+            vault.clone(),
+            guarded.reqwest(),
+            allowance.clone(),
+        );
         let apps = Apps::new(
             db.clone(),
             clock.clone(),
@@ -197,24 +217,62 @@ impl Workbench {
         let mut states = Vec::new();
         let mut in_flight = Vec::new();
         for u in &ups {
-            let labels = format!("server=\"{}\",name=\"{}\"", escape(&u.server_id), escape(&u.name));
+            let labels = format!(
+                "server=\"{}\",name=\"{}\"",
+                escape(&u.server_id),
+                escape(&u.name)
+            );
             for s in ["closed", "open", "half_open"] {
-                states.push((format!("{labels},state=\"{s}\""), if u.breaker == s { 1.0 } else { 0.0 }));
+                states.push((
+                    format!("{labels},state=\"{s}\""),
+                    if u.breaker == s { 1.0 } else { 0.0 },
+                ));
             }
             in_flight.push((labels, u.in_flight as f64));
         }
-        gauge(&mut out, "workbench_upstream_breaker_state", "1 for the state each upstream MCP server's circuit breaker is in.", &states);
-        gauge(&mut out, "workbench_upstream_in_flight", "Calls running on each upstream MCP server (at most its max_concurrency).", &in_flight);
+        gauge(
+            &mut out,
+            "workbench_upstream_breaker_state",
+            "1 for the state each upstream MCP server's circuit breaker is in.",
+            &states,
+        );
+        gauge(
+            &mut out,
+            "workbench_upstream_in_flight",
+            "Calls running on each upstream MCP server (at most its max_concurrency).",
+            &in_flight,
+        );
         let pool = self.db.pool();
         let (size, idle) = (pool.size() as f64, pool.num_idle() as f64);
-        gauge(&mut out, "workbench_db_connections", "Database pool connections by state.", &[("state=\"in_use\"".into(), (size - idle).max(0.0)), ("state=\"idle\"".into(), idle)]);
+        gauge(
+            &mut out,
+            "workbench_db_connections",
+            "Database pool connections by state.",
+            &[
+                ("state=\"in_use\"".into(), (size - idle).max(0.0)),
+                ("state=\"idle\"".into(), idle),
+            ],
+        );
         let pending = crate::store::confirmations::count_all_pending(pool, now).await?;
-        gauge(&mut out, "workbench_confirmations_pending", "Held calls waiting for a person's decision.", &[(String::new(), pending as f64)]);
+        gauge(
+            &mut out,
+            "workbench_confirmations_pending",
+            "Held calls waiting for a person's decision.",
+            &[(String::new(), pending as f64)],
+        );
         let due = crate::store::schedules::count_due(&self.db, now).await?;
-        gauge(&mut out, "workbench_callbacks_due", "Scheduled callbacks due now and not yet being delivered.", &[(String::new(), due as f64)]);
-        let failures = crate::audit::AUDIT_WRITE_FAILURES.load(std::sync::atomic::Ordering::Relaxed);
+        gauge(
+            &mut out,
+            "workbench_callbacks_due",
+            "Scheduled callbacks due now and not yet being delivered.",
+            &[(String::new(), due as f64)],
+        );
+        let failures =
+            crate::audit::AUDIT_WRITE_FAILURES.load(std::sync::atomic::Ordering::Relaxed);
         out.push_str("# HELP workbench_record_write_failures_total Call records that could not be written.\n# TYPE workbench_record_write_failures_total counter\n");
-        out.push_str(&format!("workbench_record_write_failures_total {failures}\n"));
+        out.push_str(&format!(
+            "workbench_record_write_failures_total {failures}\n"
+        ));
         Ok(out)
     }
 

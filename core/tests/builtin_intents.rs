@@ -13,11 +13,17 @@ const INTENTS: &[(&str, &str)] = &[
     // shipped: "google" now names four integrations, and their tools rank above search.web.
     ("remember this text for later lookup", "vector.upsert"),
     ("store embeddings in a vector database", "vector.upsert"),
-    ("save a document's embedding for semantic search", "vector.upsert"),
+    (
+        "save a document's embedding for semantic search",
+        "vector.upsert",
+    ),
     ("find similar documents by embedding", "vector.query"),
     ("semantic search over what I stored", "vector.query"),
     ("nearest neighbours of a vector", "vector.query"),
-    ("forget the stored embeddings of a document", "vector.delete"),
+    (
+        "forget the stored embeddings of a document",
+        "vector.delete",
+    ),
     ("call me back in an hour", "schedule.callback"),
     ("remind me tomorrow at 9am", "schedule.callback"),
     ("run a webhook later after a delay", "schedule.callback"),
@@ -29,11 +35,34 @@ const INTENTS: &[(&str, &str)] = &[
 
 #[tokio::test]
 async fn each_builtin_is_found_by_the_way_people_ask_for_it() {
-    let dir = std::env::temp_dir().join(format!("wb-intents-{}-{}", std::process::id(), workbench_core::crypto::random_base62(6)));
+    let dir = std::env::temp_dir().join(format!(
+        "wb-intents-{}-{}",
+        std::process::id(),
+        workbench_core::crypto::random_base62(6)
+    ));
     std::fs::create_dir_all(&dir).unwrap();
-    let wb = Workbench::open(&format!("sqlite://{}", dir.join("wb.db").display()), WorkbenchOptions::default()).await.unwrap();
-    let (user, _) = wb.accounts().create_user("ada@example.com", "correct horse battery staple", Some("default"), Role::Admin).await.unwrap();
-    let who = wb.accounts().principal_for_user(&user.id).await.unwrap().unwrap();
+    let wb = Workbench::open(
+        &format!("sqlite://{}", dir.join("wb.db").display()),
+        WorkbenchOptions::default(),
+    )
+    .await
+    .unwrap();
+    let (user, _) = wb
+        .accounts()
+        .create_user(
+            "ada@example.com",
+            "correct horse battery staple",
+            Some("default"),
+            Role::Admin,
+        )
+        .await
+        .unwrap();
+    let who = wb
+        .accounts()
+        .principal_for_user(&user.id)
+        .await
+        .unwrap()
+        .unwrap();
     let mut misses = Vec::new();
     let mut first = 0;
     for (query, expected) in INTENTS {
@@ -45,7 +74,12 @@ async fn each_builtin_is_found_by_the_way_people_ask_for_it() {
             None => misses.push(format!("{query:?}: expected {expected}, got {names:?}")),
         }
     }
-    eprintln!("built-in intents: {} of {} first, {} not in the top 3", first, INTENTS.len(), misses.len());
+    eprintln!(
+        "built-in intents: {} of {} first, {} not in the top 3",
+        first,
+        INTENTS.len(),
+        misses.len()
+    );
     let _ = std::fs::remove_dir_all(&dir);
     assert!(misses.is_empty(), "{misses:#?}");
 }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use workbench_core::auth::Role;
-use workbench_core::catalog::{CallContext, HandlerError, SideEffects, Tool, ToolHandler, ToolName, ToolSource, ToolSpec};
+use workbench_core::catalog::{
+    CallContext, HandlerError, SideEffects, Tool, ToolHandler, ToolName, ToolSource, ToolSpec,
+};
 use workbench_core::engine::{CallOptions, Invocation, Surface, ToolError};
 use workbench_core::{Workbench, WorkbenchOptions};
 
@@ -24,11 +26,34 @@ impl ToolHandler for Panics {
 
 #[tokio::test]
 async fn a_panicking_handler_fails_only_its_own_call() {
-    let dir = std::env::temp_dir().join(format!("wb-panic-{}-{}", std::process::id(), workbench_core::crypto::random_base62(6)));
+    let dir = std::env::temp_dir().join(format!(
+        "wb-panic-{}-{}",
+        std::process::id(),
+        workbench_core::crypto::random_base62(6)
+    ));
     std::fs::create_dir_all(&dir).unwrap();
-    let wb = Workbench::open(&format!("sqlite://{}", dir.join("wb.db").display()), WorkbenchOptions::default()).await.unwrap();
-    let (user, _) = wb.accounts().create_user("ada@example.com", "correct horse battery staple", Some("default"), Role::Admin).await.unwrap();
-    let who = wb.accounts().principal_for_user(&user.id).await.unwrap().unwrap();
+    let wb = Workbench::open(
+        &format!("sqlite://{}", dir.join("wb.db").display()),
+        WorkbenchOptions::default(),
+    )
+    .await
+    .unwrap();
+    let (user, _) = wb
+        .accounts()
+        .create_user(
+            "ada@example.com",
+            "correct horse battery staple",
+            Some("default"),
+            Role::Admin,
+        )
+        .await
+        .unwrap();
+    let who = wb
+        .accounts()
+        .principal_for_user(&user.id)
+        .await
+        .unwrap()
+        .unwrap();
     let spec = ToolSpec {
         name: ToolName::parse("buggy.tool").unwrap(),
         source: ToolSource::Mcp("mcps_test".into()),
@@ -41,26 +66,65 @@ async fn a_panicking_handler_fails_only_its_own_call() {
         secret_arg: None,
         no_vault_refs: false,
     };
-    wb.engine().catalog().set_source_tools(&who.project_id, "mcp:mcps_test", vec![Tool::new(spec, Arc::new(Panics)).unwrap()]).unwrap();
+    wb.engine()
+        .catalog()
+        .set_source_tools(
+            &who.project_id,
+            "mcp:mcps_test",
+            vec![Tool::new(spec, Arc::new(Panics)).unwrap()],
+        )
+        .unwrap();
     let opts = CallOptions::new(Surface::Rest);
-    let inv = |args: Value| Invocation { tool: "buggy.tool".into(), args };
+    let inv = |args: Value| Invocation {
+        tool: "buggy.tool".into(),
+        args,
+    };
 
-    let out = wb.engine().run(&who, inv(json!({ "panic": true, "token": "tok-123" })), &opts).await;
+    let out = wb
+        .engine()
+        .run(
+            &who,
+            inv(json!({ "panic": true, "token": "tok-123" })),
+            &opts,
+        )
+        .await;
     match &out.result {
         Err(ToolError::Handler { handler_error }) => {
             assert!(handler_error.contains("internal error"), "{handler_error}");
-            assert!(!handler_error.contains("tok-123"), "the panic's text is not shown: {handler_error}");
+            assert!(
+                !handler_error.contains("tok-123"),
+                "the panic's text is not shown: {handler_error}"
+            );
         }
         other => panic!("expected TOOL_ERROR, got {other:?}"),
     }
 
-    let outs = wb.engine().run_batch(&who, vec![inv(json!({ "panic": true })), inv(json!({}))], &opts).await;
-    assert!(matches!(outs[0].result, Err(ToolError::Handler { .. })), "{:?}", outs[0].result);
-    assert_eq!(outs[1].result.as_ref().unwrap(), &json!({ "fine": true }), "the batch's other call ran");
+    let outs = wb
+        .engine()
+        .run_batch(
+            &who,
+            vec![inv(json!({ "panic": true })), inv(json!({}))],
+            &opts,
+        )
+        .await;
+    assert!(
+        matches!(outs[0].result, Err(ToolError::Handler { .. })),
+        "{:?}",
+        outs[0].result
+    );
+    assert_eq!(
+        outs[1].result.as_ref().unwrap(),
+        &json!({ "fine": true }),
+        "the batch's other call ran"
+    );
 
     // Both failures are recorded as finished failures, not left as calls still running.
     wb.flush_records().await;
     let page = wb.audit().page(&who, &Default::default()).await.unwrap();
-    let failed = page.entries.iter().filter(|e| e.tool.as_deref() == Some("buggy.tool") && e.status == "failed").count();
+    let failed = page
+        .entries
+        .iter()
+        .filter(|e| e.tool.as_deref() == Some("buggy.tool") && e.status == "failed")
+        .count();
     assert_eq!(failed, 2, "{:?}", page.entries);
 }

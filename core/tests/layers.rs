@@ -10,15 +10,34 @@ use std::path::{Path, PathBuf};
 /// Bottom first. A module may import only modules that come before it.
 const LAYERS: &[&str] = &[
     // foundation
-    "error", "crypto", "ids", "clock", "args", "store", "auth", "vault", "egress", "metrics", "audit", "metering", "policy", "notify",
+    "error",
+    "crypto",
+    "ids",
+    "clock",
+    "args",
+    "store",
+    "auth",
+    "vault",
+    "egress",
+    "metrics",
+    "audit",
+    "metering",
+    "policy",
+    "notify",
     // tool specs and the handler seam
     "catalog",
     // integrations as data
     "integrations",
     // services over integrations and built-in tools
-    "connections", "oauth", "schedule", "email", "builtin", "upstream",
+    "connections",
+    "oauth",
+    "schedule",
+    "email",
+    "builtin",
+    "upstream",
     // the pipeline, and plugin tools with the app service
-    "engine", "plugins",
+    "engine",
+    "plugins",
     // wiring
     "workbench",
 ];
@@ -41,7 +60,10 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// The module path of a file: `engine/mod.rs` → ["engine"], `engine/batch.rs` → ["engine", "batch"].
 fn module_of(file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(src()).unwrap();
-    let mut parts: Vec<String> = rel.iter().map(|s| s.to_string_lossy().into_owned()).collect();
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
     let last = parts.pop().unwrap();
     let stem = last.trim_end_matches(".rs");
     if stem != "mod" && stem != "lib" {
@@ -82,15 +104,25 @@ fn code_only(src: &str) -> String {
 /// `crate::{a::x, b}` groups.
 fn imports(module: &[String], code: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
-    let words: Vec<&str> = code.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':' || c == '{' || c == ',')).collect();
+    let words: Vec<&str> = code
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':' || c == '{' || c == ','))
+        .collect();
     for w in words {
         for (prefix, base) in [("crate::", Vec::new()), ("super::", parent(module))] {
             let mut rest = w;
             while let Some(at) = rest.find(prefix) {
                 let tail = &rest[at + prefix.len()..];
-                let path_text: String = tail.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
+                let path_text: String = tail
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                    .collect();
                 let mut path = base.clone();
-                path.extend(path_text.split("::").filter(|s| !s.is_empty()).map(str::to_owned));
+                path.extend(
+                    path_text
+                        .split("::")
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned),
+                );
                 out.push(path);
                 rest = &tail[path_text.len()..];
             }
@@ -131,25 +163,46 @@ fn graph() -> Graph {
     rust_files(&src(), &mut files);
     let known: BTreeMap<Vec<String>, String> = files
         .iter()
-        .map(|f| (module_of(f), f.strip_prefix(src()).unwrap().to_string_lossy().into_owned()))
+        .map(|f| {
+            (
+                module_of(f),
+                f.strip_prefix(src())
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+            )
+        })
         .collect();
-    let mut g = Graph { modules: BTreeMap::new(), files: BTreeMap::new() };
+    let mut g = Graph {
+        modules: BTreeMap::new(),
+        files: BTreeMap::new(),
+    };
     for f in &files {
         let module = module_of(f);
-        let name = f.strip_prefix(src()).unwrap().to_string_lossy().into_owned();
+        let name = f
+            .strip_prefix(src())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         let code = code_only(&std::fs::read_to_string(f).unwrap());
         let code = code.split("#[cfg(test)]").next().unwrap_or_default();
         for path in imports(&module, code) {
             let Some(top) = path.first() else { continue };
             if matches!(top.as_str(), "Error" | "Result") {
                 if module.first().is_some_and(|m| m != "error") {
-                    g.modules.entry(module[0].clone()).or_default().insert("error".into());
+                    g.modules
+                        .entry(module[0].clone())
+                        .or_default()
+                        .insert("error".into());
                 }
                 continue;
             }
             if let Some(own) = module.first() {
                 if top != own {
-                    g.modules.entry(own.clone()).or_default().insert(top.clone());
+                    g.modules
+                        .entry(own.clone())
+                        .or_default()
+                        .insert(top.clone());
                 }
             }
             // The deepest file the path names.
@@ -160,7 +213,9 @@ fn graph() -> Graph {
                     break;
                 }
             }
-            let Some((target_module, target_file)) = target else { continue };
+            let Some((target_module, target_file)) = target else {
+                continue;
+            };
             let facade = target_file.ends_with("mod.rs") && module.starts_with(&target_module);
             if target_file != name && !facade && target_file != "lib.rs" {
                 g.files.entry(name.clone()).or_default().insert(target_file);
@@ -171,7 +226,12 @@ fn graph() -> Graph {
 }
 
 fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
-    fn visit(n: &str, edges: &BTreeMap<String, BTreeSet<String>>, state: &mut BTreeMap<String, u8>, stack: &mut Vec<String>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
         state.insert(n.to_owned(), 1);
         stack.push(n.to_owned());
         for m in edges.get(n).into_iter().flatten() {
@@ -211,24 +271,36 @@ fn every_module_imports_only_modules_of_a_lower_layer() {
     let mut problems = Vec::new();
     for (module, deps) in &g.modules {
         let Some(at) = LAYERS.iter().position(|l| l == module) else {
-            problems.push(format!("module {module} is not placed in LAYERS (core/tests/layers.rs and core/README.md)"));
+            problems.push(format!(
+                "module {module} is not placed in LAYERS (core/tests/layers.rs and core/README.md)"
+            ));
             continue;
         };
         for d in deps {
             match LAYERS.iter().position(|l| l == d) {
                 Some(i) if i < at => {}
                 Some(_) => problems.push(format!("{module} imports {d}, which is not below it")),
-                None => problems.push(format!("{module} imports {d}, which is not placed in LAYERS")),
+                None => problems.push(format!(
+                    "{module} imports {d}, which is not placed in LAYERS"
+                )),
             }
         }
     }
-    assert!(problems.is_empty(), "layering broken:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "layering broken:\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
 fn no_import_circle_between_modules_or_files() {
     let g = graph();
-    assert_eq!(find_cycle(&g.modules), None, "an import circle between top-level modules");
+    assert_eq!(
+        find_cycle(&g.modules),
+        None,
+        "an import circle between top-level modules"
+    );
     assert_eq!(find_cycle(&g.files), None, "an import circle between files");
 }
 
@@ -237,14 +309,23 @@ fn the_checker_sees_imports_and_circles() {
     // The checker must find the edges it judges: engine uses catalog and the store.
     let g = graph();
     let engine = &g.modules["engine"];
-    assert!(engine.contains("catalog") && engine.contains("store"), "{engine:?}");
+    assert!(
+        engine.contains("catalog") && engine.contains("store"),
+        "{engine:?}"
+    );
     let mut circle = BTreeMap::new();
     circle.insert("a".to_string(), BTreeSet::from(["b".to_string()]));
     circle.insert("b".to_string(), BTreeSet::from(["a".to_string()]));
     assert!(find_cycle(&circle).is_some());
     // Grouped and `super::` imports are resolved.
-    let paths = imports(&["engine".into(), "compose".into()], "use super::template; use crate::{vault::Vault, store};");
-    assert!(paths.contains(&vec!["engine".to_string(), "template".to_string()]), "{paths:?}");
+    let paths = imports(
+        &["engine".into(), "compose".into()],
+        "use super::template; use crate::{vault::Vault, store};",
+    );
+    assert!(
+        paths.contains(&vec!["engine".to_string(), "template".to_string()]),
+        "{paths:?}"
+    );
     assert!(paths.contains(&vec!["vault".to_string()]), "{paths:?}");
     assert!(paths.contains(&vec!["store".to_string()]), "{paths:?}");
 }

@@ -19,7 +19,8 @@ fn counting_server() -> (String, Arc<AtomicUsize>) {
             let mut stream = stream;
             let mut buf = [0u8; 4096];
             let _ = stream.read(&mut buf);
-            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
         }
     });
     (format!("http://{addr}"), count)
@@ -29,7 +30,14 @@ fn counting_server() -> (String, Arc<AtomicUsize>) {
 async fn proxy_variables_in_the_environment_are_ignored() {
     let (proxy, proxied) = counting_server();
     let (target, direct) = counting_server();
-    for var in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"] {
+    for var in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ] {
         std::env::set_var(var, &proxy);
     }
     let allowance = workbench_core::egress::PrivateAllowance(vec!["127.0.0.1".parse().unwrap()]);
@@ -40,6 +48,14 @@ async fn proxy_variables_in_the_environment_are_ignored() {
         let res = client.get(&url).send().await.unwrap();
         assert_eq!(res.status(), 200);
     }
-    assert_eq!(direct.load(Ordering::SeqCst), 2, "both requests went straight to the target");
-    assert_eq!(proxied.load(Ordering::SeqCst), 0, "the proxy from the environment saw nothing");
+    assert_eq!(
+        direct.load(Ordering::SeqCst),
+        2,
+        "both requests went straight to the target"
+    );
+    assert_eq!(
+        proxied.load(Ordering::SeqCst),
+        0,
+        "the proxy from the environment saw nothing"
+    );
 }

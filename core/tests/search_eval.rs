@@ -29,7 +29,11 @@ const AUC_FLOOR: f64 = 0.55;
 
 fn catalog() -> Vec<ToolSpec> {
     let mut specs = workbench_core::builtin::specs().unwrap();
-    let plugins = workbench_core::plugins::load_integrations(&BTreeMap::new(), &workbench_core::integrations::api_client()).unwrap();
+    let plugins = workbench_core::plugins::load_integrations(
+        &BTreeMap::new(),
+        &workbench_core::integrations::api_client(),
+    )
+    .unwrap();
     for i in plugins.all() {
         specs.extend(i.specs().unwrap());
     }
@@ -46,7 +50,10 @@ struct Bm25 {
 }
 
 fn words(s: &str) -> Vec<String> {
-    s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+    s.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
 }
 
 impl Bm25 {
@@ -67,7 +74,12 @@ impl Bm25 {
             docs.push(tf);
         }
         let avg = lens.iter().sum::<f64>() / lens.len().max(1) as f64;
-        Bm25 { docs, lens, avg, df }
+        Bm25 {
+            docs,
+            lens,
+            avg,
+            df,
+        }
     }
 
     /// (doc, score), best first, at most `limit`.
@@ -131,7 +143,13 @@ fn auc(fits: &[f64], none: &[f64]) -> f64 {
     let mut wins = 0.0;
     for a in fits {
         for b in none {
-            wins += if a > b { 1.0 } else if a == b { 0.5 } else { 0.0 };
+            wins += if a > b {
+                1.0
+            } else if a == b {
+                0.5
+            } else {
+                0.0
+            };
         }
     }
     wins / (fits.len() * none.len()).max(1) as f64
@@ -140,25 +158,51 @@ fn auc(fits: &[f64], none: &[f64]) -> f64 {
 #[test]
 fn search_beats_plain_bm25_on_queries_written_without_seeing_it() {
     let specs = catalog();
-    assert!(specs.len() >= 194 + 9, "the shipped catalog has {} tools", specs.len());
-    let queries: Vec<Query> = serde_json::from_str(include_str!("fixtures/eval_queries.json")).unwrap();
+    assert!(
+        specs.len() >= 194 + 9,
+        "the shipped catalog has {} tools",
+        specs.len()
+    );
+    let queries: Vec<Query> =
+        serde_json::from_str(include_str!("fixtures/eval_queries.json")).unwrap();
     assert!(queries.len() >= 400);
     let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
     for q in &queries {
         for e in &q.expected {
-            assert!(names.contains(&e.as_str()), "{:?} expects {e}, which is not in the catalog", q.query);
+            assert!(
+                names.contains(&e.as_str()),
+                "{:?} expects {e}, which is not in the catalog",
+                q.query
+            );
         }
     }
-    let docs: Vec<SearchDoc> = specs.iter().map(|s| SearchDoc { name: s.name.as_str(), integration: &s.integration, description: &s.description }).collect();
+    let docs: Vec<SearchDoc> = specs
+        .iter()
+        .map(|s| SearchDoc {
+            name: s.name.as_str(),
+            integration: &s.integration,
+            description: &s.description,
+        })
+        .collect();
     let index = SearchIndex::build(&docs);
-    let bm25 = Bm25::new(&specs.iter().map(|s| format!("{} {} {}", s.name, s.integration, s.description)).collect::<Vec<_>>());
+    let bm25 = Bm25::new(
+        &specs
+            .iter()
+            .map(|s| format!("{} {} {}", s.name, s.integration, s.description))
+            .collect::<Vec<_>>(),
+    );
 
     let mut ours: BTreeMap<String, Tally> = BTreeMap::new();
     let mut base: BTreeMap<String, Tally> = BTreeMap::new();
-    let (mut ours_fit, mut ours_none, mut base_fit, mut base_none) = (vec![], vec![], vec![], vec![]);
+    let (mut ours_fit, mut ours_none, mut base_fit, mut base_none) =
+        (vec![], vec![], vec![], vec![]);
     let mut misses = Vec::new();
     for q in &queries {
-        let hits: Vec<(usize, f64)> = index.search(&q.query, 10, |_| true).into_iter().map(|h| (h.doc, h.score as f64)).collect();
+        let hits: Vec<(usize, f64)> = index
+            .search(&q.query, 10, |_| true)
+            .into_iter()
+            .map(|h| (h.doc, h.score as f64))
+            .collect();
         let b = bm25.search(&q.query, 10);
         let top = |h: &[(usize, f64)]| h.first().map_or(0.0, |x| x.1);
         if q.expected.is_empty() {
@@ -168,28 +212,61 @@ fn search_beats_plain_bm25_on_queries_written_without_seeing_it() {
         }
         ours_fit.push(top(&hits));
         base_fit.push(top(&b));
-        let rank = |h: &[(usize, f64)]| h.iter().position(|(d, _)| q.expected.iter().any(|e| e == names[*d]));
+        let rank = |h: &[(usize, f64)]| {
+            h.iter()
+                .position(|(d, _)| q.expected.iter().any(|e| e == names[*d]))
+        };
         let (r, rb) = (rank(&hits), rank(&b));
         for k in ["all", q.kind.as_str()] {
             ours.entry(k.to_owned()).or_default().add(r);
             base.entry(k.to_owned()).or_default().add(rb);
         }
         if r != Some(0) {
-            misses.push(format!("{:?} → {:?} (expected {:?})", q.query, hits.iter().take(3).map(|(d, _)| names[*d]).collect::<Vec<_>>(), q.expected));
+            misses.push(format!(
+                "{:?} → {:?} (expected {:?})",
+                q.query,
+                hits.iter()
+                    .take(3)
+                    .map(|(d, _)| names[*d])
+                    .collect::<Vec<_>>(),
+                q.expected
+            ));
         }
     }
     // BM25 scores are unbounded and ours are in (0, 1]; AUC does not depend on scale.
-    println!("\nsearch eval: {} tools, {} queries ({} with no fitting tool)", specs.len(), queries.len(), ours_none.len());
-    println!("{:<12} {:>4}  {:>8} {:>8} {:>6}   {:>8} {:>8} {:>6}", "kind", "n", "ours@1", "ours@5", "MRR", "bm25@1", "bm25@5", "MRR");
+    println!(
+        "\nsearch eval: {} tools, {} queries ({} with no fitting tool)",
+        specs.len(),
+        queries.len(),
+        ours_none.len()
+    );
+    println!(
+        "{:<12} {:>4}  {:>8} {:>8} {:>6}   {:>8} {:>8} {:>6}",
+        "kind", "n", "ours@1", "ours@5", "MRR", "bm25@1", "bm25@5", "MRR"
+    );
     for (k, t) in &ours {
         let b = base[k];
-        println!("{k:<12} {:>4}  {:>8.3} {:>8.3} {:>6.3}   {:>8.3} {:>8.3} {:>6.3}", t.n, t.r1(), t.r5(), t.mrr(), b.r1(), b.r5(), b.mrr());
+        println!(
+            "{k:<12} {:>4}  {:>8.3} {:>8.3} {:>6.3}   {:>8.3} {:>8.3} {:>6.3}",
+            t.n,
+            t.r1(),
+            t.r5(),
+            t.mrr(),
+            b.r1(),
+            b.r5(),
+            b.mrr()
+        );
     }
     let (ours_auc, base_auc) = (auc(&ours_fit, &ours_none), auc(&base_fit, &base_none));
-    let below = |xs: &[f64], t: f64| xs.iter().filter(|x| **x < t).count() as f64 / xs.len().max(1) as f64;
+    let below =
+        |xs: &[f64], t: f64| xs.iter().filter(|x| **x < t).count() as f64 / xs.len().max(1) as f64;
     println!("no-fit separability (AUC of the top score, fits vs no fit): ours {ours_auc:.3}, bm25 {base_auc:.3}");
     for t in [0.3, 0.4, 0.5] {
-        println!("  ours: top score < {t}: {:.0}% of no-fit queries, {:.0}% of fitting ones", 100.0 * below(&ours_none, t), 100.0 * below(&ours_fit, t));
+        println!(
+            "  ours: top score < {t}: {:.0}% of no-fit queries, {:.0}% of fitting ones",
+            100.0 * below(&ours_none, t),
+            100.0 * below(&ours_fit, t)
+        );
     }
     println!("misses at 1 ({}):", misses.len());
     for m in &misses {
@@ -198,11 +275,31 @@ fn search_beats_plain_bm25_on_queries_written_without_seeing_it() {
     // The seed's own examples.
     let first = |q: &str| names[index.search(q, 1, |_| true)[0].doc];
     assert_eq!(first("create jira issue"), "jira_create_issue");
-    assert!(["email.send", "gmail_send_email"].contains(&first("send email")), "send email → {}", first("send email"));
+    assert!(
+        ["email.send", "gmail_send_email"].contains(&first("send email")),
+        "send email → {}",
+        first("send email")
+    );
     let all = ours["all"];
     let b = base["all"];
-    assert!(all.r1() >= RECALL_AT_1_FLOOR, "recall@1 {:.3} under the floor {RECALL_AT_1_FLOOR}", all.r1());
-    assert!(all.r5() >= RECALL_AT_5_FLOOR, "recall@5 {:.3} under the floor {RECALL_AT_5_FLOOR}", all.r5());
-    assert!(all.mrr() >= b.mrr(), "the ranking (MRR {:.3}) loses to plain BM25 ({:.3})", all.mrr(), b.mrr());
-    assert!(ours_auc >= AUC_FLOOR, "no-fit queries separate worse than before: AUC {ours_auc:.3} (BM25 {base_auc:.3})");
+    assert!(
+        all.r1() >= RECALL_AT_1_FLOOR,
+        "recall@1 {:.3} under the floor {RECALL_AT_1_FLOOR}",
+        all.r1()
+    );
+    assert!(
+        all.r5() >= RECALL_AT_5_FLOOR,
+        "recall@5 {:.3} under the floor {RECALL_AT_5_FLOOR}",
+        all.r5()
+    );
+    assert!(
+        all.mrr() >= b.mrr(),
+        "the ranking (MRR {:.3}) loses to plain BM25 ({:.3})",
+        all.mrr(),
+        b.mrr()
+    );
+    assert!(
+        ours_auc >= AUC_FLOOR,
+        "no-fit queries separate worse than before: AUC {ours_auc:.3} (BM25 {base_auc:.3})"
+    );
 }

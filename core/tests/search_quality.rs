@@ -23,12 +23,18 @@ const RECALL_AT_5_FLOOR: f64 = 0.98;
 
 #[test]
 fn search_recall_meets_the_floors_on_the_dev_set() {
-    let tools: Vec<ToolFixture> = serde_json::from_str(include_str!("fixtures/search_catalog.json")).unwrap();
-    let queries: Vec<QueryFixture> = serde_json::from_str(include_str!("fixtures/search_queries.json")).unwrap();
+    let tools: Vec<ToolFixture> =
+        serde_json::from_str(include_str!("fixtures/search_catalog.json")).unwrap();
+    let queries: Vec<QueryFixture> =
+        serde_json::from_str(include_str!("fixtures/search_queries.json")).unwrap();
     assert!(queries.len() >= 100);
     let docs: Vec<SearchDoc> = tools
         .iter()
-        .map(|t| SearchDoc { name: &t.name, integration: &t.integration, description: &t.description })
+        .map(|t| SearchDoc {
+            name: &t.name,
+            integration: &t.integration,
+            description: &t.description,
+        })
         .collect();
     let index = SearchIndex::build(&docs);
     let (mut at1, mut at5) = (0usize, 0usize);
@@ -43,17 +49,32 @@ fn search_recall_meets_the_floors_on_the_dev_set() {
             }
             Some(_) => {
                 at5 += 1;
-                misses.push(format!("{:?}: expected {} got {:?}", q.query, q.expected, names));
+                misses.push(format!(
+                    "{:?}: expected {} got {:?}",
+                    q.query, q.expected, names
+                ));
             }
-            None => misses.push(format!("{:?}: expected {} (not in top 5) got {:?}", q.query, q.expected, names)),
+            None => misses.push(format!(
+                "{:?}: expected {} (not in top 5) got {:?}",
+                q.query, q.expected, names
+            )),
         }
     }
     let n = queries.len() as f64;
     let (r1, r5) = (at1 as f64 / n, at5 as f64 / n);
-    eprintln!("search dev set: {} queries, recall@1 = {r1:.3}, recall@5 = {r5:.3}", queries.len());
+    eprintln!(
+        "search dev set: {} queries, recall@1 = {r1:.3}, recall@5 = {r5:.3}",
+        queries.len()
+    );
     for m in &misses {
         eprintln!("  miss {m}");
     }
-    assert!(r1 >= RECALL_AT_1_FLOOR, "recall@1 {r1:.3} < {RECALL_AT_1_FLOOR}");
-    assert!(r5 >= RECALL_AT_5_FLOOR, "recall@5 {r5:.3} < {RECALL_AT_5_FLOOR}");
+    assert!(
+        r1 >= RECALL_AT_1_FLOOR,
+        "recall@1 {r1:.3} < {RECALL_AT_1_FLOOR}"
+    );
+    assert!(
+        r5 >= RECALL_AT_5_FLOOR,
+        "recall@5 {r5:.3} < {RECALL_AT_5_FLOOR}"
+    );
 }

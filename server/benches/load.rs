@@ -24,7 +24,10 @@ use workbench_core::{Workbench, WorkbenchOptions};
 use workbench_server::keys::Keys;
 
 fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// CPU seconds (user + system) the process has used, from /proc.
@@ -40,7 +43,12 @@ fn cpu_seconds(pid: u32) -> f64 {
 fn rss_mib(pid: u32) -> (f64, f64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let kib = |field: &str| {
-        status.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0)
+        status
+            .lines()
+            .find(|l| l.starts_with(field))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
     };
     (kib("VmRSS:") / 1024.0, kib("VmHWM:") / 1024.0)
 }
@@ -55,9 +63,19 @@ struct Server {
 }
 
 async fn serve(database_url: &str, data_dir: &std::path::Path) -> Server {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let child = Command::new(env!("CARGO_BIN_EXE_workbench"))
-        .args(["serve", "--database-url", database_url, "--bind", &format!("127.0.0.1:{port}")])
+        .args([
+            "serve",
+            "--database-url",
+            database_url,
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+        ])
         .arg("--data-dir")
         .arg(data_dir)
         .env_remove("WB_DATABASE_URL")
@@ -69,7 +87,12 @@ async fn serve(database_url: &str, data_dir: &std::path::Path) -> Server {
     let base = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::new();
     for _ in 0..300 {
-        if http.get(format!("{base}/healthz")).send().await.is_ok_and(|r| r.status() == 200) {
+        if http
+            .get(format!("{base}/healthz"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == 200)
+        {
             return Server { child, base };
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -78,14 +101,24 @@ async fn serve(database_url: &str, data_dir: &std::path::Path) -> Server {
 }
 
 /// One phase: `calls` requests made by `concurrency` clients; returns per-call latencies (ms).
-async fn drive(calls: usize, concurrency: usize, make: Arc<dyn Fn(usize) -> reqwest::RequestBuilder + Send + Sync>, check: fn(u16, &Value) -> bool) -> (Vec<f64>, Duration) {
+async fn drive(
+    calls: usize,
+    concurrency: usize,
+    make: Arc<dyn Fn(usize) -> reqwest::RequestBuilder + Send + Sync>,
+    check: fn(u16, &Value) -> bool,
+) -> (Vec<f64>, Duration) {
     let next = Arc::new(AtomicUsize::new(0));
     let latencies = Arc::new(Mutex::new(Vec::with_capacity(calls)));
     let failures = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let workers: Vec<_> = (0..concurrency)
         .map(|_| {
-            let (next, latencies, failures, make) = (next.clone(), latencies.clone(), failures.clone(), make.clone());
+            let (next, latencies, failures, make) = (
+                next.clone(),
+                latencies.clone(),
+                failures.clone(),
+                make.clone(),
+            );
             tokio::spawn(async move {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
@@ -139,10 +172,15 @@ async fn count_audit(wb: &Workbench, who: &Principal) -> (usize, usize) {
 }
 
 async fn fresh_postgres() -> String {
-    let server = std::env::var("WB_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    let mut conn = sqlx::PgConnection::connect(&server).await.expect("PostgreSQL reachable");
+    let server = std::env::var("WB_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let mut conn = sqlx::PgConnection::connect(&server)
+        .await
+        .expect("PostgreSQL reachable");
     let name = format!("wbload_{}", std::process::id());
-    workbench_core::store::testing::create_database(&mut conn, &name).await.unwrap();
+    workbench_core::store::testing::create_database(&mut conn, &name)
+        .await
+        .unwrap();
     let mut url = url::Url::parse(&server).unwrap();
     url.set_path(&format!("/{name}"));
     url.to_string()
@@ -157,21 +195,56 @@ async fn run(engine: &str, calls: usize, concurrency: usize) {
     };
     let data_dir = dir.join("data");
     let keys = Keys::load_or_create(&data_dir).unwrap();
-    let wb = Workbench::open(&database_url, WorkbenchOptions { master_keys: keys.master.clone(), ..Default::default() }).await.unwrap();
-    let (user, _) = wb.accounts().create_user("load@example.com", "load password 1", None, Role::Admin).await.unwrap();
-    let admin = wb.accounts().principal_for_user(&user.id).await.unwrap().unwrap();
-    let key = wb.accounts().create_api_key(&admin, "load").await.unwrap().secret.expose().to_owned();
+    let wb = Workbench::open(
+        &database_url,
+        WorkbenchOptions {
+            master_keys: keys.master.clone(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let (user, _) = wb
+        .accounts()
+        .create_user("load@example.com", "load password 1", None, Role::Admin)
+        .await
+        .unwrap();
+    let admin = wb
+        .accounts()
+        .principal_for_user(&user.id)
+        .await
+        .unwrap()
+        .unwrap();
+    let key = wb
+        .accounts()
+        .create_api_key(&admin, "load")
+        .await
+        .unwrap()
+        .secret
+        .expose()
+        .to_owned();
     let server = serve(&database_url, &data_dir).await;
     let pid = server.child.id();
-    let client = reqwest::Client::builder().pool_max_idle_per_host(concurrency).build().unwrap();
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(concurrency)
+        .build()
+        .unwrap();
 
     println!("\n{engine}: {calls} calls per surface at c={concurrency}, tool storage.put (256-byte object)");
-    println!("{:<28} {:>10} {:>9} {:>9} {:>9} {:>12} {:>10}", "surface", "calls/s", "p50 ms", "p99 ms", "max ms", "CPU ms/call", "RSS MiB");
-    let phases: [(&str, Arc<dyn Fn(usize) -> reqwest::RequestBuilder + Send + Sync>, fn(u16, &Value) -> bool); 2] = [
+    println!(
+        "{:<28} {:>10} {:>9} {:>9} {:>9} {:>12} {:>10}",
+        "surface", "calls/s", "p50 ms", "p99 ms", "max ms", "CPU ms/call", "RSS MiB"
+    );
+    let phases: [(
+        &str,
+        Arc<dyn Fn(usize) -> reqwest::RequestBuilder + Send + Sync>,
+        fn(u16, &Value) -> bool,
+    ); 2] = [
         (
             "execute_tools over /mcp",
             {
-                let (client, url, key) = (client.clone(), format!("{}/mcp", server.base), key.clone());
+                let (client, url, key) =
+                    (client.clone(), format!("{}/mcp", server.base), key.clone());
                 Arc::new(move |i| {
                     client.post(&url).bearer_auth(&key).header("accept", "application/json, text/event-stream").json(&json!({
                         "jsonrpc": "2.0", "id": i, "method": "tools/call",
@@ -179,13 +252,22 @@ async fn run(engine: &str, calls: usize, concurrency: usize) {
                     }))
                 })
             },
-            |status, v| status == 200 && v["result"]["structuredContent"]["results"][0]["result"]["size"] == 256,
+            |status, v| {
+                status == 200
+                    && v["result"]["structuredContent"]["results"][0]["result"]["size"] == 256
+            },
         ),
         (
             "POST /v1/tools/invoke",
             {
-                let (client, url, key) = (client.clone(), format!("{}/v1/tools/invoke", server.base), key.clone());
-                Arc::new(move |i| client.post(&url).bearer_auth(&key).json(&json!({ "tool": "storage.put", "arguments": { "key": format!("rest/{i}"), "content": "x".repeat(256) } })))
+                let (client, url, key) = (
+                    client.clone(),
+                    format!("{}/v1/tools/invoke", server.base),
+                    key.clone(),
+                );
+                Arc::new(move |i| {
+                    client.post(&url).bearer_auth(&key).json(&json!({ "tool": "storage.put", "arguments": { "key": format!("rest/{i}"), "content": "x".repeat(256) } }))
+                })
             },
             |status, v| status == 200 && v["result"]["size"] == 256,
         ),
@@ -208,14 +290,26 @@ async fn run(engine: &str, calls: usize, concurrency: usize) {
     let (_, peak) = rss_mib(pid);
     // SIGTERM: the server drains and writes its queued records before it exits.
     let mut child = server.child;
-    assert!(Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
     assert!(child.wait().unwrap().success());
     let (mcp, rest) = count_audit(&wb, &admin).await;
     let today = workbench_core::clock::rfc3339(SystemClock.now_ms())[..10].to_owned();
     let usage = wb.metering().usage(&admin, &today, &today).await.unwrap();
-    let metered: i64 = usage.iter().filter(|r| r.meter == Meter::ToolCall && r.tool == "storage.put").map(|r| r.value).sum();
+    let metered: i64 = usage
+        .iter()
+        .filter(|r| r.meter == Meter::ToolCall && r.tool == "storage.put")
+        .map(|r| r.value)
+        .sum();
     println!("peak RSS {peak:.1} MiB; audit rows: {mcp} mcp + {rest} rest (expected {calls} each); usage tool_call for storage.put: {metered} (expected {})", 2 * calls);
-    assert_eq!((mcp, rest), (calls, calls), "one audit row per call, none lost or duplicated");
+    assert_eq!(
+        (mcp, rest),
+        (calls, calls),
+        "one audit row per call, none lost or duplicated"
+    );
     assert_eq!(metered, 2 * calls as i64, "usage counts every call once");
     wb.db().close().await;
     let _ = std::fs::remove_dir_all(dir);
@@ -228,7 +322,10 @@ async fn main() {
     let concurrency = env_usize("WB_LOAD_CONCURRENCY", 32);
     let engines = std::env::var("WB_LOAD_ENGINES").unwrap_or_else(|_| "sqlite,postgres".into());
     for engine in engines.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        assert!(matches!(engine, "sqlite" | "postgres"), "engines are sqlite and postgres, not {engine}");
+        assert!(
+            matches!(engine, "sqlite" | "postgres"),
+            "engines are sqlite and postgres, not {engine}"
+        );
         run(engine, calls, concurrency).await;
     }
 }

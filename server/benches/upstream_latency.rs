@@ -26,7 +26,12 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
 
 fn rss_mib() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kb: f64 = status.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+    let kb: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
     kb / 1024.0
 }
 
@@ -43,7 +48,11 @@ async fn sequential(label: &str, call: &Call) -> f64 {
     }
     us.sort_by(|a, b| a.total_cmp(b));
     let (p50, p99) = (pct(&us, 0.5), pct(&us, 0.99));
-    println!("{label:<40} p50 {:>7.3} ms   p99 {:>7.3} ms", p50 / 1000.0, p99 / 1000.0);
+    println!(
+        "{label:<40} p50 {:>7.3} ms   p99 {:>7.3} ms",
+        p50 / 1000.0,
+        p99 / 1000.0
+    );
     p50
 }
 
@@ -71,7 +80,10 @@ async fn load(label: &str, call: &Call, concurrency: usize) -> f64 {
         w.await.unwrap();
     }
     let rate = done.load(Ordering::Relaxed) as f64 / LOAD_FOR.as_secs_f64();
-    println!("{label:<40} c={concurrency:<3} {rate:>8.0} calls/s   errors {}", failed.load(Ordering::Relaxed));
+    println!(
+        "{label:<40} c={concurrency:<3} {rate:>8.0} calls/s   errors {}",
+        failed.load(Ordering::Relaxed)
+    );
     rate
 }
 
@@ -83,7 +95,11 @@ async fn main() {
         println!("server-everything is not installed (scripts/setup.sh --with-browser installs it); nothing measured");
         return;
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let _upstream = tokio::process::Command::new("node")
         .arg("--import")
         .arg(end2end.join("upstream/bind-loopback.mjs"))
@@ -96,14 +112,26 @@ async fn main() {
         .spawn()
         .expect("node runs");
     for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let upstream_url = format!("http://127.0.0.1:{port}/mcp");
 
-    let common::Bench { wb, admin, key, addr, dir } = common::start("upstream", |o| o.egress_allow_private = vec!["127.0.0.1".parse().unwrap()]).await;
+    let common::Bench {
+        wb,
+        admin,
+        key,
+        addr,
+        dir,
+    } = common::start("upstream", |o| {
+        o.egress_allow_private = vec!["127.0.0.1".parse().unwrap()]
+    })
+    .await;
     let server = wb
         .upstreams()
         .register(&admin, &json!({ "name": "everything", "url": upstream_url, "tool_prefix": "ev.", "max_concurrency": 64 }))
@@ -112,13 +140,30 @@ async fn main() {
     let idle_rss = rss_mib();
 
     let client = reqwest::Client::new();
-    let session = Arc::new(Session::open(client.clone(), url::Url::parse(&upstream_url).unwrap(), None, Duration::from_secs(30)).await.unwrap());
+    let session = Arc::new(
+        Session::open(
+            client.clone(),
+            url::Url::parse(&upstream_url).unwrap(),
+            None,
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap(),
+    );
     let direct: Call = Arc::new(move |i| {
         let s = session.clone();
         Box::pin(async move {
-            s.request("tools/call", json!({ "name": "echo", "arguments": { "message": format!("m{i}") } }), Duration::from_secs(30))
-                .await
-                .is_ok_and(|r| r["content"][0]["text"].as_str().is_some_and(|t| t.ends_with(&format!("m{i}"))))
+            s.request(
+                "tools/call",
+                json!({ "name": "echo", "arguments": { "message": format!("m{i}") } }),
+                Duration::from_secs(30),
+            )
+            .await
+            .is_ok_and(|r| {
+                r["content"][0]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.ends_with(&format!("m{i}")))
+            })
         })
     });
     let (c1, k1, mcp_url) = (client.clone(), key.clone(), format!("http://{addr}/mcp"));
@@ -126,50 +171,95 @@ async fn main() {
         let (c, k, u) = (c1.clone(), k1.clone(), mcp_url.clone());
         Box::pin(async move {
             let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "execute_tools", "arguments": { "executions": [{ "tool": "ev.echo", "args": { "message": format!("m{i}") } }] } } });
-            let Ok(res) = c.post(&u).bearer_auth(&k).header("accept", "application/json, text/event-stream").json(&body).send().await else { return false };
+            let Ok(res) = c
+                .post(&u)
+                .bearer_auth(&k)
+                .header("accept", "application/json, text/event-stream")
+                .json(&body)
+                .send()
+                .await
+            else {
+                return false;
+            };
             let v: Value = res.json().await.unwrap_or_default();
-            v["result"]["structuredContent"]["results"][0]["result"].as_str().is_some_and(|t| t.ends_with(&format!("m{i}")))
+            v["result"]["structuredContent"]["results"][0]["result"]
+                .as_str()
+                .is_some_and(|t| t.ends_with(&format!("m{i}")))
         })
     });
-    let (c2, k2, rest_url) = (client.clone(), key.clone(), format!("http://{addr}/v1/tools/invoke"));
+    let (c2, k2, rest_url) = (
+        client.clone(),
+        key.clone(),
+        format!("http://{addr}/v1/tools/invoke"),
+    );
     let via_rest: Call = Arc::new(move |i| {
         let (c, k, u) = (c2.clone(), k2.clone(), rest_url.clone());
         Box::pin(async move {
             let body = json!({ "tool": "ev.echo", "arguments": { "message": format!("m{i}") } });
-            let Ok(res) = c.post(&u).bearer_auth(&k).json(&body).send().await else { return false };
+            let Ok(res) = c.post(&u).bearer_auth(&k).json(&body).send().await else {
+                return false;
+            };
             let v: Value = res.json().await.unwrap_or_default();
-            v["result"].as_str().is_some_and(|t| t.ends_with(&format!("m{i}")))
+            v["result"]
+                .as_str()
+                .is_some_and(|t| t.ends_with(&format!("m{i}")))
         })
     });
 
-    println!("server-everything echo on loopback; workbench on SQLite; sequential, {CALLS} calls each:");
+    println!(
+        "server-everything echo on loopback; workbench on SQLite; sequential, {CALLS} calls each:"
+    );
     let d = sequential("direct tools/call", &direct).await;
     let m = sequential("execute_tools over workbench /mcp", &via_mcp).await;
     let r = sequential("POST /v1/tools/invoke", &via_rest).await;
-    println!("added p50: /mcp {:.3} ms, REST {:.3} ms", (m - d) / 1000.0, (r - d) / 1000.0);
+    println!(
+        "added p50: /mcp {:.3} ms, REST {:.3} ms",
+        (m - d) / 1000.0,
+        (r - d) / 1000.0
+    );
     println!("closed-loop throughput, {} s each:", LOAD_FOR.as_secs());
     for c in [8, 32] {
         let td = load("direct tools/call", &direct, c).await;
         let tm = load("execute_tools over workbench /mcp", &via_mcp, c).await;
         let tr = load("POST /v1/tools/invoke", &via_rest, c).await;
-        println!("ratio to direct at c={c}: /mcp {:.2}, REST {:.2}", tm / td, tr / td);
+        println!(
+            "ratio to direct at c={c}: /mcp {:.2}, REST {:.2}",
+            tm / td,
+            tr / td
+        );
     }
     println!("RSS of this process (workbench + load client): idle {idle_rss:.1} MiB, after load {:.1} MiB", rss_mib());
 
     // server-everything's echo carries no readOnlyHint, so it counts as `write` and its audit
     // row is written before each call (fail closed). The same with an admin's override to
     // `none`, the path of read-only upstream tools:
-    wb.upstreams().set_side_effects(&admin, &server.id, "echo", Some(workbench_core::catalog::SideEffects::None)).await.expect("override");
+    wb.upstreams()
+        .set_side_effects(
+            &admin,
+            &server.id,
+            "echo",
+            Some(workbench_core::catalog::SideEffects::None),
+        )
+        .await
+        .expect("override");
     println!("echo overridden to side_effects none; sequential, {CALLS} calls each:");
     let d = sequential("direct tools/call", &direct).await;
     let m = sequential("execute_tools over workbench /mcp", &via_mcp).await;
     let r = sequential("POST /v1/tools/invoke", &via_rest).await;
-    println!("added p50: /mcp {:.3} ms, REST {:.3} ms", (m - d) / 1000.0, (r - d) / 1000.0);
+    println!(
+        "added p50: /mcp {:.3} ms, REST {:.3} ms",
+        (m - d) / 1000.0,
+        (r - d) / 1000.0
+    );
     for c in [8, 32] {
         let td = load("direct tools/call", &direct, c).await;
         let tm = load("execute_tools over workbench /mcp", &via_mcp, c).await;
         let tr = load("POST /v1/tools/invoke", &via_rest, c).await;
-        println!("ratio to direct at c={c}: /mcp {:.2}, REST {:.2}", tm / td, tr / td);
+        println!(
+            "ratio to direct at c={c}: /mcp {:.2}, REST {:.2}",
+            tm / td,
+            tr / td
+        );
     }
     let _ = std::fs::remove_dir_all(dir);
 }

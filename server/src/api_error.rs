@@ -21,7 +21,12 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into(), meta: json!({}) }
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            meta: json!({}),
+        }
     }
 
     pub fn with_meta(mut self, meta: Value) -> Self {
@@ -85,17 +90,29 @@ impl From<Error> for ApiError {
             Error::Db(e) => match e.unavailable_reason() {
                 Some(reason) => {
                     tracing::error!(error = %e, "database unavailable");
-                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", format!("service unavailable: {reason}; try again shortly"))
-                        .with_meta(json!({ "retry_after": DB_RETRY_AFTER_SECS }))
+                    ApiError::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "unavailable",
+                        format!("service unavailable: {reason}; try again shortly"),
+                    )
+                    .with_meta(json!({ "retry_after": DB_RETRY_AFTER_SECS }))
                 }
                 None => {
                     tracing::error!(error = %e, "database error");
-                    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error")
+                    ApiError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "internal_error",
+                        "internal error",
+                    )
                 }
             },
             Error::Internal(detail) => {
                 tracing::error!(%detail, "internal error");
-                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error")
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal_error",
+                    "internal error",
+                )
             }
         }
     }
@@ -127,11 +144,18 @@ pub fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Respons
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a non-text panic".to_owned());
     tracing::error!(%detail, "request handler panicked");
-    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error").into_response()
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal_error",
+        "internal error",
+    )
+    .into_response()
 }
 
 /// The layer that turns a handler's panic into [`panic_response`].
-pub fn catch_panics() -> tower_http::catch_panic::CatchPanicLayer<fn(Box<dyn std::any::Any + Send + 'static>) -> Response> {
+pub fn catch_panics(
+) -> tower_http::catch_panic::CatchPanicLayer<fn(Box<dyn std::any::Any + Send + 'static>) -> Response>
+{
     tower_http::catch_panic::CatchPanicLayer::custom(panic_response as fn(_) -> Response)
 }
 
@@ -145,21 +169,48 @@ mod tests {
     #[tokio::test]
     async fn a_panicking_handler_answers_the_internal_error_shape_without_its_message() {
         let app = Router::new()
-            .route("/boom", get(|| async {
-                if true {
-                    panic!("secret-ish detail 42");
-                }
-                "unreachable"
-            }))
+            .route(
+                "/boom",
+                get(|| async {
+                    if true {
+                        panic!("secret-ish detail 42");
+                    }
+                    "unreachable"
+                }),
+            )
             .route("/fine", get(|| async { "ok" }))
             .layer(super::catch_panics());
-        let res = app.clone().oneshot(axum::http::Request::get("/boom").body(Body::empty()).unwrap()).await.unwrap();
+        let res = app
+            .clone()
+            .oneshot(
+                axum::http::Request::get("/boom")
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
         assert_eq!(res.status(), 500);
-        let body = axum::body::to_bytes(res.into_body(), 1 << 16).await.unwrap();
+        let body = axum::body::to_bytes(res.into_body(), 1 << 16)
+            .await
+            .unwrap();
         let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(json["error"]["code"], "internal_error", "{json}");
-        assert!(!String::from_utf8_lossy(&body).contains("42"), "the panic message stays in the log");
-        let res = app.oneshot(axum::http::Request::get("/fine").body(Body::empty()).unwrap()).await.unwrap();
-        assert_eq!(res.status(), 200, "the service keeps answering after a panic");
+        assert!(
+            !String::from_utf8_lossy(&body).contains("42"),
+            "the panic message stays in the log"
+        );
+        let res = app
+            .oneshot(
+                axum::http::Request::get("/fine")
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status(),
+            200,
+            "the service keeps answering after a panic"
+        );
     }
 }

@@ -28,7 +28,11 @@ pub enum CliError {
     Config(#[from] ConfigError),
     /// `serve` cannot bind its address.
     #[error("cannot listen on {addr}: {source}")]
-    Listen { addr: std::net::SocketAddr, #[source] source: std::io::Error },
+    Listen {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
     /// `create-user` cannot read standard input.
     #[error("cannot read the password from standard input: {0}")]
     ReadPassword(#[source] std::io::Error),
@@ -148,7 +152,11 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Serve(args)) => Some(args),
         Some(_) => None,
     }
-    .and_then(|args| crate::config::otlp_traces_endpoint(args, |k| std::env::var(k).ok()).ok().flatten());
+    .and_then(|args| {
+        crate::config::otlp_traces_endpoint(args, |k| std::env::var(k).ok())
+            .ok()
+            .flatten()
+    });
     let telemetry = crate::telemetry::init(cli.log_format, traces.as_ref(), runtime.handle());
     let result = runtime.block_on(async move {
         match cli.command {
@@ -196,7 +204,13 @@ fn read_password_stdin() -> Result<String, CliError> {
 
 async fn admin(cmd: AdminCommand) -> Result<(), CliError> {
     match cmd {
-        AdminCommand::CreateUser { db, email, password_stdin: _, admin, project } => {
+        AdminCommand::CreateUser {
+            db,
+            email,
+            password_stdin: _,
+            admin,
+            project,
+        } => {
             let password = read_password_stdin()?;
             let wb = open(&db).await?;
             let role = if admin { Role::Admin } else { Role::Member };
@@ -215,8 +229,14 @@ async fn admin(cmd: AdminCommand) -> Result<(), CliError> {
         }
         AdminCommand::RotateMasterKey { db, data_dir } => {
             let keys = crate::keys::Keys::load_or_create(&data_dir)?;
-            let wb = Workbench::open(&db.database_url, WorkbenchOptions { master_keys: keys.master.clone(), ..WorkbenchOptions::default() })
-                .await?;
+            let wb = Workbench::open(
+                &db.database_url,
+                WorkbenchOptions {
+                    master_keys: keys.master.clone(),
+                    ..WorkbenchOptions::default()
+                },
+            )
+            .await?;
             // First finish anything an interrupted rotation left on older versions.
             let resumed = wb.vault().reseal_all().await?;
             let resumed_conns = wb.connections().reseal_all().await?;
@@ -242,12 +262,23 @@ async fn admin(cmd: AdminCommand) -> Result<(), CliError> {
         AdminCommand::Backup { db, to } => {
             let db = Db::connect(&db.database_url).await?;
             let bytes = workbench_core::store::backup::sqlite_copy(&db, &to).await?;
-            eprintln!("workbench: wrote a consistent copy of the database to {} ({bytes} bytes)", to.display());
+            eprintln!(
+                "workbench: wrote a consistent copy of the database to {} ({bytes} bytes)",
+                to.display()
+            );
             Ok(())
         }
-        AdminCommand::CreateApiKey { db, email, name, policy } => {
+        AdminCommand::CreateApiKey {
+            db,
+            email,
+            name,
+            policy,
+        } => {
             let wb = open(&db).await?;
-            let key = wb.accounts().create_api_key_for_email(&email, &name, policy.as_deref()).await?;
+            let key = wb
+                .accounts()
+                .create_api_key_for_email(&email, &name, policy.as_deref())
+                .await?;
             println!("{}", key.secret.expose());
             Ok(())
         }

@@ -139,14 +139,21 @@ pub enum ConfigError {
     TwoSearchProviders,
     /// A search provider URL that search.web could never reach.
     #[error("invalid {flag} {url}: {reason}")]
-    SearchProviderUrl { flag: &'static str, url: Url, reason: String },
+    SearchProviderUrl {
+        flag: &'static str,
+        url: Url,
+        reason: String,
+    },
     /// An SMTP URL email.send could never use (the reason never repeats its password).
     #[error("invalid --smtp-url (WB_SMTP_URL): {0}")]
     SmtpUrl(String),
     /// An OTLP endpoint traces could never be sent to (the value is not repeated: it may be
     /// mistyped with a credential in it).
     #[error("invalid {source_name}: {reason}")]
-    OtlpEndpoint { source_name: &'static str, reason: String },
+    OtlpEndpoint {
+        source_name: &'static str,
+        reason: String,
+    },
 }
 
 /// Where traces are exported, if anywhere: `--otlp-endpoint` / `WB_OTLP_ENDPOINT` (a collector's
@@ -154,7 +161,10 @@ pub enum ConfigError {
 /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as is), else `OTEL_EXPORTER_OTLP_ENDPOINT` (a base
 /// URL). `var` reads the environment. The URL must be http(s) with a host and no credentials
 /// (headers go in `OTEL_EXPORTER_OTLP_HEADERS`).
-pub fn otlp_traces_endpoint(args: &ServeArgs, var: impl Fn(&str) -> Option<String>) -> Result<Option<Url>, ConfigError> {
+pub fn otlp_traces_endpoint(
+    args: &ServeArgs,
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<Option<Url>, ConfigError> {
     let set = |v: Option<String>| v.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
     let (source_name, value, base) = if let Some(v) = set(args.otlp_endpoint.clone()) {
         ("--otlp-endpoint (WB_OTLP_ENDPOINT)", v, true)
@@ -165,13 +175,20 @@ pub fn otlp_traces_endpoint(args: &ServeArgs, var: impl Fn(&str) -> Option<Strin
     } else {
         return Ok(None);
     };
-    let bad = |reason: &str| ConfigError::OtlpEndpoint { source_name, reason: reason.to_owned() };
-    let mut url = Url::parse(&value).map_err(|_| bad("not a URL; expected http(s)://host[:port], e.g. http://otel-collector:4318"))?;
+    let bad = |reason: &str| ConfigError::OtlpEndpoint {
+        source_name,
+        reason: reason.to_owned(),
+    };
+    let mut url = Url::parse(&value).map_err(|_| {
+        bad("not a URL; expected http(s)://host[:port], e.g. http://otel-collector:4318")
+    })?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
         return Err(bad("expected http(s)://host[:port] of an OTLP/HTTP collector, e.g. http://otel-collector:4318"));
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(bad("credentials do not belong in the url; put them in OTEL_EXPORTER_OTLP_HEADERS"));
+        return Err(bad(
+            "credentials do not belong in the url; put them in OTEL_EXPORTER_OTLP_HEADERS",
+        ));
     }
     if base && !url.path().trim_end_matches('/').ends_with("/v1/traces") {
         let path = format!("{}/v1/traces", url.path().trim_end_matches('/'));
@@ -220,9 +237,15 @@ pub struct ServerConfig {
 
 /// The search provider the flags select, checked the way search.web will use it: an
 /// http(s) URL with a host, no credentials in it, and not an address the egress rules refuse.
-fn web_search(args: &ServeArgs) -> Result<Option<workbench_core::builtin::SearchProvider>, ConfigError> {
+fn web_search(
+    args: &ServeArgs,
+) -> Result<Option<workbench_core::builtin::SearchProvider>, ConfigError> {
     use workbench_core::builtin::SearchProvider;
-    let key = args.brave_search_api_key.as_deref().map(str::trim).filter(|k| !k.is_empty());
+    let key = args
+        .brave_search_api_key
+        .as_deref()
+        .map(str::trim)
+        .filter(|k| !k.is_empty());
     let (flag, url) = match (&args.searxng_url, key) {
         (Some(_), Some(_)) => return Err(ConfigError::TwoSearchProviders),
         (None, None) => return Ok(None),
@@ -233,7 +256,11 @@ fn web_search(args: &ServeArgs) -> Result<Option<workbench_core::builtin::Search
         let mut shown = url.clone();
         let _ = shown.set_username("");
         let _ = shown.set_password(None);
-        ConfigError::SearchProviderUrl { flag, url: shown, reason }
+        ConfigError::SearchProviderUrl {
+            flag,
+            url: shown,
+            reason,
+        }
     };
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
         return Err(bad("expected http(s)://host[:port][/path]".into()));
@@ -243,7 +270,9 @@ fn web_search(args: &ServeArgs) -> Result<Option<workbench_core::builtin::Search
     }
     let allowance = workbench_core::egress::PrivateAllowance(args.egress_allow_private.clone());
     if let Some(reason) = allowance.check_url_host(url) {
-        return Err(bad(format!("{reason}; add its address to --egress-allow-private to allow it")));
+        return Err(bad(format!(
+            "{reason}; add its address to --egress-allow-private to allow it"
+        )));
     }
     Ok(Some(match key {
         Some(k) => SearchProvider::brave(url.clone(), k.to_owned()),
@@ -274,7 +303,9 @@ impl ServerConfig {
         let mut problems: Vec<ConfigError> = Vec::new();
         let public_url = match &args.public_url {
             Some(u) => Ok(u.clone()),
-            None => Url::parse(&format!("http://{}", args.bind)).map_err(ConfigError::DerivePublicUrl),
+            None => {
+                Url::parse(&format!("http://{}", args.bind)).map_err(ConfigError::DerivePublicUrl)
+            }
         }
         .and_then(|u| match u.scheme() {
             "http" | "https" if u.host_str().is_some() => Ok(u),
@@ -285,20 +316,43 @@ impl ServerConfig {
             Some(u) => Ok(u.clone()),
             None => std::path::absolute(args.data_dir.join("objects"))
                 .map_err(ConfigError::ResolveDataDir)
-                .and_then(|dir| Url::from_directory_path(&dir).map(|u| u.to_string()).map_err(|_| ConfigError::ObjectStoreDir { dir: dir.clone() })),
+                .and_then(|dir| {
+                    Url::from_directory_path(&dir)
+                        .map(|u| u.to_string())
+                        .map_err(|_| ConfigError::ObjectStoreDir { dir: dir.clone() })
+                }),
         };
         let object_store_url = keep(&mut problems, object_store_url);
         let web_search = keep(&mut problems, web_search(args)).flatten();
-        let smtp = match args.smtp_url.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
-            Some(u) => keep(&mut problems, workbench_core::email::SmtpUrl::parse(u).map_err(ConfigError::SmtpUrl)),
+        let smtp = match args
+            .smtp_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+        {
+            Some(u) => keep(
+                &mut problems,
+                workbench_core::email::SmtpUrl::parse(u).map_err(ConfigError::SmtpUrl),
+            ),
             None => None,
         };
-        let metrics_token = match args.metrics_token.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-            Some(t) if t.chars().count() < 16 => keep(&mut problems, Err(ConfigError::MetricsToken)),
+        let metrics_token = match args
+            .metrics_token
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
+            Some(t) if t.chars().count() < 16 => {
+                keep(&mut problems, Err(ConfigError::MetricsToken))
+            }
             Some(t) => Some(t.to_owned()),
             None => None,
         };
-        let otlp_traces_endpoint = keep(&mut problems, otlp_traces_endpoint(args, |k| std::env::var(k).ok())).flatten();
+        let otlp_traces_endpoint = keep(
+            &mut problems,
+            otlp_traces_endpoint(args, |k| std::env::var(k).ok()),
+        )
+        .flatten();
         let (Some(public_url), Some(object_store_url)) = (public_url, object_store_url) else {
             return Err(ConfigError::all(problems));
         };
@@ -306,16 +360,26 @@ impl ServerConfig {
             return Err(ConfigError::all(problems));
         }
         let public_origin = public_url.origin().ascii_serialization();
-        let mut allowed_hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+        let mut allowed_hosts: Vec<String> =
+            vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
         if let Some(h) = public_url.host_str() {
             allowed_hosts.push(h.trim_start_matches('[').trim_end_matches(']').to_owned());
         }
-        allowed_hosts.extend(args.allowed_hosts.iter().map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()));
+        allowed_hosts.extend(
+            args.allowed_hosts
+                .iter()
+                .map(|h| h.trim().to_owned())
+                .filter(|h| !h.is_empty()),
+        );
         Ok(ServerConfig {
             metrics_token,
             otlp_traces_endpoint,
             web_search,
-            email: workbench_core::email::EmailSettings { smtp, dns_server: args.dns_resolver, hourly_limit: args.email_hourly_limit },
+            email: workbench_core::email::EmailSettings {
+                smtp,
+                dns_server: args.dns_resolver,
+                hourly_limit: args.email_hourly_limit,
+            },
             callback_worker: true,
             object_store_url,
             egress_allow_private: args.egress_allow_private.clone(),

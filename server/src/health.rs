@@ -16,7 +16,12 @@ pub async fn healthz() -> Json<Value> {
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     let audit_write_failures = state.wb.engine().audit_write_failures();
     if state.wb.db().ping().await {
-        (StatusCode::OK, Json(json!({ "status": "ok", "database": "ok", "audit_write_failures": audit_write_failures })))
+        (
+            StatusCode::OK,
+            Json(
+                json!({ "status": "ok", "database": "ok", "audit_write_failures": audit_write_failures }),
+            ),
+        )
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,

@@ -44,16 +44,32 @@ pub const MASTER_KEY_FILE: &str = "master.key";
 pub enum KeyError {
     /// An existing key file cannot be read.
     #[error("cannot read key file {}: {source}", path.display())]
-    ReadKeyFile { path: PathBuf, #[source] source: io::Error },
+    ReadKeyFile {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     /// A new key file cannot be created.
     #[error("cannot create key file {}: {source}", path.display())]
-    CreateKeyFile { path: PathBuf, #[source] source: io::Error },
+    CreateKeyFile {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     /// A new key file was created but its key cannot be written.
     #[error("cannot write key file {}: {source}", path.display())]
-    WriteKeyFile { path: PathBuf, #[source] source: io::Error },
+    WriteKeyFile {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     /// The data directory is missing and cannot be created (mode 0700).
     #[error("cannot create data directory {}: {source}", path.display())]
-    CreateDataDir { path: PathBuf, #[source] source: io::Error },
+    CreateDataDir {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     /// The operating system has no randomness for a new key. (`getrandom::Error` is not marked
     /// as the source: it implements `std::error::Error` only with getrandom's `std` feature.)
     #[error("no randomness for a new key: {0}")]
@@ -73,19 +89,34 @@ pub enum KeyError {
     RotateFromEnv,
     /// Rotation cannot read the master key file.
     #[error("cannot read {}: {source}", path.display())]
-    RotateRead { path: PathBuf, #[source] source: io::Error },
+    RotateRead {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     /// Rotation cannot create or write the temporary file with the new ring.
     #[error("cannot write {}: {source}", path.display())]
-    RotateWrite { path: PathBuf, #[source] source: io::Error },
+    RotateWrite {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     /// Rotation cannot move the new ring over the master key file.
     #[error("cannot replace {}: {source}", path.display())]
-    RotateReplace { path: PathBuf, #[source] source: io::Error },
+    RotateReplace {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 impl Keys {
     /// Loads both keys, creating missing key files.
     pub fn load_or_create(data_dir: &Path) -> Result<Keys, KeyError> {
-        let master = match std::env::var("WB_MASTER_KEY").ok().filter(|v| !v.trim().is_empty()) {
+        let master = match std::env::var("WB_MASTER_KEY")
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+        {
             Some(v) => parse_keyring(&v, "WB_MASTER_KEY")?,
             None => {
                 ensure_private_dir(data_dir)?;
@@ -93,12 +124,17 @@ impl Keys {
                 if !path.exists() {
                     create_key_file(&path)?;
                 }
-                let text = fs::read_to_string(&path)
-                    .map_err(|source| KeyError::ReadKeyFile { path: path.clone(), source })?;
+                let text = fs::read_to_string(&path).map_err(|source| KeyError::ReadKeyFile {
+                    path: path.clone(),
+                    source,
+                })?;
                 parse_keyring(&text, &path.display().to_string())?
             }
         };
-        Ok(Keys { master, jwt: load_one(data_dir, "WB_JWT_KEY", "jwt.key")? })
+        Ok(Keys {
+            master,
+            jwt: load_one(data_dir, "WB_JWT_KEY", "jwt.key")?,
+        })
     }
 }
 
@@ -106,11 +142,17 @@ impl Keys {
 /// the new ring. Refused when the keys come from `WB_MASTER_KEY`: the operator adds the version
 /// there (`1:<old>,2:<new>`) and restarts.
 pub fn add_master_key_version(data_dir: &Path) -> Result<KeyRing, KeyError> {
-    if std::env::var("WB_MASTER_KEY").ok().is_some_and(|v| !v.trim().is_empty()) {
+    if std::env::var("WB_MASTER_KEY")
+        .ok()
+        .is_some_and(|v| !v.trim().is_empty())
+    {
         return Err(KeyError::RotateFromEnv);
     }
     let path = data_dir.join(MASTER_KEY_FILE);
-    let text = fs::read_to_string(&path).map_err(|source| KeyError::RotateRead { path: path.clone(), source })?;
+    let text = fs::read_to_string(&path).map_err(|source| KeyError::RotateRead {
+        path: path.clone(),
+        source,
+    })?;
     let mut ring = parse_keyring(&text, &path.display().to_string())?;
     let next = ring.current_version().unwrap_or(0) + 1;
     ring.insert(next, MasterKey::generate());
@@ -122,10 +164,16 @@ pub fn add_master_key_version(data_dir: &Path) -> Result<KeyRing, KeyError> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let mut f = options.open(&tmp).map_err(|source| KeyError::RotateWrite { path: tmp.clone(), source })?;
+    let mut f = options.open(&tmp).map_err(|source| KeyError::RotateWrite {
+        path: tmp.clone(),
+        source,
+    })?;
     f.write_all(format_keyring(&ring).as_bytes())
         .and_then(|_| f.sync_all())
-        .map_err(|source| KeyError::RotateWrite { path: tmp.clone(), source })?;
+        .map_err(|source| KeyError::RotateWrite {
+            path: tmp.clone(),
+            source,
+        })?;
     fs::rename(&tmp, &path).map_err(|source| KeyError::RotateReplace { path, source })?;
     Ok(ring)
 }
@@ -134,10 +182,12 @@ fn decode(text: &str, origin: &str) -> Result<SecretKey, KeyError> {
     // The decoder's own error is dropped on purpose: it quotes the offending key byte.
     let raw = STANDARD
         .decode(text.trim())
-        .map_err(|_| KeyError::NotBase64 { origin: origin.to_owned() })?;
-    let bytes: [u8; KEY_BYTES] = raw
-        .try_into()
-        .map_err(|_| KeyError::WrongLength { origin: origin.to_owned() })?;
+        .map_err(|_| KeyError::NotBase64 {
+            origin: origin.to_owned(),
+        })?;
+    let bytes: [u8; KEY_BYTES] = raw.try_into().map_err(|_| KeyError::WrongLength {
+        origin: origin.to_owned(),
+    })?;
     Ok(SecretKey(bytes))
 }
 
@@ -169,7 +219,10 @@ fn ensure_private_dir(dir: &Path) -> Result<(), KeyError> {
     }
     builder
         .create(dir)
-        .map_err(|source| KeyError::CreateDataDir { path: dir.to_path_buf(), source })
+        .map_err(|source| KeyError::CreateDataDir {
+            path: dir.to_path_buf(),
+            source,
+        })
 }
 
 fn create_key_file(path: &Path) -> Result<SecretKey, KeyError> {
@@ -186,17 +239,25 @@ fn create_key_file(path: &Path) -> Result<SecretKey, KeyError> {
         Ok(mut f) => {
             f.write_all(STANDARD.encode(bytes).as_bytes())
                 .and_then(|_| f.sync_all())
-                .map_err(|source| KeyError::WriteKeyFile { path: path.to_path_buf(), source })?;
+                .map_err(|source| KeyError::WriteKeyFile {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
             tracing::info!(path = %path.display(), "created key file");
             Ok(SecretKey(bytes))
         }
         // Another process created it first: use theirs.
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let text = fs::read_to_string(path)
-                .map_err(|source| KeyError::ReadKeyFile { path: path.to_path_buf(), source })?;
+            let text = fs::read_to_string(path).map_err(|source| KeyError::ReadKeyFile {
+                path: path.to_path_buf(),
+                source,
+            })?;
             decode(&text, &path.display().to_string())
         }
-        Err(source) => Err(KeyError::CreateKeyFile { path: path.to_path_buf(), source }),
+        Err(source) => Err(KeyError::CreateKeyFile {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 
@@ -206,22 +267,36 @@ mod tests {
 
     #[test]
     fn key_files_are_created_private_and_reused() {
-        let dir = std::env::temp_dir().join(format!("wb-keys-{}", workbench_core::crypto::random_base62(8)));
+        let dir = std::env::temp_dir().join(format!(
+            "wb-keys-{}",
+            workbench_core::crypto::random_base62(8)
+        ));
         let a = Keys::load_or_create(&dir).unwrap();
         let b = Keys::load_or_create(&dir).unwrap();
         assert_eq!(a.jwt.bytes(), b.jwt.bytes());
         assert_eq!(a.master.current_version(), Some(1));
         let sealed = a.master.seal("p", "n", b"value!").unwrap();
-        assert_eq!(&*b.master.open("p", "n", &sealed).unwrap(), b"value!", "the same master key is reused");
+        assert_eq!(
+            &*b.master.open("p", "n", &sealed).unwrap(),
+            b"value!",
+            "the same master key is reused"
+        );
         let rotated = add_master_key_version(&dir).unwrap();
         assert_eq!(rotated.current_version(), Some(2));
         let c = Keys::load_or_create(&dir).unwrap();
         assert_eq!(c.master.current_version(), Some(2));
-        assert_eq!(&*c.master.open("p", "n", &sealed).unwrap(), b"value!", "old versions stay readable");
+        assert_eq!(
+            &*c.master.open("p", "n", &sealed).unwrap(),
+            b"value!",
+            "old versions stay readable"
+        );
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = fs::metadata(dir.join("master.key")).unwrap().permissions().mode();
+            let mode = fs::metadata(dir.join("master.key"))
+                .unwrap()
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o600);
             let dmode = fs::metadata(&dir).unwrap().permissions().mode();
             assert_eq!(dmode & 0o777, 0o700);
@@ -234,14 +309,27 @@ mod tests {
     fn malformed_keys_are_refused_with_a_clear_message() {
         let err = decode("not base64!!", "WB_MASTER_KEY").unwrap_err();
         assert!(matches!(err, KeyError::NotBase64 { .. }), "{err:?}");
-        assert_eq!(err.to_string(), "WB_MASTER_KEY is not valid base64; expected 32 random bytes in base64");
+        assert_eq!(
+            err.to_string(),
+            "WB_MASTER_KEY is not valid base64; expected 32 random bytes in base64"
+        );
         let short = STANDARD.encode([1u8; 16]);
         let err = decode(&short, "WB_JWT_KEY").unwrap_err();
         assert!(matches!(err, KeyError::WrongLength { .. }), "{err:?}");
-        assert_eq!(err.to_string(), "WB_JWT_KEY must decode to exactly 32 bytes");
+        assert_eq!(
+            err.to_string(),
+            "WB_JWT_KEY must decode to exactly 32 bytes"
+        );
         assert!(!format!("{err:?}").contains(&short));
         let err = Keys::load_or_create(Path::new("/dev/null/wb")).unwrap_err();
-        assert!(err.to_string().starts_with("cannot create data directory /dev/null/wb: "), "{err}");
-        assert!(std::error::Error::source(&err).is_some(), "the io::Error is the source");
+        assert!(
+            err.to_string()
+                .starts_with("cannot create data directory /dev/null/wb: "),
+            "{err}"
+        );
+        assert!(
+            std::error::Error::source(&err).is_some(),
+            "the io::Error is the source"
+        );
     }
 }

@@ -20,9 +20,9 @@ pub mod portal;
 pub mod proxy;
 mod request_id;
 pub mod routes;
-mod unread_body;
 pub mod state;
 pub mod telemetry;
+mod unread_body;
 pub mod v1;
 
 use std::future::{Future, IntoFuture};
@@ -49,7 +49,10 @@ pub fn router(state: AppState) -> Router {
         .merge(mcp_oauth::routes())
         .merge(proxy::routes())
         .merge(portal::routes(&state))
-        .layer(middleware::from_fn_with_state(state.clone(), client_ip::layer))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            client_ip::layer,
+        ))
         .layer(api_error::catch_panics())
         .layer(middleware::from_fn(unread_body::layer))
         .layer(middleware::from_fn(request_id::layer))
@@ -76,8 +79,20 @@ pub fn router(state: AppState) -> Router {
 pub fn health_routes(state: &AppState) -> routes::Routes {
     use workbench_core::auth::Operation;
     routes::Routes::new(state)
-        .add(axum::http::Method::GET, "/healthz", routes::Credential::None, Operation::Health, health::healthz)
-        .add(axum::http::Method::GET, "/readyz", routes::Credential::None, Operation::Health, health::readyz)
+        .add(
+            axum::http::Method::GET,
+            "/healthz",
+            routes::Credential::None,
+            Operation::Health,
+            health::healthz,
+        )
+        .add(
+            axum::http::Method::GET,
+            "/readyz",
+            routes::Credential::None,
+            Operation::Health,
+            health::readyz,
+        )
 }
 
 /// How long in-flight requests get to finish after a shutdown signal.
@@ -111,7 +126,9 @@ pub async fn serve(
         let _ = signalled.send(());
     };
     let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
-    let server = axum::serve(listener, app).with_graceful_shutdown(graceful).into_future();
+    let server = axum::serve(listener, app)
+        .with_graceful_shutdown(graceful)
+        .into_future();
     tokio::pin!(server);
     let deadline = async {
         if drain_started.await.is_ok() {
@@ -134,12 +151,20 @@ pub async fn serve(
     if let Some(worker) = callbacks {
         let limit = workbench_core::schedule::ATTEMPT_TIMEOUT + Duration::from_secs(2);
         if tokio::time::timeout(limit, worker).await.is_err() {
-            tracing::warn!("a callback delivery was still running at shutdown; it will be delivered again");
+            tracing::warn!(
+                "a callback delivery was still running at shutdown; it will be delivered again"
+            );
         }
     }
     // Records of the last calls are queued, not yet written: write them before exiting.
-    if tokio::time::timeout(RECORDS_DEADLINE, state_wb.flush_records()).await.is_err() {
-        tracing::error!("queued call records were not all written within {} s of shutdown", RECORDS_DEADLINE.as_secs());
+    if tokio::time::timeout(RECORDS_DEADLINE, state_wb.flush_records())
+        .await
+        .is_err()
+    {
+        tracing::error!(
+            "queued call records were not all written within {} s of shutdown",
+            RECORDS_DEADLINE.as_secs()
+        );
     }
     result
 }
@@ -177,14 +202,23 @@ async fn upkeep(wb: Workbench, apps_reload_every: Duration) {
         }
         // Audit retention: rows older than each project's setting go, in small batches.
         match wb.audit().apply_retention().await {
-            Ok(r) if r.audit_rows + r.tool_calls + r.confirmations + r.webhook_deliveries + r.callbacks > 0 => tracing::info!(
-                audit_rows = r.audit_rows,
-                tool_calls = r.tool_calls,
-                confirmations = r.confirmations,
-                webhook_deliveries = r.webhook_deliveries,
-                callbacks = r.callbacks,
-                "audit retention deleted old rows"
-            ),
+            Ok(r)
+                if r.audit_rows
+                    + r.tool_calls
+                    + r.confirmations
+                    + r.webhook_deliveries
+                    + r.callbacks
+                    > 0 =>
+            {
+                tracing::info!(
+                    audit_rows = r.audit_rows,
+                    tool_calls = r.tool_calls,
+                    confirmations = r.confirmations,
+                    webhook_deliveries = r.webhook_deliveries,
+                    callbacks = r.callbacks,
+                    "audit retention deleted old rows"
+                )
+            }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "audit retention failed"),
         }
@@ -203,15 +237,22 @@ pub async fn serve_from_args(args: ServeArgs) -> Result<(), cli::CliError> {
         integrations: workbench_core::integrations::IntegrationSettings::from_env(std::env::vars()),
         proxy_token_key: *keys.jwt.bytes(),
         connect_ttl_secs: config.connect_ttl_secs,
-        confirmations: workbench_core::engine::ConfirmSettings { public_url: config.public_url.to_string(), ttl_secs: config.confirmation_ttl_secs },
+        confirmations: workbench_core::engine::ConfirmSettings {
+            public_url: config.public_url.to_string(),
+            ttl_secs: config.confirmation_ttl_secs,
+        },
         web_search: config.web_search.clone(),
         email: config.email.clone(),
         ..WorkbenchOptions::default()
     };
     let wb = Workbench::open(&args.database_url, options).await?;
-    let listener = TcpListener::bind(config.bind)
-        .await
-        .map_err(|source| cli::CliError::Listen { addr: config.bind, source })?;
+    let listener =
+        TcpListener::bind(config.bind)
+            .await
+            .map_err(|source| cli::CliError::Listen {
+                addr: config.bind,
+                source,
+            })?;
     let public_url = config.public_url.clone();
     let state = AppState::new(wb.clone(), config, keys);
     tracing::info!(%public_url, "workbench listening on http://{}", listener.local_addr()?);
@@ -226,7 +267,8 @@ async fn shutdown_signal() {
     };
     #[cfg(unix)]
     let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
             s.recv().await;
         }
     };

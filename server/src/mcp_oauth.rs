@@ -24,9 +24,18 @@ const MAX_BODY_BYTES: usize = 64 * 1024;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/.well-known/oauth-protected-resource", get(protected_resource))
-        .route("/.well-known/oauth-protected-resource/mcp", get(protected_resource))
-        .route("/.well-known/oauth-authorization-server", get(authorization_server))
+        .route(
+            "/.well-known/oauth-protected-resource",
+            get(protected_resource),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(protected_resource),
+        )
+        .route(
+            "/.well-known/oauth-authorization-server",
+            get(authorization_server),
+        )
         .route("/oauth/register", post(register))
         .route("/oauth/token", post(token))
         .route("/oauth/revoke", post(revoke))
@@ -35,7 +44,9 @@ pub fn routes() -> Router<AppState> {
 
 /// The value of `WWW-Authenticate` on a 401 from /mcp: where the client learns how to authorize.
 pub fn www_authenticate(state: &AppState, invalid_token: bool) -> HeaderValue {
-    let metadata = state.config.public_link("/.well-known/oauth-protected-resource/mcp");
+    let metadata = state
+        .config
+        .public_link("/.well-known/oauth-protected-resource/mcp");
     let value = if invalid_token {
         format!("Bearer error=\"invalid_token\", resource_metadata=\"{metadata}\"")
     } else {
@@ -47,13 +58,29 @@ pub fn www_authenticate(state: &AppState, invalid_token: bool) -> HeaderValue {
 /// Any origin may call these endpoints (browser-based MCP clients do); they use no cookies.
 async fn cors(req: Request, next: Next) -> Response {
     let preflight = req.method() == Method::OPTIONS;
-    let mut res = if preflight { StatusCode::NO_CONTENT.into_response() } else { next.run(req).await };
+    let mut res = if preflight {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        next.run(req).await
+    };
     let h = res.headers_mut();
-    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    h.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
     if preflight {
-        h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST, OPTIONS"));
-        h.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static("authorization, content-type, mcp-protocol-version"));
-        h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+        h.insert(
+            header::ACCESS_CONTROL_ALLOW_METHODS,
+            HeaderValue::from_static("GET, POST, OPTIONS"),
+        );
+        h.insert(
+            header::ACCESS_CONTROL_ALLOW_HEADERS,
+            HeaderValue::from_static("authorization, content-type, mcp-protocol-version"),
+        );
+        h.insert(
+            header::ACCESS_CONTROL_MAX_AGE,
+            HeaderValue::from_static("600"),
+        );
     }
     res
 }
@@ -93,46 +120,82 @@ async fn authorization_server(State(state): State<AppState>) -> Json<Value> {
 
 fn oauth_error(e: TokenError) -> Response {
     let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
-    let mut res = (status, Json(json!({ "error": e.error, "error_description": e.description }))).into_response();
-    res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    let mut res = (
+        status,
+        Json(json!({ "error": e.error, "error_description": e.description })),
+    )
+        .into_response();
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     if status == StatusCode::UNAUTHORIZED {
-        res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"workbench\""));
+        res.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Basic realm=\"workbench\""),
+        );
     }
     res
 }
 
 async fn register(State(state): State<AppState>, req: Request) -> Response {
-    let from = req.extensions().get::<ClientIp>().and_then(|c| c.0).map(|ip| ip.to_string()).unwrap_or_else(|| "unknown".into());
+    let from = req
+        .extensions()
+        .get::<ClientIp>()
+        .and_then(|c| c.0)
+        .map(|ip| ip.to_string())
+        .unwrap_or_else(|| "unknown".into());
     let bytes = match axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES).await {
         Ok(b) => b,
-        Err(_) => return registration_error("invalid_client_metadata", &format!("the registration must be a JSON object of at most {MAX_BODY_BYTES} bytes")),
+        Err(_) => {
+            return registration_error(
+                "invalid_client_metadata",
+                &format!(
+                    "the registration must be a JSON object of at most {MAX_BODY_BYTES} bytes"
+                ),
+            )
+        }
     };
     let registration: Registration = match serde_json::from_slice::<Value>(&bytes) {
         Ok(v @ Value::Object(_)) => match serde_json::from_value(v) {
             Ok(r) => r,
             Err(e) => return registration_error("invalid_client_metadata", &e.to_string()),
         },
-        _ => return registration_error("invalid_client_metadata", "the registration must be a JSON object"),
+        _ => {
+            return registration_error(
+                "invalid_client_metadata",
+                "the registration must be a JSON object",
+            )
+        }
     };
     match state.wb.oauth().register(registration, &from).await {
         Ok(client) => {
             let mut res = (StatusCode::CREATED, Json(client)).into_response();
-            res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            res.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
             res
         }
-        Err(workbench_core::Error::Invalid(m)) if m.starts_with("redirect_uris") => registration_error("invalid_redirect_uri", &m),
+        Err(workbench_core::Error::Invalid(m)) if m.starts_with("redirect_uris") => {
+            registration_error("invalid_redirect_uri", &m)
+        }
         Err(workbench_core::Error::Invalid(m)) => registration_error("invalid_client_metadata", &m),
         Err(e) => ApiError::from(e).into_response(),
     }
 }
 
 fn registration_error(error: &str, description: &str) -> Response {
-    (StatusCode::BAD_REQUEST, Json(json!({ "error": error, "error_description": description }))).into_response()
+    (
+        StatusCode::BAD_REQUEST,
+        Json(json!({ "error": error, "error_description": description })),
+    )
+        .into_response()
 }
 
 /// The form fields of a token or revocation request, with HTTP Basic client credentials.
 fn token_request(headers: &HeaderMap, body: &Bytes) -> Result<TokenRequest, TokenError> {
-    let bad = |d: &str| TokenError { status: 400, error: "invalid_request", description: d.into() };
+    let bad = |d: &str| TokenError {
+        status: 400,
+        error: "invalid_request",
+        description: d.into(),
+    };
     let form: Vec<(String, String)> = url::form_urlencoded::parse(body).into_owned().collect();
     let mut seen = std::collections::HashSet::new();
     for (k, _) in &form {
@@ -153,14 +216,32 @@ fn token_request(headers: &HeaderMap, body: &Bytes) -> Result<TokenRequest, Toke
         resource: get("resource"),
         token: get("token"),
     };
-    if let Some(auth) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+    if let Some(auth) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    {
         let (scheme, value) = auth.split_once(' ').unwrap_or((auth, ""));
         if !scheme.eq_ignore_ascii_case("basic") {
-            return Err(TokenError { status: 401, error: "invalid_client", description: "use HTTP Basic or form fields for client credentials".into() });
+            return Err(TokenError {
+                status: 401,
+                error: "invalid_client",
+                description: "use HTTP Basic or form fields for client credentials".into(),
+            });
         }
-        let decoded = base64::engine::general_purpose::STANDARD.decode(value.trim()).ok().and_then(|d| String::from_utf8(d).ok()).ok_or_else(|| bad("the Basic credentials are not base64 text"))?;
-        let (id, secret) = decoded.split_once(':').ok_or_else(|| bad("the Basic credentials lack a colon"))?;
-        let decode = |s: &str| url::form_urlencoded::parse(format!("x={s}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default();
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(value.trim())
+            .ok()
+            .and_then(|d| String::from_utf8(d).ok())
+            .ok_or_else(|| bad("the Basic credentials are not base64 text"))?;
+        let (id, secret) = decoded
+            .split_once(':')
+            .ok_or_else(|| bad("the Basic credentials lack a colon"))?;
+        let decode = |s: &str| {
+            url::form_urlencoded::parse(format!("x={s}").as_bytes())
+                .next()
+                .map(|(_, v)| v.into_owned())
+                .unwrap_or_default()
+        };
         let (id, secret) = (decode(id), decode(secret));
         if req.client_id.as_deref().is_some_and(|c| c != id) {
             return Err(bad("client_id differs from the Basic credentials"));
@@ -174,13 +255,25 @@ fn token_request(headers: &HeaderMap, body: &Bytes) -> Result<TokenRequest, Toke
 
 async fn read_form(req: Request) -> Result<(HeaderMap, Bytes), TokenError> {
     let (parts, body) = req.into_parts();
-    let form = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    let form = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
     if !form {
-        return Err(TokenError { status: 400, error: "invalid_request", description: "send the parameters as application/x-www-form-urlencoded".into() });
+        return Err(TokenError {
+            status: 400,
+            error: "invalid_request",
+            description: "send the parameters as application/x-www-form-urlencoded".into(),
+        });
     }
     let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES)
         .await
-        .map_err(|_| TokenError { status: 400, error: "invalid_request", description: format!("the request body is larger than {MAX_BODY_BYTES} bytes") })?;
+        .map_err(|_| TokenError {
+            status: 400,
+            error: "invalid_request",
+            description: format!("the request body is larger than {MAX_BODY_BYTES} bytes"),
+        })?;
     Ok((parts.headers, bytes))
 }
 
@@ -188,12 +281,17 @@ async fn token(State(state): State<AppState>, req: Request) -> Response {
     let result = async {
         let (headers, body) = read_form(req).await?;
         let req = token_request(&headers, &body)?;
-        state.wb.oauth().token(&state.config.oauth_context(), &req).await
+        state
+            .wb
+            .oauth()
+            .token(&state.config.oauth_context(), &req)
+            .await
     };
     match result.await {
         Ok(tokens) => {
             let mut res = Json(tokens).into_response();
-            res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            res.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
             res
         }
         Err(e) => oauth_error(e),

@@ -15,12 +15,27 @@ pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
     };
     let given = crate::api_auth::bearer_token(&headers).unwrap_or_default();
     if !workbench_core::crypto::ct_eq(given.as_bytes(), token.as_bytes()) {
-        let mut res = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "/metrics needs the operator's metrics token as a bearer token").into_response();
-        res.headers_mut().insert(header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));
+        let mut res = ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "/metrics needs the operator's metrics token as a bearer token",
+        )
+        .into_response();
+        res.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            axum::http::HeaderValue::from_static("Bearer"),
+        );
         return res;
     }
     match state.wb.metrics_text().await {
-        Ok(text) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response(),
+        Ok(text) => (
+            [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
         Err(e) => ApiError::from(e).into_response(),
     }
 }

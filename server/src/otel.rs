@@ -40,7 +40,10 @@ pub fn exporting() -> bool {
 /// A tracer provider exporting to `endpoint` (the collector's `/v1/traces`), its HTTP requests
 /// run on `runtime` (the SDK's batch processor works on a thread of its own). Installs the
 /// trace-context hook of core's outbound clients.
-pub fn start(endpoint: &Url, runtime: tokio::runtime::Handle) -> Result<(SdkTracerProvider, Tracer), String> {
+pub fn start(
+    endpoint: &Url,
+    runtime: tokio::runtime::Handle,
+) -> Result<(SdkTracerProvider, Tracer), String> {
     let client = reqwest::Client::builder()
         .timeout(EXPORT_TIMEOUT)
         .user_agent(concat!("workbench/", env!("CARGO_PKG_VERSION")))
@@ -57,8 +60,13 @@ pub fn start(endpoint: &Url, runtime: tokio::runtime::Handle) -> Result<(SdkTrac
     if std::env::var("OTEL_SERVICE_NAME").map_or(true, |v| v.trim().is_empty()) {
         resource = resource.with_service_name(SERVICE_NAME);
     }
-    let resource = resource.with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION"))).build();
-    let provider = SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build();
+    let resource = resource
+        .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
+        .build();
+    let provider = SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource)
+        .build();
     let tracer = provider.tracer("workbench");
     workbench_core::egress::trace_context::set_trace_context_provider(outbound_trace_headers);
     EXPORTING.store(true, Ordering::Relaxed);
@@ -77,7 +85,9 @@ pub fn shutdown(provider: SdkTracerProvider) {
 /// (log lines can quote errors; a trace holds only what the spans record).
 pub fn span_filter() -> FilterFn<impl Fn(&tracing::Metadata<'_>) -> bool> {
     filter_fn(|m: &tracing::Metadata<'_>| {
-        m.is_span() && (m.target() == workbench_core::engine::TRACE_TARGET || m.target() == crate::request_id::SPAN_TARGET)
+        m.is_span()
+            && (m.target() == workbench_core::engine::TRACE_TARGET
+                || m.target() == crate::request_id::SPAN_TARGET)
     })
     .with_max_level_hint(LevelFilter::INFO)
 }
@@ -120,7 +130,10 @@ fn outbound_trace_headers() -> Vec<(HeaderName, HeaderValue)> {
     }
     let mut headers = axum::http::HeaderMap::new();
     TraceContextPropagator::new().inject_context(&cx, &mut HeaderInjector(&mut headers));
-    headers.into_iter().filter_map(|(name, value)| Some((name?, value))).collect()
+    headers
+        .into_iter()
+        .filter_map(|(name, value)| Some((name?, value)))
+        .collect()
 }
 
 /// The exporter's HTTP client: the workspace's reqwest, each request run on the tokio runtime
@@ -136,7 +149,10 @@ const MAX_ANSWER_BYTES: usize = 1024 * 1024;
 
 #[async_trait::async_trait]
 impl HttpClient for OtlpHttp {
-    async fn send_bytes(&self, request: axum::http::Request<Bytes>) -> Result<axum::http::Response<Bytes>, HttpError> {
+    async fn send_bytes(
+        &self,
+        request: axum::http::Request<Bytes>,
+    ) -> Result<axum::http::Response<Bytes>, HttpError> {
         let request = reqwest::Request::try_from(request)?;
         let client = self.client.clone();
         let sent = self.runtime.spawn(async move {

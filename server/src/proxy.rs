@@ -33,13 +33,32 @@ use crate::state::AppState;
 pub const MAX_PROXY_BODY: usize = 10 * 1024 * 1024;
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/c/{integration}", any(proxy)).route("/c/{integration}/{*rest}", any(proxy))
+    Router::new()
+        .route("/c/{integration}", any(proxy))
+        .route("/c/{integration}/{*rest}", any(proxy))
 }
 
 const DROPPED_HEADERS: &[&str] = &[
-    "authorization", "cookie", "host", "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto",
-    "x-forwarded-port", "x-real-ip", "proxy-authorization", "proxy-connection", "connection", "keep-alive", "te",
-    "trailer", "transfer-encoding", "upgrade", "content-length", "origin", "referer",
+    "authorization",
+    "cookie",
+    "host",
+    "forwarded",
+    "x-forwarded-for",
+    "x-forwarded-host",
+    "x-forwarded-proto",
+    "x-forwarded-port",
+    "x-real-ip",
+    "proxy-authorization",
+    "proxy-connection",
+    "connection",
+    "keep-alive",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+    "origin",
+    "referer",
 ];
 
 /// The part of the raw (still percent-encoded) request path after `/c/<integration>`, refused
@@ -48,12 +67,22 @@ fn upstream_path(raw: &str, integration: &str) -> Result<String, ApiError> {
     let prefix = format!("/c/{integration}");
     let rest = raw.strip_prefix(&prefix).unwrap_or("");
     let lower = rest.to_ascii_lowercase();
-    let bad = lower.contains("%2e") || lower.contains("%2f") || lower.contains("%5c") || rest.contains('\\') || rest.contains("//")
+    let bad = lower.contains("%2e")
+        || lower.contains("%2f")
+        || lower.contains("%5c")
+        || rest.contains('\\')
+        || rest.contains("//")
         || rest.split('/').any(|seg| seg == "." || seg == "..");
     if bad {
-        return Err(ApiError::bad_request("the proxied path may not contain '..', '//', backslashes or encoded separators"));
+        return Err(ApiError::bad_request(
+            "the proxied path may not contain '..', '//', backslashes or encoded separators",
+        ));
     }
-    Ok(if rest.is_empty() { "/".into() } else { rest.to_owned() })
+    Ok(if rest.is_empty() {
+        "/".into()
+    } else {
+        rest.to_owned()
+    })
 }
 
 async fn proxy(State(state): State<AppState>, req: Request) -> Response {
@@ -65,12 +94,19 @@ async fn proxy(State(state): State<AppState>, req: Request) -> Response {
         Err(e) => {
             // A refusal after the token named a user is audited like any proxied request.
             if let Some(who) = refused_by {
-                let integration = path.trim_start_matches("/c/").split('/').next().unwrap_or_default().to_owned();
+                let integration = path
+                    .trim_start_matches("/c/")
+                    .split('/')
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
                 let event = ProxyEvent {
                     who: &who,
                     integration: &integration,
                     method: &method,
-                    path: path.strip_prefix(&format!("/c/{integration}")).unwrap_or(""),
+                    path: path
+                        .strip_prefix(&format!("/c/{integration}"))
+                        .unwrap_or(""),
                     status: e.status.as_u16(),
                     egress_bytes: 0,
                     duration_ms: 0,
@@ -86,36 +122,70 @@ async fn proxy(State(state): State<AppState>, req: Request) -> Response {
 /// Methods the proxy forwards; anything else (TRACE, CONNECT, WebDAV verbs) is refused.
 const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
-async fn handle(state: &AppState, req: Request, refused_by: &mut Option<Principal>) -> Result<Response, ApiError> {
+async fn handle(
+    state: &AppState,
+    req: Request,
+    refused_by: &mut Option<Principal>,
+) -> Result<Response, ApiError> {
     let started = Instant::now();
     let deadline = tokio::time::Instant::now() + state.config.proxy_timeout;
     let raw_path = req.uri().path().to_owned();
-    let integration_name = raw_path.trim_start_matches("/c/").split('/').next().unwrap_or_default().to_owned();
+    let integration_name = raw_path
+        .trim_start_matches("/c/")
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
     let token = req
         .headers()
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
         .map(str::trim)
-        .ok_or_else(|| ApiError::unauthorized("missing proxy token; send Authorization: Bearer <token from curl_session>"))?;
+        .ok_or_else(|| {
+            ApiError::unauthorized(
+                "missing proxy token; send Authorization: Bearer <token from curl_session>",
+            )
+        })?;
     let (claims, binding) = state.wb.proxy_tokens().verify(token).await?;
     // The caller is the key or grant that minted the token, as it is now (D21): revoking it
     // ends the token at once, and its policy is asked again on every request.
     let minter = match &binding {
-        ProxyBinding::ApiKey(key) => state.wb.accounts().principal_for_key(&claims.prj, key).await?,
+        ProxyBinding::ApiKey(key) => {
+            state
+                .wb
+                .accounts()
+                .principal_for_key(&claims.prj, key)
+                .await?
+        }
         ProxyBinding::OAuthGrant(grant) => state.wb.oauth().principal_for_grant(grant).await?,
     };
     let mut who: Principal = minter
         .filter(|p| p.project_id == claims.prj && p.user_id == claims.sub)
-        .ok_or_else(|| ApiError::unauthorized("the key or authorization that minted this proxy token was revoked"))?;
+        .ok_or_else(|| {
+            ApiError::unauthorized(
+                "the key or authorization that minted this proxy token was revoked",
+            )
+        })?;
     who.via = Via::ProxyToken;
     who.require(Operation::ProxyRequest)?;
     *refused_by = Some(who.clone());
     if !METHODS.contains(&req.method().as_str()) {
-        return Err(ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", format!("the proxy forwards {} only", METHODS.join(", "))));
+        return Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            format!("the proxy forwards {} only", METHODS.join(", ")),
+        ));
     }
     if !claims.integrations.iter().any(|i| *i == integration_name) {
-        return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", format!("this proxy token does not cover {integration_name}")));
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!("this proxy token does not cover {integration_name}"),
+        ));
     }
     if !state.wb.engine().may_proxy(&who, &integration_name).await? {
         return Err(ApiError::new(
@@ -124,31 +194,58 @@ async fn handle(state: &AppState, req: Request, refused_by: &mut Option<Principa
             format!("the policy of the key that minted this token does not allow the curl proxy for {integration_name}"),
         ));
     }
-    let slot = state.proxy_slots.take(&who.user_id, state.config.proxy_max_concurrent_per_user).ok_or_else(|| {
-        ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", "too many proxy requests in flight for this user; retry when one finishes")
+    let slot = state
+        .proxy_slots
+        .take(&who.user_id, state.config.proxy_max_concurrent_per_user)
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                "too many proxy requests in flight for this user; retry when one finishes",
+            )
             .with_meta(serde_json::json!({ "retry_after": 1 }))
-    })?;
+        })?;
     let integration = state
         .wb
         .connections()
         .lookup(&who.project_id, &integration_name)
         .filter(|i| i.def.curl_proxy)
-        .ok_or_else(|| ApiError::new(StatusCode::FORBIDDEN, "forbidden", format!("{integration_name} does not have the curl proxy enabled")))?;
-    let credential = match state.wb.connections().credential(&who, &integration).await? {
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                format!("{integration_name} does not have the curl proxy enabled"),
+            )
+        })?;
+    let credential = match state
+        .wb
+        .connections()
+        .credential(&who, &integration)
+        .await?
+    {
         Ok(c) => Some(c),
         Err(problem) if integration.needs_connection() => {
             let message = match problem {
-                ConnectionProblem::Expired => format!("the connection to {integration_name} expired; reconnect with connect"),
-                ConnectionProblem::NotConnected => format!("{integration_name} is not connected; call connect first"),
+                ConnectionProblem::Expired => {
+                    format!("the connection to {integration_name} expired; reconnect with connect")
+                }
+                ConnectionProblem::NotConnected => {
+                    format!("{integration_name} is not connected; call connect first")
+                }
             };
-            return Err(ApiError::new(StatusCode::CONFLICT, "not_connected", message)
-                .with_meta(serde_json::json!({ "integration": integration_name })));
+            return Err(
+                ApiError::new(StatusCode::CONFLICT, "not_connected", message)
+                    .with_meta(serde_json::json!({ "integration": integration_name })),
+            );
         }
         Err(_) => None,
     };
     // Everything sent back is scrubbed of the project's secrets and the caller's credentials,
     // the one injected here included (D7).
-    let mut scrubber = state.wb.engine().scrubber(&who).await.map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.message()))?;
+    let mut scrubber =
+        state.wb.engine().scrubber(&who).await.map_err(|e| {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.message())
+        })?;
     if let Some(c) = &credential {
         for secret in c.secrets() {
             scrubber.add(&format!("{integration_name}_credential"), secret);
@@ -158,12 +255,19 @@ async fn handle(state: &AppState, req: Request, refused_by: &mut Option<Principa
     let path = upstream_path(&raw_path, &integration_name)?;
     let mut url = request::join(&integration.base_url, &path);
     url.set_query(req.uri().query());
-    if url.origin() != integration.base_url.origin() || !url.path().starts_with(integration.base_url.path().trim_end_matches('/')) {
-        return Err(ApiError::bad_request("the proxied path must stay on the integration's API"));
+    if url.origin() != integration.base_url.origin()
+        || !url
+            .path()
+            .starts_with(integration.base_url.path().trim_end_matches('/'))
+    {
+        return Err(ApiError::bad_request(
+            "the proxied path must stay on the integration's API",
+        ));
     }
     let method = req.method().clone();
     let mut prepared = request::Prepared {
-        method: reqwest::Method::from_bytes(method.as_str().as_bytes()).unwrap_or(reqwest::Method::GET),
+        method: reqwest::Method::from_bytes(method.as_str().as_bytes())
+            .unwrap_or(reqwest::Method::GET),
         url,
         headers: Vec::new(),
         body: None,
@@ -181,22 +285,37 @@ async fn handle(state: &AppState, req: Request, refused_by: &mut Option<Principa
     }
     // The request body streams through, counted, and is cut off past the limit.
     let sent = Arc::new(AtomicU64::new(0));
-    let body = LimitedBody { inner: req.into_body().into_data_stream(), seen: 0, counter: sent.clone() };
+    let body = LimitedBody {
+        inner: req.into_body().into_data_stream(),
+        seen: 0,
+        counter: sent.clone(),
+    };
     let builder = integration.builder(&prepared).map_err(proxy_send_error)?;
-    let upstream = match tokio::time::timeout_at(deadline, integration.send(builder.body(reqwest::Body::wrap_stream(body)))).await {
+    let upstream = match tokio::time::timeout_at(
+        deadline,
+        integration.send(builder.body(reqwest::Body::wrap_stream(body))),
+    )
+    .await
+    {
         Ok(r) => r.map_err(proxy_send_error)?,
         Err(_) => {
             return Err(ApiError::new(
                 StatusCode::GATEWAY_TIMEOUT,
                 "upstream_timeout",
-                format!("{integration_name} did not answer within {} s", state.config.proxy_timeout.as_secs()),
+                format!(
+                    "{integration_name} did not answer within {} s",
+                    state.config.proxy_timeout.as_secs()
+                ),
             ))
         }
     };
     let status = upstream.status().as_u16();
     let mut headers = HeaderMap::new();
     for (k, v) in upstream.headers() {
-        if matches!(k.as_str(), "connection" | "keep-alive" | "transfer-encoding" | "set-cookie" | "content-length") {
+        if matches!(
+            k.as_str(),
+            "connection" | "keep-alive" | "transfer-encoding" | "set-cookie" | "content-length"
+        ) {
             continue;
         }
         let value = match v.to_str() {
@@ -259,9 +378,12 @@ impl Stream for LimitedBody {
         match Pin::new(&mut self.inner).poll_next(cx) {
             Poll::Ready(Some(Ok(chunk))) => {
                 self.seen += chunk.len();
-                self.counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                self.counter
+                    .fetch_add(chunk.len() as u64, Ordering::Relaxed);
                 if self.seen > MAX_PROXY_BODY {
-                    return Poll::Ready(Some(Err(std::io::Error::other(format!("request body larger than {MAX_PROXY_BODY} bytes")))));
+                    return Poll::Ready(Some(Err(std::io::Error::other(format!(
+                        "request body larger than {MAX_PROXY_BODY} bytes"
+                    )))));
                 }
                 Poll::Ready(Some(Ok(chunk)))
             }
@@ -298,11 +420,15 @@ impl Stream for Metered {
             if self.deadline.as_mut().poll(cx).is_ready() {
                 self.done = true;
                 self.record();
-                return Poll::Ready(Some(Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the proxy request took too long"))));
+                return Poll::Ready(Some(Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the proxy request took too long",
+                ))));
             }
             match self.inner.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(chunk))) => {
-                    self.counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                    self.counter
+                        .fetch_add(chunk.len() as u64, Ordering::Relaxed);
                     let out = self.scrubber.push(&chunk);
                     if out.is_empty() {
                         continue;
@@ -318,7 +444,11 @@ impl Stream for Metered {
                     self.done = true;
                     self.record();
                     let rest = self.scrubber.finish();
-                    return Poll::Ready(if rest.is_empty() { None } else { Some(Ok(Bytes::from(rest))) });
+                    return Poll::Ready(if rest.is_empty() {
+                        None
+                    } else {
+                        Some(Ok(Bytes::from(rest)))
+                    });
                 }
                 Poll::Pending => return Poll::Pending,
             }
@@ -355,7 +485,10 @@ impl ProxySlots {
             return None;
         }
         *n += 1;
-        Some(ProxySlot { slots: self.clone(), user_id: user_id.to_owned() })
+        Some(ProxySlot {
+            slots: self.clone(),
+            user_id: user_id.to_owned(),
+        })
     }
 }
 
@@ -380,7 +513,9 @@ impl Drop for ProxySlot {
 fn proxy_send_error(e: SendError) -> ApiError {
     match e {
         SendError::Blocked(m) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", m),
-        SendError::Unreachable(m) => ApiError::new(StatusCode::BAD_GATEWAY, "upstream_unreachable", m),
+        SendError::Unreachable(m) => {
+            ApiError::new(StatusCode::BAD_GATEWAY, "upstream_unreachable", m)
+        }
     }
 }
 
@@ -390,9 +525,19 @@ mod tests {
 
     #[test]
     fn path_tricks_are_refused() {
-        assert_eq!(upstream_path("/c/github/repos/a/b", "github").unwrap(), "/repos/a/b");
+        assert_eq!(
+            upstream_path("/c/github/repos/a/b", "github").unwrap(),
+            "/repos/a/b"
+        );
         assert_eq!(upstream_path("/c/github", "github").unwrap(), "/");
-        for bad in ["/c/github/..%2fadmin", "/c/github//evil.example/x", "/c/github/a/../b", "/c/github/%2E%2E/x", "/c/github/a%5cb", "/c/github/./x"] {
+        for bad in [
+            "/c/github/..%2fadmin",
+            "/c/github//evil.example/x",
+            "/c/github/a/../b",
+            "/c/github/%2E%2E/x",
+            "/c/github/a%5cb",
+            "/c/github/./x",
+        ] {
             assert!(upstream_path(bad, "github").is_err(), "{bad}");
         }
     }

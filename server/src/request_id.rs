@@ -22,7 +22,10 @@ pub const SPAN_TARGET: &str = module_path!();
 pub struct RequestSpan(pub tracing::Span);
 
 fn usable(v: &str) -> bool {
-    !v.is_empty() && v.len() <= 64 && v.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    !v.is_empty()
+        && v.len() <= 64
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 pub async fn layer(mut req: Request, next: Next) -> Response {
@@ -52,7 +55,11 @@ pub async fn layer(mut req: Request, next: Next) -> Response {
         let res = next.run(req).await;
         crate::otel::finish(&request_span, res.status());
         // The access log, at debug: `WB_LOG=info,workbench_server=debug` turns it on.
-        tracing::debug!(status = res.status().as_u16(), ms = started.elapsed().as_secs_f64() * 1e3, "request finished");
+        tracing::debug!(
+            status = res.status().as_u16(),
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            "request finished"
+        );
         res
     }
     .instrument(span)

@@ -51,19 +51,84 @@ pub struct RouteSpec {
 
 /// Routes mounted elsewhere (nested services, catch-alls), declared here so the table is whole.
 pub const DECLARED: &[RouteSpec] = &[
-    RouteSpec { method: "POST", path: "/mcp", credential: Credential::ApiKeyOrOAuth, op: Operation::ToolsRun },
-    RouteSpec { method: "GET", path: "/mcp", credential: Credential::ApiKeyOrOAuth, op: Operation::ToolsRun },
-    RouteSpec { method: "DELETE", path: "/mcp", credential: Credential::ApiKeyOrOAuth, op: Operation::ToolsRun },
-    RouteSpec { method: "ANY", path: "/c/{integration}", credential: Credential::ProxyToken, op: Operation::ProxyRequest },
-    RouteSpec { method: "ANY", path: "/c/{integration}/{*rest}", credential: Credential::ProxyToken, op: Operation::ProxyRequest },
-    RouteSpec { method: "GET", path: "/metrics", credential: Credential::MetricsToken, op: Operation::Metrics },
-    RouteSpec { method: "GET", path: "/oauth/callback", credential: Credential::SessionPage, op: Operation::OwnConnections },
-    RouteSpec { method: "GET", path: "/.well-known/oauth-protected-resource", credential: Credential::None, op: Operation::Discovery },
-    RouteSpec { method: "GET", path: "/.well-known/oauth-protected-resource/mcp", credential: Credential::None, op: Operation::Discovery },
-    RouteSpec { method: "GET", path: "/.well-known/oauth-authorization-server", credential: Credential::None, op: Operation::Discovery },
-    RouteSpec { method: "POST", path: "/oauth/register", credential: Credential::None, op: Operation::OAuthAuthorization },
-    RouteSpec { method: "POST", path: "/oauth/token", credential: Credential::None, op: Operation::OAuthAuthorization },
-    RouteSpec { method: "POST", path: "/oauth/revoke", credential: Credential::None, op: Operation::OAuthAuthorization },
+    RouteSpec {
+        method: "POST",
+        path: "/mcp",
+        credential: Credential::ApiKeyOrOAuth,
+        op: Operation::ToolsRun,
+    },
+    RouteSpec {
+        method: "GET",
+        path: "/mcp",
+        credential: Credential::ApiKeyOrOAuth,
+        op: Operation::ToolsRun,
+    },
+    RouteSpec {
+        method: "DELETE",
+        path: "/mcp",
+        credential: Credential::ApiKeyOrOAuth,
+        op: Operation::ToolsRun,
+    },
+    RouteSpec {
+        method: "ANY",
+        path: "/c/{integration}",
+        credential: Credential::ProxyToken,
+        op: Operation::ProxyRequest,
+    },
+    RouteSpec {
+        method: "ANY",
+        path: "/c/{integration}/{*rest}",
+        credential: Credential::ProxyToken,
+        op: Operation::ProxyRequest,
+    },
+    RouteSpec {
+        method: "GET",
+        path: "/metrics",
+        credential: Credential::MetricsToken,
+        op: Operation::Metrics,
+    },
+    RouteSpec {
+        method: "GET",
+        path: "/oauth/callback",
+        credential: Credential::SessionPage,
+        op: Operation::OwnConnections,
+    },
+    RouteSpec {
+        method: "GET",
+        path: "/.well-known/oauth-protected-resource",
+        credential: Credential::None,
+        op: Operation::Discovery,
+    },
+    RouteSpec {
+        method: "GET",
+        path: "/.well-known/oauth-protected-resource/mcp",
+        credential: Credential::None,
+        op: Operation::Discovery,
+    },
+    RouteSpec {
+        method: "GET",
+        path: "/.well-known/oauth-authorization-server",
+        credential: Credential::None,
+        op: Operation::Discovery,
+    },
+    RouteSpec {
+        method: "POST",
+        path: "/oauth/register",
+        credential: Credential::None,
+        op: Operation::OAuthAuthorization,
+    },
+    RouteSpec {
+        method: "POST",
+        path: "/oauth/token",
+        credential: Credential::None,
+        op: Operation::OAuthAuthorization,
+    },
+    RouteSpec {
+        method: "POST",
+        path: "/oauth/revoke",
+        credential: Credential::None,
+        op: Operation::OAuthAuthorization,
+    },
 ];
 
 /// The portal's server functions (`/api/<endpoint>`, session cookie) and what each does. A
@@ -134,7 +199,10 @@ pub const SERVER_FNS: &[(&str, Operation)] = &[
 
 /// The operation of a server function, by its endpoint name.
 pub fn server_fn_operation(endpoint: &str) -> Option<Operation> {
-    SERVER_FNS.iter().find(|(name, _)| *name == endpoint).map(|(_, op)| *op)
+    SERVER_FNS
+        .iter()
+        .find(|(name, _)| *name == endpoint)
+        .map(|(_, op)| *op)
 }
 
 /// A router whose every route declares its credential and operation.
@@ -153,12 +221,23 @@ struct Guard {
 
 impl Routes {
     pub fn new(state: &AppState) -> Routes {
-        Routes { state: state.clone(), router: Router::new(), specs: Vec::new() }
+        Routes {
+            state: state.clone(),
+            router: Router::new(),
+            specs: Vec::new(),
+        }
     }
 
     /// Mounts `handler` for `method path` behind a check that the caller has `credential` and
     /// may perform `op`.
-    pub fn add<H, T>(mut self, method: Method, path: &'static str, credential: Credential, op: Operation, handler: H) -> Routes
+    pub fn add<H, T>(
+        mut self,
+        method: Method,
+        path: &'static str,
+        credential: Credential,
+        op: Operation,
+        handler: H,
+    ) -> Routes
     where
         H: Handler<T, AppState>,
         T: 'static,
@@ -169,7 +248,11 @@ impl Routes {
             "{path}: {credential:?} is not checked by Routes::add; declare the route in DECLARED and check it in its surface"
         );
         let filter = MethodFilter::try_from(method.clone()).expect("a routable method");
-        let guard = Guard { state: self.state.clone(), credential, op };
+        let guard = Guard {
+            state: self.state.clone(),
+            credential,
+            op,
+        };
         let route = on(filter, handler).route_layer(middleware::from_fn_with_state(guard, check));
         self.router = self.router.route(path, route);
         let method: &'static str = match method {
@@ -180,7 +263,12 @@ impl Routes {
             Method::DELETE => "DELETE",
             _ => "ANY",
         };
-        self.specs.push(RouteSpec { method, path, credential, op });
+        self.specs.push(RouteSpec {
+            method,
+            path,
+            credential,
+            op,
+        });
         self
     }
 
@@ -204,28 +292,53 @@ pub fn table(state: &AppState) -> Vec<RouteSpec> {
 }
 
 /// The principal behind a request's credential, or the 401 for its absence.
-async fn principal(state: &AppState, credential: Credential, req: &mut Request) -> Result<Option<Principal>, ApiError> {
+async fn principal(
+    state: &AppState,
+    credential: Credential,
+    req: &mut Request,
+) -> Result<Option<Principal>, ApiError> {
     match credential {
         Credential::None => Ok(None),
-        Credential::ApiKeyOrOAuth | Credential::ProxyToken | Credential::MetricsToken => {
-            Err(ApiError::unauthorized("this credential is not accepted here"))
-        }
+        Credential::ApiKeyOrOAuth | Credential::ProxyToken | Credential::MetricsToken => Err(
+            ApiError::unauthorized("this credential is not accepted here"),
+        ),
         Credential::ApiKey => {
             let (mut parts, body) = std::mem::take(req).into_parts();
-            let caller = <ApiCaller as axum::extract::FromRequestParts<AppState>>::from_request_parts(&mut parts, state).await;
+            let caller =
+                <ApiCaller as axum::extract::FromRequestParts<AppState>>::from_request_parts(
+                    &mut parts, state,
+                )
+                .await;
             *req = Request::from_parts(parts, body);
             Ok(Some(caller?.0))
         }
-        Credential::Session | Credential::SessionPage => session_principal(state, req.extensions().get::<Session>()).await.map(Some),
+        Credential::Session | Credential::SessionPage => {
+            session_principal(state, req.extensions().get::<Session>())
+                .await
+                .map(Some)
+        }
     }
 }
 
 /// The signed-in person of a portal request.
-pub async fn session_principal(state: &AppState, session: Option<&Session>) -> Result<Principal, ApiError> {
+pub async fn session_principal(
+    state: &AppState,
+    session: Option<&Session>,
+) -> Result<Principal, ApiError> {
     let not_signed_in = || ApiError::unauthorized("sign in to the portal first");
     let session = session.ok_or_else(not_signed_in)?;
-    let user_id = session.get::<String>(SESSION_USER_KEY).await.ok().flatten().ok_or_else(not_signed_in)?;
-    state.wb.accounts().principal_for_user(&user_id).await?.ok_or_else(not_signed_in)
+    let user_id = session
+        .get::<String>(SESSION_USER_KEY)
+        .await
+        .ok()
+        .flatten()
+        .ok_or_else(not_signed_in)?;
+    state
+        .wb
+        .accounts()
+        .principal_for_user(&user_id)
+        .await?
+        .ok_or_else(not_signed_in)
 }
 
 async fn check(State(guard): State<Guard>, mut req: Request, next: Next) -> Response {
@@ -254,7 +367,11 @@ pub async fn server_fn_layer(State(state): State<AppState>, req: Request, next: 
     }
     let Some(op) = server_fn_operation(endpoint) else {
         let path = req.uri().path().to_owned();
-        return server_fn_error(&path, StatusCode::NOT_FOUND, AppError::Message(format!("no such server function {endpoint}")));
+        return server_fn_error(
+            &path,
+            StatusCode::NOT_FOUND,
+            AppError::Message(format!("no such server function {endpoint}")),
+        );
     };
     if op.access() == workbench_core::auth::Access::Public {
         return next.run(req).await;
@@ -268,7 +385,11 @@ pub async fn server_fn_layer(State(state): State<AppState>, req: Request, next: 
                 req.extensions_mut().insert(who);
                 next.run(req).await
             }
-            Err(e) => server_fn_error(&path, StatusCode::FORBIDDEN, AppError::Message(e.to_string())),
+            Err(e) => server_fn_error(
+                &path,
+                StatusCode::FORBIDDEN,
+                AppError::Message(e.to_string()),
+            ),
         },
         Err(_) => server_fn_error(&path, StatusCode::UNAUTHORIZED, AppError::NotSignedIn),
     }
@@ -280,7 +401,8 @@ fn server_fn_error(path: &str, status: StatusCode, error: AppError) -> Response 
     let body = serde_json::to_string(&error).unwrap_or_default();
     let mut res = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
     if let Ok(v) = HeaderValue::from_str(path) {
-        res.headers_mut().insert(leptos::server_fn::error::SERVER_FN_ERROR_HEADER, v);
+        res.headers_mut()
+            .insert(leptos::server_fn::error::SERVER_FN_ERROR_HEADER, v);
     }
     res
 }
@@ -290,7 +412,11 @@ fn server_fn_error(path: &str, status: StatusCode, error: AppError) -> Response 
 pub fn undeclared_server_fns() -> Vec<String> {
     leptos::server_fn::axum::server_fn_paths()
         .map(|(path, _)| path)
-        .filter(|path| path.strip_prefix("/api/").and_then(server_fn_operation).is_none())
+        .filter(|path| {
+            path.strip_prefix("/api/")
+                .and_then(server_fn_operation)
+                .is_none()
+        })
         .map(str::to_owned)
         .collect()
 }

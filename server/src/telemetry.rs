@@ -34,7 +34,11 @@ impl Telemetry {
 
 /// Installs the global subscriber: log lines as `format` says and, with `traces` (the
 /// collector's `/v1/traces` URL), the OpenTelemetry export whose requests run on `runtime`.
-pub fn init(format: LogFormat, traces: Option<&Url>, runtime: &tokio::runtime::Handle) -> Telemetry {
+pub fn init(
+    format: LogFormat,
+    traces: Option<&Url>,
+    runtime: &tokio::runtime::Handle,
+) -> Telemetry {
     let filter = std::env::var("WB_LOG")
         .ok()
         .or_else(|| std::env::var("RUST_LOG").ok())
@@ -51,12 +55,19 @@ pub fn init(format: LogFormat, traces: Option<&Url>, runtime: &tokio::runtime::H
     } else if let Some(url) = traces {
         tracing::info!(endpoint = %url, "exporting traces over OTLP");
     }
-    Telemetry { provider: provider.map(|(p, _)| p) }
+    Telemetry {
+        provider: provider.map(|(p, _)| p),
+    }
 }
 
 /// Log lines filtered by `filter` (never showing trace-only spans, so a line keeps the
 /// request's span as its own) written to `writer`, and with `tracer` the spans it exports.
-fn subscriber<W>(format: LogFormat, filter: &str, tracer: Option<opentelemetry_sdk::trace::Tracer>, writer: W) -> impl tracing::Subscriber + Send + Sync + 'static
+fn subscriber<W>(
+    format: LogFormat,
+    filter: &str,
+    tracer: Option<opentelemetry_sdk::trace::Tracer>,
+    writer: W,
+) -> impl tracing::Subscriber + Send + Sync + 'static
 where
     W: for<'a> tracing_subscriber::fmt::MakeWriter<'a> + Send + Sync + 'static,
 {
@@ -64,15 +75,28 @@ where
     if let Ok(d) = format!("{}=off", workbench_core::engine::TRACE_TARGET).parse() {
         filter = filter.add_directive(d);
     }
-    let fmt = tracing_subscriber::fmt::layer().with_writer(writer).with_target(false);
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(writer)
+        .with_target(false);
     let fmt = match format {
         LogFormat::Text => fmt.boxed(),
-        LogFormat::Json => fmt.json().with_current_span(true).with_span_list(false).flatten_event(true).boxed(),
+        LogFormat::Json => fmt
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .flatten_event(true)
+            .boxed(),
     };
     let otel = tracer.map(|tracer| {
-        tracing_opentelemetry::layer().with_tracer(tracer).with_threads(false).with_tracked_inactivity(false).with_filter(crate::otel::span_filter())
+        tracing_opentelemetry::layer()
+            .with_tracer(tracer)
+            .with_threads(false)
+            .with_tracked_inactivity(false)
+            .with_filter(crate::otel::span_filter())
     });
-    tracing_subscriber::registry().with(otel).with(fmt.with_filter(filter))
+    tracing_subscriber::registry()
+        .with(otel)
+        .with(fmt.with_filter(filter))
 }
 
 #[cfg(test)]
@@ -101,7 +125,12 @@ mod tests {
         let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
         let out = Buffer::default();
         let writer = out.clone();
-        let sub = subscriber(LogFormat::Json, "info", Some(provider.tracer("test")), move || writer.clone());
+        let sub = subscriber(
+            LogFormat::Json,
+            "info",
+            Some(provider.tracer("test")),
+            move || writer.clone(),
+        );
         tracing::subscriber::with_default(sub, || {
             let request = tracing::info_span!(target: crate::request_id::SPAN_TARGET, "request", request_id = "req_probe");
             let _r = request.enter();
@@ -111,6 +140,13 @@ mod tests {
         });
         let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
         let line: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
-        assert_eq!((line["span"]["name"].as_str(), line["span"]["request_id"].as_str()), (Some("request"), Some("req_probe")), "{text}");
+        assert_eq!(
+            (
+                line["span"]["name"].as_str(),
+                line["span"]["request_id"].as_str()
+            ),
+            (Some("request"), Some("req_probe")),
+            "{text}"
+        );
     }
 }

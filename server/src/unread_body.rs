@@ -26,7 +26,10 @@ impl http_body::Body for Tracked {
     type Data = bytes::Bytes;
     type Error = axum::Error;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
         if matches!(polled, Poll::Ready(None)) || self.inner.is_end_stream() {
             self.ended.store(true, Ordering::Release);
@@ -50,10 +53,17 @@ pub async fn layer(req: Request, next: Next) -> Response {
     }
     let ended = Arc::new(AtomicBool::new(false));
     let (parts, body) = req.into_parts();
-    let req = Request::from_parts(parts, Body::new(Tracked { inner: body, ended: ended.clone() }));
+    let req = Request::from_parts(
+        parts,
+        Body::new(Tracked {
+            inner: body,
+            ended: ended.clone(),
+        }),
+    );
     let mut res = next.run(req).await;
     if !ended.load(Ordering::Acquire) {
-        res.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        res.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     res
 }

@@ -63,27 +63,56 @@ pub async fn api_keys_page() -> Result<ApiKeysData, AppError> {
         .collect();
     let can_manage_policies = p.allows(workbench_core::auth::Operation::PoliciesManage);
     let policies = if can_manage_policies {
-        ssr::wb()?.policies().list(&p).await?.into_iter().map(|pol| (pol.id, if pol.default { format!("{} (default)", pol.name) } else { pol.name })).collect()
+        ssr::wb()?
+            .policies()
+            .list(&p)
+            .await?
+            .into_iter()
+            .map(|pol| {
+                (
+                    pol.id,
+                    if pol.default {
+                        format!("{} (default)", pol.name)
+                    } else {
+                        pol.name
+                    },
+                )
+            })
+            .collect()
     } else {
         Vec::new()
     };
     let session = ssr::session().await?;
-    let just_created = session.remove::<NewApiKeyView>(NEW_KEY_FLASH).await.ok().flatten();
-    Ok(ApiKeysData { keys, policies, can_manage_policies, just_created })
+    let just_created = session
+        .remove::<NewApiKeyView>(NEW_KEY_FLASH)
+        .await
+        .ok()
+        .flatten();
+    Ok(ApiKeysData {
+        keys,
+        policies,
+        can_manage_policies,
+        just_created,
+    })
 }
 
 #[server(endpoint = "create_api_key")]
 pub async fn create_api_key(name: String) -> Result<NewApiKeyView, AppError> {
     let p = ssr::principal().await?;
     let key = ssr::wb()?.accounts().create_api_key(&p, &name).await?;
-    let view = NewApiKeyView { name: key.info.name, secret: key.secret.expose().to_owned() };
+    let view = NewApiKeyView {
+        name: key.info.name,
+        secret: key.secret.expose().to_owned(),
+    };
     if ssr::is_plain_form_post() {
         // Without JavaScript the browser is redirected back to the page, which shows this once.
         ssr::session()
             .await?
             .insert(NEW_KEY_FLASH, &view)
             .await
-            .map_err(|_| AppError::Message("cannot keep the new key for display; try again".into()))?;
+            .map_err(|_| {
+                AppError::Message("cannot keep the new key for display; try again".into())
+            })?;
     }
     Ok(view)
 }

@@ -56,8 +56,8 @@ pub async fn apps_page() -> Result<AppsData, AppError> {
 #[server(endpoint = "create_app")]
 pub async fn create_app(definition: String) -> Result<(), AppError> {
     let p = ssr::principal().await?;
-    let value: serde_json::Value =
-        serde_json::from_str(&definition).map_err(|e| AppError::Message(format!("the definition is not valid JSON: {e}")))?;
+    let value: serde_json::Value = serde_json::from_str(&definition)
+        .map_err(|e| AppError::Message(format!("the definition is not valid JSON: {e}")))?;
     ssr::wb()?.apps().create(&p, &value).await?;
     Ok(())
 }

@@ -50,10 +50,25 @@ pub async fn audit_page(
     let wb = ssr::wb()?;
     let keys = wb.accounts().list_api_keys(&p).await?;
     let label = |id: &Option<String>| match id {
-        Some(id) => keys.iter().find(|k| &k.id == id).map(|k| format!("{} ({})", k.name, k.prefix)).unwrap_or_else(|| id.clone()),
+        Some(id) => keys
+            .iter()
+            .find(|k| &k.id == id)
+            .map(|k| format!("{} ({})", k.name, k.prefix))
+            .unwrap_or_else(|| id.clone()),
         None => "portal".to_owned(),
     };
-    let page = wb.audit().page(&p, &AuditQuery { tool, status, api_key_id: key, cursor }).await?;
+    let page = wb
+        .audit()
+        .page(
+            &p,
+            &AuditQuery {
+                tool,
+                status,
+                api_key_id: key,
+                cursor,
+            },
+        )
+        .await?;
     let rows = page
         .entries
         .into_iter()
@@ -73,7 +88,10 @@ pub async fn audit_page(
     Ok(AuditData {
         rows,
         next: page.next,
-        keys: keys.iter().map(|k| (k.id.clone(), format!("{} ({})", k.name, k.prefix))).collect(),
+        keys: keys
+            .iter()
+            .map(|k| (k.id.clone(), format!("{} ({})", k.name, k.prefix)))
+            .collect(),
         is_admin: p.sees_project_records(),
         retention_days: wb.audit().retention_days(&p).await?,
         can_manage: p.allows(workbench_core::auth::Operation::AuditManage),
@@ -115,7 +133,12 @@ pub async fn audit_detail(id: String) -> Result<AuditDetailView, AppError> {
     let d = ssr::wb()?.audit().detail(&p, &id).await?;
     let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
     let (arguments, error, result_bytes, idempotency_key) = match &d.call {
-        Some(c) => (Some(pretty(&c.arguments)), c.error.as_ref().map(pretty), c.result_bytes, c.idempotency_key.clone()),
+        Some(c) => (
+            Some(pretty(&c.arguments)),
+            c.error.as_ref().map(pretty),
+            c.result_bytes,
+            c.idempotency_key.clone(),
+        ),
         None => (None, None, None, None),
     };
     let c = d.confirmation.as_ref();
@@ -127,7 +150,11 @@ pub async fn audit_detail(id: String) -> Result<AuditDetailView, AppError> {
         error_code: d.error_code.clone().unwrap_or_default(),
         duration_ms: d.duration_ms,
         surface: d.surface.clone(),
-        user: d.user_email.clone().or(d.user_id.clone()).unwrap_or_default(),
+        user: d
+            .user_email
+            .clone()
+            .or(d.user_id.clone())
+            .unwrap_or_default(),
         key: match (&d.api_key_name, &d.api_key_id) {
             (Some(name), Some(id)) => format!("{name} ({id})"),
             (None, Some(id)) => id.clone(),
@@ -155,7 +182,11 @@ pub async fn save_retention(days: String) -> Result<(), AppError> {
     let p = ssr::principal().await?;
     let days = match days.trim() {
         "" => None,
-        d => Some(d.parse::<i64>().map_err(|_| AppError::Message("retention must be a whole number of days, or empty to keep everything".into()))?),
+        d => Some(d.parse::<i64>().map_err(|_| {
+            AppError::Message(
+                "retention must be a whole number of days, or empty to keep everything".into(),
+            )
+        })?),
     };
     ssr::wb()?.audit().set_retention_days(&p, days).await?;
     Ok(())

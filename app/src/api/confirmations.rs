@@ -40,18 +40,35 @@ pub struct ConfirmationsData {
 }
 
 #[cfg(feature = "ssr")]
-async fn items(wb: &workbench_core::Workbench, who: &workbench_core::auth::Principal, views: Vec<workbench_core::engine::ConfirmationView>) -> Result<Vec<ConfirmationItem>, AppError> {
+async fn items(
+    wb: &workbench_core::Workbench,
+    who: &workbench_core::auth::Principal,
+    views: Vec<workbench_core::engine::ConfirmationView>,
+) -> Result<Vec<ConfirmationItem>, AppError> {
     let members = wb.accounts().members(who).await.unwrap_or_default();
     let keys = wb.accounts().list_api_keys(who).await.unwrap_or_default();
-    let email = |user_id: &str| members.iter().find(|m| m.user_id == user_id).map(|m| m.email.clone()).unwrap_or_else(|| user_id.to_owned());
+    let email = |user_id: &str| {
+        members
+            .iter()
+            .find(|m| m.user_id == user_id)
+            .map(|m| m.email.clone())
+            .unwrap_or_else(|| user_id.to_owned())
+    };
     let snapshot = wb.engine().snapshot(who);
     Ok(views
         .into_iter()
         .map(|c| ConfirmationItem {
-            side_effects: snapshot.get(&c.tool).map(|t| t.spec.side_effects.as_str().to_owned()).unwrap_or_else(|| "unknown".into()),
+            side_effects: snapshot
+                .get(&c.tool)
+                .map(|t| t.spec.side_effects.as_str().to_owned())
+                .unwrap_or_else(|| "unknown".into()),
             arguments: serde_json::to_string_pretty(&c.arguments).unwrap_or_default(),
             api_key: match &c.api_key_id {
-                Some(id) => keys.iter().find(|k| &k.id == id).map(|k| format!("{} ({})", k.name, k.prefix)).unwrap_or_else(|| id.clone()),
+                Some(id) => keys
+                    .iter()
+                    .find(|k| &k.id == id)
+                    .map(|k| format!("{} ({})", k.name, k.prefix))
+                    .unwrap_or_else(|| id.clone()),
                 None => "portal".into(),
             },
             requested_by: email(&c.user_id),
@@ -77,7 +94,11 @@ pub async fn confirmations_page() -> Result<ConfirmationsData, AppError> {
     let wb = ssr::wb()?;
     let all = wb.engine().confirmations(&p, None).await?;
     let (pending, history): (Vec<_>, Vec<_>) = all.into_iter().partition(|c| c.status == "pending");
-    Ok(ConfirmationsData { pending: items(&wb, &p, pending).await?, history: items(&wb, &p, history).await?, now_ms: wb.clock().now_ms() })
+    Ok(ConfirmationsData {
+        pending: items(&wb, &p, pending).await?,
+        history: items(&wb, &p, history).await?,
+        now_ms: wb.clock().now_ms(),
+    })
 }
 
 #[server(endpoint = "confirmation_page")]
@@ -98,7 +119,11 @@ pub async fn pending_confirmations() -> Result<i64, AppError> {
 
 /// Approves (runs the held call) or denies; answers the call's final status.
 #[server(endpoint = "decide_confirmation")]
-pub async fn decide_confirmation(id: String, decision: String, reason: Option<String>) -> Result<String, AppError> {
+pub async fn decide_confirmation(
+    id: String,
+    decision: String,
+    reason: Option<String>,
+) -> Result<String, AppError> {
     use workbench_core::engine::DecideError;
     let p = ssr::principal().await?;
     let approve = match decision.as_str() {
@@ -111,7 +136,9 @@ pub async fn decide_confirmation(id: String, decision: String, reason: Option<St
         Err(DecideError::NotFound) => Err(workbench_core::Error::NotFound.into()),
         Err(DecideError::Forbidden(m)) => Err(workbench_core::Error::Forbidden(m).into()),
         Err(DecideError::Invalid(m)) => Err(workbench_core::Error::Invalid(m).into()),
-        Err(e @ DecideError::Closed { .. }) => Err(workbench_core::Error::Conflict(e.to_string()).into()),
+        Err(e @ DecideError::Closed { .. }) => {
+            Err(workbench_core::Error::Conflict(e.to_string()).into())
+        }
         Err(DecideError::Failed(e)) => Err(e.into()),
     }
 }
@@ -153,12 +180,26 @@ pub async fn webhook_settings() -> Result<Option<WebhookData>, AppError> {
         .deliveries(&p)
         .await?
         .into_iter()
-        .map(|d| DeliveryItem { id: d.id, subject_id: d.subject_id, status: d.status, attempts: d.attempts, response_status: d.response_status, error: d.error, at: d.updated_at })
+        .map(|d| DeliveryItem {
+            id: d.id,
+            subject_id: d.subject_id,
+            status: d.status,
+            attempts: d.attempts,
+            response_status: d.response_status,
+            error: d.error,
+            at: d.updated_at,
+        })
         .collect();
     Ok(Some(WebhookData {
         url: current.as_ref().map(|c| c.url.clone()).unwrap_or_default(),
         secret_ref: current.map(|c| c.secret_ref).unwrap_or_default(),
-        secrets: wb.vault().list(&p).await?.into_iter().map(|s| s.name).collect(),
+        secrets: wb
+            .vault()
+            .list(&p)
+            .await?
+            .into_iter()
+            .map(|s| s.name)
+            .collect(),
         deliveries,
         can_manage: p.allows(workbench_core::auth::Operation::SettingsManage),
     }))

@@ -14,10 +14,19 @@ pub enum ConnectView {
     /// Not this user's, unknown or expired: all look the same.
     NotFound,
     /// Off to the provider (OAuth).
-    Redirecting { display_name: String },
+    Redirecting {
+        display_name: String,
+    },
     /// A key or cookie form.
-    Form { display_name: String, auth_type: String, label: String, help: Option<String> },
-    Connected { display_name: String },
+    Form {
+        display_name: String,
+        auth_type: String,
+        label: String,
+        help: Option<String>,
+    },
+    Connected {
+        display_name: String,
+    },
 }
 
 /// Redeems a connect link: the same signed-in user only. OAuth redirects to the provider with
@@ -41,7 +50,10 @@ pub async fn open_connect_link(id: String) -> Result<ConnectView, AppError> {
     }
     Ok(match &page.integration.def.auth {
         AuthDef::Oauth2 { .. } => {
-            let url = wb.connections().authorization_url(&p.user_id, &id, &ssr::oauth_redirect_uri()?).await?;
+            let url = wb
+                .connections()
+                .authorization_url(&p.user_id, &id, &ssr::oauth_redirect_uri()?)
+                .await?;
             leptos_axum::redirect(&url);
             ConnectView::Redirecting { display_name }
         }
@@ -51,7 +63,12 @@ pub async fn open_connect_link(id: String) -> Result<ConnectView, AppError> {
             label: label.clone().unwrap_or_else(|| "API key".into()),
             help: help.clone(),
         },
-        AuthDef::Cookie { cookie_name, domain, help, .. } => ConnectView::Form {
+        AuthDef::Cookie {
+            cookie_name,
+            domain,
+            help,
+            ..
+        } => ConnectView::Form {
             display_name,
             auth_type: "cookie".into(),
             label: format!("Value of the \"{cookie_name}\" cookie of {domain}"),
@@ -67,7 +84,11 @@ pub async fn open_connect_link(id: String) -> Result<ConnectView, AppError> {
 pub async fn submit_connection(id: String, value: String) -> Result<String, AppError> {
     let p = ssr::principal().await?;
     let value = workbench_core::vault::Secret::from(value);
-    match ssr::wb()?.connections().submit_secret(&p.user_id, &id, &value).await {
+    match ssr::wb()?
+        .connections()
+        .submit_secret(&p.user_id, &id, &value)
+        .await
+    {
         Err(workbench_core::Error::NotFound) => Err(AppError::Message("not found".into())),
         other => Ok(other?),
     }
@@ -104,7 +125,10 @@ pub async fn connections_page() -> Result<Vec<IntegrationView>, AppError> {
             status: if !i.needs_connection() {
                 "no account needed".into()
             } else {
-                mine.iter().find(|c| c.integration == i.name()).map(|c| c.status.as_str().to_owned()).unwrap_or_else(|| "not connected".into())
+                mine.iter()
+                    .find(|c| c.integration == i.name())
+                    .map(|c| c.status.as_str().to_owned())
+                    .unwrap_or_else(|| "not connected".into())
             },
         })
         .collect())
@@ -115,7 +139,10 @@ pub async fn connections_page() -> Result<Vec<IntegrationView>, AppError> {
 pub async fn start_connection(integration: String) -> Result<(), AppError> {
     let p = ssr::principal().await?;
     let wb = ssr::wb()?;
-    let i = wb.connections().lookup(&p.project_id, &integration).ok_or_else(|| AppError::Message("unknown integration".into()))?;
+    let i = wb
+        .connections()
+        .lookup(&p.project_id, &integration)
+        .ok_or_else(|| AppError::Message("unknown integration".into()))?;
     let pending = wb.connections().begin(&p, &i).await?;
     leptos_axum::redirect(&format!("/connect/{}", pending.id));
     Ok(())
@@ -124,6 +151,9 @@ pub async fn start_connection(integration: String) -> Result<(), AppError> {
 #[server(endpoint = "disconnect")]
 pub async fn disconnect(integration: String) -> Result<(), AppError> {
     let p = ssr::principal().await?;
-    ssr::wb()?.connections().disconnect(&p, &integration).await?;
+    ssr::wb()?
+        .connections()
+        .disconnect(&p, &integration)
+        .await?;
     Ok(())
 }

@@ -18,7 +18,10 @@ pub struct EgressData {
 pub async fn egress_page() -> Result<EgressData, AppError> {
     let p = ssr::principal().await?;
     let patterns = ssr::wb()?.egress().list(&p).await?;
-    Ok(EgressData { patterns, can_manage: p.allows(workbench_core::auth::Operation::EgressManage) })
+    Ok(EgressData {
+        patterns,
+        can_manage: p.allows(workbench_core::auth::Operation::EgressManage),
+    })
 }
 
 #[server(endpoint = "add_egress_rule")]

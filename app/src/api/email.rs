@@ -53,7 +53,13 @@ pub async fn email_page() -> Result<EmailData, AppError> {
             last_error: d.last_error,
         })
         .collect();
-    Ok(EmailData { domains, configured: status.configured, sent_last_hour: status.sent_last_hour, hourly_limit: status.hourly_limit, can_manage: p.allows(workbench_core::auth::Operation::EmailDomainsManage) })
+    Ok(EmailData {
+        domains,
+        configured: status.configured,
+        sent_last_hour: status.sent_last_hour,
+        hourly_limit: status.hourly_limit,
+        can_manage: p.allows(workbench_core::auth::Operation::EmailDomainsManage),
+    })
 }
 
 #[server(endpoint = "add_email_domain")]

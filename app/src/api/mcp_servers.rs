@@ -56,25 +56,55 @@ fn view_of(s: workbench_core::upstream::ServerView) -> McpServerView {
 pub async fn mcp_servers_page() -> Result<McpServersData, AppError> {
     let p = ssr::principal().await?;
     let wb = ssr::wb()?;
-    let servers = wb.upstreams().list(&p).await?.into_iter().map(view_of).collect();
-    let secrets = wb.vault().list(&p).await?.into_iter().map(|s| s.name).collect();
-    Ok(McpServersData { servers, secrets, can_manage: p.allows(workbench_core::auth::Operation::McpServersManage) })
+    let servers = wb
+        .upstreams()
+        .list(&p)
+        .await?
+        .into_iter()
+        .map(view_of)
+        .collect();
+    let secrets = wb
+        .vault()
+        .list(&p)
+        .await?
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    Ok(McpServersData {
+        servers,
+        secrets,
+        can_manage: p.allows(workbench_core::auth::Operation::McpServersManage),
+    })
 }
 
 /// Registers a server from the form; an empty secret means no credential.
 #[server(endpoint = "register_mcp_server")]
-pub async fn register_mcp_server(name: String, url: String, secret: String, tool_prefix: String, timeout_ms: String, max_concurrency: String) -> Result<(), AppError> {
+pub async fn register_mcp_server(
+    name: String,
+    url: String,
+    secret: String,
+    tool_prefix: String,
+    timeout_ms: String,
+    max_concurrency: String,
+) -> Result<(), AppError> {
     let p = ssr::principal().await?;
-    let mut body = serde_json::json!({ "name": name.trim(), "transport": "http", "url": url.trim() });
+    let mut body =
+        serde_json::json!({ "name": name.trim(), "transport": "http", "url": url.trim() });
     if !secret.trim().is_empty() {
         body["auth"] = serde_json::json!({ "type": "bearer", "secret_ref": secret.trim() });
     }
     if !tool_prefix.trim().is_empty() {
         body["tool_prefix"] = serde_json::json!(tool_prefix.trim());
     }
-    for (field, value) in [("timeout_ms", &timeout_ms), ("max_concurrency", &max_concurrency)] {
+    for (field, value) in [
+        ("timeout_ms", &timeout_ms),
+        ("max_concurrency", &max_concurrency),
+    ] {
         if !value.trim().is_empty() {
-            let n: u64 = value.trim().parse().map_err(|_| AppError::Message(format!("{field} must be a whole number")))?;
+            let n: u64 = value
+                .trim()
+                .parse()
+                .map_err(|_| AppError::Message(format!("{field} must be a whole number")))?;
             body[field] = serde_json::json!(n);
         }
     }
@@ -149,24 +179,42 @@ pub async fn mcp_server_page(id: String) -> Result<McpServerDetail, AppError> {
             collision: t.collision,
         })
         .collect();
-    Ok(McpServerDetail { server, tools, can_manage: p.allows(workbench_core::auth::Operation::McpServersReview) })
+    Ok(McpServerDetail {
+        server,
+        tools,
+        can_manage: p.allows(workbench_core::auth::Operation::McpServersReview),
+    })
 }
 
 #[server(endpoint = "approve_mcp_tool")]
 pub async fn approve_mcp_tool(id: String, tool: String) -> Result<(), AppError> {
     let p = ssr::principal().await?;
-    ssr::wb()?.upstreams().approve(&p, &id, std::slice::from_ref(&tool)).await?;
+    ssr::wb()?
+        .upstreams()
+        .approve(&p, &id, std::slice::from_ref(&tool))
+        .await?;
     Ok(())
 }
 
 /// `side_effects` empty clears the override.
 #[server(endpoint = "set_mcp_tool_side_effects")]
-pub async fn set_mcp_tool_side_effects(id: String, tool: String, side_effects: String) -> Result<(), AppError> {
+pub async fn set_mcp_tool_side_effects(
+    id: String,
+    tool: String,
+    side_effects: String,
+) -> Result<(), AppError> {
     let p = ssr::principal().await?;
     let value = match side_effects.as_str() {
         "" => None,
-        other => Some(serde_json::from_value(serde_json::json!(other)).map_err(|_| AppError::Message("side effects must be none, network, write or destructive".into()))?),
+        other => Some(
+            serde_json::from_value(serde_json::json!(other)).map_err(|_| {
+                AppError::Message("side effects must be none, network, write or destructive".into())
+            })?,
+        ),
     };
-    ssr::wb()?.upstreams().set_side_effects(&p, &id, &tool, value).await?;
+    ssr::wb()?
+        .upstreams()
+        .set_side_effects(&p, &id, &tool, value)
+        .await?;
     Ok(())
 }

@@ -38,14 +38,21 @@ pub async fn members_page() -> Result<MembersData, AppError> {
             joined: display_time(m.joined_at),
         })
         .collect();
-    Ok(MembersData { members, can_manage: p.allows(workbench_core::auth::Operation::MembersManage) })
+    Ok(MembersData {
+        members,
+        can_manage: p.allows(workbench_core::auth::Operation::MembersManage),
+    })
 }
 
 #[server(endpoint = "add_member")]
 pub async fn add_member(email: String, password: String, role: String) -> Result<(), AppError> {
     use workbench_core::auth::Role;
     let p = ssr::principal().await?;
-    let role = Role::parse(&role).ok_or_else(|| AppError::Message("role must be admin or member".into()))?;
-    ssr::wb()?.accounts().add_member(&p, &email, &password, role).await?;
+    let role = Role::parse(&role)
+        .ok_or_else(|| AppError::Message("role must be admin or member".into()))?;
+    ssr::wb()?
+        .accounts()
+        .add_member(&p, &email, &password, role)
+        .await?;
     Ok(())
 }

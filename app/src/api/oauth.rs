@@ -71,8 +71,11 @@ fn params(q: AuthorizeQuery) -> workbench_core::oauth::AuthorizeParams {
 
 #[cfg(feature = "ssr")]
 fn context() -> Result<workbench_core::oauth::OAuthContext, AppError> {
-    let config = use_context::<ssr::PortalConfig>().ok_or_else(|| AppError::Message("portal configuration missing".into()))?;
-    Ok(workbench_core::oauth::OAuthContext::for_public_url(&config.public_url))
+    let config = use_context::<ssr::PortalConfig>()
+        .ok_or_else(|| AppError::Message("portal configuration missing".into()))?;
+    Ok(workbench_core::oauth::OAuthContext::for_public_url(
+        &config.public_url,
+    ))
 }
 
 /// Checks the authorization request; a request that must go back to the client with an error
@@ -88,17 +91,42 @@ pub async fn oauth_consent(query: AuthorizeQuery) -> Result<ConsentView, AppErro
     match checked {
         Ok(c) => {
             let policies = if p.is_unrestricted_admin() {
-                wb.policies().list(&p).await?.into_iter().map(|pol| (pol.id, if pol.default { format!("{} (default)", pol.name) } else { pol.name })).collect()
+                wb.policies()
+                    .list(&p)
+                    .await?
+                    .into_iter()
+                    .map(|pol| {
+                        (
+                            pol.id,
+                            if pol.default {
+                                format!("{} (default)", pol.name)
+                            } else {
+                                pol.name
+                            },
+                        )
+                    })
+                    .collect()
             } else {
                 Vec::new()
             };
             let admin = p.allows(workbench_core::auth::Operation::PoliciesManage);
-            Ok(ConsentView::Ask { client_name: c.client_name, client_id: c.client_id, redirect_host: c.redirect_host, kind: c.kind, client_uri: c.client_uri, policies, admin, project_name: p.project_name })
+            Ok(ConsentView::Ask {
+                client_name: c.client_name,
+                client_id: c.client_id,
+                redirect_host: c.redirect_host,
+                kind: c.kind,
+                client_uri: c.client_uri,
+                policies,
+                admin,
+                project_name: p.project_name,
+            })
         }
         Err(AuthorizeError::Page(reason)) => Ok(ConsentView::Refused { reason }),
         Err(AuthorizeError::Redirect(url)) => {
             leptos_axum::redirect(&url);
-            Ok(ConsentView::Refused { reason: "returning to the application".into() })
+            Ok(ConsentView::Refused {
+                reason: "returning to the application".into(),
+            })
         }
     }
 }
@@ -121,14 +149,31 @@ pub async fn oauth_decide(
 ) -> Result<String, AppError> {
     use workbench_core::oauth::AuthorizeError;
     let p = ssr::principal().await?;
-    let q = AuthorizeQuery { response_type, client_id, redirect_uri, code_challenge, code_challenge_method, state, resource, scope };
+    let q = AuthorizeQuery {
+        response_type,
+        client_id,
+        redirect_uri,
+        code_challenge,
+        code_challenge_method,
+        state,
+        resource,
+        scope,
+    };
     let oauth = ssr::wb()?.oauth().clone();
     let ctx = context()?;
     let outcome = match decision.as_str() {
         "approve" => {
-            let limit = match rate_limit_per_minute.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+            let limit = match rate_limit_per_minute
+                .as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+            {
                 None => None,
-                Some(n) => Some(n.parse::<i64>().map_err(|_| AppError::Message("the rate limit must be a whole number of calls per minute".into()))?),
+                Some(n) => Some(n.parse::<i64>().map_err(|_| {
+                    AppError::Message(
+                        "the rate limit must be a whole number of calls per minute".into(),
+                    )
+                })?),
             };
             oauth.approve(&ctx, &p, &params(q), policy_id, limit).await
         }
@@ -149,14 +194,29 @@ pub async fn authorized_clients() -> Result<Vec<AuthorizedClientView>, AppError>
     use workbench_core::clock::display_time;
     let p = ssr::principal().await?;
     let wb = ssr::wb()?;
-    let policies: Vec<(String, String)> = wb.policies().list(&p).await.map(|l| l.into_iter().map(|pol| (pol.id, pol.name)).collect()).unwrap_or_default();
+    let policies: Vec<(String, String)> = wb
+        .policies()
+        .list(&p)
+        .await
+        .map(|l| l.into_iter().map(|pol| (pol.id, pol.name)).collect())
+        .unwrap_or_default();
     Ok(wb
         .oauth()
         .grants(&p)
         .await?
         .into_iter()
         .map(|g| AuthorizedClientView {
-            policy: g.policy_id.as_ref().map(|id| policies.iter().find(|(pid, _)| pid == id).map(|(_, n)| n.clone()).unwrap_or_else(|| id.clone())).unwrap_or_else(|| "project default".into()),
+            policy: g
+                .policy_id
+                .as_ref()
+                .map(|id| {
+                    policies
+                        .iter()
+                        .find(|(pid, _)| pid == id)
+                        .map(|(_, n)| n.clone())
+                        .unwrap_or_else(|| id.clone())
+                })
+                .unwrap_or_else(|| "project default".into()),
             id: g.id,
             client_name: g.client_name,
             client_id: g.client_id,

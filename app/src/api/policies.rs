@@ -58,13 +58,26 @@ pub async fn policies_page() -> Result<PoliciesData, AppError> {
     let p = ssr::principal().await?;
     let wb = ssr::wb()?;
     let policies = wb.policies().list(&p).await?;
-    let keys: Vec<_> = wb.accounts().list_api_keys(&p).await?.into_iter().filter(|k| k.revoked_at.is_none()).collect();
+    let keys: Vec<_> = wb
+        .accounts()
+        .list_api_keys(&p)
+        .await?
+        .into_iter()
+        .filter(|k| k.revoked_at.is_none())
+        .collect();
     Ok(PoliciesData {
         policies: policies
             .into_iter()
             .map(|pol| PolicyItem {
-                keys: keys.iter().filter(|k| k.policy_id.as_deref() == Some(pol.id.as_str())).map(|k| k.name.clone()).collect(),
-                mode: serde_json::to_value(pol.tool_allowlist.mode).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+                keys: keys
+                    .iter()
+                    .filter(|k| k.policy_id.as_deref() == Some(pol.id.as_str()))
+                    .map(|k| k.name.clone())
+                    .collect(),
+                mode: serde_json::to_value(pol.tool_allowlist.mode)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
                 allow: pol.tool_allowlist.allow,
                 deny: pol.tool_allowlist.deny,
                 require_confirmation: pol.tool_allowlist.require_confirmation,
@@ -74,14 +87,24 @@ pub async fn policies_page() -> Result<PoliciesData, AppError> {
                 updated_at: pol.updated_at,
             })
             .collect(),
-        keys: keys.into_iter().map(|k| KeyChoice { label: format!("{} ({}…, {})", k.name, k.prefix, k.owner_email), id: k.id }).collect(),
+        keys: keys
+            .into_iter()
+            .map(|k| KeyChoice {
+                label: format!("{} ({}…, {})", k.name, k.prefix, k.owner_email),
+                id: k.id,
+            })
+            .collect(),
         can_manage: p.allows(workbench_core::auth::Operation::PoliciesManage),
     })
 }
 
 #[cfg(feature = "ssr")]
 fn lines(text: &str) -> Vec<String> {
-    text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect()
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Creates a policy (no `id`) or replaces one; patterns one per line.
@@ -104,7 +127,12 @@ pub async fn save_policy(
     };
     let input = PolicyInput {
         name,
-        tool_allowlist: ToolAllowlist { mode, allow: lines(&allow), deny: lines(&deny), require_confirmation: lines(&require_confirmation) },
+        tool_allowlist: ToolAllowlist {
+            mode,
+            allow: lines(&allow),
+            deny: lines(&deny),
+            require_confirmation: lines(&require_confirmation),
+        },
         default: default.is_some(),
     };
     let policies = ssr::wb()?.policies().clone();
@@ -127,7 +155,10 @@ pub async fn delete_policy(id: String) -> Result<(), AppError> {
 pub async fn set_key_policy(key_id: String, policy_id: String) -> Result<(), AppError> {
     let p = ssr::principal().await?;
     let policy = Some(policy_id).filter(|s| !s.is_empty());
-    ssr::wb()?.policies().attach(&p, &key_id, policy.as_deref()).await?;
+    ssr::wb()?
+        .policies()
+        .attach(&p, &key_id, policy.as_deref())
+        .await?;
     Ok(())
 }
 
@@ -138,9 +169,25 @@ pub async fn policy_preview(key_id: String) -> Result<Preview, AppError> {
     let p = ssr::principal().await?;
     p.require(workbench_core::auth::Operation::PoliciesManage)?;
     let wb = ssr::wb()?;
-    let key = wb.accounts().list_api_keys(&p).await?.into_iter().find(|k| k.id == key_id).ok_or(workbench_core::Error::NotFound)?;
-    let applied = wb.policies().applied_to_key(&p.project_id, key.policy_id.as_deref()).await?;
-    let rule = |r: &workbench_core::policy::Rule| format!("{} {}: {}", r.policy_id, r.list, r.pattern.clone().unwrap_or_else(|| "not listed".into()));
+    let key = wb
+        .accounts()
+        .list_api_keys(&p)
+        .await?
+        .into_iter()
+        .find(|k| k.id == key_id)
+        .ok_or(workbench_core::Error::NotFound)?;
+    let applied = wb
+        .policies()
+        .applied_to_key(&p.project_id, key.policy_id.as_deref())
+        .await?;
+    let rule = |r: &workbench_core::policy::Rule| {
+        format!(
+            "{} {}: {}",
+            r.policy_id,
+            r.list,
+            r.pattern.clone().unwrap_or_else(|| "not listed".into())
+        )
+    };
     let rows = wb
         .engine()
         .snapshot(&p)
@@ -152,12 +199,19 @@ pub async fn policy_preview(key_id: String) -> Result<Preview, AppError> {
                 Decision::Confirm(r) => ("confirm", rule(&r)),
                 Decision::Deny(r) => ("denied", rule(&r)),
             };
-            PreviewRow { tool: t.name().to_owned(), decision: decision.into(), rule }
+            PreviewRow {
+                tool: t.name().to_owned(),
+                decision: decision.into(),
+                rule,
+            }
         })
         .collect();
     Ok(Preview {
         key: key.name,
-        policy: applied.0.map(|p| format!("{} ({})", p.name, p.id)).unwrap_or_else(|| "no policy: every tool runs".into()),
+        policy: applied
+            .0
+            .map(|p| format!("{} ({})", p.name, p.id))
+            .unwrap_or_else(|| "no policy: every tool runs".into()),
         rows,
     })
 }
@@ -178,14 +232,23 @@ pub async fn check_patterns(text: String) -> Result<PatternCheck, AppError> {
     let patterns = lines(&text);
     let mut check = PatternCheck::default();
     if patterns.len() > MAX_PATTERNS {
-        check.problems.push(format!("{} patterns; at most {MAX_PATTERNS}", patterns.len()));
+        check.problems.push(format!(
+            "{} patterns; at most {MAX_PATTERNS}",
+            patterns.len()
+        ));
         return Ok(check);
     }
     let snapshot = ssr::wb()?.engine().snapshot(&p);
     for pattern in &patterns {
         match pattern_problem(pattern) {
             Some(problem) => check.problems.push(problem),
-            None if !snapshot.tools().iter().any(|t| pattern_matches(pattern, t.name())) => check.unmatched.push(pattern.clone()),
+            None if !snapshot
+                .tools()
+                .iter()
+                .any(|t| pattern_matches(pattern, t.name())) =>
+            {
+                check.unmatched.push(pattern.clone())
+            }
             None => {}
         }
     }

@@ -51,7 +51,13 @@ pub async fn callbacks_page() -> Result<CallbacksData, AppError> {
     let wb = ssr::wb()?;
     let page = wb.schedules().page_with_deliveries(&p, None, None).await?;
     let members = wb.accounts().members(&p).await.unwrap_or_default();
-    let email = |user_id: &str| members.iter().find(|m| m.user_id == user_id).map(|m| m.email.clone()).unwrap_or_else(|| user_id.to_owned());
+    let email = |user_id: &str| {
+        members
+            .iter()
+            .find(|m| m.user_id == user_id)
+            .map(|m| m.email.clone())
+            .unwrap_or_else(|| user_id.to_owned())
+    };
     let callbacks = page
         .data
         .into_iter()
@@ -63,7 +69,13 @@ pub async fn callbacks_page() -> Result<CallbacksData, AppError> {
                 .deliveries
                 .unwrap_or_default()
                 .into_iter()
-                .map(|a| CallbackAttempt { attempt: a.attempt, started_at: a.started_at, duration_ms: a.duration_ms, response_status: a.response_status, error: a.error })
+                .map(|a| CallbackAttempt {
+                    attempt: a.attempt,
+                    started_at: a.started_at,
+                    duration_ms: a.duration_ms,
+                    response_status: a.response_status,
+                    error: a.error,
+                })
                 .collect(),
             id: c.id,
             method: c.method,
@@ -76,7 +88,10 @@ pub async fn callbacks_page() -> Result<CallbacksData, AppError> {
             delivered_at: c.delivered_at,
         })
         .collect();
-    Ok(CallbacksData { callbacks, is_admin: p.sees_project_records() })
+    Ok(CallbacksData {
+        callbacks,
+        is_admin: p.sees_project_records(),
+    })
 }
 
 #[server(endpoint = "cancel_callback")]
@@ -84,10 +99,13 @@ pub async fn cancel_callback(id: String) -> Result<(), AppError> {
     let p = ssr::principal().await?;
     match ssr::wb()?.schedules().cancel(&p, &id).await? {
         workbench_core::schedule::Cancelled::Done => Ok(()),
-        workbench_core::schedule::Cancelled::NotFound => Err(workbench_core::Error::NotFound.into()),
-        workbench_core::schedule::Cancelled::Finished(s) => {
-            Err(workbench_core::Error::Conflict(format!("this callback is already {}", s.as_str())).into())
+        workbench_core::schedule::Cancelled::NotFound => {
+            Err(workbench_core::Error::NotFound.into())
         }
+        workbench_core::schedule::Cancelled::Finished(s) => Err(workbench_core::Error::Conflict(
+            format!("this callback is already {}", s.as_str()),
+        )
+        .into()),
     }
 }
 

@@ -19,7 +19,11 @@ pub struct ViewerInfo {
 #[server(endpoint = "viewer")]
 pub async fn viewer() -> Result<Option<ViewerInfo>, AppError> {
     match ssr::principal().await {
-        Ok(p) => Ok(Some(ViewerInfo { is_admin: p.is_admin(), email: p.email, project: p.project_name })),
+        Ok(p) => Ok(Some(ViewerInfo {
+            is_admin: p.is_admin(),
+            email: p.email,
+            project: p.project_name,
+        })),
         Err(AppError::NotSignedIn) => Ok(None),
         Err(e) => Err(e),
     }
@@ -31,14 +35,24 @@ async fn start_session(user_id: &str) -> Result<(), AppError> {
     let session = ssr::session().await?;
     let failed = |_| AppError::Message("cannot start a session; try again".into());
     session.cycle_id().await.map_err(failed)?;
-    session.insert(workbench_core::auth::SESSION_USER_KEY, user_id).await.map_err(failed)
+    session
+        .insert(workbench_core::auth::SESSION_USER_KEY, user_id)
+        .await
+        .map_err(failed)
 }
 
 /// Checks the credentials, starts a fresh session (new id) and goes to `next` or home.
 #[server(endpoint = "sign_in")]
-pub async fn sign_in(email: String, password: String, next: Option<String>) -> Result<(), AppError> {
+pub async fn sign_in(
+    email: String,
+    password: String,
+    next: Option<String>,
+) -> Result<(), AppError> {
     let wb = ssr::wb()?;
-    let principal = wb.accounts().sign_in(&email, &password, ssr::client_ip()).await?;
+    let principal = wb
+        .accounts()
+        .sign_in(&email, &password, ssr::client_ip())
+        .await?;
     start_session(&principal.user_id).await?;
     tracing::info!(user_id = %principal.user_id, "signed in");
     leptos_axum::redirect(&ssr::safe_next(next.as_deref()));
@@ -53,7 +67,10 @@ pub async fn sign_out() -> Result<(), AppError> {
         ssr::wb()?.proxy_tokens().revoke_all(&p.user_id).await?;
     }
     let session = ssr::session().await?;
-    session.flush().await.map_err(|_| AppError::Message("cannot end the session; try again".into()))?;
+    session
+        .flush()
+        .await
+        .map_err(|_| AppError::Message("cannot end the session; try again".into()))?;
     leptos_axum::redirect("/login");
     Ok(())
 }
@@ -62,7 +79,10 @@ pub async fn sign_out() -> Result<(), AppError> {
 #[server(endpoint = "set_up")]
 pub async fn set_up(email: String, password: String, project: String) -> Result<(), AppError> {
     let wb = ssr::wb()?;
-    let principal = wb.accounts().setup_first_admin(&email, &password, &project).await?;
+    let principal = wb
+        .accounts()
+        .setup_first_admin(&email, &password, &project)
+        .await?;
     start_session(&principal.user_id).await?;
     leptos_axum::redirect("/");
     Ok(())

@@ -53,7 +53,11 @@ pub const NO_ACCOUNT: &str = "no account needed";
 /// (`ready`) or those waiting for a connection (`needs_connection`). With a query, the
 /// search_tools ranking (up to 50) in rank order.
 #[server(endpoint = "tools_page")]
-pub async fn tools_page(query: Option<String>, effects: Option<String>, connection: Option<String>) -> Result<ToolsData, AppError> {
+pub async fn tools_page(
+    query: Option<String>,
+    effects: Option<String>,
+    connection: Option<String>,
+) -> Result<ToolsData, AppError> {
     use std::collections::HashMap;
     let p = ssr::principal().await?;
     let wb = ssr::wb()?;
@@ -67,11 +71,20 @@ pub async fn tools_page(query: Option<String>, effects: Option<String>, connecti
         let connection = if !i.needs_connection() {
             NO_ACCOUNT.to_owned()
         } else {
-            mine.iter().find(|c| c.integration == i.name()).map(|c| c.status.as_str().to_owned()).unwrap_or_else(|| "not connected".into())
+            mine.iter()
+                .find(|c| c.integration == i.name())
+                .map(|c| c.status.as_str().to_owned())
+                .unwrap_or_else(|| "not connected".into())
         };
         heads.insert(
             i.name().to_owned(),
-            ToolGroupView { integration: i.name().to_owned(), display_name: i.def.display_name.clone(), logo: i.def.logo.clone(), connection, count: 0 },
+            ToolGroupView {
+                integration: i.name().to_owned(),
+                display_name: i.def.display_name.clone(),
+                logo: i.def.logo.clone(),
+                connection,
+                count: 0,
+            },
         );
     }
     let head = |name: &str| {
@@ -89,7 +102,11 @@ pub async fn tools_page(query: Option<String>, effects: Option<String>, connecti
         source: t.spec.source.to_string(),
         description: t.spec.description.clone(),
         side_effects: t.spec.side_effects.as_str().to_owned(),
-        status: if t.current_status() == workbench_core::catalog::ToolStatus::Available { "available".into() } else { "unavailable".into() },
+        status: if t.current_status() == workbench_core::catalog::ToolStatus::Available {
+            "available".into()
+        } else {
+            "unavailable".into()
+        },
         connection: head(&t.spec.integration).connection,
         avg_latency_ms: latency.get(t.name()).copied(),
         input_schema: serde_json::to_string_pretty(&t.spec.input_schema).unwrap_or_default(),
@@ -100,7 +117,11 @@ pub async fn tools_page(query: Option<String>, effects: Option<String>, connecti
             .search(&p, q, workbench_core::engine::SEARCH_LIMIT_MAX)
             .await?
             .into_iter()
-            .filter_map(|hit| all.iter().find(|t| t.name() == hit.name).map(|t| view(t, Some(hit.score))))
+            .filter_map(|hit| {
+                all.iter()
+                    .find(|t| t.name() == hit.name)
+                    .map(|t| view(t, Some(hit.score)))
+            })
             .collect(),
         None => all.iter().map(|t| view(t, None)).collect(),
     };
@@ -119,10 +140,17 @@ pub async fn tools_page(query: Option<String>, effects: Option<String>, connecti
     for t in &tools {
         match groups.iter_mut().find(|g| g.integration == t.integration) {
             Some(g) => g.count += 1,
-            None => groups.push(ToolGroupView { count: 1, ..head(&t.integration) }),
+            None => groups.push(ToolGroupView {
+                count: 1,
+                ..head(&t.integration)
+            }),
         }
     }
     // Built-ins (no logo, no account) first, then by display name.
     groups.sort_by_key(|g| (g.logo.is_some(), g.display_name.to_lowercase()));
-    Ok(ToolsData { tools, groups, total })
+    Ok(ToolsData {
+        tools,
+        groups,
+        total,
+    })
 }

@@ -24,7 +24,12 @@ pub async fn vault_page() -> Result<Vec<SecretView>, AppError> {
     let secrets = ssr::wb()?.vault().list(&p).await?;
     Ok(secrets
         .into_iter()
-        .map(|s| SecretView { name: s.name, id: s.id, created: display_time(s.created_at_ms), updated: display_time(s.updated_at_ms) })
+        .map(|s| SecretView {
+            name: s.name,
+            id: s.id,
+            created: display_time(s.created_at_ms),
+            updated: display_time(s.updated_at_ms),
+        })
         .collect())
 }
 

@@ -4,8 +4,12 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::api::{api_keys_page, ApiKeyView, CreateApiKey, NewApiKeyView, RevokeApiKey, SetKeyPolicy};
-use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL};
+use crate::api::{
+    api_keys_page, ApiKeyView, CreateApiKey, NewApiKeyView, RevokeApiKey, SetKeyPolicy,
+};
+use crate::components::{
+    ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+};
 
 #[component]
 fn NewKeyNotice(key: NewApiKeyView) -> impl IntoView {
@@ -26,7 +30,13 @@ fn NewKeyNotice(key: NewApiKeyView) -> impl IntoView {
 }
 
 #[component]
-fn KeyRow(key: ApiKeyView, revoke: ServerAction<RevokeApiKey>, set_policy: ServerAction<SetKeyPolicy>, policies: Vec<(String, String)>, can_manage: bool) -> impl IntoView {
+fn KeyRow(
+    key: ApiKeyView,
+    revoke: ServerAction<RevokeApiKey>,
+    set_policy: ServerAction<SetKeyPolicy>,
+    policies: Vec<(String, String)>,
+    can_manage: bool,
+) -> impl IntoView {
     let revoked = key.revoked.clone();
     let current = key.policy_id.clone().unwrap_or_default();
     let policy_cell = if can_manage && revoked.is_none() {
@@ -47,7 +57,12 @@ fn KeyRow(key: ApiKeyView, revoke: ServerAction<RevokeApiKey>, set_policy: Serve
         }
         .into_any()
     } else {
-        let label = policies.iter().find(|(id, _)| *id == current).map(|(_, n)| n.clone()).or(key.policy_id.clone()).unwrap_or_else(|| "project default".into());
+        let label = policies
+            .iter()
+            .find(|(id, _)| *id == current)
+            .map(|(_, n)| n.clone())
+            .or(key.policy_id.clone())
+            .unwrap_or_else(|| "project default".into());
         view! { <span class="text-xs text-slate-600">{label}</span> }.into_any()
     };
     view! {
@@ -79,7 +94,13 @@ pub fn ApiKeys() -> impl IntoView {
     let revoke = ServerAction::<RevokeApiKey>::new();
     let set_policy = ServerAction::<SetKeyPolicy>::new();
     let page = Resource::new(
-        move || (create.version().get(), revoke.version().get(), set_policy.version().get()),
+        move || {
+            (
+                create.version().get(),
+                revoke.version().get(),
+                set_policy.version().get(),
+            )
+        },
         |_| api_keys_page(),
     );
     let fresh = move || create.value().get().and_then(Result::ok);

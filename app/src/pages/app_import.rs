@@ -14,11 +14,20 @@ fn read_file(ev: leptos::ev::Event, document: RwSignal<String>) {
     #[cfg(feature = "hydrate")]
     {
         use leptos::wasm_bindgen::JsCast;
-        let Some(input) = ev.target().and_then(|t| t.dyn_into::<leptos::web_sys::HtmlInputElement>().ok()) else { return };
-        let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
+        let Some(input) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<leptos::web_sys::HtmlInputElement>().ok())
+        else {
+            return;
+        };
+        let Some(file) = input.files().and_then(|f| f.get(0)) else {
+            return;
+        };
         let promise = file.text();
         leptos::task::spawn_local(async move {
-            if let Ok(text) = leptos::__reexports::wasm_bindgen_futures::JsFuture::from(promise).await {
+            if let Ok(text) =
+                leptos::__reexports::wasm_bindgen_futures::JsFuture::from(promise).await
+            {
                 document.set(text.as_string().unwrap_or_default());
             }
         });
@@ -52,7 +61,13 @@ impl ImportState {
         // A new preview picks every operation that became a tool.
         Effect::new(move |_| {
             if let Some(Ok(p)) = s.preview.value().get() {
-                s.chosen.set(p.operations.iter().filter(|o| o.tool.is_some()).filter_map(|o| o.operation_id.clone()).collect());
+                s.chosen.set(
+                    p.operations
+                        .iter()
+                        .filter(|o| o.tool.is_some())
+                        .filter_map(|o| o.operation_id.clone())
+                        .collect(),
+                );
             }
         });
         s
@@ -61,7 +76,14 @@ impl ImportState {
 
 #[component]
 pub fn AppImport(state: ImportState) -> impl IntoView {
-    let ImportState { preview, create, name, document, base_url, chosen } = state;
+    let ImportState {
+        preview,
+        create,
+        name,
+        document,
+        base_url,
+        chosen,
+    } = state;
     let table = move |p: ImportPreviewView| {
         let rows = p
             .operations

@@ -6,7 +6,9 @@ use leptos_meta::Title;
 
 use super::app_import::{AppImport, ImportState};
 use crate::api::{apps_page, CreateApp, DeleteApp};
-use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, LABEL};
+use crate::components::{
+    ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, LABEL,
+};
 
 const EXAMPLE: &str = r#"{
   "name": "status",
@@ -28,7 +30,16 @@ pub fn Apps() -> impl IntoView {
     let create = ServerAction::<CreateApp>::new();
     let delete = ServerAction::<DeleteApp>::new();
     let import = ImportState::new();
-    let data = Resource::new(move || (create.version().get(), delete.version().get(), import.create.version().get()), |_| apps_page());
+    let data = Resource::new(
+        move || {
+            (
+                create.version().get(),
+                delete.version().get(),
+                import.create.version().get(),
+            )
+        },
+        |_| apps_page(),
+    );
     view! {
         <Title text="Apps"/>
         <Layout current="/apps">

@@ -9,7 +9,13 @@ use leptos_router::hooks::use_query_map;
 use crate::api::{audit_page, SaveRetention};
 use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, CARD, INPUT, LABEL};
 
-const STATUSES: &[&str] = &["succeeded", "failed", "denied", "awaiting_confirmation", "expired"];
+const STATUSES: &[&str] = &[
+    "succeeded",
+    "failed",
+    "denied",
+    "awaiting_confirmation",
+    "expired",
+];
 
 #[component]
 pub fn Audit() -> impl IntoView {
@@ -17,7 +23,15 @@ pub fn Audit() -> impl IntoView {
     let param = move |k: &str| query.read().get(k).filter(|v| !v.is_empty());
     let retention = ServerAction::<SaveRetention>::new();
     let data = Resource::new(
-        move || (param("tool"), param("status"), param("key"), param("cursor"), retention.version().get()),
+        move || {
+            (
+                param("tool"),
+                param("status"),
+                param("key"),
+                param("cursor"),
+                retention.version().get(),
+            )
+        },
         |(tool, status, key, cursor, _)| audit_page(tool, status, key, cursor),
     );
     view! {
@@ -150,7 +164,9 @@ fn url_query(pairs: &[(&str, &str)]) -> String {
 fn encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()

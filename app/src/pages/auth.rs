@@ -8,7 +8,11 @@ use crate::api::{SetUp, SignIn};
 use crate::components::{ActionError, BUTTON, INPUT, LABEL};
 
 #[component]
-fn AuthCard(#[prop(into)] title: String, #[prop(into)] subtitle: String, children: Children) -> impl IntoView {
+fn AuthCard(
+    #[prop(into)] title: String,
+    #[prop(into)] subtitle: String,
+    children: Children,
+) -> impl IntoView {
     view! {
         <div class="flex min-h-full flex-col items-center justify-center px-6 py-12">
             <p class="mb-8 text-xl font-semibold tracking-tight">"workbench"</p>

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::api::{callbacks_page, CallbackItem, CancelCallback, CallbackSigningSecret};
+use crate::api::{callbacks_page, CallbackItem, CallbackSigningSecret, CancelCallback};
 use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD};
 
 fn status_badge(status: &str) -> &'static str {

@@ -8,8 +8,13 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
-use crate::api::{confirmation_page, confirmations_page, webhook_settings, ConfirmationItem, DecideConfirmation, SaveWebhook, WebhookData};
-use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL};
+use crate::api::{
+    confirmation_page, confirmations_page, webhook_settings, ConfirmationItem, DecideConfirmation,
+    SaveWebhook, WebhookData,
+};
+use crate::components::{
+    ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+};
 
 fn time_left(expires_at_ms: i64, now_ms: i64) -> String {
     let secs = (expires_at_ms - now_ms).max(0) / 1000;
@@ -46,7 +51,11 @@ fn DecisionForm(id: String, action: ServerAction<DecideConfirmation>) -> impl In
 }
 
 #[component]
-fn Held(c: ConfirmationItem, now_ms: i64, action: Option<ServerAction<DecideConfirmation>>) -> impl IntoView {
+fn Held(
+    c: ConfirmationItem,
+    now_ms: i64,
+    action: Option<ServerAction<DecideConfirmation>>,
+) -> impl IntoView {
     let pending = c.status == "pending";
     view! {
         <article class=format!("{CARD} mb-4") data-testid="confirmation" data-id=c.id.clone()>
@@ -81,23 +90,26 @@ fn Webhook(w: WebhookData, save: ServerAction<SaveWebhook>) -> impl IntoView {
     let current = w.secret_ref.clone();
     let deliveries = w.deliveries.clone();
     let none = deliveries.is_empty();
-    let rows = deliveries.into_iter().map(|d| {
-        let outcome = match (d.response_status, &d.error) {
-            (Some(code), None) => format!("{code}"),
-            (_, Some(e)) => e.clone(),
-            _ => String::new(),
-        };
-        let state = d.status.clone();
-        view! {
-            <tr class="border-t border-slate-100" data-testid="delivery" data-status=state>
-                <td class="py-1 pr-3 text-xs text-slate-600">{d.at}</td>
-                <td class="py-1 pr-3 font-mono text-xs">{d.subject_id}</td>
-                <td class="py-1 pr-3 text-xs">{d.status}</td>
-                <td class="py-1 pr-3 text-xs">{format!("{} attempt(s)", d.attempts)}</td>
-                <td class="py-1 text-xs text-slate-600">{outcome}</td>
-            </tr>
-        }
-    }).collect_view();
+    let rows = deliveries
+        .into_iter()
+        .map(|d| {
+            let outcome = match (d.response_status, &d.error) {
+                (Some(code), None) => format!("{code}"),
+                (_, Some(e)) => e.clone(),
+                _ => String::new(),
+            };
+            let state = d.status.clone();
+            view! {
+                <tr class="border-t border-slate-100" data-testid="delivery" data-status=state>
+                    <td class="py-1 pr-3 text-xs text-slate-600">{d.at}</td>
+                    <td class="py-1 pr-3 font-mono text-xs">{d.subject_id}</td>
+                    <td class="py-1 pr-3 text-xs">{d.status}</td>
+                    <td class="py-1 pr-3 text-xs">{format!("{} attempt(s)", d.attempts)}</td>
+                    <td class="py-1 text-xs text-slate-600">{outcome}</td>
+                </tr>
+            }
+        })
+        .collect_view();
     view! {
         <section class=format!("{CARD} mt-8") data-testid="webhook">
             <h2 class="mb-1 text-base font-semibold">"Webhook"</h2>
@@ -142,7 +154,10 @@ pub fn Confirmations() -> impl IntoView {
     let decide = ServerAction::<DecideConfirmation>::new();
     let save_webhook = ServerAction::<SaveWebhook>::new();
     let data = Resource::new(move || decide.version().get(), |_| confirmations_page());
-    let webhook = Resource::new(move || (save_webhook.version().get(), decide.version().get()), |_| webhook_settings());
+    let webhook = Resource::new(
+        move || (save_webhook.version().get(), decide.version().get()),
+        |_| webhook_settings(),
+    );
     view! {
         <Title text="Confirmations"/>
         <Layout current="/confirmations">
@@ -193,7 +208,10 @@ pub fn ConfirmationPage() -> impl IntoView {
     let params = use_params_map();
     let id = move || params.read().get("id").unwrap_or_default();
     let decide = ServerAction::<DecideConfirmation>::new();
-    let data = Resource::new(move || (id(), decide.version().get()), |(id, _)| confirmation_page(id));
+    let data = Resource::new(
+        move || (id(), decide.version().get()),
+        |(id, _)| confirmation_page(id),
+    );
     view! {
         <Title text="Confirmation"/>
         <Layout current="/confirmations">

@@ -5,8 +5,12 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use crate::api::{connections_page, open_connect_link, ConnectView, Disconnect, StartConnection, SubmitConnection};
-use crate::components::{ActionError, Centered, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL};
+use crate::api::{
+    connections_page, open_connect_link, ConnectView, Disconnect, StartConnection, SubmitConnection,
+};
+use crate::components::{
+    ActionError, Centered, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+};
 
 fn status_class(status: &str) -> &'static str {
     match status {

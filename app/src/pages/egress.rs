@@ -5,13 +5,18 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api::{egress_page, AddEgressRule, RemoveEgressRule};
-use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL};
+use crate::components::{
+    ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+};
 
 #[component]
 pub fn Egress() -> impl IntoView {
     let add = ServerAction::<AddEgressRule>::new();
     let remove = ServerAction::<RemoveEgressRule>::new();
-    let data = Resource::new(move || (add.version().get(), remove.version().get()), |_| egress_page());
+    let data = Resource::new(
+        move || (add.version().get(), remove.version().get()),
+        |_| egress_page(),
+    );
     view! {
         <Title text="Egress"/>
         <Layout current="/egress">

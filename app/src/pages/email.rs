@@ -6,7 +6,9 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api::{email_page, AddEmailDomain, EmailDomain, RemoveEmailDomain, VerifyEmailDomain};
-use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL};
+use crate::components::{
+    ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+};
 
 fn badge(status: &str) -> &'static str {
     match status {
@@ -16,11 +18,22 @@ fn badge(status: &str) -> &'static str {
 }
 
 #[component]
-fn DomainRow(d: EmailDomain, can_manage: bool, verify: ServerAction<VerifyEmailDomain>, remove: ServerAction<RemoveEmailDomain>) -> impl IntoView {
+fn DomainRow(
+    d: EmailDomain,
+    can_manage: bool,
+    verify: ServerAction<VerifyEmailDomain>,
+    remove: ServerAction<RemoveEmailDomain>,
+) -> impl IntoView {
     let pending = d.status != "verified";
-    let confirm = format!("return confirm('Remove {}? email.send stops sending from it at once.')", d.domain);
+    let confirm = format!(
+        "return confirm('Remove {}? email.send stops sending from it at once.')",
+        d.domain
+    );
     let (verify_id, remove_id) = (d.id.clone(), d.id.clone());
-    let (verify_label, remove_label) = (format!("Verify {}", d.domain), format!("Remove {}", d.domain));
+    let (verify_label, remove_label) = (
+        format!("Verify {}", d.domain),
+        format!("Remove {}", d.domain),
+    );
     view! {
         <li class="py-4" data-testid="email-domain-row">
             <div class="flex items-center justify-between">
@@ -64,7 +77,16 @@ pub fn Email() -> impl IntoView {
     let add = ServerAction::<AddEmailDomain>::new();
     let verify = ServerAction::<VerifyEmailDomain>::new();
     let remove = ServerAction::<RemoveEmailDomain>::new();
-    let data = Resource::new(move || (add.version().get(), verify.version().get(), remove.version().get()), |_| email_page());
+    let data = Resource::new(
+        move || {
+            (
+                add.version().get(),
+                verify.version().get(),
+                remove.version().get(),
+            )
+        },
+        |_| email_page(),
+    );
     view! {
         <Title text="Email"/>
         <Layout current="/email">

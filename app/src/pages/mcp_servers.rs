@@ -7,13 +7,22 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
-use crate::api::{mcp_server_page, mcp_servers_page, ApproveMcpTool, DeleteMcpServer, RefreshMcpServer, RegisterMcpServer, SetMcpToolSideEffects};
-use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL};
+use crate::api::{
+    mcp_server_page, mcp_servers_page, ApproveMcpTool, DeleteMcpServer, RefreshMcpServer,
+    RegisterMcpServer, SetMcpToolSideEffects,
+};
+use crate::components::{
+    ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+};
 
 fn badge(kind: &str) -> &'static str {
     match kind {
-        "available" | "closed" | "connected" => "rounded bg-emerald-50 px-2 py-0.5 text-xs font-medium text-emerald-700",
-        "pending_review" | "half_open" | "degraded" => "rounded bg-amber-50 px-2 py-0.5 text-xs font-medium text-amber-800",
+        "available" | "closed" | "connected" => {
+            "rounded bg-emerald-50 px-2 py-0.5 text-xs font-medium text-emerald-700"
+        }
+        "pending_review" | "half_open" | "degraded" => {
+            "rounded bg-amber-50 px-2 py-0.5 text-xs font-medium text-amber-800"
+        }
         _ => "rounded bg-red-50 px-2 py-0.5 text-xs font-medium text-red-700",
     }
 }
@@ -23,7 +32,16 @@ pub fn McpServers() -> impl IntoView {
     let register = ServerAction::<RegisterMcpServer>::new();
     let refresh = ServerAction::<RefreshMcpServer>::new();
     let delete = ServerAction::<DeleteMcpServer>::new();
-    let data = Resource::new(move || (register.version().get(), refresh.version().get(), delete.version().get()), |_| mcp_servers_page());
+    let data = Resource::new(
+        move || {
+            (
+                register.version().get(),
+                refresh.version().get(),
+                delete.version().get(),
+            )
+        },
+        |_| mcp_servers_page(),
+    );
     view! {
         <Title text="MCP servers"/>
         <Layout current="/mcp-servers">
@@ -112,7 +130,10 @@ pub fn McpServerPage() -> impl IntoView {
     let id = move || params.read().get("id").unwrap_or_default();
     let approve = ServerAction::<ApproveMcpTool>::new();
     let side = ServerAction::<SetMcpToolSideEffects>::new();
-    let data = Resource::new(move || (id(), approve.version().get(), side.version().get()), |(id, _, _)| mcp_server_page(id));
+    let data = Resource::new(
+        move || (id(), approve.version().get(), side.version().get()),
+        |(id, _, _)| mcp_server_page(id),
+    );
     view! {
         <Title text="MCP server"/>
         <Layout current="/mcp-servers">

@@ -6,10 +6,24 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::{authorized_clients, oauth_consent, AuthorizeQuery, AuthorizedClientView, ConsentView, OauthDecide, RevokeAuthorizedClient};
-use crate::components::{ActionError, Centered, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, LABEL};
+use crate::api::{
+    authorized_clients, oauth_consent, AuthorizeQuery, AuthorizedClientView, ConsentView,
+    OauthDecide, RevokeAuthorizedClient,
+};
+use crate::components::{
+    ActionError, Centered, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, LABEL,
+};
 
-const FIELDS: [&str; 8] = ["response_type", "client_id", "redirect_uri", "code_challenge", "code_challenge_method", "state", "resource", "scope"];
+const FIELDS: [&str; 8] = [
+    "response_type",
+    "client_id",
+    "redirect_uri",
+    "code_challenge",
+    "code_challenge_method",
+    "state",
+    "resource",
+    "scope",
+];
 
 #[component]
 pub fn OAuthAuthorize() -> impl IntoView {
@@ -93,7 +107,10 @@ pub fn OAuthAuthorize() -> impl IntoView {
 }
 
 #[component]
-fn ClientRow(client: AuthorizedClientView, revoke: ServerAction<RevokeAuthorizedClient>) -> impl IntoView {
+fn ClientRow(
+    client: AuthorizedClientView,
+    revoke: ServerAction<RevokeAuthorizedClient>,
+) -> impl IntoView {
     let label = format!("Revoke {}", client.client_name);
     view! {
         <tr class="border-t border-slate-100" data-testid="authorized-client-row">

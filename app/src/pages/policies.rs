@@ -8,15 +8,26 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::{check_patterns, policies_page, policy_preview, DeletePolicy, PatternCheck, PolicyItem, SavePolicy};
-use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL};
+use crate::api::{
+    check_patterns, policies_page, policy_preview, DeletePolicy, PatternCheck, PolicyItem,
+    SavePolicy,
+};
+use crate::components::{
+    ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+};
 
 const TEXTAREA: &str = "block w-full rounded-md border border-slate-300 p-2 font-mono text-xs";
 
 /// One pattern list, checked as it is typed: problems that would refuse the save, and valid
 /// patterns no tool matches.
 #[component]
-fn PatternField(id: String, name: &'static str, label: &'static str, value: String, placeholder: &'static str) -> impl IntoView {
+fn PatternField(
+    id: String,
+    name: &'static str,
+    label: &'static str,
+    value: String,
+    placeholder: &'static str,
+) -> impl IntoView {
     let check = Action::new(|text: &String| {
         let text = text.clone();
         async move { check_patterns(text).await }
@@ -52,12 +63,17 @@ fn PatternField(id: String, name: &'static str, label: &'static str, value: Stri
 #[component]
 fn PolicyForm(policy: Option<PolicyItem>, save: ServerAction<SavePolicy>) -> impl IntoView {
     let p = policy.clone();
-    let key = p.as_ref().map(|p| p.id.clone()).unwrap_or_else(|| "new".into());
+    let key = p
+        .as_ref()
+        .map(|p| p.id.clone())
+        .unwrap_or_else(|| "new".into());
     let field = move |name: &str| format!("{name}-{key}");
     let joined = |v: &Option<Vec<String>>| v.clone().unwrap_or_default().join("\n");
     let (name, mode, allow, deny, confirm, default) = (
         p.as_ref().map(|p| p.name.clone()).unwrap_or_default(),
-        p.as_ref().map(|p| p.mode.clone()).unwrap_or_else(|| "allowlist".into()),
+        p.as_ref()
+            .map(|p| p.mode.clone())
+            .unwrap_or_else(|| "allowlist".into()),
         joined(&p.as_ref().map(|p| p.allow.clone())),
         joined(&p.as_ref().map(|p| p.deny.clone())),
         joined(&p.as_ref().map(|p| p.require_confirmation.clone())),
@@ -94,10 +110,19 @@ fn PolicyForm(policy: Option<PolicyItem>, save: ServerAction<SavePolicy>) -> imp
 pub fn Policies() -> impl IntoView {
     let save = ServerAction::<SavePolicy>::new();
     let delete = ServerAction::<DeletePolicy>::new();
-    let data = Resource::new(move || (save.version().get(), delete.version().get()), |_| policies_page());
+    let data = Resource::new(
+        move || (save.version().get(), delete.version().get()),
+        |_| policies_page(),
+    );
     let query = use_query_map();
     let key = move || query.read().get("key").unwrap_or_default();
-    let preview = Resource::new(key, |k| async move { if k.is_empty() { Ok(None) } else { policy_preview(k).await.map(Some) } });
+    let preview = Resource::new(key, |k| async move {
+        if k.is_empty() {
+            Ok(None)
+        } else {
+            policy_preview(k).await.map(Some)
+        }
+    });
     view! {
         <Title text="Policies"/>
         <Layout current="/policies">

@@ -30,27 +30,60 @@ struct Param {
 
 fn kind_of(s: &Value) -> String {
     if let Some(values) = s.get("enum").and_then(Value::as_array) {
-        return values.iter().map(|v| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string())).collect::<Vec<_>>().join(" | ");
+        return values
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| v.to_string())
+            })
+            .collect::<Vec<_>>()
+            .join(" | ");
     }
     match s.get("type") {
-        Some(Value::String(t)) if t == "array" => format!("array of {}", s.get("items").map(kind_of).unwrap_or_else(|| "any".into())),
+        Some(Value::String(t)) if t == "array" => format!(
+            "array of {}",
+            s.get("items").map(kind_of).unwrap_or_else(|| "any".into())
+        ),
         Some(Value::String(t)) => t.clone(),
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" or "),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" or "),
         _ if s.get("anyOf").or(s.get("oneOf")).is_some() => "one of several shapes".into(),
         _ => "any".into(),
     }
 }
 
 fn params(schema: &Value, prefix: &str, depth: usize, out: &mut Vec<Param>) {
-    let required: Vec<&str> = schema.get("required").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
     for (name, p) in props {
-        let mut about = p.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let mut about = p
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         if let Some(d) = p.get("default") {
-            about = format!("{about}{}default {d}", if about.is_empty() { "" } else { " · " });
+            about = format!(
+                "{about}{}default {d}",
+                if about.is_empty() { "" } else { " · " }
+            );
         }
         let full = format!("{prefix}{name}");
-        out.push(Param { name: full.clone(), kind: kind_of(p), required: required.contains(&name.as_str()), about });
+        out.push(Param {
+            name: full.clone(),
+            kind: kind_of(p),
+            required: required.contains(&name.as_str()),
+            about,
+        });
         if depth < 2 && p.get("type").and_then(Value::as_str) == Some("object") {
             params(p, &format!("{full}."), depth + 1, out);
         }
@@ -85,7 +118,10 @@ fn ParamsTable(schema: String) -> impl IntoView {
 
 #[component]
 fn ToolCard(tool: ToolView) -> impl IntoView {
-    let latency = tool.avg_latency_ms.map(|ms| format!("{ms} ms avg")).unwrap_or_else(|| "not run yet".into());
+    let latency = tool
+        .avg_latency_ms
+        .map(|ms| format!("{ms} ms avg"))
+        .unwrap_or_else(|| "not run yet".into());
     let needs = tool.connection != "connected" && tool.connection != NO_ACCOUNT;
     view! {
         <li class=format!("{CARD} !p-4") data-testid="tool-row">
@@ -134,8 +170,18 @@ fn GroupHeading(group: ToolGroupView) -> impl IntoView {
     }
 }
 
-const EFFECTS: &[(&str, &str)] = &[("", "Any side effects"), ("none", "Reads only (none)"), ("network", "Network"), ("write", "Writes"), ("destructive", "Destructive")];
-const CONNECTION: &[(&str, &str)] = &[("", "Any connection"), ("ready", "Ready to run"), ("needs_connection", "Needs a connection")];
+const EFFECTS: &[(&str, &str)] = &[
+    ("", "Any side effects"),
+    ("none", "Reads only (none)"),
+    ("network", "Network"),
+    ("write", "Writes"),
+    ("destructive", "Destructive"),
+];
+const CONNECTION: &[(&str, &str)] = &[
+    ("", "Any connection"),
+    ("ready", "Ready to run"),
+    ("needs_connection", "Needs a connection"),
+];
 
 #[component]
 pub fn Tools() -> impl IntoView {
@@ -143,9 +189,17 @@ pub fn Tools() -> impl IntoView {
     let param = move |k: &str| query.read().get(k).unwrap_or_default();
     let data = Resource::new(
         move || (param("q"), param("effects"), param("connection")),
-        |(q, e, c)| tools_page((!q.is_empty()).then_some(q), (!e.is_empty()).then_some(e), (!c.is_empty()).then_some(c)),
+        |(q, e, c)| {
+            tools_page(
+                (!q.is_empty()).then_some(q),
+                (!e.is_empty()).then_some(e),
+                (!c.is_empty()).then_some(c),
+            )
+        },
     );
-    let select = move |name: &'static str, label: &'static str, options: &'static [(&'static str, &'static str)]| {
+    let select = move |name: &'static str,
+                       label: &'static str,
+                       options: &'static [(&'static str, &'static str)]| {
         let current = param(name);
         view! {
             <select name=name aria-label=label class="rounded-md border border-slate-300 bg-white px-2 py-2 text-sm">

@@ -20,10 +20,18 @@ fn csv_link(chart: &str, from: &str, to: &str) -> impl IntoView {
 /// Stacked bars per day: succeeded, failed, denied, other.
 #[component]
 fn CallsChart(days: Vec<DayBar>) -> impl IntoView {
-    let max = days.iter().map(|d| d.succeeded + d.failed + d.denied + d.other).max().unwrap_or(0).max(1) as f64;
+    let max = days
+        .iter()
+        .map(|d| d.succeeded + d.failed + d.denied + d.other)
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
     let n = days.len().max(1) as f64;
     let bw = (W / n).max(1.0);
-    let total: i64 = days.iter().map(|d| d.succeeded + d.failed + d.denied + d.other).sum();
+    let total: i64 = days
+        .iter()
+        .map(|d| d.succeeded + d.failed + d.denied + d.other)
+        .sum();
     let bars = days
         .iter()
         .enumerate()
@@ -56,7 +64,12 @@ fn CallsChart(days: Vec<DayBar>) -> impl IntoView {
 
 #[component]
 fn EgressChart(days: Vec<DayBar>) -> impl IntoView {
-    let max = days.iter().map(|d| d.egress_bytes).max().unwrap_or(0).max(1) as f64;
+    let max = days
+        .iter()
+        .map(|d| d.egress_bytes)
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
     let n = days.len().max(1) as f64;
     let bw = (W / n).max(1.0);
     let total: i64 = days.iter().map(|d| d.egress_bytes).sum();
@@ -110,13 +123,15 @@ fn LatencyChart(rows: Vec<LatencyBar>) -> impl IntoView {
 fn TopTable(rows: Vec<TopRow>, what: &'static str) -> impl IntoView {
     let body = rows
         .into_iter()
-        .map(|r| view! {
-            <tr class="border-t border-slate-100">
-                <td class="py-1 pr-4 font-mono text-xs">{r.name}</td>
-                <td class="py-1 pr-4 text-right">{r.calls}</td>
-                <td class="py-1 pr-4 text-right">{r.total_ms}</td>
-                <td class="py-1 text-right">{r.egress_bytes}</td>
-            </tr>
+        .map(|r| {
+            view! {
+                <tr class="border-t border-slate-100">
+                    <td class="py-1 pr-4 font-mono text-xs">{r.name}</td>
+                    <td class="py-1 pr-4 text-right">{r.calls}</td>
+                    <td class="py-1 pr-4 text-right">{r.total_ms}</td>
+                    <td class="py-1 text-right">{r.egress_bytes}</td>
+                </tr>
+            }
         })
         .collect_view();
     view! {

@@ -5,13 +5,18 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api::{vault_page, DeleteSecret, SetSecret};
-use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL};
+use crate::components::{
+    ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+};
 
 #[component]
 pub fn Vault() -> impl IntoView {
     let set = ServerAction::<SetSecret>::new();
     let delete = ServerAction::<DeleteSecret>::new();
-    let data = Resource::new(move || (set.version().get(), delete.version().get()), |_| vault_page());
+    let data = Resource::new(
+        move || (set.version().get(), delete.version().get()),
+        |_| vault_page(),
+    );
     let saved = move || set.value().get().is_some_and(|r| r.is_ok());
     // Once saved, the typed value leaves the page too.
     let form = NodeRef::<leptos::html::Form>::new();

@@ -62,45 +62,67 @@ impl AuditLog {
     pub async fn detail(&self, who: &Principal, id: &str) -> Result<AuditDetail> {
         self.recorder.flush().await;
         let pool = self.db.pool();
-        let row = store::audit::get(pool, &who.project_id, id).await?.ok_or(Error::NotFound)?;
+        let row = store::audit::get(pool, &who.project_id, id)
+            .await?
+            .ok_or(Error::NotFound)?;
         if !who.sees_project_records() && row.user_id.as_deref() != Some(who.user_id.as_str()) {
             return Err(Error::NotFound);
         }
         let scrubber = self.vault.scrubber(&who.project_id).await?;
         let parse = |s: &str| serde_json::from_str::<Value>(s).unwrap_or(Value::Null);
         let call = match &row.tool_call_id {
-            Some(tc) => store::tool_calls::get(pool, &who.project_id, tc).await?.map(|c| {
-                let mut arguments = parse(&c.arguments);
-                scrubber.scrub(&mut arguments);
-                let mut error = c.error.as_deref().map(parse);
-                if let Some(e) = error.as_mut() {
-                    scrubber.scrub(e);
-                }
-                CallDetail { status: c.status, arguments, error, result_bytes: c.result_bytes, idempotency_key: c.idempotency_key }
-            }),
+            Some(tc) => store::tool_calls::get(pool, &who.project_id, tc)
+                .await?
+                .map(|c| {
+                    let mut arguments = parse(&c.arguments);
+                    scrubber.scrub(&mut arguments);
+                    let mut error = c.error.as_deref().map(parse);
+                    if let Some(e) = error.as_mut() {
+                        scrubber.scrub(e);
+                    }
+                    CallDetail {
+                        status: c.status,
+                        arguments,
+                        error,
+                        result_bytes: c.result_bytes,
+                        idempotency_key: c.idempotency_key,
+                    }
+                }),
             None => None,
         };
         let confirmation = match &row.tool_call_id {
-            Some(tc) => match store::confirmations::by_tool_call(pool, &who.project_id, tc).await? {
-                Some(c) => {
-                    let decided_by_email = match &c.decided_by {
-                        Some(u) => store::users::by_id(pool, u).await?.map(|u| u.email),
-                        None => None,
-                    };
-                    let now = self.clock.now_ms();
-                    let status = if c.status == store::confirmations::ConfirmationStatus::Pending && c.expires_at <= now { "expired" } else { c.status.as_str() };
-                    Some(ConfirmationDetail {
-                        id: c.id,
-                        status: status.to_owned(),
-                        decided_by: c.decided_by,
-                        decided_by_email,
-                        decided_at: c.decided_at.map(rfc3339),
-                        reason: c.reason.as_deref().map(|r| scrubber.scrub_str(r).unwrap_or_else(|| r.to_owned())),
-                        expires_at: rfc3339(c.expires_at),
-                    })
+            Some(tc) => {
+                match store::confirmations::by_tool_call(pool, &who.project_id, tc).await? {
+                    Some(c) => {
+                        let decided_by_email = match &c.decided_by {
+                            Some(u) => store::users::by_id(pool, u).await?.map(|u| u.email),
+                            None => None,
+                        };
+                        let now = self.clock.now_ms();
+                        let status = if c.status
+                            == store::confirmations::ConfirmationStatus::Pending
+                            && c.expires_at <= now
+                        {
+                            "expired"
+                        } else {
+                            c.status.as_str()
+                        };
+                        Some(ConfirmationDetail {
+                            id: c.id,
+                            status: status.to_owned(),
+                            decided_by: c.decided_by,
+                            decided_by_email,
+                            decided_at: c.decided_at.map(rfc3339),
+                            reason: c
+                                .reason
+                                .as_deref()
+                                .map(|r| scrubber.scrub_str(r).unwrap_or_else(|| r.to_owned())),
+                            expires_at: rfc3339(c.expires_at),
+                        })
+                    }
+                    None => None,
                 }
-                None => None,
-            },
+            }
             None => None,
         };
         let user_email = match &row.user_id {
@@ -108,7 +130,9 @@ impl AuditLog {
             None => None,
         };
         let api_key_name = match &row.api_key_id {
-            Some(k) => store::api_keys::by_id(pool, &who.project_id, k).await?.map(|k| k.name),
+            Some(k) => store::api_keys::by_id(pool, &who.project_id, k)
+                .await?
+                .map(|k| k.name),
             None => None,
         };
         Ok(AuditDetail {
@@ -126,7 +150,10 @@ impl AuditLog {
             api_key_id: row.api_key_id,
             api_key_name,
             end_user_id: row.end_user_id,
-            detail: row.detail.as_deref().map(|d| scrubber.scrub_str(d).unwrap_or_else(|| d.to_owned())),
+            detail: row
+                .detail
+                .as_deref()
+                .map(|d| scrubber.scrub_str(d).unwrap_or_else(|| d.to_owned())),
             call,
             confirmation,
             id: row.id,

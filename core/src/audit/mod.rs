@@ -70,7 +70,12 @@ pub(crate) fn parse_cursor(c: &str) -> Result<(i64, String)> {
 
 impl AuditLog {
     pub fn new(db: Db, recorder: Recorder, vault: Vault, clock: Arc<dyn Clock>) -> Self {
-        AuditLog { db, recorder, vault, clock }
+        AuditLog {
+            db,
+            recorder,
+            vault,
+            clock,
+        }
     }
 
     /// Returns once every record queued so far is written (readers of the log call it first).
@@ -83,11 +88,17 @@ impl AuditLog {
             tool: q.tool.clone().filter(|s| !s.is_empty()),
             status: q.status.clone().filter(|s| !s.is_empty()),
             api_key_id: q.api_key_id.clone().filter(|s| !s.is_empty()),
-            before: q.cursor.as_deref().filter(|s| !s.is_empty()).map(parse_cursor).transpose()?,
+            before: q
+                .cursor
+                .as_deref()
+                .filter(|s| !s.is_empty())
+                .map(parse_cursor)
+                .transpose()?,
             user_id: (!who.sees_project_records()).then(|| who.user_id.clone()),
         };
         self.recorder.flush().await;
-        let mut rows = store::audit::list(self.db.pool(), &who.project_id, &filter, PAGE_SIZE + 1).await?;
+        let mut rows =
+            store::audit::list(self.db.pool(), &who.project_id, &filter, PAGE_SIZE + 1).await?;
         let next = if rows.len() as i64 > PAGE_SIZE {
             rows.truncate(PAGE_SIZE as usize);
             rows.last().map(|r| format!("{}.{}", r.created_at, r.id))
@@ -135,7 +146,11 @@ impl AuditLog {
     /// bodies) and its egress bytes under the meter of `curl:<integration>`, queued on the
     /// record writer.
     pub async fn record_proxy(&self, e: &ProxyEvent<'_>) {
-        let status = if (200..400).contains(&e.status) { "succeeded" } else { "failed" };
+        let status = if (200..400).contains(&e.status) {
+            "succeeded"
+        } else {
+            "failed"
+        };
         let tool = format!("curl:{}", e.integration);
         let audit = store::audit::AuditRow {
             id: crate::ids::new_id("aud"),
@@ -150,7 +165,12 @@ impl AuditLog {
             duration_ms: Some(e.duration_ms as i64),
             end_user_id: None,
             surface: "proxy".into(),
-            detail: Some(format!("{} {} → {}", e.method, e.path.chars().take(300).collect::<String>(), e.status)),
+            detail: Some(format!(
+                "{} {} → {}",
+                e.method,
+                e.path.chars().take(300).collect::<String>(),
+                e.status
+            )),
             created_at: e.at_ms,
         };
         let usage = UsageAdd {
@@ -160,6 +180,12 @@ impl AuditLog {
             day: rfc3339(e.at_ms)[..10].to_owned(),
             meters: vec![(store::usage::Meter::EgressBytes, e.egress_bytes as i64)],
         };
-        self.recorder.write(Record { call: None, audit: Some((audit, Write::Insert)), usage: Some(usage) }).await;
+        self.recorder
+            .write(Record {
+                call: None,
+                audit: Some((audit, Write::Insert)),
+                usage: Some(usage),
+            })
+            .await;
     }
 }

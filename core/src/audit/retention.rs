@@ -41,7 +41,11 @@ pub fn check_retention_days(days: Option<i64>) -> Result<()> {
 impl AuditLog {
     /// Days the project keeps its audit rows; None: forever.
     pub async fn retention_days(&self, who: &Principal) -> Result<Option<i64>> {
-        Ok(store::project_settings::get(self.db.pool(), &who.project_id).await?.and_then(|s| s.audit_retention_days))
+        Ok(
+            store::project_settings::get(self.db.pool(), &who.project_id)
+                .await?
+                .and_then(|s| s.audit_retention_days),
+        )
     }
 
     /// Sets the project's retention (None keeps everything). Only an admin whose key has no
@@ -49,7 +53,13 @@ impl AuditLog {
     pub async fn set_retention_days(&self, admin: &Principal, days: Option<i64>) -> Result<()> {
         admin.require(crate::auth::Operation::AuditManage)?;
         check_retention_days(days)?;
-        store::project_settings::set_retention(self.db.pool(), &admin.project_id, days, self.clock.now_ms()).await
+        store::project_settings::set_retention(
+            self.db.pool(),
+            &admin.project_id,
+            days,
+            self.clock.now_ms(),
+        )
+        .await
     }
 
     /// Deletes, in batches of `RETENTION_BATCH`, every project's rows older than its retention.
@@ -61,11 +71,26 @@ impl AuditLog {
             let now = self.clock.now_ms();
             let before = now.saturating_sub(days.saturating_mul(DAY_MS));
             report.projects += 1;
-            report.audit_rows += drain(|| store::audit::delete_older(pool, &project_id, before, now, RETENTION_BATCH)).await?;
-            report.tool_calls += drain(|| store::tool_calls::delete_older(pool, &project_id, before, now, RETENTION_BATCH)).await?;
-            report.confirmations += drain(|| store::confirmations::delete_older(pool, &project_id, before, now, RETENTION_BATCH)).await?;
-            report.webhook_deliveries += drain(|| store::webhook_deliveries::delete_older(pool, &project_id, before, RETENTION_BATCH)).await?;
-            report.callbacks += drain(|| store::schedules::delete_finished_older(pool, &project_id, before, RETENTION_BATCH)).await?;
+            report.audit_rows += drain(|| {
+                store::audit::delete_older(pool, &project_id, before, now, RETENTION_BATCH)
+            })
+            .await?;
+            report.tool_calls += drain(|| {
+                store::tool_calls::delete_older(pool, &project_id, before, now, RETENTION_BATCH)
+            })
+            .await?;
+            report.confirmations += drain(|| {
+                store::confirmations::delete_older(pool, &project_id, before, now, RETENTION_BATCH)
+            })
+            .await?;
+            report.webhook_deliveries += drain(|| {
+                store::webhook_deliveries::delete_older(pool, &project_id, before, RETENTION_BATCH)
+            })
+            .await?;
+            report.callbacks += drain(|| {
+                store::schedules::delete_finished_older(pool, &project_id, before, RETENTION_BATCH)
+            })
+            .await?;
         }
         Ok(report)
     }

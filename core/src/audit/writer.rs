@@ -79,7 +79,10 @@ impl Recorder {
     pub fn start(db: Db) -> Recorder {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         tokio::spawn(run(db, rx));
-        Recorder { tx, metrics: Arc::default() }
+        Recorder {
+            tx,
+            metrics: Arc::default(),
+        }
     }
 
     pub fn metrics(&self) -> &CallMetrics {
@@ -131,13 +134,18 @@ async fn write_all(db: &Db, records: &[Record]) {
     if records.len() > 1 {
         match commit(db, records).await {
             Ok(()) => return,
-            Err(e) => tracing::warn!(error = %e, records = records.len(), "a batch of records failed; writing them one by one"),
+            Err(e) => {
+                tracing::warn!(error = %e, records = records.len(), "a batch of records failed; writing them one by one")
+            }
         }
     }
     for r in records {
         if let Err(e) = commit(db, std::slice::from_ref(r)).await {
             AUDIT_WRITE_FAILURES.fetch_add(1, Ordering::Relaxed);
-            let call = r.call.as_ref().map(|(c, _)| c.id.as_str()).or(r.audit.as_ref().and_then(|(a, _)| a.tool_call_id.as_deref()));
+            let call = r.call.as_ref().map(|(c, _)| c.id.as_str()).or(r
+                .audit
+                .as_ref()
+                .and_then(|(a, _)| a.tool_call_id.as_deref()));
             tracing::error!(error = %e, call_id = ?call, "could not write a record");
         }
     }
@@ -149,8 +157,10 @@ async fn commit(db: &Db, records: &[Record]) -> Result<()> {
     // Few statements per table and kind: new rows in multi-row INSERTs, rows written `running`
     // earlier finished by UPDATE … FROM (VALUES …) (`store::batches` sizes both); usage of the
     // batch is summed per counter first: one statement per project, key, tool, day.
-    let (mut new_calls, mut done_calls, mut new_audit, mut done_audit) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut usage: BTreeMap<(&str, &str, &str, &str), BTreeMap<&'static str, (Meter, i64)>> = BTreeMap::new();
+    let (mut new_calls, mut done_calls, mut new_audit, mut done_audit) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut usage: BTreeMap<(&str, &str, &str, &str), BTreeMap<&'static str, (Meter, i64)>> =
+        BTreeMap::new();
     for r in records {
         match &r.call {
             Some((c, Write::Insert)) => new_calls.push(c),
@@ -163,7 +173,9 @@ async fn commit(db: &Db, records: &[Record]) -> Result<()> {
             None => {}
         }
         if let Some(u) = &r.usage {
-            let counters = usage.entry((&u.project_id, &u.api_key_id, &u.tool, &u.day)).or_default();
+            let counters = usage
+                .entry((&u.project_id, &u.api_key_id, &u.tool, &u.day))
+                .or_default();
             for (meter, value) in &u.meters {
                 counters.entry(meter.as_str()).or_insert((*meter, 0)).1 += value;
             }
@@ -245,18 +257,43 @@ mod tests {
             detail: None,
             created_at: 1_000 + n as i64,
         };
-        let usage = UsageAdd { project_id: project_id.into(), api_key_id: String::new(), tool: "storage.get".into(), day: "2026-12-01".into(), meters: vec![(Meter::ToolCall, 1), (Meter::ToolCallMs, 3)] };
-        Record { call: Some((call, Write::Insert)), audit: Some((audit, Write::Insert)), usage: Some(usage) }
+        let usage = UsageAdd {
+            project_id: project_id.into(),
+            api_key_id: String::new(),
+            tool: "storage.get".into(),
+            day: "2026-12-01".into(),
+            meters: vec![(Meter::ToolCall, 1), (Meter::ToolCallMs, 3)],
+        };
+        Record {
+            call: Some((call, Write::Insert)),
+            audit: Some((audit, Write::Insert)),
+            usage: Some(usage),
+        }
     }
 
     /// A migrated SQLite database in a temporary file with one admin; its project id; the file.
     async fn database() -> (Db, String, std::path::PathBuf) {
         let path = std::env::temp_dir().join(format!("wb-writer-{}.db", crate::ids::new_id("t")));
-        let db = Db::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+        let db = Db::connect(&format!("sqlite://{}", path.display()))
+            .await
+            .unwrap();
         db.migrate().await.unwrap();
         let accounts = Accounts::new(db.clone(), Arc::new(SystemClock));
-        let (user, _) = accounts.create_user("writer@example.com", "correct horse battery staple", Some("p"), Role::Admin).await.unwrap();
-        let project = accounts.principal_for_user(&user.id).await.unwrap().unwrap().project_id;
+        let (user, _) = accounts
+            .create_user(
+                "writer@example.com",
+                "correct horse battery staple",
+                Some("p"),
+                Role::Admin,
+            )
+            .await
+            .unwrap();
+        let project = accounts
+            .principal_for_user(&user.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .project_id;
         (db, project, path)
     }
 
@@ -266,17 +303,44 @@ mod tests {
         let recorder = Recorder::start(db.clone());
         let failures = AUDIT_WRITE_FAILURES.load(Ordering::Relaxed);
         // The middle record names a project that does not exist: its rows break a foreign key.
-        for (n, p) in [project.as_str(), "prj_missing", project.as_str(), project.as_str()].into_iter().enumerate() {
+        for (n, p) in [
+            project.as_str(),
+            "prj_missing",
+            project.as_str(),
+            project.as_str(),
+        ]
+        .into_iter()
+        .enumerate()
+        {
             recorder.write(record(p, n)).await;
         }
         recorder.flush().await;
-        let rows = store::audit::list(db.pool(), &project, &Default::default(), 10).await.unwrap();
+        let rows = store::audit::list(db.pool(), &project, &Default::default(), 10)
+            .await
+            .unwrap();
         assert_eq!(rows.len(), 3, "every good record was written");
-        let usage = store::usage::rows(db.pool(), &project, "2026-12-01", "2026-12-01", None).await.unwrap();
-        let calls: i64 = usage.iter().filter(|u| u.meter == Meter::ToolCall).map(|u| u.value).sum();
-        let ms: i64 = usage.iter().filter(|u| u.meter == Meter::ToolCallMs).map(|u| u.value).sum();
-        assert_eq!((calls, ms), (3, 9), "usage summed per counter, the bad record's not counted");
-        assert!(AUDIT_WRITE_FAILURES.load(Ordering::Relaxed) > failures, "the bad record is counted");
+        let usage = store::usage::rows(db.pool(), &project, "2026-12-01", "2026-12-01", None)
+            .await
+            .unwrap();
+        let calls: i64 = usage
+            .iter()
+            .filter(|u| u.meter == Meter::ToolCall)
+            .map(|u| u.value)
+            .sum();
+        let ms: i64 = usage
+            .iter()
+            .filter(|u| u.meter == Meter::ToolCallMs)
+            .map(|u| u.value)
+            .sum();
+        assert_eq!(
+            (calls, ms),
+            (3, 9),
+            "usage summed per counter, the bad record's not counted"
+        );
+        assert!(
+            AUDIT_WRITE_FAILURES.load(Ordering::Relaxed) > failures,
+            "the bad record is counted"
+        );
         let _ = std::fs::remove_file(&path);
     }
 
@@ -286,8 +350,16 @@ mod tests {
         // Three calls written `running` (as the pipeline does before a side effect)...
         let mut running = Vec::new();
         for n in 0..3 {
-            let Record { call: Some((mut c, _)), audit: Some((mut a, _)), .. } = record(&project, n) else { unreachable!() };
-            (c.status, c.result, c.duration_ms, a.status, a.duration_ms) = ("running".into(), None, 0, "running".into(), None);
+            let Record {
+                call: Some((mut c, _)),
+                audit: Some((mut a, _)),
+                ..
+            } = record(&project, n)
+            else {
+                unreachable!()
+            };
+            (c.status, c.result, c.duration_ms, a.status, a.duration_ms) =
+                ("running".into(), None, 0, "running".into(), None);
             store::tool_calls::insert(db.pool(), &c).await.unwrap();
             store::audit::insert(db.pool(), &a).await.unwrap();
             running.push((c, a));
@@ -298,27 +370,95 @@ mod tests {
             let mut c = c.clone();
             let mut a = a.clone();
             (c.status, c.result, c.error, c.duration_ms, c.result_bytes) = if n == 1 {
-                ("failed".into(), None, Some(format!("{{\"code\":\"TOOL_ERROR\",\"n\":{n}}}")), 20 + n as i64, None)
+                (
+                    "failed".into(),
+                    None,
+                    Some(format!("{{\"code\":\"TOOL_ERROR\",\"n\":{n}}}")),
+                    20 + n as i64,
+                    None,
+                )
             } else {
-                ("succeeded".into(), Some(format!("{{\"n\":{n}}}")), None, 10 + n as i64, Some(7 + n as i64))
+                (
+                    "succeeded".into(),
+                    Some(format!("{{\"n\":{n}}}")),
+                    None,
+                    10 + n as i64,
+                    Some(7 + n as i64),
+                )
             };
             a.status = c.status.clone();
             a.error_code = (n == 1).then(|| "TOOL_ERROR".to_owned());
             a.duration_ms = Some(c.duration_ms);
-            recorder.write(Record { call: Some((c, Write::Finish)), audit: Some((a, Write::Finish)), usage: None }).await;
+            recorder
+                .write(Record {
+                    call: Some((c, Write::Finish)),
+                    audit: Some((a, Write::Finish)),
+                    usage: None,
+                })
+                .await;
         }
         recorder.flush().await;
         for (n, (c, a)) in running.iter().enumerate() {
-            let got = store::tool_calls::get(db.pool(), &project, &c.id).await.unwrap().unwrap();
-            let audit = store::audit::get(db.pool(), &project, &a.id).await.unwrap().unwrap();
+            let got = store::tool_calls::get(db.pool(), &project, &c.id)
+                .await
+                .unwrap()
+                .unwrap();
+            let audit = store::audit::get(db.pool(), &project, &a.id)
+                .await
+                .unwrap()
+                .unwrap();
             if n == 1 {
-                assert_eq!((got.status.as_str(), got.result, got.error.as_deref(), got.duration_ms, got.result_bytes), ("failed", None, Some("{\"code\":\"TOOL_ERROR\",\"n\":1}"), 21, None));
-                assert_eq!((audit.status.as_str(), audit.error_code.as_deref(), audit.duration_ms), ("failed", Some("TOOL_ERROR"), Some(21)));
+                assert_eq!(
+                    (
+                        got.status.as_str(),
+                        got.result,
+                        got.error.as_deref(),
+                        got.duration_ms,
+                        got.result_bytes
+                    ),
+                    (
+                        "failed",
+                        None,
+                        Some("{\"code\":\"TOOL_ERROR\",\"n\":1}"),
+                        21,
+                        None
+                    )
+                );
+                assert_eq!(
+                    (
+                        audit.status.as_str(),
+                        audit.error_code.as_deref(),
+                        audit.duration_ms
+                    ),
+                    ("failed", Some("TOOL_ERROR"), Some(21))
+                );
             } else {
-                assert_eq!((got.status.as_str(), got.result, got.error, got.duration_ms, got.result_bytes), ("succeeded", Some(format!("{{\"n\":{n}}}")), None, 10 + n as i64, Some(7 + n as i64)));
-                assert_eq!((audit.status.as_str(), audit.error_code, audit.duration_ms), ("succeeded", None, Some(10 + n as i64)));
+                assert_eq!(
+                    (
+                        got.status.as_str(),
+                        got.result,
+                        got.error,
+                        got.duration_ms,
+                        got.result_bytes
+                    ),
+                    (
+                        "succeeded",
+                        Some(format!("{{\"n\":{n}}}")),
+                        None,
+                        10 + n as i64,
+                        Some(7 + n as i64)
+                    )
+                );
+                assert_eq!(
+                    (audit.status.as_str(), audit.error_code, audit.duration_ms),
+                    ("succeeded", None, Some(10 + n as i64))
+                );
             }
-            assert_eq!((got.arguments.as_str(), audit.tool_call_id.as_deref()), (c.arguments.as_str(), Some(c.id.as_str())), "untouched columns stay");
+            assert_eq!(
+                (got.arguments.as_str(), audit.tool_call_id.as_deref()),
+                (c.arguments.as_str(), Some(c.id.as_str())),
+                "untouched columns stay"
+            );
         }
         db.pool().close().await;
         let _ = std::fs::remove_file(&path);

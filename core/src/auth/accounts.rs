@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{hash_password, normalize_email, password::dummy_hash, verify_password, ApiKey, Principal, Role};
+use super::{
+    hash_password, normalize_email, password::dummy_hash, verify_password, ApiKey, Principal, Role,
+};
 use crate::clock::Clock;
 use crate::ids::new_id;
 use crate::store::{self, api_keys::ApiKeyRow, projects::ProjectRow, users::UserRow, Db};
@@ -33,7 +35,11 @@ pub struct User {
 
 impl From<UserRow> for User {
     fn from(r: UserRow) -> Self {
-        User { id: r.id, email: r.email, created_at: r.created_at }
+        User {
+            id: r.id,
+            email: r.email,
+            created_at: r.created_at,
+        }
     }
 }
 
@@ -92,7 +98,10 @@ pub struct Accounts {
 
 fn clean_name(raw: &str, what: &str) -> Result<String> {
     let name = raw.trim();
-    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+    if name.is_empty()
+        || name.chars().count() > MAX_NAME_CHARS
+        || name.chars().any(char::is_control)
+    {
         return Err(Error::invalid(format!(
             "invalid {what}; use 1 to {MAX_NAME_CHARS} printable characters"
         )));
@@ -128,10 +137,17 @@ impl Accounts {
         let now = self.now();
         let mut tx = self.db.begin_write().await?;
         if !store::projects::mark_set_up(&mut *tx, now).await? {
-            return Err(Error::Conflict("workbench is already set up; sign in instead".into()));
+            return Err(Error::Conflict(
+                "workbench is already set up; sign in instead".into(),
+            ));
         }
         let (project, _) = self.ensure_project(&mut tx, &project_name, now).await?;
-        let user = UserRow { id: new_id("usr"), email: email.clone(), password_hash: hash, created_at: now };
+        let user = UserRow {
+            id: new_id("usr"),
+            email: email.clone(),
+            password_hash: hash,
+            created_at: now,
+        };
         store::users::insert(&mut *tx, &user).await?;
         store::projects::upsert_membership(&mut *tx, &project.id, &user.id, "admin", now).await?;
         tx.commit().await?;
@@ -162,7 +178,11 @@ impl Accounts {
         if let Some(p) = store::projects::by_name(&mut **tx, name).await? {
             return Ok((p, false));
         }
-        let p = ProjectRow { id: new_id("prj"), name: name.to_owned(), created_at: now };
+        let p = ProjectRow {
+            id: new_id("prj"),
+            name: name.to_owned(),
+            created_at: now,
+        };
         store::projects::insert(&mut **tx, &p).await?;
         Ok((p, true))
     }
@@ -182,18 +202,30 @@ impl Accounts {
         let now = self.now();
         let mut tx = self.db.begin_write().await?;
         if store::users::by_email(&mut *tx, &email).await?.is_some() {
-            return Err(Error::Conflict(format!("a user with email {email} already exists")));
+            return Err(Error::Conflict(format!(
+                "a user with email {email} already exists"
+            )));
         }
         let project = match project {
             Some(name) => self.ensure_project(&mut tx, &name, now).await?.0,
             None => match store::projects::first(&mut *tx).await? {
                 Some(p) => p,
-                None => self.ensure_project(&mut tx, DEFAULT_PROJECT_NAME, now).await?.0,
+                None => {
+                    self.ensure_project(&mut tx, DEFAULT_PROJECT_NAME, now)
+                        .await?
+                        .0
+                }
             },
         };
-        let user = UserRow { id: new_id("usr"), email, password_hash: hash, created_at: now };
+        let user = UserRow {
+            id: new_id("usr"),
+            email,
+            password_hash: hash,
+            created_at: now,
+        };
         store::users::insert(&mut *tx, &user).await?;
-        store::projects::upsert_membership(&mut *tx, &project.id, &user.id, role.as_str(), now).await?;
+        store::projects::upsert_membership(&mut *tx, &project.id, &user.id, role.as_str(), now)
+            .await?;
         store::projects::mark_set_up(&mut *tx, now).await?;
         tx.commit().await?;
         Ok((user.into(), project))
@@ -213,14 +245,32 @@ impl Accounts {
         let now = self.now();
         let mut tx = self.db.begin_write().await?;
         if store::users::by_email(&mut *tx, &email).await?.is_some() {
-            return Err(Error::Conflict(format!("a user with email {email} already exists")));
+            return Err(Error::Conflict(format!(
+                "a user with email {email} already exists"
+            )));
         }
-        let user = UserRow { id: new_id("usr"), email: email.clone(), password_hash: hash, created_at: now };
+        let user = UserRow {
+            id: new_id("usr"),
+            email: email.clone(),
+            password_hash: hash,
+            created_at: now,
+        };
         store::users::insert(&mut *tx, &user).await?;
-        store::projects::upsert_membership(&mut *tx, &admin.project_id, &user.id, role.as_str(), now)
-            .await?;
+        store::projects::upsert_membership(
+            &mut *tx,
+            &admin.project_id,
+            &user.id,
+            role.as_str(),
+            now,
+        )
+        .await?;
         tx.commit().await?;
-        Ok(Member { user_id: user.id, email, role, joined_at: now })
+        Ok(Member {
+            user_id: user.id,
+            email,
+            role,
+            joined_at: now,
+        })
     }
 
     pub async fn members(&self, who: &Principal) -> Result<Vec<Member>> {
@@ -240,7 +290,12 @@ impl Accounts {
     /// the same work; more than `ACCOUNT_FAILURE_LIMIT` failures for the account or
     /// `IP_FAILURE_LIMIT` for the client address within the window answer `Throttled`, before
     /// the password is even looked at.
-    pub async fn sign_in(&self, email: &str, password: &str, client_ip: Option<IpAddr>) -> Result<Principal> {
+    pub async fn sign_in(
+        &self,
+        email: &str,
+        password: &str,
+        client_ip: Option<IpAddr>,
+    ) -> Result<Principal> {
         let now = self.now();
         let email_key = email.trim().to_lowercase();
         let account_scope = format!("acct:{email_key}");
@@ -259,7 +314,9 @@ impl Accounts {
         };
         let ok = match &user {
             Some(u) => verify_password(password, &u.password_hash).await,
-            None => verify_password(password, dummy_hash().await).await.map(|_| false),
+            None => verify_password(password, dummy_hash().await)
+                .await
+                .map(|_| false),
         };
         let ok = match ok {
             Ok(ok) => ok,
@@ -293,7 +350,8 @@ impl Accounts {
             store::sign_in::lock_scope(&mut *tx, scope, now).await?;
         }
         for (scope, limit) in &sorted {
-            let (count, oldest) = store::sign_in::failures_since(&mut *tx, scope, now - FAILURE_WINDOW_MS).await?;
+            let (count, oldest) =
+                store::sign_in::failures_since(&mut *tx, scope, now - FAILURE_WINDOW_MS).await?;
             if count >= *limit {
                 tx.commit().await?;
                 let frees_at = oldest.unwrap_or(now) + FAILURE_WINDOW_MS;
@@ -348,7 +406,10 @@ impl Accounts {
         }
     }
 
-    pub(crate) async fn grant_principal(&self, grant: &store::oauth::GrantRow) -> Result<Option<Principal>> {
+    pub(crate) async fn grant_principal(
+        &self,
+        grant: &store::oauth::GrantRow,
+    ) -> Result<Option<Principal>> {
         if grant.revoked_at.is_some() {
             return Ok(None);
         }
@@ -366,7 +427,9 @@ impl Accounts {
     }
 
     pub async fn user(&self, user_id: &str) -> Result<Option<User>> {
-        Ok(store::users::by_id(self.db.pool(), user_id).await?.map(User::from))
+        Ok(store::users::by_id(self.db.pool(), user_id)
+            .await?
+            .map(User::from))
     }
 
     /// Issues a key for the principal's own user in its project.
@@ -376,11 +439,21 @@ impl Accounts {
 
     /// Issues a key with a policy of the project attached (`None`: the project's default
     /// applies to it).
-    pub async fn create_api_key_with_policy(&self, who: &Principal, name: &str, policy_id: Option<&str>) -> Result<NewApiKey> {
+    pub async fn create_api_key_with_policy(
+        &self,
+        who: &Principal,
+        name: &str,
+        policy_id: Option<&str>,
+    ) -> Result<NewApiKey> {
         let name = clean_name(name, "key name")?;
         if let Some(p) = policy_id {
-            if store::policies::get(self.db.pool(), &who.project_id, p).await?.is_none() {
-                return Err(Error::invalid(format!("policy_id {p:?} is not a policy of this project")));
+            if store::policies::get(self.db.pool(), &who.project_id, p)
+                .await?
+                .is_none()
+            {
+                return Err(Error::invalid(format!(
+                    "policy_id {p:?} is not a policy of this project"
+                )));
             }
         }
         let secret = ApiKey::generate();
@@ -398,11 +471,19 @@ impl Accounts {
             rate_limit_per_minute: None,
         };
         store::api_keys::insert(self.db.pool(), &row, &secret.hash()).await?;
-        Ok(NewApiKey { info: row.into(), secret })
+        Ok(NewApiKey {
+            info: row.into(),
+            secret,
+        })
     }
 
     /// Operator path (CLI): a key for the user with this email in their home project.
-    pub async fn create_api_key_for_email(&self, email: &str, name: &str, policy_id: Option<&str>) -> Result<NewApiKey> {
+    pub async fn create_api_key_for_email(
+        &self,
+        email: &str,
+        name: &str,
+        policy_id: Option<&str>,
+    ) -> Result<NewApiKey> {
         let email = normalize_email(email)?;
         let user = store::users::by_email(self.db.pool(), &email)
             .await?
@@ -411,7 +492,8 @@ impl Accounts {
             .principal_for_user(&user.id)
             .await?
             .ok_or_else(|| Error::invalid(format!("user {email} belongs to no project")))?;
-        self.create_api_key_with_policy(&principal, name, policy_id).await
+        self.create_api_key_with_policy(&principal, name, policy_id)
+            .await
     }
 
     /// Admins see every key of the project; members see their own.
@@ -424,7 +506,8 @@ impl Accounts {
     /// Revokes a key of the project: its owner or an admin may. Another member's key and an
     /// unknown id both answer `NotFound`.
     pub async fn revoke_api_key(&self, who: &Principal, key_id: &str) -> Result<()> {
-        let Some(key) = store::api_keys::by_id(self.db.pool(), &who.project_id, key_id).await? else {
+        let Some(key) = store::api_keys::by_id(self.db.pool(), &who.project_id, key_id).await?
+        else {
             return Err(Error::NotFound);
         };
         if key.user_id != who.user_id && !who.allows(super::Operation::ApiKeysManage) {
@@ -443,12 +526,17 @@ impl Accounts {
     pub async fn authenticate_api_key(&self, raw: &str) -> Result<Principal> {
         const BAD: Error = Error::Unauthorized("invalid or revoked api key");
         let key = ApiKey::parse(raw).ok_or(BAD)?;
-        let row = store::api_keys::principal_by_hash(self.db.pool(), &key.hash()).await?.ok_or(BAD)?;
+        let row = store::api_keys::principal_by_hash(self.db.pool(), &key.hash())
+            .await?
+            .ok_or(BAD)?;
         if row.revoked_at.is_some() {
             return Err(BAD);
         }
         let now = self.now();
-        if row.last_used_at.is_none_or(|t| t < now - KEY_TOUCH_GRANULARITY_MS) {
+        if row
+            .last_used_at
+            .is_none_or(|t| t < now - KEY_TOUCH_GRANULARITY_MS)
+        {
             store::api_keys::touch(self.db.pool(), &row.id, now, KEY_TOUCH_GRANULARITY_MS).await?;
         }
         Ok(key_principal(row))
@@ -456,18 +544,31 @@ impl Accounts {
 
     /// The principal behind a live key of the project, by its id (a held call runs as the key
     /// that made it); None when the key was revoked or its owner left.
-    pub async fn principal_for_key(&self, project_id: &str, key_id: &str) -> Result<Option<Principal>> {
+    pub async fn principal_for_key(
+        &self,
+        project_id: &str,
+        key_id: &str,
+    ) -> Result<Option<Principal>> {
         let row = store::api_keys::principal_by_id(self.db.pool(), project_id, key_id).await?;
         Ok(row.filter(|r| r.revoked_at.is_none()).map(key_principal))
     }
 
     /// Sets a key's rate limit in calls per minute (`None`: no limit), 1 to 100,000.
-    pub async fn set_rate_limit(&self, who: &Principal, key_id: &str, per_minute: Option<i64>) -> Result<()> {
+    pub async fn set_rate_limit(
+        &self,
+        who: &Principal,
+        key_id: &str,
+        per_minute: Option<i64>,
+    ) -> Result<()> {
         who.require(super::Operation::ApiKeysManage)?;
         if per_minute.is_some_and(|n| !(1..=MAX_RATE_LIMIT).contains(&n)) {
-            return Err(Error::invalid(format!("rate_limit_per_minute must be 1 to {MAX_RATE_LIMIT}, or null for no limit")));
+            return Err(Error::invalid(format!(
+                "rate_limit_per_minute must be 1 to {MAX_RATE_LIMIT}, or null for no limit"
+            )));
         }
-        if !store::api_keys::set_rate_limit(self.db.pool(), &who.project_id, key_id, per_minute).await? {
+        if !store::api_keys::set_rate_limit(self.db.pool(), &who.project_id, key_id, per_minute)
+            .await?
+        {
             return Err(Error::NotFound);
         }
         tracing::info!(key_id, per_minute = ?per_minute, by = %who.user_id, "key rate limit changed");
@@ -478,7 +579,10 @@ impl Accounts {
     /// this minute (the call must not run), with the seconds until the next minute.
     pub async fn take_rate(&self, who: &Principal) -> Result<std::result::Result<(), u64>> {
         // A key and a grant count in their own windows (ids of both kinds never collide).
-        let (Some(limit), Some(key)) = (who.rate_limit_per_minute, who.api_key_id.as_deref().or(who.oauth_grant_id.as_deref())) else {
+        let (Some(limit), Some(key)) = (
+            who.rate_limit_per_minute,
+            who.api_key_id.as_deref().or(who.oauth_grant_id.as_deref()),
+        ) else {
             return Ok(Ok(()));
         };
         let now = self.now();

@@ -53,7 +53,12 @@ mod tests {
         let k = ApiKey::generate();
         assert_eq!(ApiKey::parse(k.expose()), Some(k.clone()));
         assert!(!format!("{k:?}").contains(&k.expose()[10..]));
-        for bad in ["", "wb_", "wb_short", "xx_0123456789012345678901234567890123456789"] {
+        for bad in [
+            "",
+            "wb_",
+            "wb_short",
+            "xx_0123456789012345678901234567890123456789",
+        ] {
             assert!(ApiKey::parse(bad).is_none(), "{bad:?}");
         }
         let mut tampered = k.expose().to_string();

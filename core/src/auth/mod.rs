@@ -97,7 +97,9 @@ impl Principal {
     /// An unrestricted admin (D20, D21): a signed-in admin, or an admin's API key with no
     /// policy attached. Never an OAuth grant or a proxy token.
     pub fn is_unrestricted_admin(&self) -> bool {
-        self.is_admin() && self.policy_id.is_none() && matches!(self.via, Via::Session | Via::ApiKey)
+        self.is_admin()
+            && self.policy_id.is_none()
+            && matches!(self.via, Via::Session | Via::ApiKey)
     }
 }
 
@@ -119,7 +121,9 @@ pub fn normalize_email(raw: &str) -> crate::Result<String> {
     if valid {
         Ok(email)
     } else {
-        Err(crate::Error::invalid("invalid email address; expected name@example.com"))
+        Err(crate::Error::invalid(
+            "invalid email address; expected name@example.com",
+        ))
     }
 }
 
@@ -129,8 +133,19 @@ mod tests {
 
     #[test]
     fn emails_are_normalised_and_checked() {
-        assert_eq!(normalize_email("  Ada@Example.COM ").unwrap(), "ada@example.com");
-        for bad in ["", "ada", "ada@", "@example.com", "ada@example", "a b@example.com", "a@b@c.de"] {
+        assert_eq!(
+            normalize_email("  Ada@Example.COM ").unwrap(),
+            "ada@example.com"
+        );
+        for bad in [
+            "",
+            "ada",
+            "ada@",
+            "@example.com",
+            "ada@example",
+            "a b@example.com",
+            "a@b@c.de",
+        ] {
             assert!(normalize_email(bad).is_err(), "{bad:?} accepted");
         }
     }

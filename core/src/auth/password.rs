@@ -38,11 +38,17 @@ pub const HASH_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// One argon2 computation at a time per core.
 async fn hashing_slot() -> Result<tokio::sync::SemaphorePermit<'static>> {
     static SLOTS: std::sync::LazyLock<tokio::sync::Semaphore> = std::sync::LazyLock::new(|| {
-        tokio::sync::Semaphore::new(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2))
+        tokio::sync::Semaphore::new(
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+        )
     });
     match tokio::time::timeout(HASH_WAIT, SLOTS.acquire()).await {
         Ok(Ok(permit)) => Ok(permit),
-        _ => Err(Error::Throttled { retry_after_secs: 1 }),
+        _ => Err(Error::Throttled {
+            retry_after_secs: 1,
+        }),
     }
 }
 
@@ -70,12 +76,16 @@ pub async fn verify_password(password: &str, stored_hash: &str) -> Result<bool> 
     let password = password.to_owned();
     let stored_hash = stored_hash.to_owned();
     let _slot = hashing_slot().await?;
-    Ok(tokio::task::spawn_blocking(move || match PasswordHash::new(&stored_hash) {
-        Ok(parsed) => argon2().verify_password(password.as_bytes(), &parsed).is_ok(),
-        Err(_) => false,
-    })
-    .await
-    .unwrap_or(false))
+    Ok(
+        tokio::task::spawn_blocking(move || match PasswordHash::new(&stored_hash) {
+            Ok(parsed) => argon2()
+                .verify_password(password.as_bytes(), &parsed)
+                .is_ok(),
+            Err(_) => false,
+        })
+        .await
+        .unwrap_or(false),
+    )
 }
 
 /// A real hash of a random password, verified against when the email is unknown so that an
@@ -116,7 +126,9 @@ mod tests {
                     let _slot = hashing_slot().await.unwrap();
                     let now = running.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                     peak.fetch_max(now, std::sync::atomic::Ordering::SeqCst);
-                    let ok = tokio::task::spawn_blocking(move || PasswordHash::new(&h).is_ok()).await.unwrap();
+                    let ok = tokio::task::spawn_blocking(move || PasswordHash::new(&h).is_ok())
+                        .await
+                        .unwrap();
                     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                     running.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                     ok
@@ -126,8 +138,13 @@ mod tests {
         for t in tasks {
             assert!(t.await.unwrap());
         }
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-        assert!(peak.load(std::sync::atomic::Ordering::SeqCst) <= cores, "at most {cores} at once");
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
+        assert!(
+            peak.load(std::sync::atomic::Ordering::SeqCst) <= cores,
+            "at most {cores} at once"
+        );
     }
 
     #[test]

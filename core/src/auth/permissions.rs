@@ -45,9 +45,13 @@ impl Access {
         match self {
             Access::Public => "anyone",
             Access::Agent => "any signed-in person, API key or MCP OAuth grant of the project",
-            Access::Person => "a person signed in to the portal, or an admin API key with no policy",
+            Access::Person => {
+                "a person signed in to the portal, or an admin API key with no policy"
+            }
             Access::Admin => "a signed-in admin, or an admin API key with no policy attached",
-            Access::ProxyToken => "a curl_session proxy token (checked against the key or grant that minted it)",
+            Access::ProxyToken => {
+                "a curl_session proxy token (checked against the key or grant that minted it)"
+            }
             Access::Operator => "the operator's metrics token",
         }
     }
@@ -183,7 +187,12 @@ impl Principal {
 pub fn markdown_table() -> String {
     let mut out = String::from("| operation | who may | what |\n|---|---|---|\n");
     for op in Operation::ALL {
-        out.push_str(&format!("| `{}` | {} | {} |\n", op.name(), op.access().who(), op.what()));
+        out.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            op.name(),
+            op.access().who(),
+            op.what()
+        ));
     }
     out
 }
@@ -199,11 +208,20 @@ mod tests {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
         let readme = std::fs::read_to_string(path).unwrap();
         let (begin, end) = ("<!-- permissions:begin -->\n", "<!-- permissions:end -->");
-        let start = readme.find(begin).expect("README has the permissions:begin marker") + begin.len();
-        let stop = readme.find(end).expect("README has the permissions:end marker");
+        let start = readme
+            .find(begin)
+            .expect("README has the permissions:begin marker")
+            + begin.len();
+        let stop = readme
+            .find(end)
+            .expect("README has the permissions:end marker");
         let generated = markdown_table();
         if std::env::var("WB_WRITE_README").is_ok_and(|v| v == "1") {
-            std::fs::write(path, format!("{}{generated}{}", &readme[..start], &readme[stop..])).unwrap();
+            std::fs::write(
+                path,
+                format!("{}{generated}{}", &readme[..start], &readme[stop..]),
+            )
+            .unwrap();
             return;
         }
         assert_eq!(&readme[start..stop], generated, "the README's permission table drifted; run WB_WRITE_README=1 cargo test -p workbench-core readme");
@@ -249,7 +267,10 @@ mod tests {
 
     #[test]
     fn unrestricted_admins_do_everything_but_the_proxy_and_metrics() {
-        for admin in [principal(Role::Admin, Via::Session, None), principal(Role::Admin, Via::ApiKey, None)] {
+        for admin in [
+            principal(Role::Admin, Via::Session, None),
+            principal(Role::Admin, Via::ApiKey, None),
+        ] {
             for op in Operation::ALL {
                 let expected = !matches!(op.access(), Access::ProxyToken | Access::Operator);
                 assert_eq!(admin.allows(*op), expected, "{op:?}");

@@ -7,11 +7,18 @@
 /// The local path (with query and fragment) to redirect to, or `/`.
 pub fn safe_next(next: Option<&str>, public_url: &str) -> String {
     let Some(next) = next else { return "/".into() };
-    if !next.starts_with('/') || next.contains('\\') || next.chars().any(|c| c.is_control() || c.is_whitespace()) {
+    if !next.starts_with('/')
+        || next.contains('\\')
+        || next.chars().any(|c| c.is_control() || c.is_whitespace())
+    {
         return "/".into();
     }
-    let Ok(base) = url::Url::parse(public_url) else { return "/".into() };
-    let Ok(target) = base.join(next) else { return "/".into() };
+    let Ok(base) = url::Url::parse(public_url) else {
+        return "/".into();
+    };
+    let Ok(target) = base.join(next) else {
+        return "/".into();
+    };
     if target.origin() != base.origin() {
         return "/".into();
     }

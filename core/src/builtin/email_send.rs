@@ -14,7 +14,10 @@ use serde_json::{json, Value};
 use super::storage::{project_scrubber, secret_names};
 use super::{make_spec, ObjectStorage};
 use crate::catalog::{CallContext, HandlerError, SideEffects, ToolHandler, ToolSpec};
-use crate::email::{self, AttachmentData, Draft, Email, SendError, SmtpFailure, MAX_ATTACHMENT_BYTES, MAX_RECIPIENTS};
+use crate::email::{
+    self, AttachmentData, Draft, Email, SendError, SmtpFailure, MAX_ATTACHMENT_BYTES,
+    MAX_RECIPIENTS,
+};
 use crate::vault::{Scrubber, Vault};
 use crate::Result;
 
@@ -32,7 +35,8 @@ pub fn spec() -> Result<ToolSpec> {
 
 fn spec_shape() -> Result<ToolSpec> {
     let address = |what: &str| json!({ "type": "string", "minLength": 3, "maxLength": 320, "description": what });
-    let list = |what: &str| json!({ "type": "array", "maxItems": MAX_RECIPIENTS, "items": address(what) });
+    let list =
+        |what: &str| json!({ "type": "array", "maxItems": MAX_RECIPIENTS, "items": address(what) });
     let mut to = list("A recipient: a@example.com or Name <a@example.com>.");
     to["minItems"] = json!(1);
     make_spec(
@@ -110,18 +114,34 @@ impl Scrub {
     }
 
     /// Refuses a field that is sent as written (an address, a file name) when it holds a secret.
-    fn refuse_in(&self, path: impl Into<String>, what: &str, text: &str) -> Result<(), HandlerError> {
+    fn refuse_in(
+        &self,
+        path: impl Into<String>,
+        what: &str,
+        text: &str,
+    ) -> Result<(), HandlerError> {
         let held = self.scrubber.secrets_in(text.as_bytes());
         if held.is_empty() {
             return Ok(());
         }
-        Err(HandlerError::invalid(path, format!("{what} holds the value of {}; nothing was sent", secret_names(&held))))
+        Err(HandlerError::invalid(
+            path,
+            format!(
+                "{what} holds the value of {}; nothing was sent",
+                secret_names(&held)
+            ),
+        ))
     }
 }
 
 /// Whether a MIME type is text the scrubber may rewrite (as opposed to bytes sent as they are).
 fn is_text_type(content_type: &str) -> bool {
-    let essence = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
     essence.starts_with("text/")
         || essence.ends_with("+json")
         || essence.ends_with("+xml")
@@ -143,54 +163,101 @@ fn is_text_type(content_type: &str) -> bool {
         )
 }
 
-fn mailboxes(args: &Value, field: &str, scrub: &Scrub) -> Result<Vec<lettre::message::Mailbox>, HandlerError> {
-    let Some(items) = args.get(field).and_then(Value::as_array) else { return Ok(Vec::new()) };
+fn mailboxes(
+    args: &Value,
+    field: &str,
+    scrub: &Scrub,
+) -> Result<Vec<lettre::message::Mailbox>, HandlerError> {
+    let Some(items) = args.get(field).and_then(Value::as_array) else {
+        return Ok(Vec::new());
+    };
     items
         .iter()
         .enumerate()
         .map(|(i, v)| {
             let text = v.as_str().unwrap_or_default();
             scrub.refuse_in(format!("/{field}/{i}"), "an address", text)?;
-            email::parse_mailbox(text).map_err(|m| HandlerError::invalid(format!("/{field}/{i}"), m))
+            email::parse_mailbox(text)
+                .map_err(|m| HandlerError::invalid(format!("/{field}/{i}"), m))
         })
         .collect()
 }
 
 impl EmailSend {
-    async fn attachments(&self, ctx: &CallContext<'_>, args: &Value, scrub: &mut Scrub) -> Result<Vec<AttachmentData>, HandlerError> {
+    async fn attachments(
+        &self,
+        ctx: &CallContext<'_>,
+        args: &Value,
+        scrub: &mut Scrub,
+    ) -> Result<Vec<AttachmentData>, HandlerError> {
         let mut out = Vec::new();
         let mut total = 0usize;
-        for (i, a) in args.get("attachments").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        for (i, a) in args
+            .get("attachments")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
             let at = |field: &str| format!("/attachments/{i}/{field}");
             let filename = a["filename"].as_str().unwrap_or_default();
             if filename.chars().any(char::is_control) || filename.contains(['/', '\\']) {
-                return Err(HandlerError::invalid(at("filename"), "a file name cannot contain slashes or control characters"));
+                return Err(HandlerError::invalid(
+                    at("filename"),
+                    "a file name cannot contain slashes or control characters",
+                ));
             }
             scrub.refuse_in(at("filename"), "the file name", filename)?;
-            let (bytes, stored_type) = match (a.get("content_base64").and_then(Value::as_str), a.get("storage_key").and_then(Value::as_str)) {
+            let (bytes, stored_type) = match (
+                a.get("content_base64").and_then(Value::as_str),
+                a.get("storage_key").and_then(Value::as_str),
+            ) {
                 (Some(_), Some(_)) | (None, None) => {
-                    return Err(HandlerError::invalid(format!("/attachments/{i}"), "give content_base64 or storage_key, exactly one"))
+                    return Err(HandlerError::invalid(
+                        format!("/attachments/{i}"),
+                        "give content_base64 or storage_key, exactly one",
+                    ))
                 }
                 (Some(b64), None) => {
                     let clean: String = b64.chars().filter(|c| !c.is_ascii_whitespace()).collect();
                     let bytes = base64::engine::general_purpose::STANDARD
                         .decode(clean.as_bytes())
-                        .map_err(|_| HandlerError::invalid(at("content_base64"), "not valid base64"))?;
+                        .map_err(|_| {
+                            HandlerError::invalid(at("content_base64"), "not valid base64")
+                        })?;
                     (bytes, None)
                 }
                 (None, Some(key)) => {
-                    super::storage::check_key(key).map_err(|_| HandlerError::invalid(at("storage_key"), "key segments cannot be '.' or '..'"))?;
+                    super::storage::check_key(key).map_err(|_| {
+                        HandlerError::invalid(
+                            at("storage_key"),
+                            "key segments cannot be '.' or '..'",
+                        )
+                    })?;
                     match self.storage.get(&ctx.principal.project_id, key).await {
                         Ok(Some((row, bytes))) => (bytes.to_vec(), Some(row.content_type)),
-                        Ok(None) => return Err(HandlerError::invalid(at("storage_key"), format!("no object with key {key:?} in this project's storage"))),
+                        Ok(None) => {
+                            return Err(HandlerError::invalid(
+                                at("storage_key"),
+                                format!("no object with key {key:?} in this project's storage"),
+                            ))
+                        }
                         Err(e) => {
                             tracing::error!(error = ?e, "reading an attachment from storage failed");
-                            return Err(HandlerError::Unavailable("project storage is unavailable; nothing was sent, try again".into()));
+                            return Err(HandlerError::Unavailable(
+                                "project storage is unavailable; nothing was sent, try again"
+                                    .into(),
+                            ));
                         }
                     }
                 }
             };
-            let type_text = a.get("content_type").and_then(Value::as_str).map(str::to_owned).or(stored_type).unwrap_or_else(|| "application/octet-stream".into());
+            let type_text = a
+                .get("content_type")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .or(stored_type)
+                .unwrap_or_else(|| "application/octet-stream".into());
             scrub.refuse_in(at("content_type"), "the content type", &type_text)?;
             // Text is sent with secrets redacted; anything else goes byte for byte, so it must
             // hold none, neither as it is nor in the base64 it travels in.
@@ -200,7 +267,11 @@ impl EmailSend {
             };
             let mut held = scrub.scrubber.secrets_in(&bytes);
             if held.is_empty() && !scrub.scrubber.is_empty() {
-                held = scrub.scrubber.secrets_in(base64::engine::general_purpose::STANDARD.encode(&bytes).as_bytes());
+                held = scrub.scrubber.secrets_in(
+                    base64::engine::general_purpose::STANDARD
+                        .encode(&bytes)
+                        .as_bytes(),
+                );
             }
             if !held.is_empty() {
                 return Err(HandlerError::invalid(
@@ -213,53 +284,111 @@ impl EmailSend {
             }
             total += bytes.len();
             if total > MAX_ATTACHMENT_BYTES {
-                return Err(HandlerError::invalid("/attachments", format!("attachments are at most {MAX_ATTACHMENT_BYTES} bytes (10 MiB) in all")));
+                return Err(HandlerError::invalid(
+                    "/attachments",
+                    format!("attachments are at most {MAX_ATTACHMENT_BYTES} bytes (10 MiB) in all"),
+                ));
             }
-            let content_type = email::parse_content_type(&type_text).map_err(|m| HandlerError::invalid(at("content_type"), m))?;
-            out.push(AttachmentData { filename: filename.to_owned(), content_type, bytes });
+            let content_type = email::parse_content_type(&type_text)
+                .map_err(|m| HandlerError::invalid(at("content_type"), m))?;
+            out.push(AttachmentData {
+                filename: filename.to_owned(),
+                content_type,
+                bytes,
+            });
         }
         Ok(out)
     }
 
-    async fn draft(&self, ctx: &CallContext<'_>, args: &Value, scrub: &mut Scrub) -> Result<Draft, HandlerError> {
-        let one = |field: &str, scrub: &Scrub| -> Result<Option<lettre::message::Mailbox>, HandlerError> {
+    async fn draft(
+        &self,
+        ctx: &CallContext<'_>,
+        args: &Value,
+        scrub: &mut Scrub,
+    ) -> Result<Draft, HandlerError> {
+        let one = |field: &str,
+                   scrub: &Scrub|
+         -> Result<Option<lettre::message::Mailbox>, HandlerError> {
             args.get(field)
                 .and_then(Value::as_str)
                 .map(|s| {
                     scrub.refuse_in(format!("/{field}"), "an address", s)?;
-                    email::parse_mailbox(s).map_err(|m| HandlerError::invalid(format!("/{field}"), m))
+                    email::parse_mailbox(s)
+                        .map_err(|m| HandlerError::invalid(format!("/{field}"), m))
                 })
                 .transpose()
         };
-        let from = one("from", scrub)?.ok_or_else(|| HandlerError::invalid("/from", "a sender is required"))?;
-        let (to, cc, bcc) = (mailboxes(args, "to", scrub)?, mailboxes(args, "cc", scrub)?, mailboxes(args, "bcc", scrub)?);
+        let from = one("from", scrub)?
+            .ok_or_else(|| HandlerError::invalid("/from", "a sender is required"))?;
+        let (to, cc, bcc) = (
+            mailboxes(args, "to", scrub)?,
+            mailboxes(args, "cc", scrub)?,
+            mailboxes(args, "bcc", scrub)?,
+        );
         let count = to.len() + cc.len() + bcc.len();
         if count > MAX_RECIPIENTS {
-            return Err(HandlerError::invalid("/to", format!("{count} recipients in to, cc and bcc together; at most {MAX_RECIPIENTS}")));
+            return Err(HandlerError::invalid(
+                "/to",
+                format!("{count} recipients in to, cc and bcc together; at most {MAX_RECIPIENTS}"),
+            ));
         }
         let subject = args["subject"].as_str().unwrap_or_default();
         if subject.chars().any(char::is_control) {
-            return Err(HandlerError::invalid("/subject", "the subject is one line: no line breaks or control characters"));
+            return Err(HandlerError::invalid(
+                "/subject",
+                "the subject is one line: no line breaks or control characters",
+            ));
         }
-        let text = args.get("text").and_then(Value::as_str).map(|t| scrub.text(t));
-        let html = args.get("html").and_then(Value::as_str).map(|h| scrub.text(h));
+        let text = args
+            .get("text")
+            .and_then(Value::as_str)
+            .map(|t| scrub.text(t));
+        let html = args
+            .get("html")
+            .and_then(Value::as_str)
+            .map(|h| scrub.text(h));
         if text.is_none() && html.is_none() {
-            return Err(HandlerError::invalid("", "give the message's text, html or both"));
+            return Err(HandlerError::invalid(
+                "",
+                "give the message's text, html or both",
+            ));
         }
         let reply_to = one("reply_to", scrub)?;
         let subject = scrub.text(subject);
-        Ok(Draft { from, to, cc, bcc, reply_to, subject, text, html, attachments: self.attachments(ctx, args, scrub).await? })
+        Ok(Draft {
+            from,
+            to,
+            cc,
+            bcc,
+            reply_to,
+            subject,
+            text,
+            html,
+            attachments: self.attachments(ctx, args, scrub).await?,
+        })
     }
 }
 
 #[async_trait]
 impl ToolHandler for EmailSend {
     async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
-        let mut scrub = Scrub { scrubber: project_scrubber(&self.vault, ctx).await?, redacted: Vec::new() };
+        let mut scrub = Scrub {
+            scrubber: project_scrubber(&self.vault, ctx).await?,
+            redacted: Vec::new(),
+        };
         let draft = self.draft(ctx, &args, &mut scrub).await?;
-        let size: usize = draft.text.as_ref().map_or(0, String::len) + draft.html.as_ref().map_or(0, String::len)
-            + draft.attachments.iter().map(|a| a.bytes.len()).sum::<usize>();
-        let sent = self.email.send(ctx.principal, draft).await.map_err(explain)?;
+        let size: usize = draft.text.as_ref().map_or(0, String::len)
+            + draft.html.as_ref().map_or(0, String::len)
+            + draft
+                .attachments
+                .iter()
+                .map(|a| a.bytes.len())
+                .sum::<usize>();
+        let sent = self
+            .email
+            .send(ctx.principal, draft)
+            .await
+            .map_err(explain)?;
         ctx.add_egress(size as u64);
         let mut out = json!({ "message_id": sent.message_id, "accepted": sent.accepted });
         scrub.redacted.sort();

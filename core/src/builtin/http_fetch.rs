@@ -6,9 +6,9 @@ use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 use super::make_spec;
+use crate::catalog::{CallContext, HandlerError, ToolHandler};
 use crate::catalog::{SideEffects, ToolSpec};
 use crate::egress::{FetchError, FetchRequest, GuardedClient};
-use crate::catalog::{CallContext, HandlerError, ToolHandler};
 use crate::store::{self, Db};
 use crate::Result;
 
@@ -32,7 +32,9 @@ pub fn spec() -> Result<ToolSpec> {
                 "body": { "type": "string" }
             }
         }),
-        Some(json!({ "type": "object", "properties": { "status": { "type": "integer" }, "body": { "type": "string" } } })),
+        Some(
+            json!({ "type": "object", "properties": { "status": { "type": "integer" }, "body": { "type": "string" } } }),
+        ),
     )
 }
 
@@ -46,7 +48,8 @@ impl ToolHandler for HttpFetch {
     async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
         let url = args["url"].as_str().unwrap_or_default().to_owned();
         let method = args["method"].as_str().unwrap_or("GET");
-        let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| HandlerError::invalid("/method", "unknown method"))?;
+        let method = reqwest::Method::from_bytes(method.as_bytes())
+            .map_err(|_| HandlerError::invalid("/method", "unknown method"))?;
         let mut headers = Vec::new();
         let mut secret_headers = Vec::new();
         let written = |field: &str| ctx.template.and_then(|t| t.get(field));
@@ -56,16 +59,26 @@ impl ToolHandler for HttpFetch {
                     // The agent's value held a reference: it may carry a secret.
                     secret_headers.push(k.clone());
                 }
-                let v = v.as_str().ok_or_else(|| HandlerError::invalid(format!("/headers/{k}"), "header values must be strings"))?;
-                if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() || reqwest::header::HeaderValue::from_str(v).is_err() {
-                    return Err(HandlerError::invalid(format!("/headers/{k}"), "not a valid http header"));
+                let v = v.as_str().ok_or_else(|| {
+                    HandlerError::invalid(format!("/headers/{k}"), "header values must be strings")
+                })?;
+                if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err()
+                    || reqwest::header::HeaderValue::from_str(v).is_err()
+                {
+                    return Err(HandlerError::invalid(
+                        format!("/headers/{k}"),
+                        "not a valid http header",
+                    ));
                 }
                 headers.push((k.clone(), v.to_owned()));
             }
         }
         let body = match args.get("body").and_then(Value::as_str) {
             Some(b) if b.len() > MAX_REQUEST_BYTES => {
-                return Err(HandlerError::invalid("/body", format!("body larger than {MAX_REQUEST_BYTES} bytes")))
+                return Err(HandlerError::invalid(
+                    "/body",
+                    format!("body larger than {MAX_REQUEST_BYTES} bytes"),
+                ))
             }
             Some(b) => Some(bytes::Bytes::from(b.to_owned())),
             None => None,
@@ -76,20 +89,40 @@ impl ToolHandler for HttpFetch {
         let secret_body = body.is_some() && written("body") != args.get("body");
         // A url that held a reference is named as the agent wrote it, never by its substituted
         // host (which would hand back a secret in a transformed form: lowercased, as an address).
-        let shown = ctx.substituted("url", &url).then(|| format!("the host of {}", ctx.quote("url", &url)));
-        let request = FetchRequest { method, url, headers, body, secret_headers, secret_body };
-        let res = self.http.fetch(request, &patterns, MAX_RESPONSE_BYTES).await.map_err(|e| {
-            let e = match (&shown, e) {
-                (Some(host), FetchError::NotAllowlisted(_)) => FetchError::NotAllowlisted(host.clone()),
-                (Some(host), FetchError::Blocked { reason, .. }) => FetchError::Blocked { host: host.clone(), reason },
-                (Some(host), FetchError::Transport(_)) => FetchError::Transport(format!("{host} could not be reached")),
-                (_, other) => other,
-            };
-            match e {
-                FetchError::InvalidUrl(m) => HandlerError::invalid("/url", m),
-                other => HandlerError::Failed(other.to_string()),
-            }
-        })?;
+        let shown = ctx
+            .substituted("url", &url)
+            .then(|| format!("the host of {}", ctx.quote("url", &url)));
+        let request = FetchRequest {
+            method,
+            url,
+            headers,
+            body,
+            secret_headers,
+            secret_body,
+        };
+        let res = self
+            .http
+            .fetch(request, &patterns, MAX_RESPONSE_BYTES)
+            .await
+            .map_err(|e| {
+                let e = match (&shown, e) {
+                    (Some(host), FetchError::NotAllowlisted(_)) => {
+                        FetchError::NotAllowlisted(host.clone())
+                    }
+                    (Some(host), FetchError::Blocked { reason, .. }) => FetchError::Blocked {
+                        host: host.clone(),
+                        reason,
+                    },
+                    (Some(host), FetchError::Transport(_)) => {
+                        FetchError::Transport(format!("{host} could not be reached"))
+                    }
+                    (_, other) => other,
+                };
+                match e {
+                    FetchError::InvalidUrl(m) => HandlerError::invalid("/url", m),
+                    other => HandlerError::Failed(other.to_string()),
+                }
+            })?;
         ctx.add_egress(res.transferred);
         let mut out = Map::new();
         out.insert("status".into(), json!(res.status));
@@ -111,7 +144,10 @@ impl ToolHandler for HttpFetch {
                 out.insert("body".into(), json!(text));
             }
             Err(_) => {
-                out.insert("body".into(), json!(base64::engine::general_purpose::STANDARD.encode(&res.body)));
+                out.insert(
+                    "body".into(),
+                    json!(base64::engine::general_purpose::STANDARD.encode(&res.body)),
+                );
                 out.insert("body_encoding".into(), json!("base64"));
             }
         }

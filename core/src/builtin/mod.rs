@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use storage::{ObjectStorage, MAX_OBJECT_BYTES};
 pub use search_web::{SearchProvider, BRAVE_DEFAULT_URL};
+pub use storage::{ObjectStorage, MAX_OBJECT_BYTES};
 pub use vector::Namespaces as VectorNamespaces;
 
 use crate::catalog::{SideEffects, Tool, ToolHandler, ToolName, ToolSource, ToolSpec};
@@ -36,7 +36,13 @@ pub struct BuiltinServices {
     pub search: Option<SearchProvider>,
 }
 
-fn make_spec(name: &str, description: &str, side_effects: SideEffects, input: Value, output: Option<Value>) -> Result<ToolSpec> {
+fn make_spec(
+    name: &str,
+    description: &str,
+    side_effects: SideEffects,
+    input: Value,
+    output: Option<Value>,
+) -> Result<ToolSpec> {
     let integration = name.split(['.', '_']).next().unwrap_or(name).to_owned();
     Ok(ToolSpec {
         name: ToolName::parse(name)?,
@@ -77,18 +83,64 @@ pub fn specs() -> Result<Vec<ToolSpec>> {
 /// Every built-in tool, ready for the catalog.
 pub fn tools(services: &BuiltinServices) -> Result<Vec<Tool>> {
     let mut tools = vec![
-        tool(http_fetch::spec()?, http_fetch::HttpFetch { db: services.db.clone(), http: services.http.clone() })?,
-        tool(email_send::spec()?, email_send::EmailSend { email: services.email.clone(), storage: services.storage.clone(), vault: services.vault.clone() })?,
-        tool(search_web::spec()?, search_web::SearchWeb { http: services.http.clone(), provider: services.search.clone() })?,
-        tool(schedule_callback::spec()?, schedule_callback::ScheduleCallback(services.schedules.clone()))?,
-        tool(storage::get_spec()?, storage::StorageGet(services.storage.clone()))?,
-        tool(storage::put_spec()?, storage::StoragePut { storage: services.storage.clone(), vault: services.vault.clone() })?,
-        tool(vector::upsert_spec()?, vector::VectorUpsert(services.vectors.clone()))?,
-        tool(vector::query_spec()?, vector::VectorQuery(services.vectors.clone()))?,
-        tool(vector::delete_spec()?, vector::VectorDelete(services.vectors.clone()))?,
+        tool(
+            http_fetch::spec()?,
+            http_fetch::HttpFetch {
+                db: services.db.clone(),
+                http: services.http.clone(),
+            },
+        )?,
+        tool(
+            email_send::spec()?,
+            email_send::EmailSend {
+                email: services.email.clone(),
+                storage: services.storage.clone(),
+                vault: services.vault.clone(),
+            },
+        )?,
+        tool(
+            search_web::spec()?,
+            search_web::SearchWeb {
+                http: services.http.clone(),
+                provider: services.search.clone(),
+            },
+        )?,
+        tool(
+            schedule_callback::spec()?,
+            schedule_callback::ScheduleCallback(services.schedules.clone()),
+        )?,
+        tool(
+            storage::get_spec()?,
+            storage::StorageGet(services.storage.clone()),
+        )?,
+        tool(
+            storage::put_spec()?,
+            storage::StoragePut {
+                storage: services.storage.clone(),
+                vault: services.vault.clone(),
+            },
+        )?,
+        tool(
+            vector::upsert_spec()?,
+            vector::VectorUpsert(services.vectors.clone()),
+        )?,
+        tool(
+            vector::query_spec()?,
+            vector::VectorQuery(services.vectors.clone()),
+        )?,
+        tool(
+            vector::delete_spec()?,
+            vector::VectorDelete(services.vectors.clone()),
+        )?,
     ];
     for (spec, op) in vault_tools::specs()? {
-        tools.push(tool(spec, vault_tools::VaultTool { vault: services.vault.clone(), op })?);
+        tools.push(tool(
+            spec,
+            vault_tools::VaultTool {
+                vault: services.vault.clone(),
+                op,
+            },
+        )?);
     }
     Ok(tools)
 }

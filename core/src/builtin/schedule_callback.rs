@@ -11,7 +11,10 @@ use super::make_spec;
 use crate::catalog::{CallContext, HandlerError, SideEffects, ToolHandler, ToolSpec};
 use crate::clock::rfc3339;
 use crate::egress::FetchError;
-use crate::schedule::{NewCallback, ScheduleError, Schedules, MAX_AHEAD_MS, MAX_PAYLOAD_BYTES, MAX_SCHEDULED_PER_PROJECT};
+use crate::schedule::{
+    NewCallback, ScheduleError, Schedules, MAX_AHEAD_MS, MAX_PAYLOAD_BYTES,
+    MAX_SCHEDULED_PER_PROJECT,
+};
 use crate::Result;
 
 pub fn spec() -> Result<ToolSpec> {
@@ -45,24 +48,54 @@ pub struct ScheduleCallback(pub Arc<Schedules>);
 /// When the callback is due, from `delay_seconds` or `at` (exactly one), checked against now.
 fn due_at(args: &Value, now: i64) -> Result<i64, HandlerError> {
     match (args.get("delay_seconds"), args.get("at")) {
-        (Some(_), Some(_)) => Err(HandlerError::invalid("", "give delay_seconds or at, not both")),
-        (None, None) => Err(HandlerError::invalid("", "say when: delay_seconds (e.g. 3600) or at (an RFC 3339 time)")),
+        (Some(_), Some(_)) => Err(HandlerError::invalid(
+            "",
+            "give delay_seconds or at, not both",
+        )),
+        (None, None) => Err(HandlerError::invalid(
+            "",
+            "say when: delay_seconds (e.g. 3600) or at (an RFC 3339 time)",
+        )),
         (Some(d), None) => {
-            let secs = d.as_i64().filter(|s| (1..=MAX_AHEAD_MS / 1000).contains(s)).ok_or_else(|| {
-                HandlerError::invalid("/delay_seconds", format!("delay_seconds is a whole number from 1 to {}", MAX_AHEAD_MS / 1000))
-            })?;
+            let secs = d
+                .as_i64()
+                .filter(|s| (1..=MAX_AHEAD_MS / 1000).contains(s))
+                .ok_or_else(|| {
+                    HandlerError::invalid(
+                        "/delay_seconds",
+                        format!(
+                            "delay_seconds is a whole number from 1 to {}",
+                            MAX_AHEAD_MS / 1000
+                        ),
+                    )
+                })?;
             Ok(now + secs * 1000)
         }
         (None, Some(at)) => {
             let text = at.as_str().unwrap_or_default();
-            let t = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-                .map_err(|_| HandlerError::invalid("/at", format!("{text:?} is not an RFC 3339 time such as 2026-12-24T09:00:00Z")))?;
+            let t =
+                time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+                    .map_err(|_| {
+                    HandlerError::invalid(
+                        "/at",
+                        format!("{text:?} is not an RFC 3339 time such as 2026-12-24T09:00:00Z"),
+                    )
+                })?;
             let ms = (t.unix_timestamp_nanos() / 1_000_000) as i64;
             if ms <= now {
-                return Err(HandlerError::invalid("/at", format!("{text} is in the past (it is now {})", rfc3339(now))));
+                return Err(HandlerError::invalid(
+                    "/at",
+                    format!("{text} is in the past (it is now {})", rfc3339(now)),
+                ));
             }
             if ms > now + MAX_AHEAD_MS {
-                return Err(HandlerError::invalid("/at", format!("{text} is more than 30 days ahead (the latest is {})", rfc3339(now + MAX_AHEAD_MS))));
+                return Err(HandlerError::invalid(
+                    "/at",
+                    format!(
+                        "{text} is more than 30 days ahead (the latest is {})",
+                        rfc3339(now + MAX_AHEAD_MS)
+                    ),
+                ));
             }
             Ok(ms)
         }
@@ -77,11 +110,16 @@ impl ToolHandler for ScheduleCallback {
         let payload = args.get("payload").cloned().unwrap_or(Value::Null);
         let size = payload.to_string().len();
         if size > MAX_PAYLOAD_BYTES {
-            return Err(HandlerError::invalid("/payload", format!("the payload is {size} bytes of JSON; at most {MAX_PAYLOAD_BYTES}")));
+            return Err(HandlerError::invalid(
+                "/payload",
+                format!("the payload is {size} bytes of JSON; at most {MAX_PAYLOAD_BYTES}"),
+            ));
         }
         let written = |field: &str| ctx.template.and_then(|t| t.get(field)).cloned();
         let callback = NewCallback {
-            url_shown: written("url").and_then(|u| u.as_str().map(str::to_owned)).unwrap_or_else(|| url.clone()),
+            url_shown: written("url")
+                .and_then(|u| u.as_str().map(str::to_owned))
+                .unwrap_or_else(|| url.clone()),
             payload_shown: written("payload").unwrap_or_else(|| payload.clone()),
             url,
             method: args["method"].as_str().unwrap_or("POST").to_owned(),
@@ -121,9 +159,18 @@ mod tests {
 
     #[test]
     fn the_time_is_a_delay_or_an_instant_ahead_never_both_never_past() {
-        assert_eq!(due_at(&json!({ "delay_seconds": 3600 }), NOW).unwrap(), NOW + 3_600_000);
-        assert_eq!(due_at(&json!({ "at": "2025-12-01T13:00:00Z" }), NOW).unwrap(), NOW + 3_600_000);
-        assert_eq!(due_at(&json!({ "at": "2025-12-01T14:00:00+01:00" }), NOW).unwrap(), NOW + 3_600_000);
+        assert_eq!(
+            due_at(&json!({ "delay_seconds": 3600 }), NOW).unwrap(),
+            NOW + 3_600_000
+        );
+        assert_eq!(
+            due_at(&json!({ "at": "2025-12-01T13:00:00Z" }), NOW).unwrap(),
+            NOW + 3_600_000
+        );
+        assert_eq!(
+            due_at(&json!({ "at": "2025-12-01T14:00:00+01:00" }), NOW).unwrap(),
+            NOW + 3_600_000
+        );
         let msg = |v: Value| match due_at(&v, NOW).unwrap_err() {
             HandlerError::InvalidArgument { message, .. } => message,
             other => panic!("{other:?}"),
@@ -131,7 +178,9 @@ mod tests {
         assert!(msg(json!({ "at": "2025-12-01T11:59:59Z" })).contains("in the past"));
         assert!(msg(json!({ "at": "2026-01-01T12:00:01Z" })).contains("more than 30 days ahead"));
         assert!(msg(json!({ "at": "tomorrow" })).contains("not an RFC 3339 time"));
-        assert!(msg(json!({ "delay_seconds": 60, "at": "2025-12-01T13:00:00Z" })).contains("not both"));
+        assert!(
+            msg(json!({ "delay_seconds": 60, "at": "2025-12-01T13:00:00Z" })).contains("not both")
+        );
         assert!(msg(json!({})).contains("say when"));
     }
 }

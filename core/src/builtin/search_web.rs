@@ -24,7 +24,10 @@ pub enum SearchProvider {
     /// A SearXNG instance, by its base URL (the JSON format must be enabled in its settings).
     Searxng { base_url: url::Url },
     /// The Brave Search API with a subscription token (from `BRAVE_SEARCH_API_KEY`).
-    Brave { url: url::Url, api_key: Zeroizing<String> },
+    Brave {
+        url: url::Url,
+        api_key: Zeroizing<String>,
+    },
 }
 
 impl std::fmt::Debug for SearchProvider {
@@ -48,7 +51,10 @@ impl SearchProvider {
 
     /// The Brave Search API at `url` with the subscription token `api_key`.
     pub fn brave(url: url::Url, api_key: String) -> SearchProvider {
-        SearchProvider::Brave { url, api_key: Zeroizing::new(api_key) }
+        SearchProvider::Brave {
+            url,
+            api_key: Zeroizing::new(api_key),
+        }
     }
 
     fn name(&self) -> &'static str {
@@ -115,16 +121,27 @@ fn plain(s: &str) -> String {
             _ => {}
         }
     }
-    out.replace("&quot;", "\"").replace("&#39;", "'").replace("&#x27;", "'").replace("&lt;", "<").replace("&gt;", ">").replace("&nbsp;", " ").replace("&amp;", "&")
+    out.replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&#x27;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&nbsp;", " ")
+        .replace("&amp;", "&")
 }
 
 fn text(v: &Value) -> Option<String> {
-    v.as_str().map(plain).map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
+    v.as_str()
+        .map(plain)
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
 }
 
 /// One result in the tool's shape, from the provider's fields.
 fn result(title: &Value, url: &Value, snippet: &Value, published: &Value) -> Option<Value> {
-    let url = url.as_str().filter(|u| u.starts_with("http://") || u.starts_with("https://"))?;
+    let url = url
+        .as_str()
+        .filter(|u| u.starts_with("http://") || u.starts_with("https://"))?;
     let mut o = json!({
         "title": text(title).unwrap_or_else(|| url.to_owned()),
         "url": url,
@@ -157,7 +174,9 @@ impl ToolHandler for SearchWeb {
         let freshness = args["freshness"].as_str();
         let (url, headers) = match provider {
             SearchProvider::Searxng { base_url } => {
-                let mut url = base_url.join("search").map_err(|e| HandlerError::Unavailable(format!("the SearXNG url is unusable: {e}")))?;
+                let mut url = base_url.join("search").map_err(|e| {
+                    HandlerError::Unavailable(format!("the SearXNG url is unusable: {e}"))
+                })?;
                 {
                     let mut q = url.query_pairs_mut();
                     q.append_pair("q", &query).append_pair("format", "json");
@@ -165,18 +184,35 @@ impl ToolHandler for SearchWeb {
                         q.append_pair("time_range", f);
                     }
                 }
-                (url, vec![("accept".to_owned(), "application/json".to_owned())])
+                (
+                    url,
+                    vec![("accept".to_owned(), "application/json".to_owned())],
+                )
             }
             SearchProvider::Brave { url, api_key } => {
                 let mut url = url.clone();
                 {
                     let mut q = url.query_pairs_mut();
-                    q.append_pair("q", &query).append_pair("count", &count.to_string());
+                    q.append_pair("q", &query)
+                        .append_pair("count", &count.to_string());
                     if let Some(f) = freshness {
-                        q.append_pair("freshness", match f { "day" => "pd", "week" => "pw", _ => "pm" });
+                        q.append_pair(
+                            "freshness",
+                            match f {
+                                "day" => "pd",
+                                "week" => "pw",
+                                _ => "pm",
+                            },
+                        );
                     }
                 }
-                (url, vec![("accept".to_owned(), "application/json".to_owned()), ("x-subscription-token".to_owned(), api_key.to_string())])
+                (
+                    url,
+                    vec![
+                        ("accept".to_owned(), "application/json".to_owned()),
+                        ("x-subscription-token".to_owned(), api_key.to_string()),
+                    ],
+                )
             }
         };
         let request = FetchRequest {
@@ -203,18 +239,36 @@ impl ToolHandler for SearchWeb {
                 (_, 429) => "; the provider's rate limit was reached, try again later",
                 _ => "",
             };
-            return Err(HandlerError::failed(format!("the search provider {name} answered HTTP {}{hint}", res.status)));
+            return Err(HandlerError::failed(format!(
+                "the search provider {name} answered HTTP {}{hint}",
+                res.status
+            )));
         }
-        let answer: Value = serde_json::from_slice(&res.body)
-            .map_err(|_| HandlerError::failed(format!("the search provider {name} answered something that is not JSON")))?;
+        let answer: Value = serde_json::from_slice(&res.body).map_err(|_| {
+            HandlerError::failed(format!(
+                "the search provider {name} answered something that is not JSON"
+            ))
+        })?;
         let results: Vec<Value> = match provider {
             SearchProvider::Searxng { .. } => answer["results"]
                 .as_array()
-                .map(|list| list.iter().filter_map(|r| result(&r["title"], &r["url"], &r["content"], &r["publishedDate"])).collect())
+                .map(|list| {
+                    list.iter()
+                        .filter_map(|r| {
+                            result(&r["title"], &r["url"], &r["content"], &r["publishedDate"])
+                        })
+                        .collect()
+                })
                 .unwrap_or_default(),
             SearchProvider::Brave { .. } => answer["web"]["results"]
                 .as_array()
-                .map(|list| list.iter().filter_map(|r| result(&r["title"], &r["url"], &r["description"], &r["page_age"])).collect())
+                .map(|list| {
+                    list.iter()
+                        .filter_map(|r| {
+                            result(&r["title"], &r["url"], &r["description"], &r["page_age"])
+                        })
+                        .collect()
+                })
                 .unwrap_or_default(),
         };
         Ok(json!({ "results": results.into_iter().take(count).collect::<Vec<_>>() }))
@@ -227,13 +281,31 @@ mod tests {
 
     #[test]
     fn markup_is_removed_from_snippets() {
-        assert_eq!(plain("Use <strong>tokio</strong> &amp; <em>axum</em> &lt;3"), "Use tokio & axum <3");
+        assert_eq!(
+            plain("Use <strong>tokio</strong> &amp; <em>axum</em> &lt;3"),
+            "Use tokio & axum <3"
+        );
     }
 
     #[test]
     fn a_result_without_an_http_url_is_dropped_and_a_missing_title_falls_back_to_the_url() {
-        assert!(result(&json!("t"), &json!("javascript:alert(1)"), &json!(""), &Value::Null).is_none());
-        let r = result(&Value::Null, &json!("https://x.example/"), &Value::Null, &json!("")).unwrap();
-        assert_eq!(r, json!({ "title": "https://x.example/", "url": "https://x.example/", "snippet": "" }));
+        assert!(result(
+            &json!("t"),
+            &json!("javascript:alert(1)"),
+            &json!(""),
+            &Value::Null
+        )
+        .is_none());
+        let r = result(
+            &Value::Null,
+            &json!("https://x.example/"),
+            &Value::Null,
+            &json!(""),
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            json!({ "title": "https://x.example/", "url": "https://x.example/", "snippet": "" })
+        );
     }
 }

@@ -15,10 +15,10 @@ use object_store::{ObjectStore, PutPayload};
 use serde_json::{json, Value};
 
 use super::make_spec;
+use crate::catalog::{CallContext, HandlerError, ToolHandler};
 use crate::catalog::{SideEffects, ToolSpec};
 use crate::clock::{rfc3339, Clock};
 use crate::crypto::sha256_hex;
-use crate::catalog::{CallContext, HandlerError, ToolHandler};
 use crate::store::{self, storage_objects::StorageObjectRow, Db};
 use crate::vault::{Scrubber, Vault};
 use crate::{Error, Result};
@@ -38,19 +38,33 @@ impl ObjectStorage {
     /// URL object_store understands (`s3://bucket/prefix`, with `AWS_*` settings from the
     /// environment).
     pub fn open(url: &str, db: Db, clock: Arc<dyn Clock>) -> Result<ObjectStorage> {
-        let parsed = url::Url::parse(url).map_err(|e| Error::invalid(format!("bad object store url {url:?}: {e}")))?;
+        let parsed = url::Url::parse(url)
+            .map_err(|e| Error::invalid(format!("bad object store url {url:?}: {e}")))?;
         let store: Arc<dyn ObjectStore> = if parsed.scheme() == "file" {
-            let dir = parsed.to_file_path().map_err(|_| Error::invalid(format!("bad object store path in {url:?}")))?;
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| Error::invalid(format!("cannot create object store directory {}: {e}", dir.display())))?;
+            let dir = parsed
+                .to_file_path()
+                .map_err(|_| Error::invalid(format!("bad object store path in {url:?}")))?;
+            std::fs::create_dir_all(&dir).map_err(|e| {
+                Error::invalid(format!(
+                    "cannot create object store directory {}: {e}",
+                    dir.display()
+                ))
+            })?;
             Arc::new(
-                object_store::local::LocalFileSystem::new_with_prefix(&dir)
-                    .map_err(|e| Error::invalid(format!("cannot open object store {}: {e}", dir.display())))?,
+                object_store::local::LocalFileSystem::new_with_prefix(&dir).map_err(|e| {
+                    Error::invalid(format!("cannot open object store {}: {e}", dir.display()))
+                })?,
             )
         } else {
-            let (store, prefix) = object_store::parse_url_opts(&parsed, std::env::vars().map(|(k, v)| (k.to_ascii_lowercase(), v)))
-                .map_err(|e| Error::invalid(format!("cannot open object store {url:?}: {e}")))?;
-            Arc::new(object_store::prefix::PrefixStore::new(Arc::<dyn ObjectStore>::from(store), prefix))
+            let (store, prefix) = object_store::parse_url_opts(
+                &parsed,
+                std::env::vars().map(|(k, v)| (k.to_ascii_lowercase(), v)),
+            )
+            .map_err(|e| Error::invalid(format!("cannot open object store {url:?}: {e}")))?;
+            Arc::new(object_store::prefix::PrefixStore::new(
+                Arc::<dyn ObjectStore>::from(store),
+                prefix,
+            ))
         };
         Ok(ObjectStorage { store, db, clock })
     }
@@ -59,7 +73,13 @@ impl ObjectStorage {
         ObjectPath::from(format!("{project_id}/{key}"))
     }
 
-    pub async fn put(&self, project_id: &str, key: &str, bytes: Bytes, content_type: &str) -> Result<StorageObjectRow> {
+    pub async fn put(
+        &self,
+        project_id: &str,
+        key: &str,
+        bytes: Bytes,
+        content_type: &str,
+    ) -> Result<StorageObjectRow> {
         let row = StorageObjectRow {
             project_id: project_id.to_owned(),
             object_key: key.to_owned(),
@@ -76,13 +96,20 @@ impl ObjectStorage {
         Ok(row)
     }
 
-    pub async fn get(&self, project_id: &str, key: &str) -> Result<Option<(StorageObjectRow, Bytes)>> {
+    pub async fn get(
+        &self,
+        project_id: &str,
+        key: &str,
+    ) -> Result<Option<(StorageObjectRow, Bytes)>> {
         let Some(row) = store::storage_objects::get(self.db.pool(), project_id, key).await? else {
             return Ok(None);
         };
         match self.store.get(&Self::path(project_id, key)).await {
             Ok(r) => {
-                let bytes = r.bytes().await.map_err(|e| Error::internal(format!("object store read failed: {e}")))?;
+                let bytes = r
+                    .bytes()
+                    .await
+                    .map_err(|e| Error::internal(format!("object store read failed: {e}")))?;
                 Ok(Some((row, bytes)))
             }
             Err(object_store::Error::NotFound { .. }) => Ok(None),
@@ -100,7 +127,10 @@ fn key_schema() -> Value {
 
 pub(super) fn check_key(key: &str) -> Result<(), HandlerError> {
     if key.split('/').any(|s| s == "." || s == "..") {
-        return Err(HandlerError::invalid("/key", "key segments cannot be '.' or '..'"));
+        return Err(HandlerError::invalid(
+            "/key",
+            "key segments cannot be '.' or '..'",
+        ));
     }
     Ok(())
 }
@@ -145,7 +175,10 @@ pub struct StoragePut {
 }
 
 /// The project's scrubber for a tool that must keep secrets out of what it stores or sends.
-pub(super) async fn project_scrubber(vault: &Vault, ctx: &CallContext<'_>) -> Result<Scrubber, HandlerError> {
+pub(super) async fn project_scrubber(
+    vault: &Vault,
+    ctx: &CallContext<'_>,
+) -> Result<Scrubber, HandlerError> {
     vault.scrubber_for(ctx.principal).await.map_err(|e| {
         tracing::error!(error = ?e, "reading the vault's patterns failed");
         HandlerError::store_unavailable("the vault", &e)
@@ -166,12 +199,20 @@ impl ToolHandler for StoragePut {
         let key = args["key"].as_str().unwrap_or_default();
         check_key(key)?;
         let content = args["content"].as_str().unwrap_or_default();
-        let content_type = args["content_type"].as_str().unwrap_or("application/octet-stream");
+        let content_type = args["content_type"]
+            .as_str()
+            .unwrap_or("application/octet-stream");
         if content_type.chars().any(char::is_control) {
-            return Err(HandlerError::invalid("/content_type", "content type cannot contain control characters"));
+            return Err(HandlerError::invalid(
+                "/content_type",
+                "content type cannot contain control characters",
+            ));
         }
         let scrubber = project_scrubber(&self.vault, ctx).await?;
-        for (field, what, text) in [("/key", "the key", key), ("/content_type", "the content type", content_type)] {
+        for (field, what, text) in [
+            ("/key", "the key", key),
+            ("/content_type", "the content type", content_type),
+        ] {
             let held = scrubber.secrets_in(text.as_bytes());
             if !held.is_empty() {
                 return Err(HandlerError::invalid(field, format!("{what} holds the value of {}; it is listed and shown, so choose one without it", secret_names(&held))));
@@ -181,7 +222,9 @@ impl ToolHandler for StoragePut {
             Some("base64") => {
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(content.trim())
-                    .map_err(|_| HandlerError::invalid("/content", "content is not valid base64"))?;
+                    .map_err(|_| {
+                        HandlerError::invalid("/content", "content is not valid base64")
+                    })?;
                 // Bytes are stored as given: holding a secret (or being one, written in base64)
                 // is refused.
                 let mut held = scrubber.secrets_in(&bytes);
@@ -206,9 +249,21 @@ impl ToolHandler for StoragePut {
             },
         };
         if bytes.len() > MAX_OBJECT_BYTES {
-            return Err(HandlerError::invalid("/content", format!("object larger than {MAX_OBJECT_BYTES} bytes")));
+            return Err(HandlerError::invalid(
+                "/content",
+                format!("object larger than {MAX_OBJECT_BYTES} bytes"),
+            ));
         }
-        let row = self.storage.put(&ctx.principal.project_id, key, Bytes::from(bytes), content_type).await.map_err(internal)?;
+        let row = self
+            .storage
+            .put(
+                &ctx.principal.project_id,
+                key,
+                Bytes::from(bytes),
+                content_type,
+            )
+            .await
+            .map_err(internal)?;
         let mut out = json!({
             "key": row.object_key, "size": row.size, "content_type": row.content_type,
             "updated_at": rfc3339(row.updated_at)
@@ -253,16 +308,33 @@ impl ToolHandler for StorageGet {
     async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
         let key = args["key"].as_str().unwrap_or_default();
         check_key(key)?;
-        let Some((row, bytes)) = self.0.get(&ctx.principal.project_id, key).await.map_err(internal)? else {
-            return Err(HandlerError::failed(format!("no object with key {} in this project's storage", ctx.quote("key", key))));
+        let Some((row, bytes)) = self
+            .0
+            .get(&ctx.principal.project_id, key)
+            .await
+            .map_err(internal)?
+        else {
+            return Err(HandlerError::failed(format!(
+                "no object with key {} in this project's storage",
+                ctx.quote("key", key)
+            )));
         };
         let (content, encoding) = match (args["encoding"].as_str(), std::str::from_utf8(&bytes)) {
-            (Some("base64"), _) | (Some("auto"), Err(_)) => (base64::engine::general_purpose::STANDARD.encode(&bytes), "base64"),
+            (Some("base64"), _) | (Some("auto"), Err(_)) => (
+                base64::engine::general_purpose::STANDARD.encode(&bytes),
+                "base64",
+            ),
             (Some("utf8"), Err(_)) => {
-                return Err(HandlerError::invalid("/encoding", "the object is not valid UTF-8; use encoding base64"))
+                return Err(HandlerError::invalid(
+                    "/encoding",
+                    "the object is not valid UTF-8; use encoding base64",
+                ))
             }
             (_, Ok(text)) => (text.to_owned(), "utf8"),
-            (_, Err(_)) => (base64::engine::general_purpose::STANDARD.encode(&bytes), "base64"),
+            (_, Err(_)) => (
+                base64::engine::general_purpose::STANDARD.encode(&bytes),
+                "base64",
+            ),
         };
         Ok(json!({
             "key": row.object_key, "content": content, "encoding": encoding, "content_type": row.content_type,

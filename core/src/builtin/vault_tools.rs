@@ -21,7 +21,9 @@ fn info(s: SecretInfo) -> Value {
 
 fn failure(e: Error, name: &str) -> HandlerError {
     match e {
-        Error::NotFound => HandlerError::failed(format!("no vault secret named {name} in this project")),
+        Error::NotFound => {
+            HandlerError::failed(format!("no vault secret named {name} in this project"))
+        }
         Error::Invalid(m) => HandlerError::invalid("/value", m),
         Error::Forbidden(m) => HandlerError::failed(m),
         other => {
@@ -46,7 +48,10 @@ pub fn specs() -> Result<Vec<(ToolSpec, VaultOp)>> {
     let literal = |mut spec: ToolSpec, op: VaultOp| {
         spec.literal_args = true;
         if op == VaultOp::Set {
-            spec.secret_arg = Some(SecretArg { name: "name", value: "value" });
+            spec.secret_arg = Some(SecretArg {
+                name: "name",
+                value: "value",
+            });
         }
         (spec, op)
     };
@@ -104,14 +109,29 @@ impl ToolHandler for VaultTool {
                 Ok(json!({ "secrets": all.into_iter().map(info).collect::<Vec<_>>() }))
             }
             VaultOp::Set => {
-                let value = args.get("value").and_then(Value::as_str).unwrap_or_default();
-                self.vault.set(who, name, value).await.map(info).map_err(|e| failure(e, name))
+                let value = args
+                    .get("value")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                self.vault
+                    .set(who, name, value)
+                    .await
+                    .map(info)
+                    .map_err(|e| failure(e, name))
             }
             VaultOp::Delete => {
-                self.vault.delete(who, name).await.map_err(|e| failure(e, name))?;
+                self.vault
+                    .delete(who, name)
+                    .await
+                    .map_err(|e| failure(e, name))?;
                 Ok(json!({ "deleted": name }))
             }
-            VaultOp::Describe => self.vault.describe(who, name).await.map(info).map_err(|e| failure(e, name)),
+            VaultOp::Describe => self
+                .vault
+                .describe(who, name)
+                .await
+                .map(info)
+                .map_err(|e| failure(e, name)),
         }
     }
 }

@@ -48,7 +48,11 @@ impl Credential {
     /// Every secret in it, for scrubbing.
     pub fn secrets(&self) -> Vec<&str> {
         match self {
-            Credential::Oauth2 { access_token, refresh_token, .. } => {
+            Credential::Oauth2 {
+                access_token,
+                refresh_token,
+                ..
+            } => {
                 let mut v = vec![access_token.as_str()];
                 if let Some(r) = refresh_token {
                     v.push(r);

@@ -23,7 +23,8 @@ pub trait ConnectionSource: Send + Sync + 'static {
     async fn credential(&self, who: &Principal) -> Result<Credential, HandlerError>;
     /// After the API refused the credential (401): refresh it once; failing that the
     /// connection is expired (`NotConnected`).
-    async fn refresh_after_unauthorized(&self, who: &Principal) -> Result<Credential, HandlerError>;
+    async fn refresh_after_unauthorized(&self, who: &Principal)
+        -> Result<Credential, HandlerError>;
 }
 
 /// What a handler knows about the call it serves.
@@ -44,21 +45,42 @@ pub struct CallContext<'a> {
 }
 
 impl<'a> CallContext<'a> {
-    pub fn new(call_id: &'a str, tool: &'a str, principal: &'a Principal, end_user_id: Option<&'a str>) -> Self {
-        CallContext { call_id, tool, principal, end_user_id, credential: None, connection: None, template: None, egress: AtomicU64::new(0) }
+    pub fn new(
+        call_id: &'a str,
+        tool: &'a str,
+        principal: &'a Principal,
+        end_user_id: Option<&'a str>,
+    ) -> Self {
+        CallContext {
+            call_id,
+            tool,
+            principal,
+            end_user_id,
+            credential: None,
+            connection: None,
+            template: None,
+            egress: AtomicU64::new(0),
+        }
     }
 
     /// How an error message may show the top-level string argument `field` whose value after
     /// substitution is `value`: quoted as the agent wrote it (`"https://{{vault:HOST}}/"`),
     /// so a message never carries a substituted secret in any transformed form.
     pub fn quote(&self, field: &str, value: &str) -> String {
-        let written = self.template.and_then(|t| t.get(field)).and_then(Value::as_str).unwrap_or(value);
+        let written = self
+            .template
+            .and_then(|t| t.get(field))
+            .and_then(Value::as_str)
+            .unwrap_or(value);
         format!("{written:?}")
     }
 
     /// Whether the agent's `field` was changed by substitution (it held a reference).
     pub fn substituted(&self, field: &str, value: &str) -> bool {
-        self.template.and_then(|t| t.get(field)).and_then(Value::as_str).is_some_and(|w| w != value)
+        self.template
+            .and_then(|t| t.get(field))
+            .and_then(Value::as_str)
+            .is_some_and(|w| w != value)
     }
 
     /// A fresh credential after the API refused the current one (401); `None` when the tool
@@ -103,13 +125,20 @@ impl HandlerError {
     /// saying what is wrong with the database when that is the cause (never driver text).
     pub fn store_unavailable(what: &str, e: &crate::Error) -> Self {
         match e.unavailable_reason() {
-            Some(reason) => HandlerError::Unavailable(format!("{what} is unavailable right now: {reason}; try again later")),
-            None => HandlerError::Unavailable(format!("{what} is unavailable right now; try again later")),
+            Some(reason) => HandlerError::Unavailable(format!(
+                "{what} is unavailable right now: {reason}; try again later"
+            )),
+            None => HandlerError::Unavailable(format!(
+                "{what} is unavailable right now; try again later"
+            )),
         }
     }
 
     pub fn invalid(path: impl Into<String>, message: impl Into<String>) -> Self {
-        HandlerError::InvalidArgument { path: path.into(), message: message.into() }
+        HandlerError::InvalidArgument {
+            path: path.into(),
+            message: message.into(),
+        }
     }
 }
 

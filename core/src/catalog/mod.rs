@@ -114,7 +114,10 @@ pub struct Tool {
 
 impl fmt::Debug for Tool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Tool").field("name", &self.spec.name).field("status", &self.status).finish()
+        f.debug_struct("Tool")
+            .field("name", &self.spec.name)
+            .field("status", &self.status)
+            .finish()
     }
 }
 
@@ -131,8 +134,16 @@ impl Tool {
         let validator = jsonschema::options()
             .should_validate_formats(true)
             .build(&spec.input_schema)
-            .map_err(|e| Error::invalid(format!("tool {}: invalid input_schema: {e}", spec.name)))?;
-        Ok(Tool { spec, status: ToolStatus::Available, validator, handler, connection: None })
+            .map_err(|e| {
+                Error::invalid(format!("tool {}: invalid input_schema: {e}", spec.name))
+            })?;
+        Ok(Tool {
+            spec,
+            status: ToolStatus::Available,
+            validator,
+            handler,
+            connection: None,
+        })
     }
 
     /// The tool needs the user's connection from `source` before it runs.
@@ -173,7 +184,10 @@ impl Snapshot {
         let mut by_name = HashMap::with_capacity(tools.len());
         for (i, t) in tools.iter().enumerate() {
             if by_name.insert(t.name().to_owned(), i).is_some() {
-                return Err(Error::Conflict(format!("tool name {} is registered twice", t.name())));
+                return Err(Error::Conflict(format!(
+                    "tool name {} is registered twice",
+                    t.name()
+                )));
             }
         }
         let docs: Vec<SearchDoc> = tools
@@ -185,7 +199,11 @@ impl Snapshot {
             })
             .collect();
         let index = SearchIndex::build(&docs);
-        Ok(Snapshot { tools, by_name, index })
+        Ok(Snapshot {
+            tools,
+            by_name,
+            index,
+        })
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
@@ -197,7 +215,12 @@ impl Snapshot {
     }
 
     /// Search among the tools `visible` admits; best first.
-    pub fn search(&self, query: &str, limit: usize, visible: impl Fn(&Tool) -> bool) -> Vec<(Arc<Tool>, f32)> {
+    pub fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        visible: impl Fn(&Tool) -> bool,
+    ) -> Vec<(Arc<Tool>, f32)> {
         self.index
             .search(query, limit, |d| visible(&self.tools[d]))
             .into_iter()
@@ -227,12 +250,20 @@ pub const APPS_SOURCE: &str = "apps";
 impl Catalog {
     pub fn new(tools: Vec<Tool>) -> Result<Catalog> {
         let snapshot = Snapshot::build(tools.into_iter().map(Arc::new).collect())?;
-        Ok(Catalog { global: RwLock::new(Arc::new(snapshot)), projects: RwLock::new(HashMap::new()) })
+        Ok(Catalog {
+            global: RwLock::new(Arc::new(snapshot)),
+            projects: RwLock::new(HashMap::new()),
+        })
     }
 
     /// The tools `project_id` can reach right now.
     pub fn snapshot(&self, project_id: &str) -> Arc<Snapshot> {
-        if let Some(p) = self.projects.read().expect("catalog lock poisoned").get(project_id) {
+        if let Some(p) = self
+            .projects
+            .read()
+            .expect("catalog lock poisoned")
+            .get(project_id)
+        {
             return p.snapshot.clone();
         }
         self.global.read().expect("catalog lock poisoned").clone()
@@ -248,7 +279,10 @@ impl Catalog {
     pub fn set_source_tools(&self, project_id: &str, source: &str, tools: Vec<Tool>) -> Result<()> {
         let global = self.global.read().expect("catalog lock poisoned").clone();
         let mut projects = self.projects.write().expect("catalog lock poisoned");
-        let mut sources = projects.get(project_id).map(|p| p.sources.clone()).unwrap_or_default();
+        let mut sources = projects
+            .get(project_id)
+            .map(|p| p.sources.clone())
+            .unwrap_or_default();
         if tools.is_empty() {
             sources.remove(source);
         } else {

@@ -19,7 +19,11 @@ impl ToolName {
         }
         let mut chars = raw.chars();
         let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
-        if !first_ok || !raw.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')) {
+        if !first_ok
+            || !raw
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+        {
             return Err(Error::invalid(format!(
                 "invalid tool name {raw:?}; start with a letter and use only letters, digits, '_', '.' and '-'"
             )));
@@ -44,10 +48,23 @@ mod tests {
 
     #[test]
     fn names_follow_d1() {
-        for ok in ["http.fetch", "github_create_pr", "crm.contact.get", "vault_set", "a"] {
+        for ok in [
+            "http.fetch",
+            "github_create_pr",
+            "crm.contact.get",
+            "vault_set",
+            "a",
+        ] {
             assert!(ToolName::parse(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "1abc", "has space", "semi;colon", "ünicode", &"x".repeat(65)] {
+        for bad in [
+            "",
+            "1abc",
+            "has space",
+            "semi;colon",
+            "ünicode",
+            &"x".repeat(65),
+        ] {
             assert!(ToolName::parse(bad).is_err(), "{bad}");
         }
         assert!(ToolName::parse(&"x".repeat(64)).is_ok());

@@ -76,7 +76,11 @@ impl SearchIndex {
             for (t, (tf, f)) in desc_tf {
                 // Saturating term frequency (BM25 with k1 = 1.2), normalised by length.
                 let len_norm = 0.75 + 0.25 * (words as f32 / 12.0);
-                bump(&mut weights, t, DESCRIPTION_WEIGHT * f * tf * 2.2 / (tf + 1.2 * len_norm));
+                bump(
+                    &mut weights,
+                    t,
+                    DESCRIPTION_WEIGHT * f * tf * 2.2 / (tf + 1.2 * len_norm),
+                );
             }
             for (t, w) in weights {
                 let id = *terms.entry(t.clone().into_boxed_str()).or_insert_with(|| {
@@ -101,10 +105,22 @@ impl SearchIndex {
                 continue;
             }
             for d in deletes(t) {
-                deletions.entry(d.into_boxed_str()).or_default().push(id as u32);
+                deletions
+                    .entry(d.into_boxed_str())
+                    .or_default()
+                    .push(id as u32);
             }
         }
-        SearchIndex { n_docs: docs.len(), terms, postings, idf, sorted, term_text, deletions, exact }
+        SearchIndex {
+            n_docs: docs.len(),
+            terms,
+            postings,
+            idf,
+            sorted,
+            term_text,
+            deletions,
+            exact,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -207,14 +223,20 @@ impl SearchIndex {
         let len = g.raw.chars().count();
         // Unfinished words: "slac" → "slack".
         if len >= 3 {
-            let start = self.sorted.partition_point(|id| &*self.term_text[*id as usize] < g.raw.as_str());
+            let start = self
+                .sorted
+                .partition_point(|id| &*self.term_text[*id as usize] < g.raw.as_str());
             for id in self.sorted[start..].iter().take(MAX_EXPANSIONS) {
                 let t = &self.term_text[*id as usize];
                 if !t.starts_with(g.raw.as_str()) {
                     break;
                 }
                 if Some(*id) != exact {
-                    push(&mut out, *id, PREFIX_FACTOR * len as f32 / t.chars().count() as f32);
+                    push(
+                        &mut out,
+                        *id,
+                        PREFIX_FACTOR * len as f32 / t.chars().count() as f32,
+                    );
                 }
             }
         }
@@ -253,14 +275,27 @@ fn bump(weights: &mut HashMap<String, f32>, term: &str, w: f32) {
 fn normalize_name(s: &str) -> String {
     s.trim()
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
 fn deletes(term: &str) -> Vec<String> {
     let chars: Vec<char> = term.chars().collect();
     (0..chars.len())
-        .map(|i| chars.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, c)| *c).collect())
+        .map(|i| {
+            chars
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, c)| *c)
+                .collect()
+        })
         .collect()
 }
 
@@ -275,11 +310,20 @@ fn within_one_edit(a: &str, b: &str) -> bool {
         0 => {
             let diffs: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
             diffs.len() == 1
-                || (diffs.len() == 2 && diffs[1] == diffs[0] + 1 && a[diffs[0]] == b[diffs[1]] && a[diffs[1]] == b[diffs[0]])
+                || (diffs.len() == 2
+                    && diffs[1] == diffs[0] + 1
+                    && a[diffs[0]] == b[diffs[1]]
+                    && a[diffs[1]] == b[diffs[0]])
         }
         1 | -1 => {
-            let (long, short) = if a.len() > b.len() { (&a, &b) } else { (&b, &a) };
-            let i = (0..short.len()).find(|&i| long[i] != short[i]).unwrap_or(short.len());
+            let (long, short) = if a.len() > b.len() {
+                (&a, &b)
+            } else {
+                (&b, &a)
+            };
+            let i = (0..short.len())
+                .find(|&i| long[i] != short[i])
+                .unwrap_or(short.len());
             long[i + 1..] == short[i..]
         }
         _ => false,
@@ -287,9 +331,10 @@ fn within_one_edit(a: &str, b: &str) -> bool {
 }
 
 const STOPWORDS: &[&str] = &[
-    "a", "an", "the", "to", "of", "for", "in", "on", "by", "with", "and", "or", "from", "my", "me", "i", "please",
-    "into", "as", "at", "is", "be", "this", "that", "it", "its", "our", "your", "some", "any", "using", "via", "can",
-    "you", "we", "do", "how", "want", "need", "would", "like", "should", "will", "one",
+    "a", "an", "the", "to", "of", "for", "in", "on", "by", "with", "and", "or", "from", "my", "me",
+    "i", "please", "into", "as", "at", "is", "be", "this", "that", "it", "its", "our", "your",
+    "some", "any", "using", "via", "can", "you", "we", "do", "how", "want", "need", "would",
+    "like", "should", "will", "one",
 ];
 
 /// Index terms of a text with their weight factor: lowercase words, split on anything not
@@ -336,7 +381,10 @@ fn query_groups(query: &str) -> Vec<QueryGroup> {
     while i < words.len() {
         let group = if let Some((c, used)) = phrase(&words[i..]) {
             i += used;
-            QueryGroup { raw: c.to_owned(), canonical: None }
+            QueryGroup {
+                raw: c.to_owned(),
+                canonical: None,
+            }
         } else {
             let w = &words[i];
             i += 1;
@@ -345,7 +393,10 @@ fn query_groups(query: &str) -> Vec<QueryGroup> {
             }
             let raw = stem(w);
             let c = canonical(&raw);
-            QueryGroup { canonical: (c != raw).then(|| c.to_owned()), raw }
+            QueryGroup {
+                canonical: (c != raw).then(|| c.to_owned()),
+                raw,
+            }
         };
         if !groups.iter().any(|g| g.raw == group.raw) {
             groups.push(group);
@@ -356,7 +407,9 @@ fn query_groups(query: &str) -> Vec<QueryGroup> {
 
 /// Multi-word phrases that mean one thing.
 fn phrase(words: &[String]) -> Option<(&'static str, usize)> {
-    let two = |a: &str, b: &str| words.len() >= 2 && words[0] == a && (words[1] == b || stem(&words[1]) == b);
+    let two = |a: &str, b: &str| {
+        words.len() >= 2 && words[0] == a && (words[1] == b || stem(&words[1]) == b)
+    };
     if two("pull", "request") || two("merge", "request") {
         return Some(("pr", 2));
     }
@@ -400,7 +453,10 @@ fn stem(w: &str) -> String {
 
 fn undouble(s: &str) -> String {
     let b = s.as_bytes();
-    if b.len() >= 2 && b[b.len() - 1] == b[b.len() - 2] && !matches!(b[b.len() - 1], b'l' | b's' | b'z') {
+    if b.len() >= 2
+        && b[b.len() - 1] == b[b.len() - 2]
+        && !matches!(b[b.len() - 1], b'l' | b's' | b'z')
+    {
         s[..s.len() - 1].to_owned()
     } else {
         s.to_owned()
@@ -448,21 +504,55 @@ mod tests {
     use super::*;
 
     fn index(docs: &[(&'static str, &'static str, &'static str)]) -> SearchIndex {
-        let d: Vec<SearchDoc> = docs.iter().map(|(n, i, d)| SearchDoc { name: n, integration: i, description: d }).collect();
+        let d: Vec<SearchDoc> = docs
+            .iter()
+            .map(|(n, i, d)| SearchDoc {
+                name: n,
+                integration: i,
+                description: d,
+            })
+            .collect();
         SearchIndex::build(&d)
     }
 
     const DOCS: &[(&str, &str, &str)] = &[
-        ("jira_create_issue", "jira", "Create a new issue in a Jira project."),
-        ("github_create_issue", "github", "Open a new issue in a GitHub repository."),
-        ("github_create_pr", "github", "Open a pull request from a branch."),
-        ("slack_send_message", "slack", "Post a message to a Slack channel."),
-        ("email.send", "email", "Send an email from a verified sender domain."),
-        ("storage.get", "storage", "Read an object from project storage by key."),
+        (
+            "jira_create_issue",
+            "jira",
+            "Create a new issue in a Jira project.",
+        ),
+        (
+            "github_create_issue",
+            "github",
+            "Open a new issue in a GitHub repository.",
+        ),
+        (
+            "github_create_pr",
+            "github",
+            "Open a pull request from a branch.",
+        ),
+        (
+            "slack_send_message",
+            "slack",
+            "Post a message to a Slack channel.",
+        ),
+        (
+            "email.send",
+            "email",
+            "Send an email from a verified sender domain.",
+        ),
+        (
+            "storage.get",
+            "storage",
+            "Read an object from project storage by key.",
+        ),
     ];
 
     fn top(ix: &SearchIndex, q: &str) -> usize {
-        ix.search(q, 10, |_| true).first().map(|h| h.doc).unwrap_or(usize::MAX)
+        ix.search(q, 10, |_| true)
+            .first()
+            .map(|h| h.doc)
+            .unwrap_or(usize::MAX)
     }
 
     #[test]

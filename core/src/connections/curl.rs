@@ -22,10 +22,13 @@ impl CurlSessionRequest {
     /// The integration names that are strings, as sent.
     pub fn names(&self) -> Vec<String> {
         match &self.integrations {
-            Some(Arg::Ok(list)) => list.iter().filter_map(|v| match v {
-                Arg::Ok(s) => Some(s.clone()),
-                Arg::Wrong(_) => None,
-            }).collect(),
+            Some(Arg::Ok(list)) => list
+                .iter()
+                .filter_map(|v| match v {
+                    Arg::Ok(s) => Some(s.clone()),
+                    Arg::Wrong(_) => None,
+                })
+                .collect(),
             _ => Vec::new(),
         }
     }
@@ -41,7 +44,12 @@ pub struct CurlSession {
 impl Connections {
     /// curl_session: checks the whole request, then mints a token. A refused request is
     /// `Error::Invalid` with every problem joined by "; ".
-    pub async fn curl_session(&self, tokens: &ProxyTokens, who: &Principal, req: CurlSessionRequest) -> crate::Result<CurlSession> {
+    pub async fn curl_session(
+        &self,
+        tokens: &ProxyTokens,
+        who: &Principal,
+        req: CurlSessionRequest,
+    ) -> crate::Result<CurlSession> {
         let mut problems = Vec::new();
         let names: Vec<String> = match req.integrations {
             Some(Arg::Ok(list)) => list
@@ -61,19 +69,24 @@ impl Connections {
         };
         let ttl = match req.expires_in_seconds {
             None => DEFAULT_TTL_SECS,
-            Some(v) => match v.ok().filter(|n| (MIN_TTL_SECS..=MAX_TTL_SECS).contains(n)) {
-                Some(n) => n,
-                None => {
-                    problems.push(format!("expiresInSeconds must be an integer from {MIN_TTL_SECS} to {MAX_TTL_SECS}"));
-                    DEFAULT_TTL_SECS
+            Some(v) => {
+                match v.ok().filter(|n| (MIN_TTL_SECS..=MAX_TTL_SECS).contains(n)) {
+                    Some(n) => n,
+                    None => {
+                        problems.push(format!("expiresInSeconds must be an integer from {MIN_TTL_SECS} to {MAX_TTL_SECS}"));
+                        DEFAULT_TTL_SECS
+                    }
                 }
-            },
+            }
         };
         if !(names.is_empty() && !problems.is_empty()) {
             let valid = self.check_proxy_request(who, &names, &mut problems).await;
             if problems.is_empty() {
                 let (token, _) = tokens.mint(who, valid, ttl).await?;
-                return Ok(CurlSession { token, expires_in: ttl });
+                return Ok(CurlSession {
+                    token,
+                    expires_in: ttl,
+                });
             }
         }
         Err(Error::Invalid(problems.join("; ")))
@@ -82,7 +95,12 @@ impl Connections {
     /// Checks the integrations of a curl_session request: every name must be a known
     /// integration with the curl proxy enabled that the user has connected. The names that
     /// pass; every failure is added to `problems`.
-    async fn check_proxy_request(&self, who: &Principal, names: &[String], problems: &mut Vec<String>) -> Vec<String> {
+    async fn check_proxy_request(
+        &self,
+        who: &Principal,
+        names: &[String],
+        problems: &mut Vec<String>,
+    ) -> Vec<String> {
         let mut ok = Vec::new();
         if names.is_empty() {
             problems.push("integrations is empty; name at least one".into());
@@ -94,11 +112,17 @@ impl Connections {
             }
             match self.lookup(&who.project_id, name).as_deref() {
                 None => problems.push(format!("unknown integration {name}")),
-                Some(i) if !i.def.curl_proxy => problems.push(format!("{name} does not have the curl proxy enabled")),
+                Some(i) if !i.def.curl_proxy => {
+                    problems.push(format!("{name} does not have the curl proxy enabled"))
+                }
                 Some(i) if i.needs_connection() => match self.credential(who, i).await {
                     Ok(Ok(_)) => ok.push(name.clone()),
-                    Ok(Err(_)) => problems.push(format!("{name} is not connected; call connect first")),
-                    Err(_) => problems.push(format!("{name}: connections cannot be read right now")),
+                    Ok(Err(_)) => {
+                        problems.push(format!("{name} is not connected; call connect first"))
+                    }
+                    Err(_) => {
+                        problems.push(format!("{name}: connections cannot be read right now"))
+                    }
                 },
                 Some(_) => ok.push(name.clone()),
             }

@@ -112,12 +112,24 @@ impl Connections {
         apps: Arc<AppRegistry>,
         connect_ttl_secs: i64,
     ) -> Self {
-        Connections { db, clock, vault, integrations, apps, connect_ttl_secs, stopping: Arc::new(tokio::sync::watch::channel(false).0), credential_cache: Arc::default() }
+        Connections {
+            db,
+            clock,
+            vault,
+            integrations,
+            apps,
+            connect_ttl_secs,
+            stopping: Arc::new(tokio::sync::watch::channel(false).0),
+            credential_cache: Arc::default(),
+        }
     }
 
     /// An integration a project can connect: a shipped plugin or one of its custom apps.
     pub fn lookup(&self, project_id: &str, name: &str) -> Option<Arc<Integration>> {
-        self.integrations.get(name).cloned().or_else(|| self.apps.get(project_id, name))
+        self.integrations
+            .get(name)
+            .cloned()
+            .or_else(|| self.apps.get(project_id, name))
     }
 
     /// Every integration of a project: plugins, then its apps.
@@ -141,7 +153,13 @@ impl Connections {
     }
 
     /// Stores a credential as the user's connection to `integration`.
-    pub async fn store(&self, project_id: &str, user_id: &str, integration: &str, c: &Credential) -> Result<()> {
+    pub async fn store(
+        &self,
+        project_id: &str,
+        user_id: &str,
+        integration: &str,
+        c: &Credential,
+    ) -> Result<()> {
         let now = self.now();
         let mut row = ConnectionRow {
             id: new_id("conn"),
@@ -160,11 +178,18 @@ impl Connections {
         store::connections::upsert(&self.db, &row).await
     }
 
-
     /// The user's connections in the project.
     pub async fn list(&self, who: &Principal) -> Result<Vec<ConnectionInfo>> {
-        let rows = store::connections::list_for_user(self.db.pool(), &who.project_id, &who.user_id).await?;
-        Ok(rows.into_iter().map(|r| ConnectionInfo { integration: r.integration, status: r.status, updated_at: rfc3339(r.updated_at) }).collect())
+        let rows = store::connections::list_for_user(self.db.pool(), &who.project_id, &who.user_id)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| ConnectionInfo {
+                integration: r.integration,
+                status: r.status,
+                updated_at: rfc3339(r.updated_at),
+            })
+            .collect())
     }
 
     /// Every secret of the user's live connections in the project, named `<integration>_credential`,
@@ -177,23 +202,38 @@ impl Connections {
         // transaction, so the copy is never older than it claims.
         let known = who.credentials_generation;
         if let Some(g) = known {
-            if let Some((at, secrets)) = self.credential_cache.read().expect("credential cache lock").get(&key) {
+            if let Some((at, secrets)) = self
+                .credential_cache
+                .read()
+                .expect("credential cache lock")
+                .get(&key)
+            {
                 if *at == g {
                     return Ok(secrets.clone());
                 }
             }
         }
-        let rows = store::connections::list_for_user(self.db.pool(), &who.project_id, &who.user_id).await?;
+        let rows = store::connections::list_for_user(self.db.pool(), &who.project_id, &who.user_id)
+            .await?;
         let mut out = Vec::new();
-        for row in rows.iter().filter(|r| r.status == ConnectionStatus::Connected) {
+        for row in rows
+            .iter()
+            .filter(|r| r.status == ConnectionStatus::Connected)
+        {
             let c = self.open(row)?;
             for secret in c.secrets() {
-                out.push((format!("{}_credential", row.integration), zeroize::Zeroizing::new(secret.to_owned())));
+                out.push((
+                    format!("{}_credential", row.integration),
+                    zeroize::Zeroizing::new(secret.to_owned()),
+                ));
             }
         }
         let out: CredentialSecrets = Arc::new(out);
         if let Some(g) = known {
-            let mut cache = self.credential_cache.write().expect("credential cache lock");
+            let mut cache = self
+                .credential_cache
+                .write()
+                .expect("credential cache lock");
             if cache.len() >= CREDENTIAL_CACHE_USERS {
                 cache.clear();
             }
@@ -220,11 +260,26 @@ impl Connections {
 
     /// Disconnects: forgets the credential and revokes the user's proxy tokens for it.
     pub async fn disconnect(&self, who: &Principal, integration: &str) -> Result<()> {
-        let Some(row) = store::connections::get(self.db.pool(), &who.project_id, &who.user_id, integration).await? else {
+        let Some(row) =
+            store::connections::get(self.db.pool(), &who.project_id, &who.user_id, integration)
+                .await?
+        else {
             return Err(Error::NotFound);
         };
-        store::connections::set_status(self.db.pool(), &row.id, ConnectionStatus::Revoked, self.now()).await?;
-        store::proxy_tokens::revoke_for_user(self.db.pool(), &who.user_id, Some(integration), self.now()).await?;
+        store::connections::set_status(
+            self.db.pool(),
+            &row.id,
+            ConnectionStatus::Revoked,
+            self.now(),
+        )
+        .await?;
+        store::proxy_tokens::revoke_for_user(
+            self.db.pool(),
+            &who.user_id,
+            Some(integration),
+            self.now(),
+        )
+        .await?;
         tracing::info!(integration, user_id = %who.user_id, "disconnected");
         Ok(())
     }

@@ -3,8 +3,8 @@
 
 use oauth2::basic::BasicClient;
 use oauth2::{
-    AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl,
-    RefreshToken, Scope, TokenResponse, TokenUrl,
+    AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge,
+    PkceCodeVerifier, RedirectUrl, RefreshToken, Scope, TokenResponse, TokenUrl,
 };
 
 use super::Credential;
@@ -49,7 +49,9 @@ pub enum ProbeError {
     Unchecked(String),
 }
 
-fn client_parts(cfg: &OAuthConfig) -> std::result::Result<(ClientId, Option<ClientSecret>, AuthUrl, TokenUrl), OAuthError> {
+fn client_parts(
+    cfg: &OAuthConfig,
+) -> std::result::Result<(ClientId, Option<ClientSecret>, AuthUrl, TokenUrl), OAuthError> {
     let id = cfg.client_id.clone().ok_or(OAuthError::NoClientId)?;
     Ok((
         ClientId::new(id),
@@ -60,7 +62,11 @@ fn client_parts(cfg: &OAuthConfig) -> std::result::Result<(ClientId, Option<Clie
 }
 
 /// The authorization URL, the state and the PKCE verifier for a new attempt.
-pub fn authorization(cfg: &OAuthConfig, integration: &str, redirect_uri: &str) -> Result<(String, String, String)> {
+pub fn authorization(
+    cfg: &OAuthConfig,
+    integration: &str,
+    redirect_uri: &str,
+) -> Result<(String, String, String)> {
     let (id, secret, auth, token) = client_parts(cfg).map_err(|why| {
         Error::invalid(format!(
             "{integration} is not configured for OAuth ({why}); an operator sets WB_INTEGRATION_{}_CLIENT_ID and _CLIENT_SECRET",
@@ -71,13 +77,19 @@ pub fn authorization(cfg: &OAuthConfig, integration: &str, redirect_uri: &str) -
     if let Some(s) = secret {
         client = client.set_client_secret(s);
     }
-    let client = client.set_redirect_uri(RedirectUrl::new(redirect_uri.to_owned()).map_err(|e| Error::internal(e.to_string()))?);
+    let client = client.set_redirect_uri(
+        RedirectUrl::new(redirect_uri.to_owned()).map_err(|e| Error::internal(e.to_string()))?,
+    );
     let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
     let state = crate::crypto::random_base62(43);
     let state_for_request = state.clone();
-    let mut req = client.authorize_url(move || CsrfToken::new(state_for_request)).set_pkce_challenge(challenge);
+    let mut req = client
+        .authorize_url(move || CsrfToken::new(state_for_request))
+        .set_pkce_challenge(challenge);
     match &cfg.scope_separator {
-        Some(sep) if !cfg.scopes.is_empty() => req = req.add_extra_param("scope", cfg.scopes.join(sep)),
+        Some(sep) if !cfg.scopes.is_empty() => {
+            req = req.add_extra_param("scope", cfg.scopes.join(sep))
+        }
         _ => {
             for s in &cfg.scopes {
                 req = req.add_scope(Scope::new(s.clone()));
@@ -112,20 +124,35 @@ mod tests {
     #[test]
     fn a_huge_expires_in_is_clamped_instead_of_overflowing() {
         let now = 1_764_000_000_000;
-        assert_eq!(expiry(now, std::time::Duration::from_secs(3600)), now + 3_600_000);
+        assert_eq!(
+            expiry(now, std::time::Duration::from_secs(3600)),
+            now + 3_600_000
+        );
         let far = expiry(now, std::time::Duration::from_secs(u64::MAX));
         assert_eq!(far, now + MAX_TOKEN_LIFETIME_MS as i64);
-        assert_eq!(expiry(i64::MAX - 5, std::time::Duration::from_secs(60)), i64::MAX);
+        assert_eq!(
+            expiry(i64::MAX - 5, std::time::Duration::from_secs(60)),
+            i64::MAX
+        );
     }
 }
 
-pub async fn exchange(http: &reqwest::Client, cfg: &OAuthConfig, code: &str, verifier: &str, redirect_uri: &str, now: i64) -> std::result::Result<Credential, OAuthError> {
+pub async fn exchange(
+    http: &reqwest::Client,
+    cfg: &OAuthConfig,
+    code: &str,
+    verifier: &str,
+    redirect_uri: &str,
+    now: i64,
+) -> std::result::Result<Credential, OAuthError> {
     let (id, secret, auth, token) = client_parts(cfg)?;
     let mut client = BasicClient::new(id).set_auth_uri(auth).set_token_uri(token);
     if let Some(s) = secret {
         client = client.set_client_secret(s);
     }
-    let client = client.set_redirect_uri(RedirectUrl::new(redirect_uri.to_owned()).map_err(|e| OAuthError::BadUrl(e.to_string()))?);
+    let client = client.set_redirect_uri(
+        RedirectUrl::new(redirect_uri.to_owned()).map_err(|e| OAuthError::BadUrl(e.to_string()))?,
+    );
     let t = client
         .exchange_code(AuthorizationCode::new(code.to_owned()))
         .set_pkce_verifier(PkceCodeVerifier::new(verifier.to_owned()))
@@ -135,20 +162,33 @@ pub async fn exchange(http: &reqwest::Client, cfg: &OAuthConfig, code: &str, ver
     Ok(credential_of(&t, now))
 }
 
-pub async fn refresh(http: &reqwest::Client, cfg: &OAuthConfig, refresh_token: &str, now: i64) -> std::result::Result<Credential, OAuthError> {
+pub async fn refresh(
+    http: &reqwest::Client,
+    cfg: &OAuthConfig,
+    refresh_token: &str,
+    now: i64,
+) -> std::result::Result<Credential, OAuthError> {
     let (id, secret, auth, token) = client_parts(cfg)?;
     let mut client = BasicClient::new(id).set_auth_uri(auth).set_token_uri(token);
     if let Some(s) = secret {
         client = client.set_client_secret(s);
     }
     let rt = RefreshToken::new(refresh_token.to_owned());
-    let t = client.exchange_refresh_token(&rt).request_async(http).await.map_err(describe)?;
+    let t = client
+        .exchange_refresh_token(&rt)
+        .request_async(http)
+        .await
+        .map_err(describe)?;
     Ok(credential_of(&t, now))
 }
 
-fn describe<RE: std::error::Error + 'static, T: oauth2::ErrorResponse + 'static>(e: oauth2::RequestTokenError<RE, T>) -> OAuthError {
+fn describe<RE: std::error::Error + 'static, T: oauth2::ErrorResponse + 'static>(
+    e: oauth2::RequestTokenError<RE, T>,
+) -> OAuthError {
     match e {
-        oauth2::RequestTokenError::ServerResponse(r) => OAuthError::Refused(serde_json::to_string(&r).unwrap_or_default()),
+        oauth2::RequestTokenError::ServerResponse(r) => {
+            OAuthError::Refused(serde_json::to_string(&r).unwrap_or_default())
+        }
         oauth2::RequestTokenError::Request(_) => OAuthError::Unreachable,
         oauth2::RequestTokenError::Parse(_, _) => OAuthError::UnexpectedAnswer,
         oauth2::RequestTokenError::Other(m) => OAuthError::Other(m),
@@ -157,20 +197,30 @@ fn describe<RE: std::error::Error + 'static, T: oauth2::ErrorResponse + 'static>
 
 /// Sends the integration's probe with the credential; Ok for a 2xx answer, else why not
 
-pub async fn probe(i: &Integration, probe: &Probe, c: &Credential) -> std::result::Result<(), ProbeError> {
+pub async fn probe(
+    i: &Integration,
+    probe: &Probe,
+    c: &Credential,
+) -> std::result::Result<(), ProbeError> {
     let mut p = request::Prepared {
-        method: reqwest::Method::from_bytes(probe.method.as_bytes()).unwrap_or(reqwest::Method::GET),
+        method: reqwest::Method::from_bytes(probe.method.as_bytes())
+            .unwrap_or(reqwest::Method::GET),
         url: request::join(&i.base_url, &probe.path),
         headers: Vec::new(),
         body: probe.body.clone().map(request::Body::Json),
     };
     i.authorize(&mut p, c);
-    let mut b = i.builder(&p).map_err(|e| ProbeError::Unchecked(e.to_string()))?;
+    let mut b = i
+        .builder(&p)
+        .map_err(|e| ProbeError::Unchecked(e.to_string()))?;
     if let Some(body) = &p.body {
         let (content_type, bytes) = body.encode();
         b = b.header("content-type", content_type).body(bytes);
     }
-    let res = i.send(b).await.map_err(|e| ProbeError::Unchecked(e.to_string()))?;
+    let res = i
+        .send(b)
+        .await
+        .map_err(|e| ProbeError::Unchecked(e.to_string()))?;
     if res.status().is_success() {
         Ok(())
     } else {

@@ -46,14 +46,25 @@ pub struct ProxyTokens {
 
 impl ProxyTokens {
     pub fn new(db: Db, clock: Arc<dyn Clock>, key: [u8; 32]) -> Self {
-        ProxyTokens { db, clock, key: Arc::new(key) }
+        ProxyTokens {
+            db,
+            clock,
+            key: Arc::new(key),
+        }
     }
 
     /// Mints a token for integrations the caller already validated, bound to the API key or
     /// OAuth grant `who` came through (a person's session mints none).
-    pub async fn mint(&self, who: &Principal, integrations: Vec<String>, ttl_secs: u64) -> Result<(String, ProxyClaims)> {
+    pub async fn mint(
+        &self,
+        who: &Principal,
+        integrations: Vec<String>,
+        ttl_secs: u64,
+    ) -> Result<(String, ProxyClaims)> {
         if who.api_key_id.is_none() && who.oauth_grant_id.is_none() {
-            return Err(Error::Forbidden("proxy tokens are minted for an API key or an MCP OAuth grant"));
+            return Err(Error::Forbidden(
+                "proxy tokens are minted for an API key or an MCP OAuth grant",
+            ));
         }
         let now_ms = self.clock.now_ms();
         let now = (now_ms / 1000) as u64;
@@ -81,8 +92,12 @@ impl ProxyTokens {
             },
         )
         .await?;
-        let token = encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(&*self.key))
-            .map_err(|e| Error::internal(format!("token signing failed: {e}")))?;
+        let token = encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &EncodingKey::from_secret(&*self.key),
+        )
+        .map_err(|e| Error::internal(format!("token signing failed: {e}")))?;
         Ok((token, claims))
     }
 
@@ -95,11 +110,15 @@ impl ProxyTokens {
         v.leeway = 0;
         v.validate_exp = false;
         v.set_required_spec_claims(&["exp", "aud", "sub"]);
-        let claims = decode::<ProxyClaims>(token, &DecodingKey::from_secret(&*self.key), &v).map_err(|_| BAD)?.claims;
+        let claims = decode::<ProxyClaims>(token, &DecodingKey::from_secret(&*self.key), &v)
+            .map_err(|_| BAD)?
+            .claims;
         if claims.exp * 1000 <= self.clock.now_ms() as u64 {
             return Err(BAD);
         }
-        let row = store::proxy_tokens::get(self.db.pool(), &claims.jti).await?.ok_or(BAD)?;
+        let row = store::proxy_tokens::get(self.db.pool(), &claims.jti)
+            .await?
+            .ok_or(BAD)?;
         if row.revoked_at.is_some() || row.user_id != claims.sub {
             return Err(BAD);
         }
@@ -113,6 +132,7 @@ impl ProxyTokens {
 
     /// Revokes every outstanding token of the user (sign-out).
     pub async fn revoke_all(&self, user_id: &str) -> Result<u64> {
-        store::proxy_tokens::revoke_for_user(self.db.pool(), user_id, None, self.clock.now_ms()).await
+        store::proxy_tokens::revoke_for_user(self.db.pool(), user_id, None, self.clock.now_ms())
+            .await
     }
 }

@@ -23,7 +23,10 @@ pub struct ToolConnection {
 
 impl ToolConnection {
     fn problem(&self, p: ConnectionProblem) -> HandlerError {
-        HandlerError::NotConnected { integration: self.integration.name().to_owned(), expired: p == ConnectionProblem::Expired }
+        HandlerError::NotConnected {
+            integration: self.integration.name().to_owned(),
+            expired: p == ConnectionProblem::Expired,
+        }
     }
 }
 
@@ -39,19 +42,31 @@ impl ConnectionSource for ToolConnection {
             Ok(Err(p)) => Err(self.problem(p)),
             Err(e) => {
                 tracing::error!(error = ?e, "connection lookup failed");
-                Err(HandlerError::Unavailable("connections cannot be read right now".into()))
+                Err(HandlerError::Unavailable(
+                    "connections cannot be read right now".into(),
+                ))
             }
         }
     }
 
-    async fn refresh_after_unauthorized(&self, who: &Principal) -> std::result::Result<Credential, HandlerError> {
+    async fn refresh_after_unauthorized(
+        &self,
+        who: &Principal,
+    ) -> std::result::Result<Credential, HandlerError> {
         let unavailable = || HandlerError::Unavailable("connections are unavailable".into());
         let c = &self.connections;
-        let row = store::connections::get(c.db.pool(), &who.project_id, &who.user_id, self.integration.name())
-            .await
-            .map_err(|_| unavailable())?
-            .ok_or(self.problem(ConnectionProblem::NotConnected))?;
-        let credential = c.open(&row).map_err(|_| self.problem(ConnectionProblem::Expired))?;
+        let row = store::connections::get(
+            c.db.pool(),
+            &who.project_id,
+            &who.user_id,
+            self.integration.name(),
+        )
+        .await
+        .map_err(|_| unavailable())?
+        .ok_or(self.problem(ConnectionProblem::NotConnected))?;
+        let credential = c
+            .open(&row)
+            .map_err(|_| self.problem(ConnectionProblem::Expired))?;
         match c.refresh(&self.integration, row, credential).await {
             Ok(Ok(fresh)) => Ok(fresh),
             Ok(Err(p)) => Err(self.problem(p)),
@@ -63,12 +78,22 @@ impl ConnectionSource for ToolConnection {
 impl Connections {
     /// The hook a tool of `integration` carries to reach the user's connection.
     pub fn source_for(&self, integration: Arc<Integration>) -> Arc<dyn ConnectionSource> {
-        Arc::new(ToolConnection { connections: self.clone(), integration })
+        Arc::new(ToolConnection {
+            connections: self.clone(),
+            integration,
+        })
     }
 
     /// The credential to use for a call, refreshed first when an OAuth token is about to expire.
-    pub async fn credential(&self, who: &Principal, i: &Integration) -> Result<std::result::Result<Credential, ConnectionProblem>> {
-        let Some(row) = store::connections::get(self.db.pool(), &who.project_id, &who.user_id, i.name()).await? else {
+    pub async fn credential(
+        &self,
+        who: &Principal,
+        i: &Integration,
+    ) -> Result<std::result::Result<Credential, ConnectionProblem>> {
+        let Some(row) =
+            store::connections::get(self.db.pool(), &who.project_id, &who.user_id, i.name())
+                .await?
+        else {
             return Ok(Err(ConnectionProblem::NotConnected));
         };
         match row.status {
@@ -77,7 +102,9 @@ impl Connections {
             ConnectionStatus::Revoked => return Ok(Err(ConnectionProblem::NotConnected)),
         }
         let c = self.open(&row)?;
-        let due = c.expires_at().is_some_and(|e| e - self.now() < REFRESH_MARGIN_MS);
+        let due = c
+            .expires_at()
+            .is_some_and(|e| e - self.now() < REFRESH_MARGIN_MS);
         if due {
             return self.refresh(i, row, c).await;
         }
@@ -86,23 +113,42 @@ impl Connections {
 
     /// The integration's OAuth settings with the client secret filled in: the operator's, or
     /// for a custom app the project's vault secret it names.
-    pub(super) async fn oauth_config(&self, project_id: &str, i: &Integration) -> std::result::Result<Option<OAuthConfig>, OAuthError> {
-        let Some(mut cfg) = i.oauth.clone() else { return Ok(None) };
+    pub(super) async fn oauth_config(
+        &self,
+        project_id: &str,
+        i: &Integration,
+    ) -> std::result::Result<Option<OAuthConfig>, OAuthError> {
+        let Some(mut cfg) = i.oauth.clone() else {
+            return Ok(None);
+        };
         if let Some(name) = cfg.client_secret_vault.clone() {
             let mut found = self
                 .vault
                 .reveal(project_id, std::slice::from_ref(&name))
                 .await
                 .map_err(|e| OAuthError::Vault(e.to_string()))?;
-            let secret = found.remove(&name).ok_or(OAuthError::MissingClientSecret(name))?;
+            let secret = found
+                .remove(&name)
+                .ok_or(OAuthError::MissingClientSecret(name))?;
             cfg.client_secret = Some(secret.to_string());
         }
         Ok(Some(cfg))
     }
 
-    async fn refresh(&self, i: &Integration, row: ConnectionRow, c: Credential) -> Result<std::result::Result<Credential, ConnectionProblem>> {
+    async fn refresh(
+        &self,
+        i: &Integration,
+        row: ConnectionRow,
+        c: Credential,
+    ) -> Result<std::result::Result<Credential, ConnectionProblem>> {
         let refreshed = match (&c, self.oauth_config(&row.project_id, i).await) {
-            (Credential::Oauth2 { refresh_token: Some(rt), .. }, Ok(Some(cfg))) => match i.token_client(&cfg.token_url) {
+            (
+                Credential::Oauth2 {
+                    refresh_token: Some(rt),
+                    ..
+                },
+                Ok(Some(cfg)),
+            ) => match i.token_client(&cfg.token_url) {
                 Ok(http) => oauth::refresh(http, &cfg, rt, self.now()).await,
                 Err(e) => Err(OAuthError::Destination(e.to_string())),
             },
@@ -112,7 +158,17 @@ impl Connections {
         match refreshed {
             Ok(mut fresh) => {
                 // Keep the refresh token when the provider does not rotate it.
-                if let (Credential::Oauth2 { refresh_token: new_rt, .. }, Credential::Oauth2 { refresh_token: old_rt, .. }) = (&mut fresh, &c) {
+                if let (
+                    Credential::Oauth2 {
+                        refresh_token: new_rt,
+                        ..
+                    },
+                    Credential::Oauth2 {
+                        refresh_token: old_rt,
+                        ..
+                    },
+                ) = (&mut fresh, &c)
+                {
                     if new_rt.is_none() {
                         *new_rt = old_rt.clone();
                     }
@@ -123,7 +179,14 @@ impl Connections {
                 let old = row.ciphertext.clone().unwrap_or_default();
                 if !store::connections::replace_credential(&self.db, &row.id, &old, &next).await? {
                     // Another instance refreshed first: use its token.
-                    if let Some(current) = store::connections::get(self.db.pool(), &row.project_id, &row.user_id, &row.integration).await? {
+                    if let Some(current) = store::connections::get(
+                        self.db.pool(),
+                        &row.project_id,
+                        &row.user_id,
+                        &row.integration,
+                    )
+                    .await?
+                    {
                         if current.status == ConnectionStatus::Connected {
                             return Ok(Ok(self.open(&current)?));
                         }
@@ -135,7 +198,13 @@ impl Connections {
             }
             Err(why) => {
                 tracing::warn!(integration = %i.name(), user_id = %row.user_id, %why, "oauth refresh failed; connection expired");
-                store::connections::set_status(self.db.pool(), &row.id, ConnectionStatus::Expired, self.now()).await?;
+                store::connections::set_status(
+                    self.db.pool(),
+                    &row.id,
+                    ConnectionStatus::Expired,
+                    self.now(),
+                )
+                .await?;
                 Ok(Err(ConnectionProblem::Expired))
             }
         }

@@ -36,7 +36,9 @@ impl Connections {
                 store::pending_connections::delete(self.db.pool(), id).await?;
                 return Ok(WaitOutcome::Timeout);
             }
-            let pause = Duration::from_secs(1).min(timeout.saturating_sub(started.elapsed())).max(Duration::from_millis(10));
+            let pause = Duration::from_secs(1)
+                .min(timeout.saturating_sub(started.elapsed()))
+                .max(Duration::from_millis(10));
             tokio::select! {
                 _ = tokio::time::sleep(pause) => {}
                 _ = stopping.changed() => {}
@@ -46,6 +48,7 @@ impl Connections {
 
     /// Removes pending connections long past their expiry.
     pub async fn purge_expired(&self) -> Result<u64> {
-        store::pending_connections::delete_before(self.db.pool(), self.now() - 24 * 3600 * 1000).await
+        store::pending_connections::delete_before(self.db.pool(), self.now() - 24 * 3600 * 1000)
+            .await
     }
 }

@@ -6,18 +6,28 @@ use crate::{Error, Result};
 /// Normalises and checks a pattern an admin entered.
 pub fn validate_pattern(raw: &str) -> Result<String> {
     let p = raw.trim().to_ascii_lowercase();
-    let bad = || Error::invalid(format!("invalid egress pattern {raw:?}; use host, *.domain, optionally with :port"));
+    let bad = || {
+        Error::invalid(format!(
+            "invalid egress pattern {raw:?}; use host, *.domain, optionally with :port"
+        ))
+    };
     if p.is_empty() || p.len() > 260 {
         return Err(bad());
     }
     let (host, port) = split_port(&p).ok_or_else(bad)?;
     let name = host.strip_prefix("*.").unwrap_or(host);
-    let is_ip = name.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().is_ok();
+    let is_ip = name
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<std::net::IpAddr>()
+        .is_ok();
     let valid_name = !name.is_empty()
         && name.split('.').all(|label| {
             !label.is_empty()
                 && label.len() <= 63
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
                 && !label.starts_with('-')
                 && !label.ends_with('-')
         });
@@ -35,7 +45,11 @@ fn split_port(p: &str) -> Option<(&str, Option<u16>)> {
         let host = &p[..=end];
         return match &p[end + 1..] {
             "" => Some((host, None)),
-            rest => rest.strip_prefix(':')?.parse().ok().map(|port| (host, Some(port))),
+            rest => rest
+                .strip_prefix(':')?
+                .parse()
+                .ok()
+                .map(|port| (host, Some(port))),
         };
     }
     match p.rsplit_once(':') {
@@ -56,7 +70,11 @@ pub fn host_matches(patterns: &[String], host: &str, port: u16) -> bool {
             return false;
         }
         match p_host.strip_prefix("*.") {
-            Some(suffix) => host.len() > suffix.len() + 1 && host.ends_with(suffix) && host.as_bytes()[host.len() - suffix.len() - 1] == b'.',
+            Some(suffix) => {
+                host.len() > suffix.len() + 1
+                    && host.ends_with(suffix)
+                    && host.as_bytes()[host.len() - suffix.len() - 1] == b'.'
+            }
             None => p_host == host,
         }
     })
@@ -68,7 +86,11 @@ mod tests {
 
     #[test]
     fn patterns_match_hosts_and_ports() {
-        let p = vec!["api.example.com".to_string(), "*.corp.example".to_string(), "127.0.0.1:8080".to_string()];
+        let p = vec![
+            "api.example.com".to_string(),
+            "*.corp.example".to_string(),
+            "127.0.0.1:8080".to_string(),
+        ];
         assert!(host_matches(&p, "api.example.com", 443));
         assert!(host_matches(&p, "API.example.com", 80));
         assert!(!host_matches(&p, "evil.api.example.com", 443));
@@ -82,11 +104,31 @@ mod tests {
 
     #[test]
     fn patterns_are_validated() {
-        assert_eq!(validate_pattern(" API.Example.com ").unwrap(), "api.example.com");
-        for ok in ["*.example.com", "example.com:8443", "10.0.0.5", "127.0.0.1:9000", "[::1]:80"] {
+        assert_eq!(
+            validate_pattern(" API.Example.com ").unwrap(),
+            "api.example.com"
+        );
+        for ok in [
+            "*.example.com",
+            "example.com:8443",
+            "10.0.0.5",
+            "127.0.0.1:9000",
+            "[::1]:80",
+        ] {
             assert!(validate_pattern(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "*", "*.", "http://x.com", "x.com/path", "a..b", "-a.com", "x.com:99999", "*.10.0.0.1", "a b.com"] {
+        for bad in [
+            "",
+            "*",
+            "*.",
+            "http://x.com",
+            "x.com/path",
+            "a..b",
+            "-a.com",
+            "x.com:99999",
+            "*.10.0.0.1",
+            "a b.com",
+        ] {
             assert!(validate_pattern(bad).is_err(), "{bad}");
         }
     }

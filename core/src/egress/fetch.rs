@@ -47,7 +47,9 @@ pub struct FetchResponse {
 pub enum FetchError {
     #[error("invalid url: {0}")]
     InvalidUrl(String),
-    #[error("{0} is not in this project's egress allowlist; an admin can add it on the Egress page")]
+    #[error(
+        "{0} is not in this project's egress allowlist; an admin can add it on the Egress page"
+    )]
     NotAllowlisted(String),
     #[error("refusing to connect to {host}: {reason}")]
     Blocked { host: String, reason: String },
@@ -76,10 +78,16 @@ impl std::fmt::Display for BlockedAddress {
 impl std::error::Error for BlockedAddress {}
 
 /// How names become addresses (the system resolver; tests substitute a scripted one).
-type Lookup = Arc<dyn Fn(String) -> futures::future::BoxFuture<'static, std::io::Result<Vec<SocketAddr>>> + Send + Sync>;
+type Lookup = Arc<
+    dyn Fn(String) -> futures::future::BoxFuture<'static, std::io::Result<Vec<SocketAddr>>>
+        + Send
+        + Sync,
+>;
 
 fn system_lookup() -> Lookup {
-    Arc::new(|host: String| Box::pin(async move { Ok(tokio::net::lookup_host((host.as_str(), 0)).await?.collect()) }))
+    Arc::new(|host: String| {
+        Box::pin(async move { Ok(tokio::net::lookup_host((host.as_str(), 0)).await?.collect()) })
+    })
 }
 
 /// Resolves once per connection and hands reqwest only the addresses it checked, so a name
@@ -91,14 +99,21 @@ struct CheckedResolver {
 }
 
 impl CheckedResolver {
-    async fn checked(allowance: Arc<PrivateAllowance>, lookup: Lookup, host: String) -> Result<Vec<SocketAddr>, Box<dyn std::error::Error + Send + Sync>> {
+    async fn checked(
+        allowance: Arc<PrivateAllowance>,
+        lookup: Lookup,
+        host: String,
+    ) -> Result<Vec<SocketAddr>, Box<dyn std::error::Error + Send + Sync>> {
         let addrs: Vec<SocketAddr> = lookup(host.clone()).await?;
         if addrs.is_empty() {
             return Err(format!("{host} has no addresses").into());
         }
         for a in &addrs {
             if let Some(reason) = allowance.check(a.ip()) {
-                return Err(Box::new(BlockedAddress { host, reason: reason.to_owned() }));
+                return Err(Box::new(BlockedAddress {
+                    host,
+                    reason: reason.to_owned(),
+                }));
             }
         }
         Ok(addrs)
@@ -123,7 +138,18 @@ pub struct GuardedClient {
     allowance: Arc<PrivateAllowance>,
 }
 
-const FORBIDDEN_HEADERS: &[&str] = &["host", "connection", "content-length", "transfer-encoding", "upgrade", "te", "trailer", "proxy-authorization", "proxy-connection", "keep-alive"];
+const FORBIDDEN_HEADERS: &[&str] = &[
+    "host",
+    "connection",
+    "content-length",
+    "transfer-encoding",
+    "upgrade",
+    "te",
+    "trailer",
+    "proxy-authorization",
+    "proxy-connection",
+    "keep-alive",
+];
 
 impl GuardedClient {
     pub fn new(allowance: PrivateAllowance) -> GuardedClient {
@@ -131,7 +157,10 @@ impl GuardedClient {
         let client = reqwest::Client::builder()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
-            .dns_resolver(Arc::new(CheckedResolver { allowance: allowance.clone(), lookup: system_lookup() }))
+            .dns_resolver(Arc::new(CheckedResolver {
+                allowance: allowance.clone(),
+                lookup: system_lookup(),
+            }))
             .connect_timeout(Duration::from_secs(10))
             .user_agent(concat!("workbench/", env!("CARGO_PKG_VERSION")))
             .build()
@@ -152,14 +181,24 @@ impl GuardedClient {
 
     /// `patterns: None` is a destination the operator configured (a search provider): no
     /// project allowlist applies, the address rules still do.
-    fn check_destination(&self, url: &url::Url, patterns: Option<&[String]>) -> Result<(), FetchError> {
+    fn check_destination(
+        &self,
+        url: &url::Url,
+        patterns: Option<&[String]>,
+    ) -> Result<(), FetchError> {
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(FetchError::InvalidUrl("only http and https urls are allowed".into()));
+            return Err(FetchError::InvalidUrl(
+                "only http and https urls are allowed".into(),
+            ));
         }
         if !url.username().is_empty() || url.password().is_some() {
-            return Err(FetchError::InvalidUrl("credentials in the url are not allowed; send a header instead".into()));
+            return Err(FetchError::InvalidUrl(
+                "credentials in the url are not allowed; send a header instead".into(),
+            ));
         }
-        let host = url.host().ok_or_else(|| FetchError::InvalidUrl("the url has no host".into()))?;
+        let host = url
+            .host()
+            .ok_or_else(|| FetchError::InvalidUrl("the url has no host".into()))?;
         let port = url.port_or_known_default().unwrap_or(80);
         let name = match host {
             url::Host::Domain(d) => d.to_owned(),
@@ -167,28 +206,50 @@ impl GuardedClient {
             url::Host::Ipv6(v6) => format!("[{v6}]"),
         };
         if patterns.is_some_and(|p| !host_matches(p, &name, port)) {
-            return Err(FetchError::NotAllowlisted(if url.port().is_some() { format!("{name}:{port}") } else { name }));
+            return Err(FetchError::NotAllowlisted(if url.port().is_some() {
+                format!("{name}:{port}")
+            } else {
+                name
+            }));
         }
         if let Some(reason) = self.allowance.check_url_host(url) {
-            return Err(FetchError::Blocked { host: name, reason: reason.to_owned() });
+            return Err(FetchError::Blocked {
+                host: name,
+                reason: reason.to_owned(),
+            });
         }
         Ok(())
     }
 
     /// Sends the request, following up to `MAX_REDIRECTS` redirects (each hop checked), and
     /// reads at most `max_body` bytes of the response.
-    pub async fn fetch(&self, req: FetchRequest, patterns: &[String], max_body: usize) -> Result<FetchResponse, FetchError> {
+    pub async fn fetch(
+        &self,
+        req: FetchRequest,
+        patterns: &[String],
+        max_body: usize,
+    ) -> Result<FetchResponse, FetchError> {
         self.fetch_checked(req, Some(patterns), max_body).await
     }
 
     /// `fetch` to a destination the operator configured (not an agent's): the address rules
     /// apply to it and every redirect, the project's allowlist does not.
-    pub async fn fetch_configured(&self, req: FetchRequest, max_body: usize) -> Result<FetchResponse, FetchError> {
+    pub async fn fetch_configured(
+        &self,
+        req: FetchRequest,
+        max_body: usize,
+    ) -> Result<FetchResponse, FetchError> {
         self.fetch_checked(req, None, max_body).await
     }
 
-    async fn fetch_checked(&self, req: FetchRequest, patterns: Option<&[String]>, max_body: usize) -> Result<FetchResponse, FetchError> {
-        let mut url = url::Url::parse(&req.url).map_err(|e| FetchError::InvalidUrl(e.to_string()))?;
+    async fn fetch_checked(
+        &self,
+        req: FetchRequest,
+        patterns: Option<&[String]>,
+        max_body: usize,
+    ) -> Result<FetchResponse, FetchError> {
+        let mut url =
+            url::Url::parse(&req.url).map_err(|e| FetchError::InvalidUrl(e.to_string()))?;
         let origin = url.origin();
         let mut method = req.method.clone();
         let mut body = req.body.clone();
@@ -202,7 +263,10 @@ impl GuardedClient {
                 if FORBIDDEN_HEADERS.contains(&name.as_str()) {
                     continue;
                 }
-                if cross_origin && (CREDENTIAL_HEADERS.contains(&name.as_str()) || req.secret_headers.iter().any(|h| h.eq_ignore_ascii_case(k))) {
+                if cross_origin
+                    && (CREDENTIAL_HEADERS.contains(&name.as_str())
+                        || req.secret_headers.iter().any(|h| h.eq_ignore_ascii_case(k)))
+                {
                     continue;
                 }
                 builder = builder.header(k, v);
@@ -217,8 +281,14 @@ impl GuardedClient {
             let mut res = builder.send().await.map_err(|e| classify(&url, e))?;
             let status = res.status();
             if status.is_redirection() {
-                if let Some(loc) = res.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()) {
-                    url = url.join(loc).map_err(|e| FetchError::InvalidUrl(format!("bad redirect location: {e}")))?;
+                if let Some(loc) = res
+                    .headers()
+                    .get(reqwest::header::LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                {
+                    url = url.join(loc).map_err(|e| {
+                        FetchError::InvalidUrl(format!("bad redirect location: {e}"))
+                    })?;
                     if matches!(status.as_u16(), 301..=303) && method != reqwest::Method::HEAD {
                         method = reqwest::Method::GET;
                         body = None;
@@ -229,7 +299,11 @@ impl GuardedClient {
             let headers = res
                 .headers()
                 .iter()
-                .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_owned(), v.to_owned())))
+                .filter_map(|(k, v)| {
+                    v.to_str()
+                        .ok()
+                        .map(|v| (k.as_str().to_owned(), v.to_owned()))
+                })
                 .collect();
             let mut buf = BytesMut::new();
             while let Some(chunk) = res.chunk().await.map_err(|e| classify(&url, e))? {
@@ -239,7 +313,13 @@ impl GuardedClient {
                 }
                 buf.extend_from_slice(&chunk);
             }
-            return Ok(FetchResponse { status: status.as_u16(), headers, body: buf.freeze(), final_url: url.to_string(), transferred });
+            return Ok(FetchResponse {
+                status: status.as_u16(),
+                headers,
+                body: buf.freeze(),
+                final_url: url.to_string(),
+                transferred,
+            });
         }
         Err(FetchError::TooManyRedirects)
     }
@@ -290,15 +370,41 @@ mod tests {
             })
         });
         let allowance = Arc::new(PrivateAllowance(Vec::new()));
-        let first = CheckedResolver::checked(allowance.clone(), lookup.clone(), "rebind.example".into()).await.unwrap();
-        assert_eq!(first, vec![SocketAddr::new("93.184.216.34".parse().unwrap(), 0)], "what reqwest dials is exactly what was checked");
-        let second = CheckedResolver::checked(allowance.clone(), lookup.clone(), "rebind.example".into()).await.unwrap_err();
-        assert!(second.to_string().contains("rebind.example resolves to a"), "{second}");
+        let first =
+            CheckedResolver::checked(allowance.clone(), lookup.clone(), "rebind.example".into())
+                .await
+                .unwrap();
+        assert_eq!(
+            first,
+            vec![SocketAddr::new("93.184.216.34".parse().unwrap(), 0)],
+            "what reqwest dials is exactly what was checked"
+        );
+        let second =
+            CheckedResolver::checked(allowance.clone(), lookup.clone(), "rebind.example".into())
+                .await
+                .unwrap_err();
+        assert!(
+            second.to_string().contains("rebind.example resolves to a"),
+            "{second}"
+        );
         // A mixed answer is refused whole, not filtered.
         let mixed: Lookup = Arc::new(|_h: String| {
-            Box::pin(async { Ok(vec![SocketAddr::new("93.184.216.34".parse().unwrap(), 0), SocketAddr::new("10.0.0.7".parse().unwrap(), 0)]) })
+            Box::pin(async {
+                Ok(vec![
+                    SocketAddr::new("93.184.216.34".parse().unwrap(), 0),
+                    SocketAddr::new("10.0.0.7".parse().unwrap(), 0),
+                ])
+            })
         });
-        assert!(CheckedResolver::checked(allowance, mixed, "mixed.example".into()).await.is_err());
-        assert_eq!(calls.load(Ordering::SeqCst), 2, "one lookup per resolution, never a second one behind the check");
+        assert!(
+            CheckedResolver::checked(allowance, mixed, "mixed.example".into())
+                .await
+                .is_err()
+        );
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            2,
+            "one lookup per resolution, never a second one behind the check"
+        );
     }
 }

@@ -12,7 +12,9 @@ mod rules;
 pub mod trace_context;
 
 pub use allowlist::{host_matches, validate_pattern};
-pub use fetch::{blocked_cause, FetchError, FetchRequest, FetchResponse, GuardedClient, MAX_REDIRECTS};
+pub use fetch::{
+    blocked_cause, FetchError, FetchRequest, FetchResponse, GuardedClient, MAX_REDIRECTS,
+};
 pub use ranges::{blocked_reason, AddrRange, PrivateAllowance};
 pub use rules::EgressRules;
 
@@ -21,7 +23,10 @@ pub use rules::EgressRules;
 pub fn mask_url(raw: &str) -> String {
     match url::Url::parse(raw) {
         Ok(mut u) => {
-            let had_extra = !u.username().is_empty() || u.password().is_some() || u.query().is_some() || u.fragment().is_some();
+            let had_extra = !u.username().is_empty()
+                || u.password().is_some()
+                || u.query().is_some()
+                || u.fragment().is_some();
             let _ = u.set_username("");
             let _ = u.set_password(None);
             u.set_query(None);
@@ -40,7 +45,10 @@ pub fn mask_url(raw: &str) -> String {
 mod tests {
     #[test]
     fn masked_urls_keep_where_they_point_and_drop_what_can_carry_a_credential() {
-        assert_eq!(super::mask_url("https://api.example.com/mcp"), "https://api.example.com/mcp");
+        assert_eq!(
+            super::mask_url("https://api.example.com/mcp"),
+            "https://api.example.com/mcp"
+        );
         let masked = super::mask_url("https://user:pw@api.example.com:8443/mcp?token=abc#frag");
         assert_eq!(masked, "https://api.example.com:8443/mcp (parts hidden)");
         assert!(!masked.contains("pw") && !masked.contains("abc"));

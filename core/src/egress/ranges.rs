@@ -72,10 +72,16 @@ impl FromStr for AddrRange {
             Some((a, p)) => (a, Some(p)),
             None => (s.trim(), None),
         };
-        let addr: IpAddr = a.parse().map_err(|_| format!("{s:?} is not an IP address or CIDR block"))?;
+        let addr: IpAddr = a
+            .parse()
+            .map_err(|_| format!("{s:?} is not an IP address or CIDR block"))?;
         let max = if addr.is_ipv4() { 32 } else { 128 };
         let prefix = match p {
-            Some(p) => p.parse::<u8>().ok().filter(|p| *p <= max).ok_or_else(|| format!("bad prefix length in {s:?}"))?,
+            Some(p) => p
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= max)
+                .ok_or_else(|| format!("bad prefix length in {s:?}"))?,
             None => max,
         };
         Ok(AddrRange { addr, prefix })
@@ -86,11 +92,19 @@ impl AddrRange {
     pub fn contains(&self, ip: IpAddr) -> bool {
         match (self.addr, ip) {
             (IpAddr::V4(a), IpAddr::V4(b)) => {
-                let mask = if self.prefix == 0 { 0 } else { u32::MAX << (32 - self.prefix) };
+                let mask = if self.prefix == 0 {
+                    0
+                } else {
+                    u32::MAX << (32 - self.prefix)
+                };
                 (u32::from(a) & mask) == (u32::from(b) & mask)
             }
             (IpAddr::V6(a), IpAddr::V6(b)) => {
-                let mask = if self.prefix == 0 { 0 } else { u128::MAX << (128 - self.prefix) };
+                let mask = if self.prefix == 0 {
+                    0
+                } else {
+                    u128::MAX << (128 - self.prefix)
+                };
                 (u128::from(a) & mask) == (u128::from(b) & mask)
             }
             _ => false,
@@ -110,7 +124,11 @@ impl PrivateAllowance {
             IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
             v4 => v4,
         };
-        if self.0.iter().any(|r| r.contains(ip) || r.contains(canonical)) {
+        if self
+            .0
+            .iter()
+            .any(|r| r.contains(ip) || r.contains(canonical))
+        {
             None
         } else {
             Some(reason)
@@ -139,7 +157,9 @@ impl PrivateAllowance {
             return Err(crate::Error::invalid("credentials are secret refs, never inline; remove the user and password from the url"));
         }
         if let Some(reason) = self.check_url_host(&url) {
-            return Err(crate::Error::invalid(format!("url points at a {reason}; an operator can allow it with --egress-allow-private")));
+            return Err(crate::Error::invalid(format!(
+                "url points at a {reason}; an operator can allow it with --egress-allow-private"
+            )));
         }
         Ok(url)
     }
@@ -156,21 +176,53 @@ mod tests {
     #[test]
     fn special_ranges_are_blocked_and_public_ones_are_not() {
         for ip in [
-            "127.0.0.1", "127.255.0.9", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254",
-            "100.64.0.1", "100.127.255.254", "0.0.0.0", "224.0.0.1", "255.255.255.255", "198.18.0.1", "::1", "::",
-            "::ffff:127.0.0.1", "::ffff:169.254.169.254", "::127.0.0.1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::", "fc00::1",
-            "fd12::1", "fe80::1", "ff02::1", "2001:db8::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "127.0.0.1",
+            "127.255.0.9",
+            "10.1.2.3",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "100.127.255.254",
+            "0.0.0.0",
+            "224.0.0.1",
+            "255.255.255.255",
+            "198.18.0.1",
+            "::1",
+            "::",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "::127.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "2002:7f00:1::",
+            "fc00::1",
+            "fd12::1",
+            "fe80::1",
+            "ff02::1",
+            "2001:db8::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
         ] {
             assert!(blocked(ip), "{ip} must be blocked");
         }
-        for ip in ["93.184.216.34", "8.8.8.8", "172.32.0.1", "100.128.0.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"] {
+        for ip in [
+            "93.184.216.34",
+            "8.8.8.8",
+            "172.32.0.1",
+            "100.128.0.1",
+            "2606:4700:4700::1111",
+            "::ffff:8.8.8.8",
+        ] {
             assert!(!blocked(ip), "{ip} must be allowed");
         }
     }
 
     #[test]
     fn the_operator_can_allow_named_private_addresses() {
-        let allow = PrivateAllowance(vec!["127.0.0.1".parse().unwrap(), "10.0.0.0/8".parse().unwrap()]);
+        let allow = PrivateAllowance(vec![
+            "127.0.0.1".parse().unwrap(),
+            "10.0.0.0/8".parse().unwrap(),
+        ]);
         assert_eq!(allow.check("127.0.0.1".parse().unwrap()), None);
         assert_eq!(allow.check("::ffff:127.0.0.1".parse().unwrap()), None);
         assert_eq!(allow.check("10.9.8.7".parse().unwrap()), None);

@@ -28,7 +28,13 @@ impl EgressRules {
     pub async fn add(&self, admin: &Principal, pattern: &str) -> Result<String> {
         admin.require(Operation::EgressManage)?;
         let pattern = validate_pattern(pattern)?;
-        store::egress::add(self.db.pool(), &admin.project_id, &pattern, self.clock.now_ms()).await?;
+        store::egress::add(
+            self.db.pool(),
+            &admin.project_id,
+            &pattern,
+            self.clock.now_ms(),
+        )
+        .await?;
         tracing::info!(project_id = %admin.project_id, %pattern, by = %admin.user_id, "egress rule added");
         Ok(pattern)
     }

@@ -24,8 +24,13 @@ pub fn set_trace_context_provider(provider: TraceContextProvider) -> bool {
 /// The headers an outbound request should carry now: empty without a provider, and only
 /// well-formed `traceparent` / `tracestate` headers with one.
 pub fn trace_headers() -> Vec<(HeaderName, HeaderValue)> {
-    let Some(provider) = PROVIDER.get() else { return Vec::new() };
-    provider().into_iter().filter(|(name, value)| well_formed(name, value)).collect()
+    let Some(provider) = PROVIDER.get() else {
+        return Vec::new();
+    };
+    provider()
+        .into_iter()
+        .filter(|(name, value)| well_formed(name, value))
+        .collect()
 }
 
 /// `builder` with the trace headers added.
@@ -55,7 +60,9 @@ fn well_formed(name: &HeaderName, value: &HeaderValue) -> bool {
 /// `00-<32 hex trace id>-<16 hex span id>-<2 hex flags>`, lowercase, ids not all zero.
 fn traceparent_ok(v: &str) -> bool {
     let parts: Vec<&str> = v.split('-').collect();
-    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let hex = |s: &str, n: usize| {
+        s.len() == n && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    };
     parts.len() == 4
         && parts[0] == "00"
         && hex(parts[1], 32)
@@ -70,14 +77,26 @@ fn tracestate_ok(v: &str) -> bool {
     if v.is_empty() || v.len() > 512 {
         return false;
     }
-    let members: Vec<&str> = v.split(',').map(str::trim).filter(|m| !m.is_empty()).collect();
+    let members: Vec<&str> = v
+        .split(',')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .collect();
     members.len() <= 32
         && members.iter().all(|m| {
-            let Some((key, value)) = m.split_once('=') else { return false };
+            let Some((key, value)) = m.split_once('=') else {
+                return false;
+            };
             let key_ok = !key.is_empty()
                 && key.len() <= 256
-                && key.bytes().all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'*' | b'/' | b'@'));
-            let value_ok = !value.is_empty() && value.len() <= 256 && value.bytes().all(|b| (0x20..=0x7e).contains(&b) && b != b',' && b != b'=');
+                && key.bytes().all(
+                    |b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'*' | b'/' | b'@'),
+                );
+            let value_ok = !value.is_empty()
+                && value.len() <= 256
+                && value
+                    .bytes()
+                    .all(|b| (0x20..=0x7e).contains(&b) && b != b',' && b != b'=');
             key_ok && value_ok
         })
 }
@@ -88,16 +107,39 @@ mod tests {
 
     #[test]
     fn only_well_formed_trace_headers_pass() {
-        let h = |n: &str, v: &str| well_formed(&HeaderName::from_bytes(n.as_bytes()).unwrap(), &HeaderValue::from_str(v).unwrap());
-        assert!(h("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
-        assert!(!h("traceparent", "00-00000000000000000000000000000000-00f067aa0ba902b7-01"), "an all-zero trace id is invalid");
-        assert!(!h("traceparent", "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"));
-        assert!(!h("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra"));
+        let h = |n: &str, v: &str| {
+            well_formed(
+                &HeaderName::from_bytes(n.as_bytes()).unwrap(),
+                &HeaderValue::from_str(v).unwrap(),
+            )
+        };
+        assert!(h(
+            "traceparent",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        ));
+        assert!(
+            !h(
+                "traceparent",
+                "00-00000000000000000000000000000000-00f067aa0ba902b7-01"
+            ),
+            "an all-zero trace id is invalid"
+        );
+        assert!(!h(
+            "traceparent",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"
+        ));
+        assert!(!h(
+            "traceparent",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra"
+        ));
         assert!(!h("traceparent", "Bearer sk-live-0123456789"));
         assert!(h("tracestate", "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"));
         assert!(!h("tracestate", "Key=value"));
         assert!(!h("tracestate", &format!("a={}", "x".repeat(600))));
-        assert!(!h("authorization", "Bearer x"), "no other header can ride along");
+        assert!(
+            !h("authorization", "Bearer x"),
+            "no other header can ride along"
+        );
         assert!(trace_headers().is_empty(), "no provider: nothing is added");
     }
 }

@@ -44,11 +44,18 @@ impl TxtResolver {
                 for c in &mut ns.connections {
                     c.port = addr.port();
                 }
-                Resolver::builder_with_config(ResolverConfig::from_name_servers(vec![ns]), TokioRuntimeProvider::default())
+                Resolver::builder_with_config(
+                    ResolverConfig::from_name_servers(vec![ns]),
+                    TokioRuntimeProvider::default(),
+                )
             }
-            None => Resolver::builder_tokio().map_err(|e| LookupError::Failed(format!("no DNS configuration: {e}")))?,
+            None => Resolver::builder_tokio()
+                .map_err(|e| LookupError::Failed(format!("no DNS configuration: {e}")))?,
         };
-        let resolver = builder.with_options(opts).build().map_err(|e| LookupError::Failed(e.to_string()))?;
+        let resolver = builder
+            .with_options(opts)
+            .build()
+            .map_err(|e| LookupError::Failed(e.to_string()))?;
         let fqdn = format!("{}.", name.trim_end_matches('.'));
         match resolver.txt_lookup(fqdn.as_str()).await {
             Ok(lookup) => {
@@ -56,7 +63,12 @@ impl TxtResolver {
                     .answers()
                     .iter()
                     .filter_map(|r| match &r.data {
-                        RData::TXT(txt) => Some(txt.txt_data.iter().map(|s| String::from_utf8_lossy(s)).collect::<String>()),
+                        RData::TXT(txt) => Some(
+                            txt.txt_data
+                                .iter()
+                                .map(|s| String::from_utf8_lossy(s))
+                                .collect::<String>(),
+                        ),
                         _ => None,
                     })
                     .collect();

@@ -29,7 +29,12 @@ pub struct Draft {
 impl Draft {
     /// Every envelope recipient, in order: to, cc, bcc.
     pub fn recipients(&self) -> Vec<String> {
-        self.to.iter().chain(&self.cc).chain(&self.bcc).map(|m| m.email.to_string()).collect()
+        self.to
+            .iter()
+            .chain(&self.cc)
+            .chain(&self.bcc)
+            .map(|m| m.email.to_string())
+            .collect()
     }
 
     /// The sender's domain as the domain list stores it.
@@ -43,12 +48,15 @@ pub fn parse_mailbox(text: &str) -> Result<Mailbox, String> {
     if text.chars().any(char::is_control) {
         return Err("an address cannot contain line breaks or control characters".into());
     }
-    text.trim().parse::<Mailbox>().map_err(|_| format!("{text:?} is not an email address (write a@example.com or Name <a@example.com>)"))
+    text.trim().parse::<Mailbox>().map_err(|_| {
+        format!("{text:?} is not an email address (write a@example.com or Name <a@example.com>)")
+    })
 }
 
 /// The MIME type of an attachment, or why not.
 pub fn parse_content_type(text: &str) -> Result<ContentType, String> {
-    ContentType::parse(text).map_err(|_| format!("{text:?} is not a MIME type such as application/pdf"))
+    ContentType::parse(text)
+        .map_err(|_| format!("{text:?} is not a MIME type such as application/pdf"))
 }
 
 /// What differs between sending over SMTP and handing a whole message to an API (Gmail).
@@ -67,7 +75,11 @@ pub fn build(draft: &Draft, message_id: &str) -> crate::Result<Message> {
 
 /// The message, under `message_id`, with the options.
 pub fn build_with(draft: &Draft, message_id: &str, opts: BuildOptions) -> crate::Result<Message> {
-    let mut b = Message::builder().from(draft.from.clone()).subject(draft.subject.clone()).message_id(Some(message_id.to_owned())).date_now();
+    let mut b = Message::builder()
+        .from(draft.from.clone())
+        .subject(draft.subject.clone())
+        .message_id(Some(message_id.to_owned()))
+        .date_now();
     if opts.keep_bcc {
         b = b.keep_bcc();
     }
@@ -107,7 +119,9 @@ pub fn build_with(draft: &Draft, message_id: &str, opts: BuildOptions) -> crate:
             Body::Both(m) => MultiPart::mixed().multipart(m),
         };
         for a in &draft.attachments {
-            mixed = mixed.singlepart(Attachment::new(a.filename.clone()).body(a.bytes.clone(), a.content_type.clone()));
+            mixed = mixed.singlepart(
+                Attachment::new(a.filename.clone()).body(a.bytes.clone(), a.content_type.clone()),
+            );
         }
         b.multipart(mixed)
     };
@@ -143,9 +157,17 @@ mod tests {
         let text = String::from_utf8(m.formatted()).unwrap();
         assert!(!text.contains("hidden@example.net"), "{text}");
         assert!(!text.contains("\r\nBcc:"), "{text}");
-        assert!(text.lines().filter(|l| l.starts_with("Subject:")).count() == 1, "{text}");
+        assert!(
+            text.lines().filter(|l| l.starts_with("Subject:")).count() == 1,
+            "{text}"
+        );
         assert!(text.contains("Message-ID: <x1@example.com>"), "{text}");
-        assert!(text.contains("multipart/mixed") && text.contains("multipart/alternative") && text.contains("r.csv"), "{text}");
+        assert!(
+            text.contains("multipart/mixed")
+                && text.contains("multipart/alternative")
+                && text.contains("r.csv"),
+            "{text}"
+        );
         let env: Vec<String> = m.envelope().to().iter().map(|a| a.to_string()).collect();
         assert_eq!(env, vec!["a@example.org", "hidden@example.net"]);
         assert_eq!(d.recipients(), vec!["a@example.org", "hidden@example.net"]);
@@ -157,6 +179,12 @@ mod tests {
         assert!(parse_mailbox("not an address").is_err());
         assert!(parse_mailbox("a@example.com\r\nBcc: b@example.com").is_err());
         assert!(parse_content_type("pdf").is_err());
-        assert_eq!(parse_mailbox(" Ann <ann@example.com> ").unwrap().email.to_string(), "ann@example.com");
+        assert_eq!(
+            parse_mailbox(" Ann <ann@example.com> ")
+                .unwrap()
+                .email
+                .to_string(),
+            "ann@example.com"
+        );
     }
 }

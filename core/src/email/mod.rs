@@ -23,7 +23,10 @@ use crate::{Error, Result};
 
 pub use dns::{LookupError, TxtResolver};
 pub use domain::normalize as normalize_domain;
-pub use message::{build_with as build_message, parse_content_type, parse_mailbox, AttachmentData, BuildOptions, Draft};
+pub use message::{
+    build_with as build_message, parse_content_type, parse_mailbox, AttachmentData, BuildOptions,
+    Draft,
+};
 pub use smtp::{Mailer, SmtpFailure, SmtpUrl};
 
 /// Recipients (to, cc and bcc together) one message may have.
@@ -47,7 +50,11 @@ pub struct EmailSettings {
 
 impl Default for EmailSettings {
     fn default() -> Self {
-        EmailSettings { smtp: None, dns_server: None, hourly_limit: DEFAULT_HOURLY_LIMIT }
+        EmailSettings {
+            smtp: None,
+            dns_server: None,
+            hourly_limit: DEFAULT_HOURLY_LIMIT,
+        }
     }
 }
 
@@ -81,7 +88,11 @@ fn view(r: DomainRow) -> DomainView {
         object: "email_domain",
         domain: r.domain,
         status: r.status.as_str(),
-        dns_record: DnsRecord { kind: "TXT", name, value },
+        dns_record: DnsRecord {
+            kind: "TXT",
+            name,
+            value,
+        },
         created_at: rfc3339(r.created_at),
         verified_at: r.verified_at.map(rfc3339),
         last_checked_at: r.last_checked_at.map(rfc3339),
@@ -125,9 +136,15 @@ pub enum SendError {
     /// No mail server is configured.
     NotConfigured,
     /// The sender's domain is not verified for this project (`added`: it is listed, pending).
-    UnverifiedDomain { domain: String, added: bool },
+    UnverifiedDomain {
+        domain: String,
+        added: bool,
+    },
     /// The project sent its hourly allowance; the next frees up in `retry_after_secs`.
-    HourlyLimit { limit: u32, retry_after_secs: i64 },
+    HourlyLimit {
+        limit: u32,
+        retry_after_secs: i64,
+    },
     Smtp(SmtpFailure),
     Other(Error),
 }
@@ -158,15 +175,27 @@ impl Email {
     /// Starts the mail server's connection pool (needs a running Tokio runtime when one is set).
     pub fn new(db: Db, clock: Arc<dyn Clock>, settings: EmailSettings) -> Result<Email> {
         let mailer = settings.smtp.as_ref().map(Mailer::new).transpose()?;
-        Ok(Email { db, clock, mailer, resolver: TxtResolver::new(settings.dns_server), hourly_limit: settings.hourly_limit })
+        Ok(Email {
+            db,
+            clock,
+            mailer,
+            resolver: TxtResolver::new(settings.dns_server),
+            hourly_limit: settings.hourly_limit,
+        })
     }
 
     pub async fn list_domains(&self, who: &Principal) -> Result<Vec<DomainView>> {
-        Ok(rows::list_domains(self.db.pool(), &who.project_id).await?.into_iter().map(view).collect())
+        Ok(rows::list_domains(self.db.pool(), &who.project_id)
+            .await?
+            .into_iter()
+            .map(view)
+            .collect())
     }
 
     pub async fn get_domain(&self, who: &Principal, id: &str) -> Result<Option<DomainView>> {
-        Ok(rows::get_domain(self.db.pool(), &who.project_id, id).await?.map(view))
+        Ok(rows::get_domain(self.db.pool(), &who.project_id, id)
+            .await?
+            .map(view))
     }
 
     /// Adds a sender domain, pending until its TXT record is found. Admins only; a domain the
@@ -174,8 +203,13 @@ impl Email {
     pub async fn add_domain(&self, admin: &Principal, domain: &str) -> Result<DomainView> {
         admin.require(Operation::EmailDomainsManage)?;
         let domain = domain::normalize(domain).map_err(Error::Invalid)?;
-        if let Some(existing) = rows::find_domain(self.db.pool(), &admin.project_id, &domain).await? {
-            return Err(Error::Conflict(format!("{domain} is already a sender domain of this project ({})", existing.id)));
+        if let Some(existing) =
+            rows::find_domain(self.db.pool(), &admin.project_id, &domain).await?
+        {
+            return Err(Error::Conflict(format!(
+                "{domain} is already a sender domain of this project ({})",
+                existing.id
+            )));
         }
         let row = DomainRow {
             id: new_id("edom"),
@@ -189,14 +223,21 @@ impl Email {
             last_error: None,
         };
         match rows::insert_domain(self.db.pool(), &row).await {
-            Err(e) if e.is_unique_violation() => Err(Error::Conflict(format!("{} is already a sender domain of this project", row.domain))),
+            Err(e) if e.is_unique_violation() => Err(Error::Conflict(format!(
+                "{} is already a sender domain of this project",
+                row.domain
+            ))),
             other => other.map(|()| view(row)),
         }
     }
 
     /// Looks for the domain's TXT record and records what was found; verified once it holds
     /// this project's token (and it stays verified).
-    pub async fn verify_domain(&self, admin: &Principal, id: &str) -> std::result::Result<DomainView, VerifyError> {
+    pub async fn verify_domain(
+        &self,
+        admin: &Principal,
+        id: &str,
+    ) -> std::result::Result<DomainView, VerifyError> {
         admin.require(Operation::EmailDomainsManage)?;
         let Some(row) = rows::get_domain(self.db.pool(), &admin.project_id, id).await? else {
             return Err(Error::NotFound.into());
@@ -218,11 +259,24 @@ impl Email {
             Err(LookupError::Failed(reason)) => Some((true, format!("DNS could not be asked about {name}: {reason}; try again"))),
         };
         // A domain verified before stays verified when a later check fails; the failure is kept.
-        rows::record_check(self.db.pool(), &admin.project_id, id, self.clock.now_ms(), failure.as_ref().map(|(_, m)| m.as_str())).await?;
-        let fresh = rows::get_domain(self.db.pool(), &admin.project_id, id).await?.ok_or(Error::NotFound)?;
+        rows::record_check(
+            self.db.pool(),
+            &admin.project_id,
+            id,
+            self.clock.now_ms(),
+            failure.as_ref().map(|(_, m)| m.as_str()),
+        )
+        .await?;
+        let fresh = rows::get_domain(self.db.pool(), &admin.project_id, id)
+            .await?
+            .ok_or(Error::NotFound)?;
         match failure {
-            Some((true, m)) if fresh.status != DomainStatus::Verified => Err(VerifyError::Lookup(m)),
-            Some((false, m)) if fresh.status != DomainStatus::Verified => Err(VerifyError::NotProven(m)),
+            Some((true, m)) if fresh.status != DomainStatus::Verified => {
+                Err(VerifyError::Lookup(m))
+            }
+            Some((false, m)) if fresh.status != DomainStatus::Verified => {
+                Err(VerifyError::NotProven(m))
+            }
             _ => Ok(view(fresh)),
         }
     }
@@ -267,10 +321,12 @@ impl Email {
     /// always fine). Settings check everything before changing anything, so this stands alone.
     pub fn check_hourly_limit(&self, limit: Option<i64>) -> Result<()> {
         match limit {
-            Some(n) if !(1..=i64::from(self.hourly_limit)).contains(&n) => Err(Error::invalid(format!(
+            Some(n) if !(1..=i64::from(self.hourly_limit)).contains(&n) => {
+                Err(Error::invalid(format!(
                 "email_hourly_limit must be 1 to {} (the operator's limit), or null for that limit",
                 self.hourly_limit
-            ))),
+            )))
+            }
             _ => Ok(()),
         }
     }
@@ -280,19 +336,34 @@ impl Email {
     pub async fn set_hourly_limit(&self, admin: &Principal, limit: Option<i64>) -> Result<()> {
         admin.require(Operation::EmailDomainsManage)?;
         self.check_hourly_limit(limit)?;
-        crate::store::project_settings::set_email_limit(self.db.pool(), &admin.project_id, limit, self.clock.now_ms()).await
+        crate::store::project_settings::set_email_limit(
+            self.db.pool(),
+            &admin.project_id,
+            limit,
+            self.clock.now_ms(),
+        )
+        .await
     }
 
     /// Sends `draft` if its sender domain is verified for the caller's project and the hour's
     /// allowance has room. The reservation is taken back when the server refuses the message.
-    pub async fn send(&self, who: &Principal, draft: Draft) -> std::result::Result<Sent, SendError> {
+    pub async fn send(
+        &self,
+        who: &Principal,
+        draft: Draft,
+    ) -> std::result::Result<Sent, SendError> {
         let Some(mailer) = &self.mailer else {
             return Err(SendError::NotConfigured);
         };
         let domain = draft.sender_domain().map_err(Error::Invalid)?;
         match rows::find_domain(self.db.pool(), &who.project_id, &domain).await? {
             Some(d) if d.status == DomainStatus::Verified => {}
-            other => return Err(SendError::UnverifiedDomain { domain, added: other.is_some() }),
+            other => {
+                return Err(SendError::UnverifiedDomain {
+                    domain,
+                    added: other.is_some(),
+                })
+            }
         }
         let recipients = draft.recipients();
         let now = self.clock.now_ms();
@@ -302,10 +373,25 @@ impl Email {
         let message = message::build(&draft, &message_id).map_err(SendError::Other)?;
         let id = new_id("email");
         let (_, limit) = self.limits(&who.project_id).await?;
-        let reserved = rows::reserve_send(self.db.pool(), &id, &who.project_id, &domain, recipients.len() as i64, now, window, limit.into()).await?;
+        let reserved = rows::reserve_send(
+            self.db.pool(),
+            &id,
+            &who.project_id,
+            &domain,
+            recipients.len() as i64,
+            now,
+            window,
+            limit.into(),
+        )
+        .await?;
         if !reserved {
-            let oldest = rows::oldest_since(self.db.pool(), &who.project_id, window).await?.unwrap_or(now);
-            return Err(SendError::HourlyLimit { limit, retry_after_secs: ((oldest + HOUR_MS - now) / 1000).max(1) });
+            let oldest = rows::oldest_since(self.db.pool(), &who.project_id, window)
+                .await?
+                .unwrap_or(now);
+            return Err(SendError::HourlyLimit {
+                limit,
+                retry_after_secs: ((oldest + HOUR_MS - now) / 1000).max(1),
+            });
         }
         if let Err(e) = mailer.send(message).await {
             if let Err(release) = rows::release_send(self.db.pool(), &id).await {
@@ -313,6 +399,9 @@ impl Email {
             }
             return Err(SendError::Smtp(e));
         }
-        Ok(Sent { message_id, accepted: recipients })
+        Ok(Sent {
+            message_id,
+            accepted: recipients,
+        })
     }
 }

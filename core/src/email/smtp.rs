@@ -31,7 +31,10 @@ impl SmtpUrl {
     /// on loopback. The reason never repeats the password.
     pub fn parse(url: &str) -> Result<SmtpUrl, String> {
         let parsed = url::Url::parse(url.trim()).map_err(|e| format!("not a URL ({e})"))?;
-        let tls = parsed.query_pairs().find(|(k, _)| k == "tls").map(|(_, v)| v.into_owned());
+        let tls = parsed
+            .query_pairs()
+            .find(|(k, _)| k == "tls")
+            .map(|(_, v)| v.into_owned());
         match (parsed.scheme(), tls.as_deref()) {
             ("smtp", None | Some("required" | "opportunistic")) | ("smtps", None) => {}
             _ => return Err("expected smtp://host[:port] (add ?tls=required for STARTTLS) or smtps://host[:port]".into()),
@@ -45,20 +48,30 @@ impl SmtpUrl {
             Some(url::Host::Ipv6(a)) => a.is_loopback(),
             // smtp: is not a special scheme, so an address literal arrives as an opaque host.
             Some(url::Host::Domain(d)) => {
-                d == "localhost" || d.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().is_ok_and(|a| a.is_loopback())
+                d == "localhost"
+                    || d.trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|a| a.is_loopback())
             }
             None => false,
         };
         if plain && parsed.password().is_some() && !loopback {
-            return Err("credentials would travel unencrypted; use smtps:// or add ?tls=required".into());
+            return Err(
+                "credentials would travel unencrypted; use smtps:// or add ?tls=required".into(),
+            );
         }
         if !parsed.username().is_empty() && parsed.password().is_none() {
             return Err("a user name needs a password (smtp://user:password@host)".into());
         }
         // What lettre itself would refuse (a TLS setting it cannot build), refused now.
-        AsyncSmtpTransport::<Tokio1Executor>::from_url(parsed.as_str()).map_err(|_| "lettre cannot use this URL".to_owned())?;
+        AsyncSmtpTransport::<Tokio1Executor>::from_url(parsed.as_str())
+            .map_err(|_| "lettre cannot use this URL".to_owned())?;
         let port = parsed.port().map(|p| format!(":{p}")).unwrap_or_default();
-        Ok(SmtpUrl { url: parsed.to_string(), shown: format!("{}://{host}{port}", parsed.scheme()) })
+        Ok(SmtpUrl {
+            url: parsed.to_string(),
+            shown: format!("{}://{host}{port}", parsed.scheme()),
+        })
     }
 
     /// The server without credentials, e.g. `smtps://mail.example.com:465`.
@@ -92,7 +105,10 @@ impl Mailer {
             .map_err(|e| crate::Error::internal(format!("smtp transport for {}: {e}", url.shown)))?
             .timeout(Some(SMTP_TIMEOUT))
             .build();
-        Ok(Mailer { transport, shown: url.shown.clone() })
+        Ok(Mailer {
+            transport,
+            shown: url.shown.clone(),
+        })
     }
 
     pub fn shown(&self) -> &str {
@@ -112,7 +128,10 @@ fn classify(server: &str, e: &SmtpError) -> SmtpFailure {
     let text = || {
         // "permanent error (550): mailbox unavailable" → "550 mailbox unavailable".
         let full = e.to_string();
-        let reply = full.split_once("): ").map(|(_, r)| r.trim().to_owned()).unwrap_or_default();
+        let reply = full
+            .split_once("): ")
+            .map(|(_, r)| r.trim().to_owned())
+            .unwrap_or_default();
         let code = e.status().map(|c| c.to_string()).unwrap_or_default();
         let mut s = format!("{code} {reply}").trim().to_owned();
         s.truncate(300);
@@ -134,14 +153,26 @@ mod tests {
 
     #[test]
     fn smtp_urls_are_checked_before_start() {
-        assert_eq!(SmtpUrl::parse("smtps://u:p@mail.example.com:465").unwrap().shown(), "smtps://mail.example.com:465");
+        assert_eq!(
+            SmtpUrl::parse("smtps://u:p@mail.example.com:465")
+                .unwrap()
+                .shown(),
+            "smtps://mail.example.com:465"
+        );
         assert!(SmtpUrl::parse("smtp://u:p@mail.example.com?tls=required").is_ok());
         assert!(SmtpUrl::parse("smtp://u:p@127.0.0.1:2525").is_ok());
         let err = SmtpUrl::parse("smtp://u:secret-pass@mail.example.com").unwrap_err();
-        assert!(err.contains("unencrypted") && !err.contains("secret-pass"), "{err}");
+        assert!(
+            err.contains("unencrypted") && !err.contains("secret-pass"),
+            "{err}"
+        );
         assert!(SmtpUrl::parse("http://mail.example.com").is_err());
         assert!(SmtpUrl::parse("smtp://mail.example.com?tls=maybe").is_err());
         assert!(SmtpUrl::parse("smtp://user@mail.example.com?tls=required").is_err());
-        assert!(!format!("{:?}", SmtpUrl::parse("smtps://u:hunter2@mail.example.com").unwrap()).contains("hunter2"));
+        assert!(!format!(
+            "{:?}",
+            SmtpUrl::parse("smtps://u:hunter2@mail.example.com").unwrap()
+        )
+        .contains("hunter2"));
     }
 }

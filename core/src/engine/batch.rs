@@ -14,7 +14,9 @@ use crate::args::Arg;
 pub fn valid_ref_id(s: &str) -> bool {
     let mut chars = s.chars();
     s.len() <= 64
-        && chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
@@ -79,16 +81,24 @@ impl From<&str> for RequestError {
 
 /// Checks the shape of an execute_tools request; the message says what to fix.
 pub fn parse_request(args: &Value) -> Result<ExecuteRequest, RequestError> {
-    let raw: RawRequest = serde_json::from_value(args.clone()).map_err(|_| "arguments must be an object with an executions array")?;
+    let raw: RawRequest = serde_json::from_value(args.clone())
+        .map_err(|_| "arguments must be an object with an executions array")?;
     if let Some(key) = raw.unknown.keys().next() {
         return Err(format!("unknown field {key:?}; expected executions, compose, return").into());
     }
-    let list = raw.executions.and_then(Arg::ok).ok_or("executions must be an array of { tool, args }")?;
+    let list = raw
+        .executions
+        .and_then(Arg::ok)
+        .ok_or("executions must be an array of { tool, args }")?;
     if list.is_empty() {
         return Err("executions is empty; pass at least one { tool, args }".into());
     }
     if list.len() > BATCH_MAX {
-        return Err(format!("too many executions: {} (at most {BATCH_MAX}); split the batch", list.len()).into());
+        return Err(format!(
+            "too many executions: {} (at most {BATCH_MAX}); split the batch",
+            list.len()
+        )
+        .into());
     }
     let compose = match raw.compose {
         None => false,
@@ -97,14 +107,25 @@ pub fn parse_request(args: &Value) -> Result<ExecuteRequest, RequestError> {
     };
     let mut executions = Vec::with_capacity(list.len());
     for (i, e) in list.into_iter().enumerate() {
-        let e = e.ok().ok_or_else(|| format!("executions[{i}] must be an object {{ tool, args }}"))?;
+        let e = e
+            .ok()
+            .ok_or_else(|| format!("executions[{i}] must be an object {{ tool, args }}"))?;
         if let Some(key) = e.unknown.keys().next() {
-            return Err(format!("executions[{i}]: unknown field {key:?}; expected tool, args, ref_id").into());
+            return Err(format!(
+                "executions[{i}]: unknown field {key:?}; expected tool, args, ref_id"
+            )
+            .into());
         }
-        let tool = e.tool.and_then(Arg::ok).filter(|t| !t.is_empty()).ok_or_else(|| format!("executions[{i}].tool must be a tool name"))?;
+        let tool = e
+            .tool
+            .and_then(Arg::ok)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| format!("executions[{i}].tool must be a tool name"))?;
         let args = match e.args {
             None => Map::new(),
-            Some(a) => a.ok().ok_or_else(|| format!("executions[{i}].args must be an object"))?,
+            Some(a) => a
+                .ok()
+                .ok_or_else(|| format!("executions[{i}].args must be an object"))?,
         };
         let ref_id = match e.ref_id {
             None => None,
@@ -113,25 +134,43 @@ pub fn parse_request(args: &Value) -> Result<ExecuteRequest, RequestError> {
                 return Err(format!("executions[{i}].ref_id must start with a letter or '_' and use letters, digits, '_' or '-' (at most 64)").into())
             }
         };
-        executions.push(ExecutionSpec { tool, args: Value::Object(args), ref_id });
+        executions.push(ExecutionSpec {
+            tool,
+            args: Value::Object(args),
+            ref_id,
+        });
     }
     if compose {
         if executions.len() > COMPOSE_MAX {
-            return Err(format!("too many executions for compose: {} (at most {COMPOSE_MAX})", executions.len()).into());
+            return Err(format!(
+                "too many executions for compose: {} (at most {COMPOSE_MAX})",
+                executions.len()
+            )
+            .into());
         }
         if let Some(i) = executions.iter().position(|e| e.ref_id.is_none()) {
-            return Err(format!("executions[{i}] needs a ref_id: every execution of a compose run has one").into());
+            return Err(format!(
+                "executions[{i}] needs a ref_id: every execution of a compose run has one"
+            )
+            .into());
         }
     }
     let mut seen = std::collections::HashSet::new();
     for (i, e) in executions.iter().enumerate() {
         if let Some(r) = &e.ref_id {
             if !seen.insert(r.as_str()) {
-                return Err(format!("executions[{i}].ref_id {r:?} is used twice; ref_id must be unique").into());
+                return Err(format!(
+                    "executions[{i}].ref_id {r:?} is used twice; ref_id must be unique"
+                )
+                .into());
             }
         }
     }
-    Ok(ExecuteRequest { executions, compose, return_template: raw.return_template })
+    Ok(ExecuteRequest {
+        executions,
+        compose,
+        return_template: raw.return_template,
+    })
 }
 
 /// A result entry as execute_tools shows it.
@@ -154,22 +193,53 @@ mod tests {
             (json!({}), "executions must be an array"),
             (json!({ "executions": [] }), "empty"),
             (json!({ "executions": [{ "args": {} }] }), "tool must be"),
-            (json!({ "executions": [{ "tool": "a", "args": 3 }] }), "args must be an object"),
-            (json!({ "executions": [{ "tool": "a", "extra": 1 }] }), "unknown field"),
-            (json!({ "executions": [{ "tool": "a" }], "bogus": 1 }), "unknown field"),
-            (json!({ "executions": [{ "tool": "a", "ref_id": "1x" }] }), "ref_id must start"),
-            (json!({ "executions": [{ "tool": "a", "ref_id": "x" }, { "tool": "b", "ref_id": "x" }] }), "used twice"),
-            (json!({ "executions": [{ "tool": "a" }], "compose": "yes" }), "compose must be"),
+            (
+                json!({ "executions": [{ "tool": "a", "args": 3 }] }),
+                "args must be an object",
+            ),
+            (
+                json!({ "executions": [{ "tool": "a", "extra": 1 }] }),
+                "unknown field",
+            ),
+            (
+                json!({ "executions": [{ "tool": "a" }], "bogus": 1 }),
+                "unknown field",
+            ),
+            (
+                json!({ "executions": [{ "tool": "a", "ref_id": "1x" }] }),
+                "ref_id must start",
+            ),
+            (
+                json!({ "executions": [{ "tool": "a", "ref_id": "x" }, { "tool": "b", "ref_id": "x" }] }),
+                "used twice",
+            ),
+            (
+                json!({ "executions": [{ "tool": "a" }], "compose": "yes" }),
+                "compose must be",
+            ),
         ] {
             let err = parse_request(&bad).unwrap_err().to_string();
             assert!(err.contains(needle), "{bad}: {err}");
         }
         let many: Vec<Value> = (0..51).map(|_| json!({ "tool": "a" })).collect();
-        assert!(parse_request(&json!({ "executions": many })).unwrap_err().to_string().contains("too many"));
-        let nine: Vec<Value> = (0..9).map(|i| json!({ "tool": "a", "ref_id": format!("s{i}") })).collect();
-        assert!(parse_request(&json!({ "compose": true, "executions": nine })).unwrap_err().to_string().contains("at most 8"));
+        assert!(parse_request(&json!({ "executions": many }))
+            .unwrap_err()
+            .to_string()
+            .contains("too many"));
+        let nine: Vec<Value> = (0..9)
+            .map(|i| json!({ "tool": "a", "ref_id": format!("s{i}") }))
+            .collect();
+        assert!(
+            parse_request(&json!({ "compose": true, "executions": nine }))
+                .unwrap_err()
+                .to_string()
+                .contains("at most 8")
+        );
         let err = parse_request(&json!({ "compose": true, "executions": [{ "tool": "a", "ref_id": "x" }, { "tool": "b" }] })).unwrap_err().to_string();
         assert!(err.contains("executions[1] needs a ref_id"), "{err}");
-        assert!(parse_request(&json!({ "executions": [{ "tool": "b" }] , "return": "{{step:x.y}}" })).is_ok());
+        assert!(parse_request(
+            &json!({ "executions": [{ "tool": "b" }] , "return": "{{step:x.y}}" })
+        )
+        .is_ok());
     }
 }

@@ -8,7 +8,9 @@ use serde_json::{json, Map, Value};
 
 use super::batch::{entry, ExecuteRequest};
 use super::template::{self, Context, TemplateError};
-use super::{CallOptions, EntryContext, Engine, Invocation, Prepared, Steps, ToolError, RESULT_CAP_CHARS};
+use super::{
+    CallOptions, Engine, EntryContext, Invocation, Prepared, Steps, ToolError, RESULT_CAP_CHARS,
+};
 use crate::auth::Principal;
 use crate::catalog::Snapshot;
 
@@ -30,9 +32,15 @@ impl ExecuteOutcome {
 
 fn bad_ref_in_return(e: TemplateError) -> ToolError {
     match e {
-        TemplateError::BadRef(message) => ToolError::BadRef { message, ref_id: None },
+        TemplateError::BadRef(message) => ToolError::BadRef {
+            message,
+            ref_id: None,
+        },
         // `return` never resolves vault references, so this cannot happen; keep it a bad ref.
-        TemplateError::UnknownSecret { message, .. } => ToolError::BadRef { message, ref_id: None },
+        TemplateError::UnknownSecret { message, .. } => ToolError::BadRef {
+            message,
+            ref_id: None,
+        },
     }
 }
 
@@ -72,23 +80,38 @@ impl Engine {
         let n = req.executions.len();
         let mut slots: Vec<Option<Result<Value, ToolError>>> = vec![None; n];
         let mut runnable = Vec::new();
-        let ref_ids: Vec<Option<String>> = req.executions.iter().map(|e| e.ref_id.clone()).collect();
+        let ref_ids: Vec<Option<String>> =
+            req.executions.iter().map(|e| e.ref_id.clone()).collect();
         for (i, e) in req.executions.into_iter().enumerate() {
             if let Some(integration) = only_integration {
-                if !snapshot.get(&e.tool).is_some_and(|t| t.spec.integration == integration) {
-                    slots[i] = Some(Err(ToolError::NotFound { tool: e.tool, integration: Some(integration.to_owned()) }));
+                if !snapshot
+                    .get(&e.tool)
+                    .is_some_and(|t| t.spec.integration == integration)
+                {
+                    slots[i] = Some(Err(ToolError::NotFound {
+                        tool: e.tool,
+                        integration: Some(integration.to_owned()),
+                    }));
                     continue;
                 }
             }
-            runnable.push((i, Invocation { tool: e.tool, args: e.args }));
+            runnable.push((
+                i,
+                Invocation {
+                    tool: e.tool,
+                    args: e.args,
+                },
+            ));
         }
         let (indexes, invocations): (Vec<usize>, Vec<Invocation>) = runnable.into_iter().unzip();
         let outcomes = self.run_batch_on(&snapshot, who, invocations, opts).await;
         for (i, outcome) in indexes.into_iter().zip(outcomes) {
             slots[i] = Some(outcome.result);
         }
-        let slots: Vec<Result<Value, ToolError>> =
-            slots.into_iter().map(|s| s.expect("every execution has an outcome")).collect();
+        let slots: Vec<Result<Value, ToolError>> = slots
+            .into_iter()
+            .map(|s| s.expect("every execution has an outcome"))
+            .collect();
         let Some(template) = req.return_template else {
             let results: Vec<Value> = slots.iter().map(entry).collect();
             return ExecuteOutcome::Ok(json!({ "results": results }));
@@ -107,13 +130,24 @@ impl Engine {
                     if let Some(r) = &ref_id {
                         failed.insert(r.clone());
                     }
-                    errors.push(e.to_mcp_at(EntryContext { index: Some(i), ref_id, errors: None }));
+                    errors.push(e.to_mcp_at(EntryContext {
+                        index: Some(i),
+                        ref_id,
+                        errors: None,
+                    }));
                 }
             }
         }
-        let ctx = Context { vault: None, steps: Some(&results), failed: &failed };
+        let ctx = Context {
+            vault: None,
+            steps: Some(&results),
+            failed: &failed,
+        };
         match template::resolve(&template, &ctx) {
-            Err(e) => ExecuteOutcome::Failed(bad_ref_in_return(e).to_mcp_at(EntryContext { errors: Some(errors), ..Default::default() })),
+            Err(e) => ExecuteOutcome::Failed(bad_ref_in_return(e).to_mcp_at(EntryContext {
+                errors: Some(errors),
+                ..Default::default()
+            })),
             Ok(projection) => match capped(projection) {
                 ExecuteOutcome::Ok(result) => {
                     let mut body = Map::new();
@@ -130,22 +164,69 @@ impl Engine {
 
     /// Compose: steps in order, each through the whole pipeline with earlier results available
     /// to its references; the first failure ends the run and is the answer.
-    async fn compose(&self, snapshot: &Snapshot, who: &Principal, req: ExecuteRequest, opts: &CallOptions) -> ExecuteOutcome {
+    async fn compose(
+        &self,
+        snapshot: &Snapshot,
+        who: &Principal,
+        req: ExecuteRequest,
+        opts: &CallOptions,
+    ) -> ExecuteOutcome {
         let mut results: HashMap<String, Value> = HashMap::new();
         let no_failures = HashSet::new();
         let mut last = Value::Null;
-        let Prepared { mut scrubber, policy } = match self.prepare(who).await {
+        let Prepared {
+            mut scrubber,
+            policy,
+        } = match self.prepare(who).await {
             Ok(p) => p,
             Err(err) => {
-                let first = req.executions.into_iter().next().map(|e| e.tool).unwrap_or_default();
-                let err = self.refuse(who, Invocation { tool: first, args: Value::Null }, opts, err).await.result.unwrap_err();
-                return ExecuteOutcome::Failed(err.to_mcp_at(EntryContext { index: Some(0), ..Default::default() }));
+                let first = req
+                    .executions
+                    .into_iter()
+                    .next()
+                    .map(|e| e.tool)
+                    .unwrap_or_default();
+                let err = self
+                    .refuse(
+                        who,
+                        Invocation {
+                            tool: first,
+                            args: Value::Null,
+                        },
+                        opts,
+                        err,
+                    )
+                    .await
+                    .result
+                    .unwrap_err();
+                return ExecuteOutcome::Failed(err.to_mcp_at(EntryContext {
+                    index: Some(0),
+                    ..Default::default()
+                }));
             }
         };
         for (i, e) in req.executions.into_iter().enumerate() {
             let ref_id = e.ref_id.clone().unwrap_or_default();
-            let steps = Steps { results: Some(&results), failed: &no_failures };
-            let outcome = self.run_step(snapshot, who, Invocation { tool: e.tool, args: e.args }, opts, &steps, false, &mut scrubber, &policy, None).await;
+            let steps = Steps {
+                results: Some(&results),
+                failed: &no_failures,
+            };
+            let outcome = self
+                .run_step(
+                    snapshot,
+                    who,
+                    Invocation {
+                        tool: e.tool,
+                        args: e.args,
+                    },
+                    opts,
+                    &steps,
+                    false,
+                    &mut scrubber,
+                    &policy,
+                    None,
+                )
+                .await;
             match outcome.result {
                 Ok(v) => {
                     last = v.clone();
@@ -153,10 +234,17 @@ impl Engine {
                 }
                 Err(err) => {
                     let err = match err {
-                        ToolError::BadRef { message, .. } => ToolError::BadRef { message, ref_id: Some(ref_id.clone()) },
+                        ToolError::BadRef { message, .. } => ToolError::BadRef {
+                            message,
+                            ref_id: Some(ref_id.clone()),
+                        },
                         other => other,
                     };
-                    return ExecuteOutcome::Failed(err.to_mcp_at(EntryContext { index: Some(i), ref_id: Some(ref_id), errors: None }));
+                    return ExecuteOutcome::Failed(err.to_mcp_at(EntryContext {
+                        index: Some(i),
+                        ref_id: Some(ref_id),
+                        errors: None,
+                    }));
                 }
             }
         }
@@ -168,7 +256,11 @@ impl Engine {
                 answer(capped(last))
             }
             Some(template) => {
-                let ctx = Context { vault: None, steps: Some(&results), failed: &no_failures };
+                let ctx = Context {
+                    vault: None,
+                    steps: Some(&results),
+                    failed: &no_failures,
+                };
                 match template::resolve(&template, &ctx) {
                     Ok(mut projection) => {
                         scrubber.scrub(&mut projection);

@@ -8,12 +8,17 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::record::Rows;
-use super::{CallOptions, CallOutcome, Engine, Invocation, Prepared, Steps, Surface, ToolCallView, ToolError};
+use super::{
+    CallOptions, CallOutcome, Engine, Invocation, Prepared, Steps, Surface, ToolCallView, ToolError,
+};
 use crate::auth::Principal;
 use crate::clock::rfc3339;
 use crate::ids::new_id;
 use crate::policy::Rule;
-use crate::store::{self, confirmations::{ConfirmationRow, ConfirmationStatus}};
+use crate::store::{
+    self,
+    confirmations::{ConfirmationRow, ConfirmationStatus},
+};
 use crate::{Error, Result};
 
 /// How long a held call waits for a decision unless configured otherwise.
@@ -33,7 +38,10 @@ pub struct ConfirmSettings {
 
 impl Default for ConfirmSettings {
     fn default() -> Self {
-        ConfirmSettings { public_url: "http://127.0.0.1:3000".into(), ttl_secs: DEFAULT_CONFIRMATION_TTL_SECS }
+        ConfirmSettings {
+            public_url: "http://127.0.0.1:3000".into(),
+            ttl_secs: DEFAULT_CONFIRMATION_TTL_SECS,
+        }
     }
 }
 
@@ -97,7 +105,8 @@ fn fingerprint(who: &Principal, tool: &str, template: &Value) -> String {
     fn canonical(v: &Value) -> Value {
         match v {
             Value::Object(m) => {
-                let sorted: std::collections::BTreeMap<&String, Value> = m.iter().map(|(k, v)| (k, canonical(v))).collect();
+                let sorted: std::collections::BTreeMap<&String, Value> =
+                    m.iter().map(|(k, v)| (k, canonical(v))).collect();
                 serde_json::to_value(sorted).unwrap_or(Value::Null)
             }
             Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
@@ -122,11 +131,18 @@ fn effective_status(row: &ConfirmationRow, now: i64) -> ConfirmationStatus {
 
 impl Engine {
     fn confirmation_url(&self, id: &str) -> String {
-        format!("{}/confirmations/{id}", self.confirm.public_url.trim_end_matches('/'))
+        format!(
+            "{}/confirmations/{id}",
+            self.confirm.public_url.trim_end_matches('/')
+        )
     }
 
     fn awaiting(&self, row: &ConfirmationRow) -> ToolError {
-        ToolError::AwaitingConfirmation { confirmation_id: row.id.clone(), expires_at: rfc3339(row.expires_at), url: self.confirmation_url(&row.id) }
+        ToolError::AwaitingConfirmation {
+            confirmation_id: row.id.clone(),
+            expires_at: rfc3339(row.expires_at),
+            url: self.confirmation_url(&row.id),
+        }
     }
 
     /// The outcome answers under the held call's id and records only an audit row.
@@ -139,23 +155,44 @@ impl Engine {
     /// Holds a gated call, or answers what the identical held call came to. `template` is what
     /// the agent sent. Sets `outcome`'s id and rows: a new hold is a new call; a repeat
     /// answers under the held call's id and writes only an audit row.
-    pub(super) async fn hold(&self, who: &Principal, tool: &str, template: &Value, opts: &CallOptions, rule: Rule, outcome: &mut CallOutcome) -> std::result::Result<Value, ToolError> {
+    pub(super) async fn hold(
+        &self,
+        who: &Principal,
+        tool: &str,
+        template: &Value,
+        opts: &CallOptions,
+        rule: Rule,
+        outcome: &mut CallOutcome,
+    ) -> std::result::Result<Value, ToolError> {
         let unavailable = |e: Error| {
             tracing::error!(error = ?e, "confirmations cannot be stored");
-            ToolError::Unavailable { reason: "confirmations cannot be stored right now".into() }
+            ToolError::Unavailable {
+                reason: "confirmations cannot be stored right now".into(),
+            }
         };
         let now = self.clock.now_ms();
         let fp = fingerprint(who, tool, template);
-        let live = store::confirmations::live_by_fingerprint(self.db.pool(), &who.project_id, &fp, now).await.map_err(unavailable)?;
+        let live =
+            store::confirmations::live_by_fingerprint(self.db.pool(), &who.project_id, &fp, now)
+                .await
+                .map_err(unavailable)?;
         if let Some(row) = live {
             Self::answer_as_repeat(outcome, &row);
             return match (row.status, row.outcome.as_deref()) {
-                (ConfirmationStatus::Denied, _) => Err(ToolError::Denied { tool: tool.to_owned(), confirmation_id: row.id, reason: row.reason }),
-                (ConfirmationStatus::Approved, Some(stored)) => match serde_json::from_str::<Stored>(stored) {
-                    Ok(Stored::Ok(v)) => Ok(v),
-                    Ok(Stored::Err(e)) => Err(e),
-                    Err(_) => Err(ToolError::Unavailable { reason: "the approved call's outcome cannot be read".into() }),
-                },
+                (ConfirmationStatus::Denied, _) => Err(ToolError::Denied {
+                    tool: tool.to_owned(),
+                    confirmation_id: row.id,
+                    reason: row.reason,
+                }),
+                (ConfirmationStatus::Approved, Some(stored)) => {
+                    match serde_json::from_str::<Stored>(stored) {
+                        Ok(Stored::Ok(v)) => Ok(v),
+                        Ok(Stored::Err(e)) => Err(e),
+                        Err(_) => Err(ToolError::Unavailable {
+                            reason: "the approved call's outcome cannot be read".into(),
+                        }),
+                    }
+                }
                 // Pending, or approved and still running: the same confirmation.
                 _ => Err(self.awaiting(&row)),
             };
@@ -184,9 +221,23 @@ impl Engine {
         };
         // At most one pending confirmation per identical call (a unique index): an expired one
         // steps aside first; losing a race to another instance answers the winner's.
-        store::confirmations::expire_fingerprint(self.db.pool(), &who.project_id, &row.fingerprint, now).await.map_err(unavailable)?;
+        store::confirmations::expire_fingerprint(
+            self.db.pool(),
+            &who.project_id,
+            &row.fingerprint,
+            now,
+        )
+        .await
+        .map_err(unavailable)?;
         if let Err(e) = store::confirmations::insert(self.db.pool(), &row).await {
-            return match store::confirmations::live_by_fingerprint(self.db.pool(), &who.project_id, &row.fingerprint, now).await {
+            return match store::confirmations::live_by_fingerprint(
+                self.db.pool(),
+                &who.project_id,
+                &row.fingerprint,
+                now,
+            )
+            .await
+            {
                 Ok(Some(winner)) => {
                     Self::answer_as_repeat(outcome, &winner);
                     Err(self.awaiting(&winner))
@@ -198,13 +249,25 @@ impl Engine {
         tracing::info!(confirmation_id = %row.id, tool, "call held for confirmation");
         // Approvers are told through the project's webhook, if one is set (in the background).
         match self.view(who, row.clone(), now).await {
-            Ok(view) => self.webhooks.notify(&who.project_id, crate::notify::CONFIRMATION_CREATED, &view.id, serde_json::to_value(&view).unwrap_or(Value::Null)),
-            Err(e) => tracing::warn!(error = %e, confirmation_id = %row.id, "the webhook is not told of a held call"),
+            Ok(view) => self.webhooks.notify(
+                &who.project_id,
+                crate::notify::CONFIRMATION_CREATED,
+                &view.id,
+                serde_json::to_value(&view).unwrap_or(Value::Null),
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, confirmation_id = %row.id, "the webhook is not told of a held call")
+            }
         }
         Err(self.awaiting(&row))
     }
 
-    async fn view(&self, who: &Principal, row: ConfirmationRow, now: i64) -> Result<ConfirmationView> {
+    async fn view(
+        &self,
+        who: &Principal,
+        row: ConfirmationRow,
+        now: i64,
+    ) -> Result<ConfirmationView> {
         let mut arguments: Value = serde_json::from_str(&row.arguments).unwrap_or(Value::Null);
         self.vault.scrubber_for(who).await?.scrub(&mut arguments);
         let status = effective_status(&row, now);
@@ -241,14 +304,22 @@ impl Engine {
     }
 
     /// Confirmations of `who`'s project, newest first; `status` narrows.
-    pub async fn confirmations(&self, who: &Principal, status: Option<&str>) -> Result<Vec<ConfirmationView>> {
+    pub async fn confirmations(
+        &self,
+        who: &Principal,
+        status: Option<&str>,
+    ) -> Result<Vec<ConfirmationView>> {
         Self::may_decide(who).map_err(Error::Forbidden)?;
         let status = match status.filter(|s| !s.is_empty()) {
             None => None,
-            Some(s) => Some(ConfirmationStatus::parse(s).ok_or_else(|| Error::invalid("status must be pending, approved, denied or expired"))?),
+            Some(s) => Some(ConfirmationStatus::parse(s).ok_or_else(|| {
+                Error::invalid("status must be pending, approved, denied or expired")
+            })?),
         };
         let now = self.clock.now_ms();
-        let rows = store::confirmations::list(self.db.pool(), &who.project_id, status, now, LIST_LIMIT).await?;
+        let rows =
+            store::confirmations::list(self.db.pool(), &who.project_id, status, now, LIST_LIMIT)
+                .await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             out.push(self.view(who, row, now).await?);
@@ -258,7 +329,9 @@ impl Engine {
 
     /// One confirmation: for deciders, and for the key that made the call.
     pub async fn confirmation(&self, who: &Principal, id: &str) -> Result<ConfirmationView> {
-        let row = store::confirmations::get(self.db.pool(), &who.project_id, id).await?.ok_or(Error::NotFound)?;
+        let row = store::confirmations::get(self.db.pool(), &who.project_id, id)
+            .await?
+            .ok_or(Error::NotFound)?;
         let own = who.api_key_id.is_some() && row.api_key_id == who.api_key_id;
         if !own && Self::may_decide(who).is_err() {
             return Err(Error::NotFound);
@@ -268,34 +341,73 @@ impl Engine {
 
     /// Held calls waiting for a decision in `who`'s project.
     pub async fn pending_confirmations(&self, who: &Principal) -> Result<i64> {
-        store::confirmations::count_pending(self.db.pool(), &who.project_id, self.clock.now_ms()).await
+        store::confirmations::count_pending(self.db.pool(), &who.project_id, self.clock.now_ms())
+            .await
     }
 
     /// Approves (runs the held call once, as the key that made it) or denies a pending
     /// confirmation; answers the call as it ended.
-    pub async fn decide(&self, who: &Principal, id: &str, approve: bool, reason: Option<String>) -> std::result::Result<ToolCallView, DecideError> {
+    pub async fn decide(
+        &self,
+        who: &Principal,
+        id: &str,
+        approve: bool,
+        reason: Option<String>,
+    ) -> std::result::Result<ToolCallView, DecideError> {
         Self::may_decide(who).map_err(DecideError::Forbidden)?;
-        let reason = reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty());
-        if reason.as_ref().is_some_and(|r| r.chars().count() > MAX_REASON_CHARS || r.chars().any(|c| c.is_control() && c != '\n')) {
-            return Err(DecideError::Invalid(format!("reason must be at most {MAX_REASON_CHARS} printable characters")));
+        let reason = reason
+            .map(|r| r.trim().to_owned())
+            .filter(|r| !r.is_empty());
+        if reason.as_ref().is_some_and(|r| {
+            r.chars().count() > MAX_REASON_CHARS || r.chars().any(|c| c.is_control() && c != '\n')
+        }) {
+            return Err(DecideError::Invalid(format!(
+                "reason must be at most {MAX_REASON_CHARS} printable characters"
+            )));
         }
-        let row = store::confirmations::get(self.db.pool(), &who.project_id, id).await?.ok_or(DecideError::NotFound)?;
+        let row = store::confirmations::get(self.db.pool(), &who.project_id, id)
+            .await?
+            .ok_or(DecideError::NotFound)?;
         if who.api_key_id.is_some() && row.api_key_id == who.api_key_id {
-            return Err(DecideError::Forbidden("the key that made a call cannot decide its confirmation"));
+            return Err(DecideError::Forbidden(
+                "the key that made a call cannot decide its confirmation",
+            ));
         }
         let now = self.clock.now_ms();
-        let status = if approve { ConfirmationStatus::Approved } else { ConfirmationStatus::Denied };
+        let status = if approve {
+            ConfirmationStatus::Approved
+        } else {
+            ConfirmationStatus::Denied
+        };
         // The first decision wins, on any instance: the update only takes a pending,
         // unexpired row.
-        if !store::confirmations::decide(self.db.pool(), &who.project_id, id, status, &who.user_id, reason.as_deref(), now).await? {
+        if !store::confirmations::decide(
+            self.db.pool(),
+            &who.project_id,
+            id,
+            status,
+            &who.user_id,
+            reason.as_deref(),
+            now,
+        )
+        .await?
+        {
             store::confirmations::expire(self.db.pool(), &who.project_id, id, now).await?;
-            let row = store::confirmations::get(self.db.pool(), &who.project_id, id).await?.ok_or(DecideError::NotFound)?;
-            return Err(DecideError::Closed { status: effective_status(&row, now).as_str().to_owned() });
+            let row = store::confirmations::get(self.db.pool(), &who.project_id, id)
+                .await?
+                .ok_or(DecideError::NotFound)?;
+            return Err(DecideError::Closed {
+                status: effective_status(&row, now).as_str().to_owned(),
+            });
         }
-        self.audit_decision(who, &row, approve, reason.as_deref(), now).await;
+        self.audit_decision(who, &row, approve, reason.as_deref(), now)
+            .await;
         tracing::info!(confirmation_id = id, approve, by = %who.user_id, "confirmation decided");
         let opts = CallOptions {
-            timeout: std::time::Duration::from_millis(row.timeout_ms.clamp(1, super::MAX_TIMEOUT.as_millis() as i64) as u64),
+            timeout: std::time::Duration::from_millis(
+                row.timeout_ms
+                    .clamp(1, super::MAX_TIMEOUT.as_millis() as i64) as u64,
+            ),
             end_user_id: row.end_user_id.clone(),
             surface: match row.surface.as_str() {
                 "rest" => Surface::Rest,
@@ -308,23 +420,58 @@ impl Engine {
             // The held call's record keeps the key it came with.
             idempotency_key: None,
         };
-        let held = Held { tool_call_id: row.tool_call_id.clone(), confirmation_id: row.id.clone() };
+        let held = Held {
+            tool_call_id: row.tool_call_id.clone(),
+            confirmation_id: row.id.clone(),
+        };
         // The caller as it is now, rebuilt from what made the call (D21): the key, or the OAuth
         // grant with the policy chosen at consent; revoked, the call does not run.
         let caller = match (&row.api_key_id, &row.oauth_grant_id) {
-            (Some(key), _) => self.accounts.principal_for_key(&row.project_id, key).await?,
+            (Some(key), _) => {
+                self.accounts
+                    .principal_for_key(&row.project_id, key)
+                    .await?
+            }
             (None, Some(grant)) => self.accounts.principal_for_grant(grant).await?,
             (None, None) => self.accounts.principal_for_user(&row.user_id).await?,
         }
         .filter(|p| p.project_id == row.project_id && p.user_id == row.user_id);
         let result = if !approve {
-            self.finish_unrun(&held, &row, caller.as_ref().unwrap_or(who), &opts, ToolError::Denied { tool: row.tool.clone(), confirmation_id: row.id.clone(), reason }).await
+            self.finish_unrun(
+                &held,
+                &row,
+                caller.as_ref().unwrap_or(who),
+                &opts,
+                ToolError::Denied {
+                    tool: row.tool.clone(),
+                    confirmation_id: row.id.clone(),
+                    reason,
+                },
+            )
+            .await
         } else if let Some(caller) = caller {
             let template: Value = serde_json::from_str(&row.arguments).unwrap_or(Value::Null);
             let snapshot = self.snapshot(&caller);
             let outcome = match self.prepare(&caller).await {
-                Ok(Prepared { mut scrubber, policy }) => {
-                    self.run_step(&snapshot, &caller, Invocation { tool: row.tool.clone(), args: template }, &opts, &Steps::none(), true, &mut scrubber, &policy, Some(&held)).await
+                Ok(Prepared {
+                    mut scrubber,
+                    policy,
+                }) => {
+                    self.run_step(
+                        &snapshot,
+                        &caller,
+                        Invocation {
+                            tool: row.tool.clone(),
+                            args: template,
+                        },
+                        &opts,
+                        &Steps::none(),
+                        true,
+                        &mut scrubber,
+                        &policy,
+                        Some(&held),
+                    )
+                    .await
                 }
                 Err(e) => {
                     let mut o = CallOutcome::new(held.tool_call_id.clone(), row.tool.clone());
@@ -344,12 +491,24 @@ impl Engine {
         if let Ok(json) = serde_json::to_string(&stored) {
             store::confirmations::set_outcome(self.db.pool(), &who.project_id, id, &json).await?;
         }
-        let caller_view = Principal { role: crate::auth::Role::Admin, ..who.clone() };
-        self.get_call(&caller_view, &row.tool_call_id).await?.ok_or(DecideError::NotFound)
+        let caller_view = Principal {
+            role: crate::auth::Role::Admin,
+            ..who.clone()
+        };
+        self.get_call(&caller_view, &row.tool_call_id)
+            .await?
+            .ok_or(DecideError::NotFound)
     }
 
     /// Finishes a held call's rows without running it (denied, or its key is gone).
-    async fn finish_unrun(&self, held: &Held, row: &ConfirmationRow, who: &Principal, opts: &CallOptions, e: ToolError) -> std::result::Result<Value, ToolError> {
+    async fn finish_unrun(
+        &self,
+        held: &Held,
+        row: &ConfirmationRow,
+        who: &Principal,
+        opts: &CallOptions,
+        e: ToolError,
+    ) -> std::result::Result<Value, ToolError> {
         let mut o = CallOutcome::new(held.tool_call_id.clone(), row.tool.clone());
         o.rows = Rows::Existing;
         o.confirmation_id = Some(held.confirmation_id.clone());
@@ -360,7 +519,14 @@ impl Engine {
     }
 
     /// One audit row per decision: who decided which call, and why.
-    async fn audit_decision(&self, who: &Principal, row: &ConfirmationRow, approve: bool, reason: Option<&str>, now: i64) {
+    async fn audit_decision(
+        &self,
+        who: &Principal,
+        row: &ConfirmationRow,
+        approve: bool,
+        reason: Option<&str>,
+        now: i64,
+    ) {
         let mut detail = format!("confirmation {}", row.id);
         if let Some(r) = reason {
             detail.push_str(": ");
@@ -371,18 +537,36 @@ impl Engine {
             project_id: row.project_id.clone(),
             user_id: Some(who.user_id.clone()),
             api_key_id: who.api_key_id.clone(),
-            action: if approve { "confirmation.approve".into() } else { "confirmation.deny".into() },
+            action: if approve {
+                "confirmation.approve".into()
+            } else {
+                "confirmation.deny".into()
+            },
             tool: Some(row.tool.clone()),
             tool_call_id: Some(row.tool_call_id.clone()),
-            status: if approve { "approved".into() } else { "denied".into() },
+            status: if approve {
+                "approved".into()
+            } else {
+                "denied".into()
+            },
             error_code: None,
             duration_ms: None,
             end_user_id: row.end_user_id.clone(),
-            surface: if who.api_key_id.is_some() { "rest".into() } else { "portal".into() },
+            surface: if who.api_key_id.is_some() {
+                "rest".into()
+            } else {
+                "portal".into()
+            },
             detail: Some(detail),
             created_at: now,
         };
-        self.recorder.write(crate::audit::Record { call: None, audit: Some((audit, crate::audit::Write::Insert)), usage: None }).await;
+        self.recorder
+            .write(crate::audit::Record {
+                call: None,
+                audit: Some((audit, crate::audit::Write::Insert)),
+                usage: None,
+            })
+            .await;
     }
 }
 
@@ -411,10 +595,42 @@ mod tests {
 
     #[test]
     fn the_identical_call_is_the_same_key_tool_and_template_in_any_key_order() {
-        let a = fingerprint(&who("key_1"), "email.send", &json!({ "to": "x@example.com", "body": { "a": 1, "b": 2 } }));
-        assert_eq!(a, fingerprint(&who("key_1"), "email.send", &json!({ "body": { "b": 2, "a": 1 }, "to": "x@example.com" })));
-        assert_ne!(a, fingerprint(&who("key_2"), "email.send", &json!({ "to": "x@example.com", "body": { "a": 1, "b": 2 } })));
-        assert_ne!(a, fingerprint(&who("key_1"), "email.draft", &json!({ "to": "x@example.com", "body": { "a": 1, "b": 2 } })));
-        assert_ne!(a, fingerprint(&who("key_1"), "email.send", &json!({ "to": "y@example.com", "body": { "a": 1, "b": 2 } })));
+        let a = fingerprint(
+            &who("key_1"),
+            "email.send",
+            &json!({ "to": "x@example.com", "body": { "a": 1, "b": 2 } }),
+        );
+        assert_eq!(
+            a,
+            fingerprint(
+                &who("key_1"),
+                "email.send",
+                &json!({ "body": { "b": 2, "a": 1 }, "to": "x@example.com" })
+            )
+        );
+        assert_ne!(
+            a,
+            fingerprint(
+                &who("key_2"),
+                "email.send",
+                &json!({ "to": "x@example.com", "body": { "a": 1, "b": 2 } })
+            )
+        );
+        assert_ne!(
+            a,
+            fingerprint(
+                &who("key_1"),
+                "email.draft",
+                &json!({ "to": "x@example.com", "body": { "a": 1, "b": 2 } })
+            )
+        );
+        assert_ne!(
+            a,
+            fingerprint(
+                &who("key_1"),
+                "email.send",
+                &json!({ "to": "y@example.com", "body": { "a": 1, "b": 2 } })
+            )
+        );
     }
 }

@@ -22,24 +22,50 @@ pub enum ToolError {
         #[serde(default)]
         integration: Option<String>,
     },
-    NotAllowed { tool: String, rule: crate::policy::Rule },
+    NotAllowed {
+        tool: String,
+        rule: crate::policy::Rule,
+    },
     /// A person denied the held call (D15).
-    Denied { tool: String, confirmation_id: String, reason: Option<String> },
+    Denied {
+        tool: String,
+        confirmation_id: String,
+        reason: Option<String>,
+    },
     NotConnected {
         integration: String,
         /// The connection existed but its token could not be refreshed.
         #[serde(default)]
         expired: bool,
     },
-    InvalidArguments { errors: Vec<FieldError> },
-    AwaitingConfirmation { confirmation_id: String, expires_at: String, url: String },
-    Timeout { timeout_ms: u64 },
+    InvalidArguments {
+        errors: Vec<FieldError>,
+    },
+    AwaitingConfirmation {
+        confirmation_id: String,
+        expires_at: String,
+        url: String,
+    },
+    Timeout {
+        timeout_ms: u64,
+    },
     /// The key is over its calls-per-minute limit.
-    RateLimited { retry_after_s: u64 },
-    Unavailable { reason: String },
-    Handler { handler_error: String },
-    BadRef { message: String, ref_id: Option<String> },
-    ResultTooLarge { size: usize },
+    RateLimited {
+        retry_after_s: u64,
+    },
+    Unavailable {
+        reason: String,
+    },
+    Handler {
+        handler_error: String,
+    },
+    BadRef {
+        message: String,
+        ref_id: Option<String>,
+    },
+    ResultTooLarge {
+        size: usize,
+    },
 }
 
 impl From<HandlerError> for ToolError {
@@ -47,8 +73,16 @@ impl From<HandlerError> for ToolError {
         match e {
             HandlerError::Failed(handler_error) => ToolError::Handler { handler_error },
             HandlerError::Unavailable(reason) => ToolError::Unavailable { reason },
-            HandlerError::InvalidArgument { path, message } => ToolError::InvalidArguments { errors: vec![FieldError { path, message }] },
-            HandlerError::NotConnected { integration, expired } => ToolError::NotConnected { integration, expired },
+            HandlerError::InvalidArgument { path, message } => ToolError::InvalidArguments {
+                errors: vec![FieldError { path, message }],
+            },
+            HandlerError::NotConnected {
+                integration,
+                expired,
+            } => ToolError::NotConnected {
+                integration,
+                expired,
+            },
             HandlerError::Timeout { timeout_ms } => ToolError::Timeout { timeout_ms },
         }
     }
@@ -132,7 +166,11 @@ impl ToolError {
             ToolError::RateLimited { retry_after_s } => {
                 m.insert("retry_after_s".into(), json!(retry_after_s));
             }
-            ToolError::Denied { confirmation_id, reason, .. } => {
+            ToolError::Denied {
+                confirmation_id,
+                reason,
+                ..
+            } => {
                 m.insert("confirmation_id".into(), json!(confirmation_id));
                 m.insert("reason".into(), json!(reason));
             }
@@ -142,7 +180,11 @@ impl ToolError {
             ToolError::InvalidArguments { errors } => {
                 m.insert("errors".into(), json!(errors));
             }
-            ToolError::AwaitingConfirmation { confirmation_id, expires_at, url } => {
+            ToolError::AwaitingConfirmation {
+                confirmation_id,
+                expires_at,
+                url,
+            } => {
                 m.insert("confirmation_id".into(), json!(confirmation_id));
                 m.insert("expires_at".into(), json!(expires_at));
                 m.insert("url".into(), json!(url));
@@ -215,7 +257,9 @@ impl ToolError {
         }
         if let Ok(mut v) = serde_json::to_value(&*self) {
             scrubber.scrub(&mut v);
-            *self = serde_json::from_value(v).unwrap_or(ToolError::Handler { handler_error: "[redacted]".into() });
+            *self = serde_json::from_value(v).unwrap_or(ToolError::Handler {
+                handler_error: "[redacted]".into(),
+            });
         }
     }
 
@@ -243,16 +287,29 @@ mod tests {
 
     #[test]
     fn mcp_entries_are_flat_with_details() {
-        let e = ToolError::NotConnected { integration: "github".into(), expired: false }.to_mcp();
+        let e = ToolError::NotConnected {
+            integration: "github".into(),
+            expired: false,
+        }
+        .to_mcp();
         assert_eq!(e["code"], "NOT_CONNECTED");
         assert_eq!(e["integration"], "github");
-        assert!(e["error"].as_str().unwrap().starts_with("integration github is not connected"));
+        assert!(e["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("integration github is not connected"));
         let e = ToolError::InvalidArguments {
-            errors: vec![FieldError { path: "/owner".into(), message: "\"owner\" is a required property".into() }],
+            errors: vec![FieldError {
+                path: "/owner".into(),
+                message: "\"owner\" is a required property".into(),
+            }],
         }
         .to_mcp();
         assert_eq!(e["errors"][0]["path"], "/owner");
-        let e = ToolError::Handler { handler_error: "boom".into() }.to_mcp();
+        let e = ToolError::Handler {
+            handler_error: "boom".into(),
+        }
+        .to_mcp();
         assert_eq!(e["handler_error"], "boom");
         for err in [e, ToolError::ResultTooLarge { size: 70_000 }.to_mcp()] {
             let msg = err["error"].as_str().unwrap();
@@ -263,12 +320,31 @@ mod tests {
 
     #[test]
     fn rest_errors_follow_seed_004() {
-        let rule = crate::policy::Rule { policy_id: "pol_1".into(), list: "deny".into(), pattern: Some("x".into()) };
-        let e = ToolError::NotAllowed { tool: "x".into(), rule };
+        let rule = crate::policy::Rule {
+            policy_id: "pol_1".into(),
+            list: "deny".into(),
+            pattern: Some("x".into()),
+        };
+        let e = ToolError::NotAllowed {
+            tool: "x".into(),
+            rule,
+        };
         assert_eq!(e.rest_status_and_code(), (403, "tool_not_allowed"));
-        assert_eq!(e.details()["rule"], json!({ "policy_id": "pol_1", "list": "deny", "pattern": "x" }));
-        assert_eq!(e.to_mcp()["error"], "tool x is blocked by policy pol_1 (deny: x)");
-        assert_eq!(ToolError::Timeout { timeout_ms: 5 }.rest_status_and_code(), (504, "tool_timeout"));
-        assert_eq!(ToolError::Unavailable { reason: "r".into() }.rest_status_and_code(), (503, "tool_unavailable"));
+        assert_eq!(
+            e.details()["rule"],
+            json!({ "policy_id": "pol_1", "list": "deny", "pattern": "x" })
+        );
+        assert_eq!(
+            e.to_mcp()["error"],
+            "tool x is blocked by policy pol_1 (deny: x)"
+        );
+        assert_eq!(
+            ToolError::Timeout { timeout_ms: 5 }.rest_status_and_code(),
+            (504, "tool_timeout")
+        );
+        assert_eq!(
+            ToolError::Unavailable { reason: "r".into() }.rest_status_and_code(),
+            (503, "tool_unavailable")
+        );
     }
 }

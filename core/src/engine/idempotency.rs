@@ -48,8 +48,13 @@ impl Idempotency {
     }
 
     pub fn validate_key(key: &str) -> Result<()> {
-        if key.is_empty() || key.len() > MAX_KEY_CHARS || !key.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
-            return Err(Error::invalid(format!("invalid Idempotency-Key; use 1 to {MAX_KEY_CHARS} visible ASCII characters")));
+        if key.is_empty()
+            || key.len() > MAX_KEY_CHARS
+            || !key.bytes().all(|b| (0x21..=0x7e).contains(&b))
+        {
+            return Err(Error::invalid(format!(
+                "invalid Idempotency-Key; use 1 to {MAX_KEY_CHARS} visible ASCII characters"
+            )));
         }
         Ok(())
     }
@@ -67,14 +72,24 @@ impl Idempotency {
         Self::validate_key(key)?;
         for _ in 0..4 {
             let now = self.clock.now_ms();
-            if store::idempotency::claim(self.db.pool(), api_key_id, key, request_hash, now, now + LEASE_MS).await? {
+            if store::idempotency::claim(
+                self.db.pool(),
+                api_key_id,
+                key,
+                request_hash,
+                now,
+                now + LEASE_MS,
+            )
+            .await?
+            {
                 return Ok(Begin::Proceed);
             }
             let Some(row) = store::idempotency::get(self.db.pool(), api_key_id, key).await? else {
                 continue;
             };
             if row.created_at <= now - IDEMPOTENCY_TTL_MS {
-                store::idempotency::remove_stale(self.db.pool(), api_key_id, key, row.created_at).await?;
+                store::idempotency::remove_stale(self.db.pool(), api_key_id, key, row.created_at)
+                    .await?;
                 continue;
             }
             if row.request_hash != request_hash {
@@ -83,14 +98,26 @@ impl Idempotency {
             let lease_until = row.lease_until.unwrap_or(row.created_at + LEGACY_LEASE_MS);
             if row.state == "in_flight" && lease_until < now {
                 // Closed at most once; a racing repeat re-reads the closed row.
-                store::idempotency::interrupt_expired(self.db.pool(), api_key_id, key, now, LEGACY_LEASE_MS).await?;
+                store::idempotency::interrupt_expired(
+                    self.db.pool(),
+                    api_key_id,
+                    key,
+                    now,
+                    LEGACY_LEASE_MS,
+                )
+                .await?;
                 continue;
             }
-            return Ok(match (row.state.as_str(), row.response_status, row.response_body) {
-                ("done", Some(status), Some(body)) => Begin::Replay { status: status as u16, body },
-                ("done", _, _) => Begin::Interrupted,
-                _ => Begin::InFlight,
-            });
+            return Ok(
+                match (row.state.as_str(), row.response_status, row.response_body) {
+                    ("done", Some(status), Some(body)) => Begin::Replay {
+                        status: status as u16,
+                        body,
+                    },
+                    ("done", _, _) => Begin::Interrupted,
+                    _ => Begin::InFlight,
+                },
+            );
         }
         Ok(Begin::InFlight)
     }
@@ -105,7 +132,9 @@ impl Idempotency {
             loop {
                 tokio::time::sleep(every).await;
                 let until = this.clock.now_ms() + LEASE_MS;
-                if let Err(e) = store::idempotency::renew(this.db.pool(), &api_key_id, &key, until).await {
+                if let Err(e) =
+                    store::idempotency::renew(this.db.pool(), &api_key_id, &key, until).await
+                {
                     tracing::warn!(error = %e, "renewing an idempotency lease failed");
                 }
             }
@@ -114,12 +143,22 @@ impl Idempotency {
     }
 
     /// Stores the response of a request that `begin` let proceed.
-    pub async fn complete(&self, api_key_id: &str, key: &str, status: u16, body: &str) -> Result<()> {
+    pub async fn complete(
+        &self,
+        api_key_id: &str,
+        key: &str,
+        status: u16,
+        body: &str,
+    ) -> Result<()> {
         store::idempotency::complete(self.db.pool(), api_key_id, key, status as i64, body).await
     }
 
     pub async fn purge_expired(&self) -> Result<u64> {
-        store::idempotency::delete_older_than(self.db.pool(), self.clock.now_ms() - IDEMPOTENCY_TTL_MS).await
+        store::idempotency::delete_older_than(
+            self.db.pool(),
+            self.clock.now_ms() - IDEMPOTENCY_TTL_MS,
+        )
+        .await
     }
 }
 

@@ -21,25 +21,25 @@ use futures::stream::{self, StreamExt};
 use serde_json::{json, Value};
 use tracing::Instrument;
 
+pub use crate::vault::Scrubber;
 pub use batch::{entry, parse_request, valid_ref_id, ExecuteRequest, ExecutionSpec, RequestError};
-pub use error::{EntryContext, FieldError, ToolError, RESULT_CAP_CHARS};
 pub use compose::ExecuteOutcome;
 pub use confirm::{ConfirmSettings, ConfirmationView, DecideError, DEFAULT_CONFIRMATION_TTL_SECS};
+pub use error::{EntryContext, FieldError, ToolError, RESULT_CAP_CHARS};
 pub use idempotency::{Begin, Idempotency, LeaseGuard, IDEMPOTENCY_TTL_MS, LEASE_MS};
 pub use reach::{curl_permission, may_curl};
 pub use record::ToolCallView;
 pub use span::TRACE_TARGET;
-pub use crate::vault::Scrubber;
 pub use validate::{apply_defaults, violations};
 
 use crate::audit::Recorder;
 use crate::auth::{Accounts, Principal};
-use crate::policy::{Applied, Decision, Policies};
 use crate::catalog::{CallContext, Catalog, SideEffects, Snapshot, Tool, ToolStatus};
 use crate::clock::Clock;
 use crate::connections::Connections;
 use crate::ids::new_id;
 use crate::notify::Webhooks;
+use crate::policy::{Applied, Decision, Policies};
 use crate::store::Db;
 use crate::vault::Vault;
 use crate::Result;
@@ -110,7 +110,13 @@ pub const REST_RESULT_MAX_BYTES: usize = 10 * 1024 * 1024;
 
 impl CallOptions {
     pub fn new(surface: Surface) -> Self {
-        CallOptions { timeout: DEFAULT_TIMEOUT, end_user_id: None, surface, rest_result_max_bytes: None, idempotency_key: None }
+        CallOptions {
+            timeout: DEFAULT_TIMEOUT,
+            end_user_id: None,
+            surface,
+            rest_result_max_bytes: None,
+            idempotency_key: None,
+        }
     }
 }
 
@@ -133,7 +139,16 @@ pub struct CallOutcome {
 
 impl CallOutcome {
     fn new(id: String, tool: String) -> CallOutcome {
-        CallOutcome { id, tool, result: Ok(Value::Null), duration_ms: 0, duration_us: 0, egress_bytes: 0, rows: record::Rows::New, confirmation_id: None }
+        CallOutcome {
+            id,
+            tool,
+            result: Ok(Value::Null),
+            duration_ms: 0,
+            duration_us: 0,
+            egress_bytes: 0,
+            rows: record::Rows::New,
+            confirmation_id: None,
+        }
     }
 
     pub fn status(&self) -> &'static str {
@@ -150,11 +165,15 @@ pub(crate) struct Steps<'a> {
     failed: &'a std::collections::HashSet<String>,
 }
 
-static NO_FAILURES: std::sync::LazyLock<std::collections::HashSet<String>> = std::sync::LazyLock::new(Default::default);
+static NO_FAILURES: std::sync::LazyLock<std::collections::HashSet<String>> =
+    std::sync::LazyLock::new(Default::default);
 
 impl Steps<'static> {
     fn none() -> Steps<'static> {
-        Steps { results: None, failed: &NO_FAILURES }
+        Steps {
+            results: None,
+            failed: &NO_FAILURES,
+        }
     }
 }
 
@@ -215,14 +234,22 @@ impl Engine {
     pub async fn policy(&self, who: &Principal) -> std::result::Result<Applied, ToolError> {
         self.policies.applied(who).await.map_err(|e| {
             tracing::error!(error = ?e, "policies cannot be read");
-            ToolError::Unavailable { reason: "policies cannot be read right now".into() }
+            ToolError::Unavailable {
+                reason: "policies cannot be read right now".into(),
+            }
         })
     }
 
     /// The request's scrubber and policy, read at once.
-    pub(crate) async fn prepare(&self, who: &Principal) -> std::result::Result<Prepared, ToolError> {
+    pub(crate) async fn prepare(
+        &self,
+        who: &Principal,
+    ) -> std::result::Result<Prepared, ToolError> {
         let (scrubber, policy) = tokio::join!(self.scrubber(who), self.policy(who));
-        Ok(Prepared { scrubber: scrubber?, policy: policy? })
+        Ok(Prepared {
+            scrubber: scrubber?,
+            policy: policy?,
+        })
     }
 
     /// What every output of a request by `who` is scrubbed of (D7): every live vault secret
@@ -231,10 +258,18 @@ impl Engine {
     pub async fn scrubber(&self, who: &Principal) -> std::result::Result<Scrubber, ToolError> {
         let unavailable = |e: crate::Error| {
             tracing::error!(error = ?e, "secrets for scrubbing cannot be read");
-            ToolError::Unavailable { reason: "the vault cannot be read right now".into() }
+            ToolError::Unavailable {
+                reason: "the vault cannot be read right now".into(),
+            }
         };
         let mut s = self.vault.scrubber_for(who).await.map_err(unavailable)?;
-        for (name, value) in self.connections.credential_secrets(who).await.map_err(unavailable)?.iter() {
+        for (name, value) in self
+            .connections
+            .credential_secrets(who)
+            .await
+            .map_err(unavailable)?
+            .iter()
+        {
             s.add(name, value);
         }
         s.prepare();
@@ -251,7 +286,6 @@ impl Engine {
         self.catalog.snapshot(&who.project_id)
     }
 
-
     /// Runs one execution through the whole pipeline and records it.
     pub async fn run(&self, who: &Principal, inv: Invocation, opts: &CallOptions) -> CallOutcome {
         let snapshot = self.snapshot(who);
@@ -259,7 +293,13 @@ impl Engine {
     }
 
     /// `run` on a catalog snapshot the caller already took.
-    pub async fn run_on(&self, snapshot: &Snapshot, who: &Principal, inv: Invocation, opts: &CallOptions) -> CallOutcome {
+    pub async fn run_on(
+        &self,
+        snapshot: &Snapshot,
+        who: &Principal,
+        inv: Invocation,
+        opts: &CallOptions,
+    ) -> CallOutcome {
         let base = self.prepare(who).await;
         self.run_prepared(snapshot, who, inv, opts, base).await
     }
@@ -275,17 +315,48 @@ impl Engine {
         base: std::result::Result<Prepared, ToolError>,
     ) -> CallOutcome {
         match base {
-            Ok(Prepared { mut scrubber, policy }) => self.run_step(snapshot, who, inv, opts, &Steps::none(), true, &mut scrubber, &policy, None).await,
+            Ok(Prepared {
+                mut scrubber,
+                policy,
+            }) => {
+                self.run_step(
+                    snapshot,
+                    who,
+                    inv,
+                    opts,
+                    &Steps::none(),
+                    true,
+                    &mut scrubber,
+                    &policy,
+                    None,
+                )
+                .await
+            }
             Err(e) => self.refuse(who, inv, opts, e).await,
         }
     }
 
     /// Records and answers an execution that did not start.
-    pub(crate) async fn refuse(&self, who: &Principal, inv: Invocation, opts: &CallOptions, e: ToolError) -> CallOutcome {
+    pub(crate) async fn refuse(
+        &self,
+        who: &Principal,
+        inv: Invocation,
+        opts: &CallOptions,
+        e: ToolError,
+    ) -> CallOutcome {
         let span = span::open(opts);
         let mut outcome = CallOutcome::new(new_id("tcall"), inv.tool);
         outcome.result = Err(e);
-        record::write(&self.recorder, who, &json!({}), opts, &outcome, self.clock.now_ms()).instrument(span.clone()).await;
+        record::write(
+            &self.recorder,
+            who,
+            &json!({}),
+            opts,
+            &outcome,
+            self.clock.now_ms(),
+        )
+        .instrument(span.clone())
+        .await;
         span::close(&span, &outcome);
         outcome
     }
@@ -310,7 +381,10 @@ impl Engine {
         held: Option<&confirm::Held>,
     ) -> CallOutcome {
         let span = span::open(opts);
-        let outcome = self.run_step_in_span(snapshot, who, inv, opts, steps, cap, scrubber, policy, held).instrument(span.clone()).await;
+        let outcome = self
+            .run_step_in_span(snapshot, who, inv, opts, steps, cap, scrubber, policy, held)
+            .instrument(span.clone())
+            .await;
         span::close(&span, &outcome);
         outcome
     }
@@ -339,7 +413,20 @@ impl Engine {
             }
             None => CallOutcome::new(new_id("tcall"), inv.tool.clone()),
         };
-        outcome.result = self.execute(who, snapshot, &inv, opts, steps, scrubber, policy, held, &mut outcome, started_at).await;
+        outcome.result = self
+            .execute(
+                who,
+                snapshot,
+                &inv,
+                opts,
+                steps,
+                scrubber,
+                policy,
+                held,
+                &mut outcome,
+                started_at,
+            )
+            .await;
         match &mut outcome.result {
             Ok(v) => scrubber.scrub(v),
             Err(e) => e.scrub(&scrubber),
@@ -367,7 +454,15 @@ impl Engine {
         }
         let mut recorded_args = inv.args.clone();
         scrubber.scrub(&mut recorded_args);
-        record::write(&self.recorder, who, &recorded_args, opts, &outcome, started_at).await;
+        record::write(
+            &self.recorder,
+            who,
+            &recorded_args,
+            opts,
+            &outcome,
+            started_at,
+        )
+        .await;
         outcome
     }
 
@@ -385,13 +480,21 @@ impl Engine {
         outcome: &mut CallOutcome,
         started_at: i64,
     ) -> std::result::Result<Value, ToolError> {
-        let tool = snapshot.get(&inv.tool).ok_or_else(|| ToolError::NotFound { tool: inv.tool.clone(), integration: None })?;
+        let tool = snapshot.get(&inv.tool).ok_or_else(|| ToolError::NotFound {
+            tool: inv.tool.clone(),
+            integration: None,
+        })?;
         // The policy step (D14), right after the tool is known: a hidden tool called by name
         // answers why, not "not found". An approved call is checked again; its approval
         // answers the confirmation gate.
         let gate = match policy.decide(tool.name()) {
             Decision::Run => None,
-            Decision::Deny(rule) => return Err(ToolError::NotAllowed { tool: inv.tool.clone(), rule }),
+            Decision::Deny(rule) => {
+                return Err(ToolError::NotAllowed {
+                    tool: inv.tool.clone(),
+                    rule,
+                })
+            }
             Decision::Confirm(_) if held.is_some() => None,
             Decision::Confirm(rule) => Some(rule),
         };
@@ -403,12 +506,16 @@ impl Engine {
                 Ok(Err(retry_after_s)) => return Err(ToolError::RateLimited { retry_after_s }),
                 Err(e) => {
                     tracing::error!(error = ?e, "rate limit cannot be counted");
-                    return Err(ToolError::Unavailable { reason: "the rate limit cannot be counted right now".into() });
+                    return Err(ToolError::Unavailable {
+                        reason: "the rate limit cannot be counted right now".into(),
+                    });
                 }
             }
         }
         if tool.status == ToolStatus::Unavailable {
-            return Err(ToolError::Unavailable { reason: "the tool's source no longer offers it".into() });
+            return Err(ToolError::Unavailable {
+                reason: "the tool's source no longer offers it".into(),
+            });
         }
         let connection = tool.connection();
         let credential = match connection {
@@ -443,7 +550,10 @@ impl Engine {
         };
         if let Some(secret) = tool.spec.secret_arg {
             // The value being stored is a secret (vault_set): scrub it under its name.
-            if let (Some(name), Some(value)) = (args.get(secret.name).and_then(Value::as_str), args.get(secret.value).and_then(Value::as_str)) {
+            if let (Some(name), Some(value)) = (
+                args.get(secret.name).and_then(Value::as_str),
+                args.get(secret.value).and_then(Value::as_str),
+            ) {
                 scrubber.add_exact(name, value);
             }
         }
@@ -455,14 +565,30 @@ impl Engine {
         if let Some(rule) = gate {
             // Valid, and a person must say yes first (D15): hold it (the agent's template, not
             // the resolved arguments), or answer what an identical held call came to.
-            return self.hold(who, tool.name(), &inv.args, opts, rule, outcome).await;
+            return self
+                .hold(who, tool.name(), &inv.args, opts, rule, outcome)
+                .await;
         }
-        if matches!(tool.spec.side_effects, SideEffects::Write | SideEffects::Destructive) {
+        if matches!(
+            tool.spec.side_effects,
+            SideEffects::Write | SideEffects::Destructive
+        ) {
             // No record, no call: a tool that changes things runs only once its audit row exists.
             let mut recorded_args = inv.args.clone();
             scrubber.scrub(&mut recorded_args);
             let existing = outcome.rows == record::Rows::Existing;
-            if let Err(e) = record::begin(&self.db, who, &recorded_args, opts, &outcome.id, tool.name(), started_at, existing).await {
+            if let Err(e) = record::begin(
+                &self.db,
+                who,
+                &recorded_args,
+                opts,
+                &outcome.id,
+                tool.name(),
+                started_at,
+                existing,
+            )
+            .await
+            {
                 record::AUDIT_WRITE_FAILURES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 tracing::error!(error = %e, tool = %tool.name(), "audit log unwritable; a side-effecting call was not started");
                 return Err(ToolError::Unavailable { reason: "the audit log cannot be written right now, and tools that change things do not run without it".into() });
@@ -476,18 +602,26 @@ impl Engine {
         let started = Instant::now();
         // A handler that panics fails its own call, recorded like any failure; it never takes
         // the request (or a batch's other calls) down with it.
-        let call = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(tool.handler.call(&ctx, args)));
+        let call = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
+            tool.handler.call(&ctx, args),
+        ));
         let result = tokio::time::timeout(opts.timeout, call).await;
         outcome.duration_us = started.elapsed().as_micros() as u64;
         outcome.duration_ms = outcome.duration_us / 1000;
         outcome.egress_bytes = ctx.egress_bytes();
         match result {
-            Err(_) => Err(ToolError::Timeout { timeout_ms: opts.timeout.as_millis() as u64 }),
+            Err(_) => Err(ToolError::Timeout {
+                timeout_ms: opts.timeout.as_millis() as u64,
+            }),
             Ok(Err(panic)) => {
                 let mut message = Value::String(panic_text(panic.as_ref()));
                 scrubber.scrub(&mut message);
                 tracing::error!(tool = %tool.name(), call_id = %outcome.id, panic = %message, "a tool handler panicked");
-                Err(ToolError::Handler { handler_error: "the tool failed with an internal error; the operator's log has the details".into() })
+                Err(ToolError::Handler {
+                    handler_error:
+                        "the tool failed with an internal error; the operator's log has the details"
+                            .into(),
+                })
             }
             Ok(Ok(r)) => r.map_err(ToolError::from),
         }
@@ -506,19 +640,33 @@ impl Engine {
         let values = if names.is_empty() {
             Default::default()
         } else {
-            self.vault.reveal(&who.project_id, &names).await.map_err(|e| {
-                tracing::error!(error = ?e, "vault read failed");
-                ToolError::Unavailable { reason: "the vault cannot be read right now".into() }
-            })?
+            self.vault
+                .reveal(&who.project_id, &names)
+                .await
+                .map_err(|e| {
+                    tracing::error!(error = ?e, "vault read failed");
+                    ToolError::Unavailable {
+                        reason: "the vault cannot be read right now".into(),
+                    }
+                })?
         };
         for (name, value) in &values {
             scrubber.add(name, value);
         }
-        let ctx = template::Context { vault: Some(&values), steps: steps.results, failed: steps.failed };
+        let ctx = template::Context {
+            vault: Some(&values),
+            steps: steps.results,
+            failed: steps.failed,
+        };
         template::resolve(template, &ctx).map_err(|e| match e {
-            template::TemplateError::BadRef(message) => ToolError::BadRef { message, ref_id: None },
+            template::TemplateError::BadRef(message) => ToolError::BadRef {
+                message,
+                ref_id: None,
+            },
             template::TemplateError::UnknownSecret { path, message } => {
-                ToolError::InvalidArguments { errors: vec![FieldError { path, message }] }
+                ToolError::InvalidArguments {
+                    errors: vec![FieldError { path, message }],
+                }
             }
         })
     }
@@ -526,37 +674,68 @@ impl Engine {
     /// Runs up to `BATCH_MAX` executions, at most `POOL_SIZE` at a time; outcomes are
     /// index-aligned with `invocations` whatever the completion order, and one failure does not
     /// stop the others.
-    pub async fn run_batch(&self, who: &Principal, invocations: Vec<Invocation>, opts: &CallOptions) -> Vec<CallOutcome> {
+    pub async fn run_batch(
+        &self,
+        who: &Principal,
+        invocations: Vec<Invocation>,
+        opts: &CallOptions,
+    ) -> Vec<CallOutcome> {
         let snapshot = self.snapshot(who);
         self.run_batch_on(&snapshot, who, invocations, opts).await
     }
 
     /// `run_batch` on a catalog snapshot the caller already took; the request's scrubber is
     /// read once and each execution starts from a copy.
-    pub(crate) async fn run_batch_on(&self, snapshot: &Snapshot, who: &Principal, invocations: Vec<Invocation>, opts: &CallOptions) -> Vec<CallOutcome> {
+    pub(crate) async fn run_batch_on(
+        &self,
+        snapshot: &Snapshot,
+        who: &Principal,
+        invocations: Vec<Invocation>,
+        opts: &CallOptions,
+    ) -> Vec<CallOutcome> {
         let n = invocations.len();
         let base = self.prepare(who).await;
         let base = &base;
         let mut slots: Vec<Option<CallOutcome>> = (0..n).map(|_| None).collect();
         let mut done = stream::iter(invocations.into_iter().enumerate())
-            .map(|(i, inv)| async move { (i, self.run_prepared(snapshot, who, inv, opts, base.clone()).await) })
+            .map(|(i, inv)| async move {
+                (
+                    i,
+                    self.run_prepared(snapshot, who, inv, opts, base.clone())
+                        .await,
+                )
+            })
             .buffer_unordered(POOL_SIZE);
         while let Some((i, outcome)) = done.next().await {
             slots[i] = Some(outcome);
         }
-        slots.into_iter().map(|o| o.expect("every execution yields an outcome")).collect()
+        slots
+            .into_iter()
+            .map(|o| o.expect("every execution yields an outcome"))
+            .collect()
     }
 
     /// The tools `who` can run that best match `query` (D2), best first; `limit` is 1..=50.
-    pub async fn search(&self, who: &Principal, query: &str, limit: usize) -> Result<Vec<SearchResult>> {
+    pub async fn search(
+        &self,
+        who: &Principal,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<SearchResult>> {
         if !(1..=SEARCH_LIMIT_MAX).contains(&limit) {
-            return Err(crate::Error::invalid(format!("limit must be between 1 and {SEARCH_LIMIT_MAX}")));
+            return Err(crate::Error::invalid(format!(
+                "limit must be between 1 and {SEARCH_LIMIT_MAX}"
+            )));
         }
         if query.trim().is_empty() {
-            return Err(crate::Error::invalid("query is empty; describe what you want to do, e.g. \"send email\""));
+            return Err(crate::Error::invalid(
+                "query is empty; describe what you want to do, e.g. \"send email\"",
+            ));
         }
         if query.len() > 1000 {
-            return Err(crate::Error::invalid("query too long; use at most 1000 characters"));
+            return Err(crate::Error::invalid(
+                "query too long; use at most 1000 characters",
+            ));
         }
         let policy = self.policies.applied(who).await?;
         let snapshot = self.snapshot(who);
@@ -575,13 +754,23 @@ impl Engine {
     /// A tool `who` can run (now or after a confirmation), by name (D2: others are "not found").
     pub async fn tool(&self, who: &Principal, name: &str) -> Result<Option<Arc<Tool>>> {
         let policy = self.policies.applied(who).await?;
-        Ok(self.snapshot(who).get(name).filter(|t| policy.decide(t.name()).visible()).cloned())
+        Ok(self
+            .snapshot(who)
+            .get(name)
+            .filter(|t| policy.decide(t.name()).visible())
+            .cloned())
     }
 
     /// Every tool `who` can run (now or after a confirmation), in catalog order.
     pub async fn tools(&self, who: &Principal) -> Result<Vec<Arc<Tool>>> {
         let policy = self.policies.applied(who).await?;
-        Ok(self.snapshot(who).tools().iter().filter(|t| policy.decide(t.name()).visible()).cloned().collect())
+        Ok(self
+            .snapshot(who)
+            .tools()
+            .iter()
+            .filter(|t| policy.decide(t.name()).visible())
+            .cloned()
+            .collect())
     }
 
     /// Audit rows that could not be written since start.

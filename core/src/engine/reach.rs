@@ -6,7 +6,9 @@
 
 use super::Engine;
 use crate::auth::Principal;
-use crate::connections::{ConnectOutcome, CurlSession, CurlSessionRequest, IntegrationStatus, ProxyTokens};
+use crate::connections::{
+    ConnectOutcome, CurlSession, CurlSessionRequest, IntegrationStatus, ProxyTokens,
+};
 use crate::policy::{Applied, Decision};
 use crate::{Error, Result};
 
@@ -22,20 +24,39 @@ pub fn curl_permission(integration: &str) -> String {
 pub fn may_curl(policy: &Applied, integration: &str, tools: &[&str]) -> bool {
     let curl = curl_permission(integration);
     match policy.decide(&curl) {
-        Decision::Run => policy.explicitly_allows(&curl) || tools.iter().all(|t| policy.decide(t) == Decision::Run),
+        Decision::Run => {
+            policy.explicitly_allows(&curl)
+                || tools.iter().all(|t| policy.decide(t) == Decision::Run)
+        }
         Decision::Confirm(_) | Decision::Deny(_) => false,
     }
 }
 
 impl Engine {
     /// The names of the project's tools of `integration`.
-    fn tools_of<'a>(&self, snapshot: &'a crate::catalog::Snapshot, integration: &str) -> Vec<&'a str> {
-        snapshot.tools().iter().filter(|t| t.spec.integration == integration).map(|t| t.name()).collect()
+    fn tools_of<'a>(
+        &self,
+        snapshot: &'a crate::catalog::Snapshot,
+        integration: &str,
+    ) -> Vec<&'a str> {
+        snapshot
+            .tools()
+            .iter()
+            .filter(|t| t.spec.integration == integration)
+            .map(|t| t.name())
+            .collect()
     }
 
     /// Whether `policy` lets `who` use at least one tool of `integration`.
-    fn reaches(&self, snapshot: &crate::catalog::Snapshot, policy: &Applied, integration: &str) -> bool {
-        self.tools_of(snapshot, integration).iter().any(|t| policy.decide(t).visible())
+    fn reaches(
+        &self,
+        snapshot: &crate::catalog::Snapshot,
+        policy: &Applied,
+        integration: &str,
+    ) -> bool {
+        self.tools_of(snapshot, integration)
+            .iter()
+            .any(|t| policy.decide(t).visible())
     }
 
     /// list_integrations: the integrations `who`'s policy reaches, with the connection state.
@@ -43,7 +64,10 @@ impl Engine {
         let policy = self.policies.applied(who).await?;
         let snapshot = self.snapshot(who);
         let all = self.connections.statuses(who).await?;
-        Ok(all.into_iter().filter(|s| self.reaches(&snapshot, &policy, &s.name)).collect())
+        Ok(all
+            .into_iter()
+            .filter(|s| self.reaches(&snapshot, &policy, &s.name))
+            .collect())
     }
 
     /// connect: refused for an integration none of whose tools `who`'s policy lets run, in the
@@ -52,7 +76,12 @@ impl Engine {
     pub async fn connect(&self, who: &Principal, integration: &str) -> Result<ConnectOutcome> {
         let policy = self.policies.applied(who).await?;
         let snapshot = self.snapshot(who);
-        if self.connections.lookup(&who.project_id, integration).is_some() && !self.reaches(&snapshot, &policy, integration) {
+        if self
+            .connections
+            .lookup(&who.project_id, integration)
+            .is_some()
+            && !self.reaches(&snapshot, &policy, integration)
+        {
             return Err(Error::invalid(format!(
                 "integration {integration} is not allowed by your policy; none of its tools may run"
             )));
@@ -62,7 +91,12 @@ impl Engine {
 
     /// curl_session: every named integration needs the curl permission (see `may_curl`); then
     /// the connection rules. The token is bound to `who`'s key or grant.
-    pub async fn curl_session(&self, tokens: &ProxyTokens, who: &Principal, req: CurlSessionRequest) -> Result<CurlSession> {
+    pub async fn curl_session(
+        &self,
+        tokens: &ProxyTokens,
+        who: &Principal,
+        req: CurlSessionRequest,
+    ) -> Result<CurlSession> {
         let policy = self.policies.applied(who).await?;
         let snapshot = self.snapshot(who);
         let refused: Vec<String> = req
@@ -84,6 +118,10 @@ impl Engine {
     pub async fn may_proxy(&self, who: &Principal, integration: &str) -> Result<bool> {
         let policy = self.policies.applied(who).await?;
         let snapshot = self.snapshot(who);
-        Ok(may_curl(&policy, integration, &self.tools_of(&snapshot, integration)))
+        Ok(may_curl(
+            &policy,
+            integration,
+            &self.tools_of(&snapshot, integration),
+        ))
     }
 }

@@ -51,13 +51,24 @@ pub(crate) enum Rows {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn rows(who: &Principal, args: &Value, opts: &CallOptions, id: &str, tool: &str, status: &str, o: Option<&CallOutcome>, now: i64) -> (ToolCallRow, AuditRow) {
+fn rows(
+    who: &Principal,
+    args: &Value,
+    opts: &CallOptions,
+    id: &str,
+    tool: &str,
+    status: &str,
+    o: Option<&CallOutcome>,
+    now: i64,
+) -> (ToolCallRow, AuditRow) {
     let (result, error) = match o.map(|o| &o.result) {
         Some(Ok(v)) => (Some(v.to_string()), None),
         Some(Err(e)) => (None, Some(e.to_mcp().to_string())),
         None => (None, None),
     };
-    let error_code = o.and_then(|o| o.result.as_ref().err()).map(|e| e.code().to_owned());
+    let error_code = o
+        .and_then(|o| o.result.as_ref().err())
+        .map(|e| e.code().to_owned());
     let duration_ms = o.map(|o| o.duration_ms as i64).unwrap_or(0);
     let result_bytes = result.as_ref().map(|r| r.len() as i64);
     let call = ToolCallRow {
@@ -82,7 +93,11 @@ fn rows(who: &Principal, args: &Value, opts: &CallOptions, id: &str, tool: &str,
         project_id: who.project_id.clone(),
         user_id: Some(who.user_id.clone()),
         api_key_id: who.api_key_id.clone(),
-        action: if o.is_some_and(|o| o.rows == Rows::Replay) { "tool.replay".into() } else { "tool.execute".into() },
+        action: if o.is_some_and(|o| o.rows == Rows::Replay) {
+            "tool.replay".into()
+        } else {
+            "tool.execute".into()
+        },
         tool: Some(tool.to_owned()),
         tool_call_id: Some(id.to_owned()),
         status: status.to_owned(),
@@ -90,7 +105,9 @@ fn rows(who: &Principal, args: &Value, opts: &CallOptions, id: &str, tool: &str,
         duration_ms: Some(duration_ms),
         end_user_id: opts.end_user_id.clone(),
         surface: opts.surface.as_str().to_owned(),
-        detail: o.and_then(|o| o.confirmation_id.as_ref()).map(|c| format!("confirmation {c}")),
+        detail: o
+            .and_then(|o| o.confirmation_id.as_ref())
+            .map(|c| format!("confirmation {c}")),
         created_at: now,
     };
     (call, audit)
@@ -100,7 +117,16 @@ fn rows(who: &Principal, args: &Value, opts: &CallOptions, id: &str, tool: &str,
 /// no call); `existing` when its rows exist already (a held call, now approved). The rows are
 /// finished by `write`.
 #[allow(clippy::too_many_arguments)]
-pub(super) async fn begin(db: &Db, who: &Principal, args: &Value, opts: &CallOptions, id: &str, tool: &str, now: i64, existing: bool) -> Result<()> {
+pub(super) async fn begin(
+    db: &Db,
+    who: &Principal,
+    args: &Value,
+    opts: &CallOptions,
+    id: &str,
+    tool: &str,
+    now: i64,
+    existing: bool,
+) -> Result<()> {
     let (call, audit) = rows(who, args, opts, id, tool, "running", None, now);
     let mut tx = db.pool().begin().await?;
     if existing {
@@ -134,12 +160,22 @@ pub(super) fn outcome_label(o: &CallOutcome) -> &'static str {
 
 /// Queues the tool_calls row, the audit row and the usage counters of an execution (one
 /// transaction when written), as `o.rows` says.
-pub(super) async fn write(recorder: &Recorder, who: &Principal, args: &Value, opts: &CallOptions, o: &CallOutcome, now: i64) {
+pub(super) async fn write(
+    recorder: &Recorder,
+    who: &Principal,
+    args: &Value,
+    opts: &CallOptions,
+    o: &CallOutcome,
+    now: i64,
+) {
     let (call, audit) = rows(who, args, opts, &o.id, &o.tool, o.status(), Some(o), now);
     // Calls to unknown tools count too (D17), under one name.
     let metered_tool = metered_tool(o).to_owned();
     let usage = Some(()).map(|()| {
-        let mut meters = vec![(Meter::ToolCall, 1), (Meter::ToolCallMs, o.duration_ms as i64)];
+        let mut meters = vec![
+            (Meter::ToolCall, 1),
+            (Meter::ToolCallMs, o.duration_ms as i64),
+        ];
         if o.egress_bytes > 0 {
             meters.push((Meter::EgressBytes, o.egress_bytes as i64));
         }
@@ -151,18 +187,34 @@ pub(super) async fn write(recorder: &Recorder, who: &Principal, args: &Value, op
             meters,
         }
     });
-    recorder.metrics().observe(&metered_tool, opts.surface.as_str(), outcome_label(o), o.duration_us);
+    recorder.metrics().observe(
+        &metered_tool,
+        opts.surface.as_str(),
+        outcome_label(o),
+        o.duration_us,
+    );
     let (call, audit) = match o.rows {
         Rows::New => (Some((call, Write::Insert)), (audit, Write::Insert)),
         Rows::Existing => (Some((call, Write::Finish)), (audit, Write::Finish)),
         Rows::Replay => (None, (audit, Write::Insert)),
     };
-    recorder.write(Record { call, audit: Some(audit), usage }).await;
+    recorder
+        .write(Record {
+            call,
+            audit: Some(audit),
+            usage,
+        })
+        .await;
 }
 
 /// A call of `who`'s project: a member sees their own calls only (as on the Audit page), an
 /// admin every call; anything else is not found.
-pub(super) async fn get(db: &Db, recorder: &Recorder, who: &Principal, id: &str) -> Result<Option<ToolCallView>> {
+pub(super) async fn get(
+    db: &Db,
+    recorder: &Recorder,
+    who: &Principal,
+    id: &str,
+) -> Result<Option<ToolCallView>> {
     recorder.flush().await;
     let Some(row) = store::tool_calls::get(db.pool(), &who.project_id, id).await? else {
         return Ok(None);

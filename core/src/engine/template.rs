@@ -42,12 +42,18 @@ fn parse_step(inner: &str, raw: &str) -> Result<Ref, TemplateError> {
         if seg.is_empty() {
             return Err(bad("empty path segment"));
         }
-        if seg.chars().any(|c| c.is_whitespace() || c == '{' || c == '}') {
+        if seg
+            .chars()
+            .any(|c| c.is_whitespace() || c == '{' || c == '}')
+        {
             return Err(bad("path segments are keys or array indexes"));
         }
         path.push(seg.to_owned());
     }
-    Ok(Ref::Step { ref_id: ref_id.to_owned(), path })
+    Ok(Ref::Step {
+        ref_id: ref_id.to_owned(),
+        path,
+    })
 }
 
 /// Splits a template string into literal text and references. Anything that opens
@@ -76,7 +82,10 @@ fn pieces<'a>(s: &'a str, json_path: &str) -> Result<Vec<Piece<'a>>, TemplateErr
             return Err(if is_step {
                 TemplateError::BadRef(format!("malformed step reference {shown}: missing }}}}"))
             } else {
-                TemplateError::UnknownSecret { path: json_path.to_owned(), message: "malformed vault reference: missing }}".into() }
+                TemplateError::UnknownSecret {
+                    path: json_path.to_owned(),
+                    message: "malformed vault reference: missing }}".into(),
+                }
             });
         };
         let raw = &tail[..end + 2];
@@ -85,7 +94,10 @@ fn pieces<'a>(s: &'a str, json_path: &str) -> Result<Vec<Piece<'a>>, TemplateErr
             out.push(Piece::Ref(parse_step(inner, raw)?));
         } else {
             if crate::vault::validate_name(inner).is_err() {
-                return Err(TemplateError::UnknownSecret { path: json_path.to_owned(), message: format!("malformed vault reference {raw}") });
+                return Err(TemplateError::UnknownSecret {
+                    path: json_path.to_owned(),
+                    message: format!("malformed vault reference {raw}"),
+                });
             }
             out.push(Piece::Ref(Ref::Vault(inner.to_owned())));
         }
@@ -151,7 +163,10 @@ fn lookup<'v>(root: &'v Value, ref_id: &str, path: &[String]) -> Result<&'v Valu
             _ => None,
         };
         cur = next.ok_or_else(|| {
-            TemplateError::BadRef(format!("{{{{step:{ref_id}.{}}}}} is missing: no {seg:?} in the result", path[..=i].join(".")))
+            TemplateError::BadRef(format!(
+                "{{{{step:{ref_id}.{}}}}} is missing: no {seg:?} in the result",
+                path[..=i].join(".")
+            ))
         })?;
     }
     Ok(cur)
@@ -164,16 +179,25 @@ fn resolve_ref(r: &Ref, ctx: &Context, json_path: &str) -> Result<Option<Value>,
             Some(values) => values
                 .get(name)
                 .map(|v| Some(Value::String(v.to_string())))
-                .ok_or_else(|| TemplateError::UnknownSecret { path: json_path.to_owned(), message: format!("no vault secret named {name} in this project") }),
+                .ok_or_else(|| TemplateError::UnknownSecret {
+                    path: json_path.to_owned(),
+                    message: format!("no vault secret named {name} in this project"),
+                }),
         },
         Ref::Step { ref_id, path } => {
             let steps = ctx.steps.ok_or_else(|| {
-                TemplateError::BadRef("step references need compose: true (or belong in return)".into())
+                TemplateError::BadRef(
+                    "step references need compose: true (or belong in return)".into(),
+                )
             })?;
             if ctx.failed.contains(ref_id) {
-                return Err(TemplateError::BadRef(format!("step {ref_id} failed; its result cannot be referenced")));
+                return Err(TemplateError::BadRef(format!(
+                    "step {ref_id} failed; its result cannot be referenced"
+                )));
             }
-            let root = steps.get(ref_id).ok_or_else(|| TemplateError::BadRef(format!("unknown step {ref_id} (or it has not run yet)")))?;
+            let root = steps.get(ref_id).ok_or_else(|| {
+                TemplateError::BadRef(format!("unknown step {ref_id} (or it has not run yet)"))
+            })?;
             Ok(Some(lookup(root, ref_id, path)?.clone()))
         }
     }
@@ -215,12 +239,22 @@ fn resolve_at(v: &Value, ctx: &Context, path: &str) -> Result<Value, TemplateErr
     Ok(match v {
         Value::String(s) => resolve_string(s, ctx, path)?,
         Value::Array(a) => Value::Array(
-            a.iter().enumerate().map(|(i, x)| resolve_at(x, ctx, &format!("{path}/{i}"))).collect::<Result<_, _>>()?,
+            a.iter()
+                .enumerate()
+                .map(|(i, x)| resolve_at(x, ctx, &format!("{path}/{i}")))
+                .collect::<Result<_, _>>()?,
         ),
         Value::Object(m) => {
             let mut out = Map::with_capacity(m.len());
             for (k, x) in m {
-                out.insert(k.clone(), resolve_at(x, ctx, &format!("{path}/{}", k.replace('~', "~0").replace('/', "~1")))?);
+                out.insert(
+                    k.clone(),
+                    resolve_at(
+                        x,
+                        ctx,
+                        &format!("{path}/{}", k.replace('~', "~0").replace('/', "~1")),
+                    )?,
+                );
             }
             Value::Object(out)
         }
@@ -236,8 +270,14 @@ mod tests {
 
     fn steps() -> HashMap<String, Value> {
         HashMap::from([
-            ("export".into(), json!({ "row_count": 1200, "csv": "a,b\n1,2", "filename": "q.csv", "files": [{ "id": "f1" }], "title": "{{vault:TOKEN}}" })),
-            ("pr".into(), json!({ "title": "Fix bug", "labels": ["x", "y"] })),
+            (
+                "export".into(),
+                json!({ "row_count": 1200, "csv": "a,b\n1,2", "filename": "q.csv", "files": [{ "id": "f1" }], "title": "{{vault:TOKEN}}" }),
+            ),
+            (
+                "pr".into(),
+                json!({ "title": "Fix bug", "labels": ["x", "y"] }),
+            ),
         ])
     }
 
@@ -247,32 +287,72 @@ mod tests {
 
     fn run(t: Value) -> Result<Value, TemplateError> {
         let (s, v, f) = (steps(), vault(), HashSet::from(["broken".to_string()]));
-        resolve(&t, &Context { vault: Some(&v), steps: Some(&s), failed: &f })
+        resolve(
+            &t,
+            &Context {
+                vault: Some(&v),
+                steps: Some(&s),
+                failed: &f,
+            },
+        )
     }
 
     #[test]
     fn whole_value_references_keep_their_type() {
-        assert_eq!(run(json!("{{step:export.row_count}}")).unwrap(), json!(1200));
-        assert_eq!(run(json!({ "l": "{{step:pr.labels}}" })).unwrap(), json!({ "l": ["x", "y"] }));
-        assert_eq!(run(json!("{{step:export.files.0.id}}")).unwrap(), json!("f1"));
+        assert_eq!(
+            run(json!("{{step:export.row_count}}")).unwrap(),
+            json!(1200)
+        );
+        assert_eq!(
+            run(json!({ "l": "{{step:pr.labels}}" })).unwrap(),
+            json!({ "l": ["x", "y"] })
+        );
+        assert_eq!(
+            run(json!("{{step:export.files.0.id}}")).unwrap(),
+            json!("f1")
+        );
         assert_eq!(run(json!("{{step:pr}}")).unwrap(), steps()["pr"]);
-        assert_eq!(run(json!(["{{vault:TOKEN}}"])).unwrap(), json!(["tok-secret-1"]));
+        assert_eq!(
+            run(json!(["{{vault:TOKEN}}"])).unwrap(),
+            json!(["tok-secret-1"])
+        );
     }
 
     #[test]
     fn embedded_references_interpolate_non_strings_as_json() {
-        assert_eq!(run(json!("Review: {{step:pr.title}}")).unwrap(), json!("Review: Fix bug"));
-        assert_eq!(run(json!("n={{step:export.row_count}} l={{step:pr.labels}}")).unwrap(), json!("n=1200 l=[\"x\",\"y\"]"));
-        assert_eq!(run(json!("Bearer {{vault:TOKEN}}")).unwrap(), json!("Bearer tok-secret-1"));
-        assert_eq!(run(json!("{{not a ref}} {{step:pr.title}}")).unwrap(), json!("{{not a ref}} Fix bug"));
-        assert_eq!(run(json!("{{{step:pr.title}}}")).unwrap(), json!("{Fix bug}"));
+        assert_eq!(
+            run(json!("Review: {{step:pr.title}}")).unwrap(),
+            json!("Review: Fix bug")
+        );
+        assert_eq!(
+            run(json!("n={{step:export.row_count}} l={{step:pr.labels}}")).unwrap(),
+            json!("n=1200 l=[\"x\",\"y\"]")
+        );
+        assert_eq!(
+            run(json!("Bearer {{vault:TOKEN}}")).unwrap(),
+            json!("Bearer tok-secret-1")
+        );
+        assert_eq!(
+            run(json!("{{not a ref}} {{step:pr.title}}")).unwrap(),
+            json!("{{not a ref}} Fix bug")
+        );
+        assert_eq!(
+            run(json!("{{{step:pr.title}}}")).unwrap(),
+            json!("{Fix bug}")
+        );
     }
 
     #[test]
     fn inserted_text_is_never_scanned_again() {
         // The step result contains the text of a vault reference: it stays literal.
-        assert_eq!(run(json!("{{step:export.title}}")).unwrap(), json!("{{vault:TOKEN}}"));
-        assert_eq!(run(json!("x {{step:export.title}} y")).unwrap(), json!("x {{vault:TOKEN}} y"));
+        assert_eq!(
+            run(json!("{{step:export.title}}")).unwrap(),
+            json!("{{vault:TOKEN}}")
+        );
+        assert_eq!(
+            run(json!("x {{step:export.title}} y")).unwrap(),
+            json!("x {{vault:TOKEN}} y")
+        );
     }
 
     #[test]
@@ -292,7 +372,10 @@ mod tests {
             "{{step:nope.x}}",
             "{{step:broken.x}}",
         ] {
-            assert!(matches!(run(json!(t)), Err(TemplateError::BadRef(_))), "{t}");
+            assert!(
+                matches!(run(json!(t)), Err(TemplateError::BadRef(_))),
+                "{t}"
+            );
         }
     }
 
@@ -305,19 +388,43 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(run(json!("{{vault:bad name}}")), Err(TemplateError::UnknownSecret { .. })));
+        assert!(matches!(
+            run(json!("{{vault:bad name}}")),
+            Err(TemplateError::UnknownSecret { .. })
+        ));
     }
 
     #[test]
     fn return_templates_leave_vault_references_literal_and_batches_refuse_steps() {
         let (s, f) = (steps(), HashSet::new());
-        let ctx = Context { vault: None, steps: Some(&s), failed: &f };
-        assert_eq!(resolve(&json!("{{vault:TOKEN}}"), &ctx).unwrap(), json!("{{vault:TOKEN}}"));
-        assert_eq!(resolve(&json!("a {{vault:TOKEN}} {{step:pr.title}}"), &ctx).unwrap(), json!("a {{vault:TOKEN}} Fix bug"));
+        let ctx = Context {
+            vault: None,
+            steps: Some(&s),
+            failed: &f,
+        };
+        assert_eq!(
+            resolve(&json!("{{vault:TOKEN}}"), &ctx).unwrap(),
+            json!("{{vault:TOKEN}}")
+        );
+        assert_eq!(
+            resolve(&json!("a {{vault:TOKEN}} {{step:pr.title}}"), &ctx).unwrap(),
+            json!("a {{vault:TOKEN}} Fix bug")
+        );
         let v = vault();
-        let batch = Context { vault: Some(&v), steps: None, failed: &f };
-        assert!(matches!(resolve(&json!("{{step:pr.title}}"), &batch), Err(TemplateError::BadRef(_))));
-        assert_eq!(vault_names(&json!({ "a": ["x {{vault:A}}", "{{vault:B}}"], "b": "{{vault:A}}" })).len(), 2);
+        let batch = Context {
+            vault: Some(&v),
+            steps: None,
+            failed: &f,
+        };
+        assert!(matches!(
+            resolve(&json!("{{step:pr.title}}"), &batch),
+            Err(TemplateError::BadRef(_))
+        ));
+        assert_eq!(
+            vault_names(&json!({ "a": ["x {{vault:A}}", "{{vault:B}}"], "b": "{{vault:A}}" }))
+                .len(),
+            2
+        );
     }
 }
 
@@ -342,14 +449,27 @@ mod properties {
         }
     }
 
-    const PARTS: &[&str] = &["{{", "}}", "{{step:", "{{vault:", "a", "b", ".", "0", "1", "x", "title", " ", "_", "-", "{", "}", "step:", "K"];
+    const PARTS: &[&str] = &[
+        "{{", "}}", "{{step:", "{{vault:", "a", "b", ".", "0", "1", "x", "title", " ", "_", "-",
+        "{", "}", "step:", "K",
+    ];
 
     #[test]
     fn generated_templates_resolve_or_fail_cleanly() {
-        let steps = HashMap::from([("a".to_string(), json!({ "x": 1, "title": "t", "0": ["z"] })), ("b".to_string(), json!([1, 2]))]);
-        let vault = HashMap::from([("K".to_string(), zeroize::Zeroizing::new("secret".to_string()))]);
+        let steps = HashMap::from([
+            ("a".to_string(), json!({ "x": 1, "title": "t", "0": ["z"] })),
+            ("b".to_string(), json!([1, 2])),
+        ]);
+        let vault = HashMap::from([(
+            "K".to_string(),
+            zeroize::Zeroizing::new("secret".to_string()),
+        )]);
         let failed = HashSet::new();
-        let ctx = Context { vault: Some(&vault), steps: Some(&steps), failed: &failed };
+        let ctx = Context {
+            vault: Some(&vault),
+            steps: Some(&steps),
+            failed: &failed,
+        };
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
         let (mut ok, mut bad) = (0, 0);
         for _ in 0..20_000 {
@@ -359,11 +479,19 @@ mod properties {
                 Ok(v) => {
                     ok += 1;
                     let out = v.to_string();
-                    assert!(!out.contains("{{step:"), "unresolved step ref from {s:?}: {out}");
+                    assert!(
+                        !out.contains("{{step:"),
+                        "unresolved step ref from {s:?}: {out}"
+                    );
                 }
-                Err(TemplateError::BadRef(_)) | Err(TemplateError::UnknownSecret { .. }) => bad += 1,
+                Err(TemplateError::BadRef(_)) | Err(TemplateError::UnknownSecret { .. }) => {
+                    bad += 1
+                }
             }
         }
-        assert!(ok > 1000 && bad > 1000, "both outcomes are exercised: {ok} ok, {bad} refused");
+        assert!(
+            ok > 1000 && bad > 1000,
+            "both outcomes are exercised: {ok} ok, {bad} refused"
+        );
     }
 }

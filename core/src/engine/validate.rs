@@ -48,7 +48,10 @@ pub fn violations(validator: &jsonschema::Validator, instance: &Value) -> Vec<Fi
                     path = format!("{path}/{}", p.replace('~', "~0").replace('/', "~1"));
                 }
             }
-            FieldError { path, message: e.to_string() }
+            FieldError {
+                path,
+                message: e.to_string(),
+            }
         })
         .collect()
 }
@@ -70,7 +73,10 @@ mod tests {
         });
         let mut v = json!({ "opts": {}, "items": [{}, { "n": 5 }] });
         apply_defaults(&schema, &mut v);
-        assert_eq!(v, json!({ "method": "GET", "opts": { "retries": 3 }, "items": [{ "n": 1 }, { "n": 5 }] }));
+        assert_eq!(
+            v,
+            json!({ "method": "GET", "opts": { "retries": 3 }, "items": [{ "n": 1 }, { "n": 5 }] })
+        );
         let mut given = json!({ "method": "POST" });
         apply_defaults(&schema, &mut given);
         assert_eq!(given["method"], "POST");

@@ -9,7 +9,9 @@
 use std::cell::Cell;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor};
+use serde::de::{
+    self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor,
+};
 use serde_json::{Map, Number, Value};
 
 /// Values one document may expand to.
@@ -26,7 +28,10 @@ pub struct Bounds {
 
 impl Default for Bounds {
     fn default() -> Self {
-        Bounds { values: MAX_VALUES, bytes: MAX_EXPANDED_BYTES }
+        Bounds {
+            values: MAX_VALUES,
+            bytes: MAX_EXPANDED_BYTES,
+        }
     }
 }
 
@@ -41,12 +46,23 @@ pub enum ParseError {
 
 /// Parses `text` as YAML, failing once it has produced more values or bytes than `bounds`.
 pub fn parse(text: &str, bounds: Bounds) -> Result<Value, ParseError> {
-    let budget = Budget { bounds, values: Cell::new(0), bytes: Cell::new(0), exceeded: Cell::new(None) };
+    let budget = Budget {
+        bounds,
+        values: Cell::new(0),
+        bytes: Cell::new(0),
+        exceeded: Cell::new(None),
+    };
     match (Node { budget: &budget }).deserialize(serde_norway::Deserializer::from_str(text)) {
         Ok(v) => Ok(v),
         Err(e) => match budget.exceeded.get() {
-            Some(Exceeded::Bytes) => Err(ParseError::TooLarge(format!("the document expands past {} through YAML aliases", size(bounds.bytes)))),
-            Some(Exceeded::Values) => Err(ParseError::TooLarge(format!("the document expands past {} values through YAML aliases", bounds.values))),
+            Some(Exceeded::Bytes) => Err(ParseError::TooLarge(format!(
+                "the document expands past {} through YAML aliases",
+                size(bounds.bytes)
+            ))),
+            Some(Exceeded::Values) => Err(ParseError::TooLarge(format!(
+                "the document expands past {} values through YAML aliases",
+                bounds.values
+            ))),
             None => Err(ParseError::Invalid(e.to_string())),
         },
     }
@@ -133,7 +149,9 @@ impl<'de> Visitor<'de> for Node<'_> {
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
         self.take(24)?;
-        Ok(Number::from_f64(v).map(Value::Number).unwrap_or(Value::Null))
+        Ok(Number::from_f64(v)
+            .map(Value::Number)
+            .unwrap_or(Value::Null))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
         self.take(v.len() + 2)?;
@@ -218,8 +236,18 @@ mod tests {
 
     #[test]
     fn keys_become_text_and_tags_are_dropped() {
-        let v = parse("responses:\n  200: { description: ok }\n  true: 1\nx: !Ref y\n", Bounds { values: 100, bytes: 1000 }).unwrap();
-        assert_eq!(v, serde_json::json!({ "responses": { "200": { "description": "ok" }, "true": 1 }, "x": "y" }));
+        let v = parse(
+            "responses:\n  200: { description: ok }\n  true: 1\nx: !Ref y\n",
+            Bounds {
+                values: 100,
+                bytes: 1000,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({ "responses": { "200": { "description": "ok" }, "true": 1 }, "x": "y" })
+        );
     }
 
     #[test]
@@ -231,7 +259,11 @@ mod tests {
         }
         // Fully expanded: 10^10 strings. The parser's own alias limit or a bound stops this one.
         let err = parse(&doc, Bounds::default()).unwrap_err();
-        assert!(matches!(&err, ParseError::TooLarge(_)) || matches!(&err, ParseError::Invalid(m) if m.contains("repetition limit")), "{err:?}");
+        assert!(
+            matches!(&err, ParseError::TooLarge(_))
+                || matches!(&err, ParseError::Invalid(m) if m.contains("repetition limit")),
+            "{err:?}"
+        );
         // One large anchor aliased many times stays under the parser's limit (aliases are few
         // next to the document's events) but not under the bound: 2,000 × 1,000 values.
         let items = vec!["x"; 1000].join(", ");
@@ -239,9 +271,31 @@ mod tests {
         for _ in 0..2000 {
             wide.push_str("  - *big\n");
         }
-        let err = parse(&wide, Bounds { values: 1_000_000, bytes: usize::MAX }).unwrap_err();
-        assert_eq!(err, ParseError::TooLarge("the document expands past 1000000 values through YAML aliases".into()));
-        assert!(parse("a: &x [1, 2]\nb: *x\n", Bounds { values: 100, bytes: 1000 }).is_ok(), "ordinary aliases still work");
+        let err = parse(
+            &wide,
+            Bounds {
+                values: 1_000_000,
+                bytes: usize::MAX,
+            },
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            ParseError::TooLarge(
+                "the document expands past 1000000 values through YAML aliases".into()
+            )
+        );
+        assert!(
+            parse(
+                "a: &x [1, 2]\nb: *x\n",
+                Bounds {
+                    values: 100,
+                    bytes: 1000
+                }
+            )
+            .is_ok(),
+            "ordinary aliases still work"
+        );
     }
 
     #[test]
@@ -252,18 +306,42 @@ mod tests {
         doc.push_str(&vec!["*big"; 100].join(", "));
         doc.push_str("]\n");
         let err = parse(&doc, Bounds::default()).unwrap_err();
-        assert_eq!(err, ParseError::TooLarge("the document expands past 8 MiB through YAML aliases".into()));
+        assert_eq!(
+            err,
+            ParseError::TooLarge("the document expands past 8 MiB through YAML aliases".into())
+        );
         // Aliases that nest: 8^5 strings of 1 KiB each (32 MiB), 40,000 values; padded with
         // plain values so that the parser's alias limit (a multiple of its events) lets it by.
-        let mut nested = format!("pad: [{}]\nl0: &l0 \"{}\"\n", vec!["0"; 1000].join(", "), "l".repeat(1024));
+        let mut nested = format!(
+            "pad: [{}]\nl0: &l0 \"{}\"\n",
+            vec!["0"; 1000].join(", "),
+            "l".repeat(1024)
+        );
         for level in 1..=5 {
-            nested.push_str(&format!("l{level}: &l{level} [{}]\n", vec![format!("*l{}", level - 1); 8].join(", ")));
+            nested.push_str(&format!(
+                "l{level}: &l{level} [{}]\n",
+                vec![format!("*l{}", level - 1); 8].join(", ")
+            ));
         }
-        assert!(matches!(parse(&nested, Bounds::default()), Err(ParseError::TooLarge(m)) if m.contains("8 MiB")));
+        assert!(
+            matches!(parse(&nested, Bounds::default()), Err(ParseError::TooLarge(m)) if m.contains("8 MiB"))
+        );
         // The measure is compact JSON with a separator per value: `{"k":"vv"}` counts 13 bytes.
-        assert!(parse("k: vv\n", Bounds { values: 10, bytes: 13 }).is_ok());
-        assert!(matches!(parse("k: vv\n", Bounds { values: 10, bytes: 12 }), Err(ParseError::TooLarge(m)) if m.contains("12 bytes")));
+        assert!(parse(
+            "k: vv\n",
+            Bounds {
+                values: 10,
+                bytes: 13
+            }
+        )
+        .is_ok());
+        assert!(
+            matches!(parse("k: vv\n", Bounds { values: 10, bytes: 12 }), Err(ParseError::TooLarge(m)) if m.contains("12 bytes"))
+        );
         // Bad YAML is not a size problem.
-        assert!(matches!(parse("a: [unclosed", Bounds::default()), Err(ParseError::Invalid(_))));
+        assert!(matches!(
+            parse("a: [unclosed", Bounds::default()),
+            Err(ParseError::Invalid(_))
+        ));
     }
 }

@@ -112,7 +112,11 @@ fn default_format() -> String {
 
 impl Default for Inject {
     fn default() -> Self {
-        Inject { header: default_header(), format: default_format(), query: None }
+        Inject {
+            header: default_header(),
+            format: default_format(),
+            query: None,
+        }
     }
 }
 
@@ -262,8 +266,8 @@ pub fn placeholders(s: &str) -> Vec<&str> {
 
 impl IntegrationDef {
     pub fn parse(json: &str, origin: &str) -> Result<IntegrationDef> {
-        let def: IntegrationDef =
-            serde_json::from_str(json).map_err(|e| Error::invalid(format!("integration definition {origin}: {e}")))?;
+        let def: IntegrationDef = serde_json::from_str(json)
+            .map_err(|e| Error::invalid(format!("integration definition {origin}: {e}")))?;
         def.validate()?;
         Ok(def)
     }
@@ -273,7 +277,9 @@ impl IntegrationDef {
         let ok = !name.is_empty()
             && name.len() <= 40
             && name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-            && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
         if ok {
             Ok(())
         } else {
@@ -293,7 +299,11 @@ impl IntegrationDef {
             return Err(bad("base_url must be an http(s) URL".into()));
         }
         match &self.auth {
-            AuthDef::Oauth2 { authorize_url, token_url, .. } => {
+            AuthDef::Oauth2 {
+                authorize_url,
+                token_url,
+                ..
+            } => {
                 for (what, u) in [("authorize_url", authorize_url), ("token_url", token_url)] {
                     let u = url::Url::parse(u).map_err(|e| bad(format!("{what}: {e}")))?;
                     if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none() {
@@ -302,13 +312,17 @@ impl IntegrationDef {
                 }
             }
             AuthDef::ApiKey { probe, inject, .. } => {
-                check_request_line(&probe.method, &probe.path).map_err(|m| bad(format!("probe: {m}")))?;
+                check_request_line(&probe.method, &probe.path)
+                    .map_err(|m| bad(format!("probe: {m}")))?;
                 if !inject.format.contains("{token}") {
                     return Err(bad("inject.format must contain {token}".into()));
                 }
             }
-            AuthDef::Cookie { probe, cookie_name, .. } => {
-                check_request_line(&probe.method, &probe.path).map_err(|m| bad(format!("probe: {m}")))?;
+            AuthDef::Cookie {
+                probe, cookie_name, ..
+            } => {
+                check_request_line(&probe.method, &probe.path)
+                    .map_err(|m| bad(format!("probe: {m}")))?;
                 if cookie_name.is_empty() || cookie_name.contains(['=', ';', ' ']) {
                     return Err(bad("cookie_name is not a valid cookie name".into()));
                 }
@@ -320,10 +334,15 @@ impl IntegrationDef {
         }
         let mut seen = std::collections::HashSet::new();
         for t in &self.tools {
-            let tbad = |what: String| Error::invalid(format!("integration {} tool {}: {what}", self.name, t.name));
+            let tbad = |what: String| {
+                Error::invalid(format!("integration {} tool {}: {what}", self.name, t.name))
+            };
             ToolName::parse(&t.name).map_err(|e| tbad(e.to_string()))?;
             if !t.name.starts_with(&format!("{}_", self.name)) {
-                return Err(tbad(format!("tool names must start with \"{}_\"", self.name)));
+                return Err(tbad(format!(
+                    "tool names must start with \"{}_\"",
+                    self.name
+                )));
             }
             if !seen.insert(&t.name) {
                 return Err(tbad("defined twice".into()));
@@ -332,16 +351,23 @@ impl IntegrationDef {
                 return Err(tbad("description is required".into()));
             }
             if t.input_schema.get("type").and_then(Value::as_str) != Some("object") {
-                return Err(tbad("input_schema must be a JSON Schema of type object".into()));
+                return Err(tbad(
+                    "input_schema must be a JSON Schema of type object".into(),
+                ));
             }
             match (&t.request, &t.handler) {
                 (Some(r), None) => {
                     check_request_line(&r.method, &r.path).map_err(tbad)?;
                     let props = t.input_schema.get("properties").and_then(Value::as_object);
                     let known = |p: &str| props.is_some_and(|m| m.contains_key(p));
-                    for p in placeholders(&r.path).into_iter().chain(r.query.values().flat_map(|v| placeholders(v))) {
+                    for p in placeholders(&r.path)
+                        .into_iter()
+                        .chain(r.query.values().flat_map(|v| placeholders(v)))
+                    {
                         if !known(p) {
-                            return Err(tbad(format!("request uses {{{p}}} but the input schema has no such property")));
+                            return Err(tbad(format!(
+                                "request uses {{{p}}} but the input schema has no such property"
+                            )));
                         }
                     }
                 }
@@ -369,8 +395,12 @@ fn check_result(r: &ResultDef) -> std::result::Result<(), String> {
             return Err("result.text_as and result.next do not go together".into());
         }
         match (n.from, n.path.as_deref()) {
-            (NextFrom::Body, None | Some("")) => return Err("result.next from the body needs a path".into()),
-            (NextFrom::Link, Some(_)) => return Err("result.next from the Link header takes no path".into()),
+            (NextFrom::Body, None | Some("")) => {
+                return Err("result.next from the body needs a path".into())
+            }
+            (NextFrom::Link, Some(_)) => {
+                return Err("result.next from the Link header takes no path".into())
+            }
             _ => {}
         }
         if n.param.as_deref().is_some_and(|p| p.is_empty()) {
@@ -385,7 +415,9 @@ fn check_request_line(method: &str, path: &str) -> std::result::Result<(), Strin
         return Err(format!("method {method:?} is not one of {METHODS:?}"));
     }
     if !path.starts_with('/') || path.contains("..") || path.contains("//") {
-        return Err(format!("path {path:?} must start with '/' and contain no '..' or '//'"));
+        return Err(format!(
+            "path {path:?} must start with '/' and contain no '..' or '//'"
+        ));
     }
     Ok(())
 }

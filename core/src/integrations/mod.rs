@@ -41,10 +41,14 @@ pub struct IntegrationSettings {
 impl IntegrationSettings {
     /// Reads `WB_INTEGRATION_<NAME>_{BASE_URL,AUTHORIZE_URL,TOKEN_URL,CLIENT_ID,CLIENT_SECRET,ISSUER}`
     /// from the given variables.
-    pub fn from_env(vars: impl IntoIterator<Item = (String, String)>) -> BTreeMap<String, IntegrationSettings> {
+    pub fn from_env(
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> BTreeMap<String, IntegrationSettings> {
         let mut out: BTreeMap<String, IntegrationSettings> = BTreeMap::new();
         for (k, v) in vars {
-            let Some(rest) = k.strip_prefix("WB_INTEGRATION_") else { continue };
+            let Some(rest) = k.strip_prefix("WB_INTEGRATION_") else {
+                continue;
+            };
             for (suffix, field) in [
                 ("_BASE_URL", 0),
                 ("_AUTHORIZE_URL", 1),
@@ -133,13 +137,31 @@ pub struct Integration {
 }
 
 impl Integration {
-    pub fn new(def: IntegrationDef, settings: Option<&IntegrationSettings>, source: ToolSource, outbound: Outbound) -> Result<Integration> {
+    pub fn new(
+        def: IntegrationDef,
+        settings: Option<&IntegrationSettings>,
+        source: ToolSource,
+        outbound: Outbound,
+    ) -> Result<Integration> {
         let s = settings.cloned().unwrap_or_default();
         let base = s.base_url.clone().unwrap_or_else(|| def.base_url.clone());
-        let base_url = url::Url::parse(&base).map_err(|e| Error::invalid(format!("integration {}: base url {base:?}: {e}", def.name)))?;
+        let base_url = url::Url::parse(&base).map_err(|e| {
+            Error::invalid(format!("integration {}: base url {base:?}: {e}", def.name))
+        })?;
         let oauth = match &def.auth {
-            AuthDef::Oauth2 { authorize_url, token_url, scopes, scope_separator, client_id, client_secret_vault, .. } => Some(OAuthConfig {
-                authorize_url: s.authorize_url.clone().unwrap_or_else(|| authorize_url.clone()),
+            AuthDef::Oauth2 {
+                authorize_url,
+                token_url,
+                scopes,
+                scope_separator,
+                client_id,
+                client_secret_vault,
+                ..
+            } => Some(OAuthConfig {
+                authorize_url: s
+                    .authorize_url
+                    .clone()
+                    .unwrap_or_else(|| authorize_url.clone()),
                 token_url: s.token_url.clone().unwrap_or_else(|| token_url.clone()),
                 scopes: scopes.clone(),
                 scope_separator: scope_separator.clone(),
@@ -150,7 +172,13 @@ impl Integration {
             }),
             _ => None,
         };
-        Ok(Integration { def, base_url, oauth, source, outbound })
+        Ok(Integration {
+            def,
+            base_url,
+            oauth,
+            source,
+            outbound,
+        })
     }
 
     pub fn name(&self) -> &str {
@@ -196,20 +224,32 @@ impl Integrations {
     /// definition stops start-up with a message naming it.
     /// `handler_exists` says whether a Rust handler of that name exists (the plugin layer
     /// above knows them).
-    pub fn load(settings: &BTreeMap<String, IntegrationSettings>, http: &reqwest::Client, handler_exists: impl Fn(&str) -> bool) -> Result<Integrations> {
+    pub fn load(
+        settings: &BTreeMap<String, IntegrationSettings>,
+        http: &reqwest::Client,
+        handler_exists: impl Fn(&str) -> bool,
+    ) -> Result<Integrations> {
         let mut out = Integrations::default();
         for (file, json) in BUILTIN_DEFINITIONS {
             let def = IntegrationDef::parse(json, file)?;
             for t in &def.tools {
                 if let Some(h) = &t.handler {
                     if !handler_exists(h) {
-                        return Err(Error::invalid(format!("integration {} tool {}: no Rust handler named {h}", def.name, t.name)));
+                        return Err(Error::invalid(format!(
+                            "integration {} tool {}: no Rust handler named {h}",
+                            def.name, t.name
+                        )));
                     }
                 }
             }
             let source = ToolSource::Plugin(def.name.clone());
             let settings = settings.get(&def.name);
-            out.push(Integration::new(def, settings, source, Outbound::trusted(http.clone()))?)?;
+            out.push(Integration::new(
+                def,
+                settings,
+                source,
+                Outbound::trusted(http.clone()),
+            )?)?;
         }
         for name in settings.keys() {
             if !out.by_name.contains_key(name) {
@@ -221,7 +261,10 @@ impl Integrations {
 
     fn push(&mut self, i: Integration) -> Result<()> {
         if self.by_name.contains_key(i.name()) {
-            return Err(Error::invalid(format!("integration {} is defined twice", i.name())));
+            return Err(Error::invalid(format!(
+                "integration {} is defined twice",
+                i.name()
+            )));
         }
         self.by_name.insert(i.name().to_owned(), self.list.len());
         self.list.push(Arc::new(i));
@@ -268,14 +311,23 @@ mod tests {
     #[test]
     fn settings_come_from_environment_variables() {
         let s = IntegrationSettings::from_env([
-            ("WB_INTEGRATION_GITHUB_BASE_URL".to_string(), "http://127.0.0.1:9/".to_string()),
-            ("WB_INTEGRATION_GITHUB_CLIENT_ID".to_string(), "id".to_string()),
+            (
+                "WB_INTEGRATION_GITHUB_BASE_URL".to_string(),
+                "http://127.0.0.1:9/".to_string(),
+            ),
+            (
+                "WB_INTEGRATION_GITHUB_CLIENT_ID".to_string(),
+                "id".to_string(),
+            ),
             ("WB_OTHER".to_string(), "x".to_string()),
         ]);
         assert_eq!(s["github"].base_url.as_deref(), Some("http://127.0.0.1:9/"));
         assert_eq!(s["github"].client_id.as_deref(), Some("id"));
         let all = Integrations::load(&s, &api_client(), |_| true).unwrap();
-        assert_eq!(all.get("github").unwrap().base_url.as_str(), "http://127.0.0.1:9/");
+        assert_eq!(
+            all.get("github").unwrap().base_url.as_str(),
+            "http://127.0.0.1:9/"
+        );
     }
 
     #[test]
@@ -283,12 +335,20 @@ mod tests {
         let json = r#"{ "name": "demo", "display_name": "Demo", "version": "1", "base_url": "https://x.example",
             "auth": { "type": "none" }, "tools": [{ "name": "other_tool", "description": "d", "side_effects": "none",
             "input_schema": { "type": "object" }, "request": { "method": "GET", "path": "/x" } }] }"#;
-        let err = IntegrationDef::parse(json, "demo.json").unwrap_err().to_string();
+        let err = IntegrationDef::parse(json, "demo.json")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("integration demo tool other_tool"), "{err}");
         let json = r#"{ "name": "demo", "display_name": "Demo", "version": "1", "base_url": "https://x.example",
             "auth": { "type": "none" }, "tools": [{ "name": "demo_x", "description": "d", "side_effects": "none",
             "input_schema": { "type": "object", "properties": {} }, "request": { "method": "GET", "path": "/x/{id}" } }] }"#;
-        assert!(IntegrationDef::parse(json, "demo.json").unwrap_err().to_string().contains("{id}"));
-        assert!(IntegrationDef::parse("{", "bad.json").unwrap_err().to_string().contains("bad.json"));
+        assert!(IntegrationDef::parse(json, "demo.json")
+            .unwrap_err()
+            .to_string()
+            .contains("{id}"));
+        assert!(IntegrationDef::parse("{", "bad.json")
+            .unwrap_err()
+            .to_string()
+            .contains("bad.json"));
     }
 }

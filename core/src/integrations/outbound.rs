@@ -27,7 +27,10 @@ impl Outbound {
 
     /// For custom apps: `http` must be the guarded client (checked resolver, no redirects).
     pub fn guarded(http: reqwest::Client, allowance: PrivateAllowance) -> Outbound {
-        Outbound { http, guard: Some(allowance) }
+        Outbound {
+            http,
+            guard: Some(allowance),
+        }
     }
 
     /// Why `url` may not be reached when its host is a blocked IP literal (guarded only).
@@ -37,7 +40,10 @@ impl Outbound {
 
     fn check(&self, url: &url::Url) -> Result<(), SendError> {
         match self.blocked_reason(url) {
-            Some(reason) => Err(SendError::Blocked(format!("refusing to connect to {}: {reason}", url.host_str().unwrap_or_default()))),
+            Some(reason) => Err(SendError::Blocked(format!(
+                "refusing to connect to {}: {reason}",
+                url.host_str().unwrap_or_default()
+            ))),
             None => Ok(()),
         }
     }
@@ -64,15 +70,21 @@ impl Integration {
     /// Adds the credential where the integration's auth type puts it.
     pub fn authorize(&self, p: &mut Prepared, credential: &Credential) {
         match &self.def.auth {
-            AuthDef::Oauth2 { inject, .. } | AuthDef::ApiKey { inject, .. } => request::inject(p, inject, credential.token()),
-            AuthDef::Cookie { cookie_name, .. } => p.headers.push(("Cookie".into(), format!("{cookie_name}={}", credential.token()))),
+            AuthDef::Oauth2 { inject, .. } | AuthDef::ApiKey { inject, .. } => {
+                request::inject(p, inject, credential.token())
+            }
+            AuthDef::Cookie { cookie_name, .. } => p.headers.push((
+                "Cookie".into(),
+                format!("{cookie_name}={}", credential.token()),
+            )),
             AuthDef::None => {}
         }
     }
 
     /// The client for the OAuth token endpoint (exchange and refresh), after the same check.
     pub fn token_client(&self, token_url: &str) -> Result<&reqwest::Client, SendError> {
-        let url = url::Url::parse(token_url).map_err(|e| SendError::Unreachable(format!("token URL: {e}")))?;
+        let url = url::Url::parse(token_url)
+            .map_err(|e| SendError::Unreachable(format!("token URL: {e}")))?;
         self.outbound.check(&url)?;
         Ok(&self.outbound.http)
     }
@@ -88,7 +100,12 @@ impl Integration {
         let trace = trace_headers();
         let replaced = |name: &str| !trace.is_empty() && is_trace_header(name);
         for (k, v) in &self.def.headers {
-            if !p.headers.iter().any(|(name, _)| name.eq_ignore_ascii_case(k)) && !replaced(k) {
+            if !p
+                .headers
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case(k))
+                && !replaced(k)
+            {
                 builder = builder.header(k, v);
             }
         }
@@ -103,7 +120,10 @@ impl Integration {
 
     /// Sends `builder`, naming a refused destination or a transport failure without the URL
     /// (which can carry a credential in its query).
-    pub async fn send(&self, builder: reqwest::RequestBuilder) -> Result<reqwest::Response, SendError> {
+    pub async fn send(
+        &self,
+        builder: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, SendError> {
         builder.send().await.map_err(|e| {
             if let Some((host, reason)) = blocked_cause(&e) {
                 return SendError::Blocked(format!("refusing to connect to {host}: {reason}"));

@@ -25,30 +25,65 @@ struct ProjectApps {
 
 impl AppRegistry {
     pub fn get(&self, project_id: &str, name: &str) -> Option<Arc<Integration>> {
-        self.projects.read().expect("app registry lock").get(project_id)?.integrations.iter().find(|i| i.name() == name).cloned()
+        self.projects
+            .read()
+            .expect("app registry lock")
+            .get(project_id)?
+            .integrations
+            .iter()
+            .find(|i| i.name() == name)
+            .cloned()
     }
 
     pub fn all(&self, project_id: &str) -> Vec<Arc<Integration>> {
-        self.projects.read().expect("app registry lock").get(project_id).map(|p| p.integrations.clone()).unwrap_or_default()
+        self.projects
+            .read()
+            .expect("app registry lock")
+            .get(project_id)
+            .map(|p| p.integrations.clone())
+            .unwrap_or_default()
     }
 
     /// The app ids each project was loaded from.
     pub fn loaded_ids(&self) -> HashMap<String, Vec<String>> {
-        self.projects.read().expect("app registry lock").iter().map(|(p, apps)| (p.clone(), apps.ids.clone())).collect()
+        self.projects
+            .read()
+            .expect("app registry lock")
+            .iter()
+            .map(|(p, apps)| (p.clone(), apps.ids.clone()))
+            .collect()
     }
 
     /// Why a stored app of the project is not loaded, if it is not.
     pub fn failure(&self, project_id: &str, app_id: &str) -> Option<String> {
-        self.projects.read().expect("app registry lock").get(project_id)?.failures.get(app_id).cloned()
+        self.projects
+            .read()
+            .expect("app registry lock")
+            .get(project_id)?
+            .failures
+            .get(app_id)
+            .cloned()
     }
 
-    pub fn set(&self, project_id: &str, ids: Vec<String>, integrations: Vec<Arc<Integration>>, failures: HashMap<String, String>) {
+    pub fn set(
+        &self,
+        project_id: &str,
+        ids: Vec<String>,
+        integrations: Vec<Arc<Integration>>,
+        failures: HashMap<String, String>,
+    ) {
         let mut map = self.projects.write().expect("app registry lock");
         if ids.is_empty() {
             map.remove(project_id);
         } else {
-            map.insert(project_id.to_owned(), ProjectApps { ids, integrations, failures });
+            map.insert(
+                project_id.to_owned(),
+                ProjectApps {
+                    ids,
+                    integrations,
+                    failures,
+                },
+            );
         }
     }
 }
-

@@ -23,16 +23,28 @@ pub enum Body {
     /// Already encoded as `application/x-www-form-urlencoded`.
     Form(String),
     /// Bytes with their content type (multipart uploads).
-    Raw { content_type: String, bytes: Vec<u8> },
+    Raw {
+        content_type: String,
+        bytes: Vec<u8>,
+    },
 }
 
 impl Body {
     /// The content type and the bytes on the wire.
     pub fn encode(&self) -> (String, Vec<u8>) {
         match self {
-            Body::Json(v) => ("application/json".into(), serde_json::to_vec(v).unwrap_or_default()),
-            Body::Form(s) => ("application/x-www-form-urlencoded".into(), s.clone().into_bytes()),
-            Body::Raw { content_type, bytes } => (content_type.clone(), bytes.clone()),
+            Body::Json(v) => (
+                "application/json".into(),
+                serde_json::to_vec(v).unwrap_or_default(),
+            ),
+            Body::Form(s) => (
+                "application/x-www-form-urlencoded".into(),
+                s.clone().into_bytes(),
+            ),
+            Body::Raw {
+                content_type,
+                bytes,
+            } => (content_type.clone(), bytes.clone()),
         }
     }
 }
@@ -50,7 +62,9 @@ fn arg_text(v: &Value) -> Option<String> {
 fn encode_segment(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()
@@ -76,9 +90,20 @@ fn fill(template: &str, args: &Value, segment: bool) -> Result<Option<String>, H
             Some(v) => {
                 if segment {
                     // `{+name}` keeps '/' between segments; no segment may be empty or climb.
-                    let parts: Vec<&str> = if several { v.split('/').collect() } else { vec![v.as_str()] };
-                    if parts.iter().any(|p| p.is_empty() || *p == "." || *p == "..") {
-                        let what = if several { "must have no empty, '.' or '..' segment" } else { "must not be empty, '.' or '..'" };
+                    let parts: Vec<&str> = if several {
+                        v.split('/').collect()
+                    } else {
+                        vec![v.as_str()]
+                    };
+                    if parts
+                        .iter()
+                        .any(|p| p.is_empty() || *p == "." || *p == "..")
+                    {
+                        let what = if several {
+                            "must have no empty, '.' or '..' segment"
+                        } else {
+                            "must not be empty, '.' or '..'"
+                        };
                         return Err(HandlerError::invalid(format!("/{name}"), what));
                     }
                     let encoded: Vec<String> = parts.iter().map(|p| encode_segment(p)).collect();
@@ -87,7 +112,9 @@ fn fill(template: &str, args: &Value, segment: bool) -> Result<Option<String>, H
                     out.push_str(&v);
                 }
             }
-            None if segment => return Err(HandlerError::invalid(format!("/{name}"), "is required")),
+            None if segment => {
+                return Err(HandlerError::invalid(format!("/{name}"), "is required"))
+            }
             None => return Ok(None),
         }
         rest = &tail[j + 1..];
@@ -114,7 +141,11 @@ fn fill_nested(t: &Value, args: &Value, top: bool) -> Filled {
     match t {
         Value::String(s) if s.starts_with('$') && s.len() > 1 => {
             let value = args.get(&s[1..]).filter(|v| !v.is_null()).cloned();
-            Filled { given: value.is_some(), value, placeholders: true }
+            Filled {
+                given: value.is_some(),
+                value,
+                placeholders: true,
+            }
         }
         Value::Object(m) => {
             let (mut out, mut placeholders, mut given) = (Map::new(), false, false);
@@ -127,7 +158,11 @@ fn fill_nested(t: &Value, args: &Value, top: bool) -> Filled {
                 }
             }
             let keep = top || given || !placeholders;
-            Filled { value: keep.then_some(Value::Object(out)), placeholders, given }
+            Filled {
+                value: keep.then_some(Value::Object(out)),
+                placeholders,
+                given,
+            }
         }
         Value::Array(a) => {
             let (mut out, mut placeholders, mut given) = (Vec::new(), false, false);
@@ -138,9 +173,17 @@ fn fill_nested(t: &Value, args: &Value, top: bool) -> Filled {
                 out.extend(f.value);
             }
             let keep = top || given || !placeholders;
-            Filled { value: keep.then_some(Value::Array(out)), placeholders, given }
+            Filled {
+                value: keep.then_some(Value::Array(out)),
+                placeholders,
+                given,
+            }
         }
-        other => Filled { value: Some(other.clone()), placeholders: false, given: false },
+        other => Filled {
+            value: Some(other.clone()),
+            placeholders: false,
+            given: false,
+        },
     }
 }
 
@@ -150,7 +193,11 @@ fn flatten_form(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
     match v {
         Value::Object(m) => {
             for (k, x) in m {
-                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}[{k}]") };
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}[{k}]")
+                };
                 flatten_form(&key, x, out);
             }
         }
@@ -171,7 +218,9 @@ fn flatten_form(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
 fn form_body(v: &Value) -> String {
     let mut pairs = Vec::new();
     flatten_form("", v, &mut pairs);
-    url::form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish()
+    url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish()
 }
 
 /// The URL of `path` under the base URL (whose own path, if any, is kept as a prefix).
@@ -207,10 +256,14 @@ pub fn prepare(base: &url::Url, req: &RequestDef, args: &Value) -> Result<Prepar
         method: reqwest::Method::from_bytes(req.method.as_bytes()).unwrap_or(reqwest::Method::GET),
         url,
         headers,
-        body: req.body.as_ref().and_then(|b| fill_body(b, args)).map(|b| match req.body_encoding {
-            BodyEncoding::Json => Body::Json(b),
-            BodyEncoding::Form => Body::Form(form_body(&b)),
-        }),
+        body: req
+            .body
+            .as_ref()
+            .and_then(|b| fill_body(b, args))
+            .map(|b| match req.body_encoding {
+                BodyEncoding::Json => Body::Json(b),
+                BodyEncoding::Form => Body::Form(form_body(&b)),
+            }),
     })
 }
 
@@ -220,16 +273,21 @@ pub fn inject(p: &mut Prepared, inject: &Inject, token: &str) {
         Some(q) => {
             p.url.query_pairs_mut().append_pair(q, token);
         }
-        None => p.headers.push((inject.header.clone(), inject.format.replace("{token}", token))),
+        None => p.headers.push((
+            inject.header.clone(),
+            inject.format.replace("{token}", token),
+        )),
     }
 }
 
 fn at<'v>(v: &'v Value, path: &str) -> Option<&'v Value> {
-    path.split('.').filter(|s| !s.is_empty()).try_fold(v, |cur, seg| match cur {
-        Value::Object(m) => m.get(seg),
-        Value::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)),
-        _ => None,
-    })
+    path.split('.')
+        .filter(|s| !s.is_empty())
+        .try_fold(v, |cur, seg| match cur {
+            Value::Object(m) => m.get(seg),
+            Value::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)),
+            _ => None,
+        })
 }
 
 fn pick(v: &Value, fields: &[String]) -> Value {
@@ -256,9 +314,16 @@ pub fn link_next(header: &str) -> Option<&str> {
         let url = target.trim().strip_prefix('<')?.strip_suffix('>')?;
         let params: Vec<&str> = params.split(';').map(str::trim).collect();
         let is_next = params.iter().any(|p| {
-            p.strip_prefix("rel=").is_some_and(|r| r.trim_matches('"').split_ascii_whitespace().any(|r| r.eq_ignore_ascii_case("next")))
+            p.strip_prefix("rel=").is_some_and(|r| {
+                r.trim_matches('"')
+                    .split_ascii_whitespace()
+                    .any(|r| r.eq_ignore_ascii_case("next"))
+            })
         });
-        let empty = params.iter().any(|p| p.strip_prefix("results=").is_some_and(|v| v.trim_matches('"').eq_ignore_ascii_case("false")));
+        let empty = params.iter().any(|p| {
+            p.strip_prefix("results=")
+                .is_some_and(|v| v.trim_matches('"').eq_ignore_ascii_case("false"))
+        });
         (is_next && !empty).then_some(url)
     })
 }
@@ -267,14 +332,23 @@ pub fn link_next(header: &str) -> Option<&str> {
 /// next URL, optionally one query parameter of it.
 fn next_page(rule: &super::definition::NextDef, body: &Value, link: Option<&str>) -> Value {
     let raw: Option<String> = match rule.from {
-        NextFrom::Body => rule.path.as_deref().and_then(|p| at(body, p)).and_then(arg_text),
+        NextFrom::Body => rule
+            .path
+            .as_deref()
+            .and_then(|p| at(body, p))
+            .and_then(arg_text),
         NextFrom::Link => link.and_then(link_next).map(str::to_owned),
     };
     let raw = raw.filter(|s| !s.is_empty());
     let value = match (&rule.param, raw) {
         (Some(param), Some(v)) => {
-            let parsed = url::Url::parse(&v).or_else(|_| url::Url::parse("http://relative.invalid").and_then(|b| b.join(&v)));
-            parsed.ok().and_then(|u| u.query_pairs().find(|(k, _)| k == param.as_str()).map(|(_, v)| v.into_owned()))
+            let parsed = url::Url::parse(&v)
+                .or_else(|_| url::Url::parse("http://relative.invalid").and_then(|b| b.join(&v)));
+            parsed.ok().and_then(|u| {
+                u.query_pairs()
+                    .find(|(k, _)| k == param.as_str())
+                    .map(|(_, v)| v.into_owned())
+            })
         }
         (None, v) => v,
         (Some(_), None) => None,
@@ -288,21 +362,45 @@ fn next_page(rule: &super::definition::NextDef, body: &Value, link: Option<&str>
 
 /// Applies result shaping (the `ok: false` failure convention, path, fields, pagination) to a
 /// JSON response; `link` is the response's `Link` header.
-pub fn shape(display: &str, rule: Option<&ResultDef>, body: Value, link: Option<&str>) -> Result<Value, HandlerError> {
+pub fn shape(
+    display: &str,
+    rule: Option<&ResultDef>,
+    body: Value,
+    link: Option<&str>,
+) -> Result<Value, HandlerError> {
     let Some(rule) = rule else { return Ok(body) };
     if let Some(ok) = &rule.ok_field {
         if body.get(ok) == Some(&Value::Bool(false)) {
-            let why = rule.error_field.as_deref().and_then(|f| at(&body, f)).and_then(arg_text).unwrap_or_else(|| "unknown error".into());
-            return Err(HandlerError::failed(format!("{display} refused the request: {why}")));
+            let why = rule
+                .error_field
+                .as_deref()
+                .and_then(|f| at(&body, f))
+                .and_then(arg_text)
+                .unwrap_or_else(|| "unknown error".into());
+            return Err(HandlerError::failed(format!(
+                "{display} refused the request: {why}"
+            )));
         }
     }
-    let next = rule.next.as_ref().map(|n| (n.as_, next_page(n, &body, link)));
+    let next = rule
+        .next
+        .as_ref()
+        .map(|n| (n.as_, next_page(n, &body, link)));
     let mut v = match &rule.path {
         Some(p) => match at(&body, p) {
             Some(v) if !v.is_null() => v.clone(),
             // GraphQL answers 200 with `errors` and no data.
-            _ => match rule.error_field.as_deref().and_then(|f| at(&body, f)).and_then(arg_text) {
-                Some(why) => return Err(HandlerError::failed(format!("{display} refused the request: {why}"))),
+            _ => match rule
+                .error_field
+                .as_deref()
+                .and_then(|f| at(&body, f))
+                .and_then(arg_text)
+            {
+                Some(why) => {
+                    return Err(HandlerError::failed(format!(
+                        "{display} refused the request: {why}"
+                    )))
+                }
                 None => Value::Null,
             },
         },
@@ -318,7 +416,14 @@ pub fn shape(display: &str, rule: Option<&ResultDef>, body: Value, link: Option<
         };
         let mut out = Map::new();
         // A page with nothing on it often leaves the list out (Gmail): it is still a list.
-        out.insert("items".into(), if v.is_null() { Value::Array(Vec::new()) } else { v });
+        out.insert(
+            "items".into(),
+            if v.is_null() {
+                Value::Array(Vec::new())
+            } else {
+                v
+            },
+        );
         out.insert(key.into(), page);
         return Ok(Value::Object(out));
     }
@@ -329,8 +434,19 @@ pub fn shape(display: &str, rule: Option<&ResultDef>, body: Value, link: Option<
 /// HubSpot, Notion), `error.message` (Google, Stripe, Airtable, PagerDuty), OAuth's
 /// `error_description`, Jira's `errorMessages`, GraphQL and Asana `errors[].message`, JSON:API
 /// `errors[].detail` and `errors[].title` (Confluence v2), Sentry's `detail`, Zendesk's `description`, a bare `error` string, `title`.
-const REASON_PATHS: &[&str] =
-    &["message", "error.message", "error_description", "errorMessages.0", "errors.0.message", "errors.0.detail", "errors.0.title", "detail", "description", "error", "title"];
+const REASON_PATHS: &[&str] = &[
+    "message",
+    "error.message",
+    "error_description",
+    "errorMessages.0",
+    "errors.0.message",
+    "errors.0.detail",
+    "errors.0.title",
+    "detail",
+    "description",
+    "error",
+    "title",
+];
 
 /// A short reason from an error response body (see `REASON_PATHS`; then the first message of
 /// an `errors` object, Jira's field errors), else the start of the body.
@@ -341,7 +457,11 @@ pub fn error_reason(body: &[u8]) -> String {
                 return s.chars().take(300).collect();
             }
         }
-        if let Some(s) = v.get("errors").and_then(Value::as_object).and_then(|m| m.values().find_map(Value::as_str)) {
+        if let Some(s) = v
+            .get("errors")
+            .and_then(Value::as_object)
+            .and_then(|m| m.values().find_map(Value::as_str))
+        {
             return s.chars().take(300).collect();
         }
     }
@@ -357,7 +477,11 @@ mod tests {
         RequestDef {
             method: "GET".into(),
             path: path.into(),
-            query: [("state".to_string(), "{state}".to_string()), ("q".to_string(), "is:open {q}".to_string())].into(),
+            query: [
+                ("state".to_string(), "{state}".to_string()),
+                ("q".to_string(), "is:open {q}".to_string()),
+            ]
+            .into(),
             body: Some(json!({ "title": "$title", "n": "$n", "fixed": 1, "gone": "$missing" })),
             body_encoding: BodyEncoding::Json,
             headers: Default::default(),
@@ -367,44 +491,101 @@ mod tests {
     #[test]
     fn arguments_fill_path_query_and_body_without_escaping_the_path() {
         let base = url::Url::parse("https://api.example.com/v2/").unwrap();
-        let p = prepare(&base, &req("/repos/{owner}/{repo}/pulls"), &json!({ "owner": "a/../b", "repo": "r?x=1", "state": "open", "title": "T", "n": 3 })).unwrap();
-        assert_eq!(p.url.as_str(), "https://api.example.com/v2/repos/a%2F..%2Fb/r%3Fx%3D1/pulls?state=open");
+        let p = prepare(
+            &base,
+            &req("/repos/{owner}/{repo}/pulls"),
+            &json!({ "owner": "a/../b", "repo": "r?x=1", "state": "open", "title": "T", "n": 3 }),
+        )
+        .unwrap();
+        assert_eq!(
+            p.url.as_str(),
+            "https://api.example.com/v2/repos/a%2F..%2Fb/r%3Fx%3D1/pulls?state=open"
+        );
         assert_eq!(p.url.host_str(), Some("api.example.com"));
-        assert_eq!(p.body, Some(Body::Json(json!({ "title": "T", "n": 3, "fixed": 1 }))));
+        assert_eq!(
+            p.body,
+            Some(Body::Json(json!({ "title": "T", "n": 3, "fixed": 1 })))
+        );
         assert!(prepare(&base, &req("/repos/{owner}"), &json!({ "owner": ".." })).is_err());
         // A nested object made only of absent arguments is left out; fixed parts stay.
         let nested = json!({ "icon": { "type": "emoji", "emoji": "$icon" }, "doc": { "content": [{ "type": "text", "text": "$d" }] }, "fixed": { "a": 1 } });
-        assert_eq!(fill_body(&nested, &json!({})), Some(json!({ "fixed": { "a": 1 } })));
-        assert_eq!(fill_body(&nested, &json!({ "d": "x" }))
-            .unwrap()["doc"], json!({ "content": [{ "type": "text", "text": "x" }] }));
-        assert_eq!(fill_body(&json!({ "only": "$none" }), &json!({})), Some(json!({})), "the body itself is always sent");
+        assert_eq!(
+            fill_body(&nested, &json!({})),
+            Some(json!({ "fixed": { "a": 1 } }))
+        );
+        assert_eq!(
+            fill_body(&nested, &json!({ "d": "x" })).unwrap()["doc"],
+            json!({ "content": [{ "type": "text", "text": "x" }] })
+        );
+        assert_eq!(
+            fill_body(&json!({ "only": "$none" }), &json!({})),
+            Some(json!({})),
+            "the body itself is always sent"
+        );
         assert!(prepare(&base, &req("/repos/{owner}"), &json!({})).is_err());
     }
 
     #[test]
     fn results_are_shaped_and_ok_false_fails() {
-        let rule = ResultDef { path: Some("data.items".into()), fields: vec!["id".into(), "user.login".into()], ..Default::default() };
+        let rule = ResultDef {
+            path: Some("data.items".into()),
+            fields: vec!["id".into(), "user.login".into()],
+            ..Default::default()
+        };
         let body = json!({ "data": { "items": [{ "id": 1, "user": { "login": "ada" }, "noise": true }] } });
-        assert_eq!(shape("X", Some(&rule), body, None).unwrap(), json!([{ "id": 1, "user_login": "ada" }]));
-        let slack = ResultDef { ok_field: Some("ok".into()), error_field: Some("error".into()), ..Default::default() };
-        let err = shape("Slack", Some(&slack), json!({ "ok": false, "error": "channel_not_found" }), None).unwrap_err();
-        assert_eq!(err, HandlerError::failed("Slack refused the request: channel_not_found"));
-        assert_eq!(error_reason(br#"{"message":"Bad credentials"}"#), "Bad credentials");
+        assert_eq!(
+            shape("X", Some(&rule), body, None).unwrap(),
+            json!([{ "id": 1, "user_login": "ada" }])
+        );
+        let slack = ResultDef {
+            ok_field: Some("ok".into()),
+            error_field: Some("error".into()),
+            ..Default::default()
+        };
+        let err = shape(
+            "Slack",
+            Some(&slack),
+            json!({ "ok": false, "error": "channel_not_found" }),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            HandlerError::failed("Slack refused the request: channel_not_found")
+        );
+        assert_eq!(
+            error_reason(br#"{"message":"Bad credentials"}"#),
+            "Bad credentials"
+        );
     }
 
     #[test]
     fn a_plus_placeholder_keeps_slashes_but_never_climbs() {
         let base = url::Url::parse("https://api.example.com").unwrap();
-        let r = RequestDef { method: "GET".into(), path: "/contents/{+path}".into(), ..req("/") };
-        let r = RequestDef { query: Default::default(), body: None, ..r };
+        let r = RequestDef {
+            method: "GET".into(),
+            path: "/contents/{+path}".into(),
+            ..req("/")
+        };
+        let r = RequestDef {
+            query: Default::default(),
+            body: None,
+            ..r
+        };
         let p = prepare(&base, &r, &json!({ "path": "docs/a b/README.md" })).unwrap();
         assert_eq!(p.url.path(), "/contents/docs/a%20b/README.md");
         for bad in ["docs/../secret", "/etc", "docs//x", "docs/./x", "a/"] {
-            assert!(prepare(&base, &r, &json!({ "path": bad })).is_err(), "{bad}");
+            assert!(
+                prepare(&base, &r, &json!({ "path": bad })).is_err(),
+                "{bad}"
+            );
         }
         // A '?' or '#' stays inside its segment.
         let p = prepare(&base, &r, &json!({ "path": "a?x=1#f" })).unwrap();
-        assert_eq!((p.url.path(), p.url.query()), ("/contents/a%3Fx%3D1%23f", None));
+        assert_eq!(
+            (p.url.path(), p.url.query()),
+            ("/contents/a%3Fx%3D1%23f", None)
+        );
     }
 
     #[test]
@@ -414,50 +595,128 @@ mod tests {
             method: "POST".into(),
             path: "/v1/customers".into(),
             query: Default::default(),
-            body: Some(json!({ "email": "$email", "metadata": "$metadata", "items": [{ "price": "$price" }], "live": true, "gone": "$none" })),
+            body: Some(
+                json!({ "email": "$email", "metadata": "$metadata", "items": [{ "price": "$price" }], "live": true, "gone": "$none" }),
+            ),
             body_encoding: BodyEncoding::Form,
             headers: Default::default(),
         };
         let p = prepare(&base, &r, &json!({ "email": "a+b@example.com", "metadata": { "order": 7, "note": "x&y=z" }, "price": "p_1" })).unwrap();
-        let Some(Body::Form(form)) = &p.body else { panic!("{:?}", p.body) };
-        let pairs: Vec<(String, String)> = url::form_urlencoded::parse(form.as_bytes()).into_owned().collect();
-        let want = [("email", "a+b@example.com"), ("items[0][price]", "p_1"), ("live", "true"), ("metadata[note]", "x&y=z"), ("metadata[order]", "7")];
+        let Some(Body::Form(form)) = &p.body else {
+            panic!("{:?}", p.body)
+        };
+        let pairs: Vec<(String, String)> = url::form_urlencoded::parse(form.as_bytes())
+            .into_owned()
+            .collect();
+        let want = [
+            ("email", "a+b@example.com"),
+            ("items[0][price]", "p_1"),
+            ("live", "true"),
+            ("metadata[note]", "x&y=z"),
+            ("metadata[order]", "7"),
+        ];
         assert_eq!(pairs, want.map(|(k, v)| (k.to_owned(), v.to_owned())));
-        assert_eq!(p.body.unwrap().encode().0, "application/x-www-form-urlencoded");
+        assert_eq!(
+            p.body.unwrap().encode().0,
+            "application/x-www-form-urlencoded"
+        );
     }
 
     #[test]
     fn a_paginated_answer_says_where_the_next_page_is() {
         use crate::integrations::definition::NextDef;
         let link = r#"<https://api.github.com/repos/a/b/issues?page=3&per_page=2>; rel="next", <https://api.github.com/repos/a/b/issues?page=9>; rel="last""#;
-        assert_eq!(link_next(link), Some("https://api.github.com/repos/a/b/issues?page=3&per_page=2"));
+        assert_eq!(
+            link_next(link),
+            Some("https://api.github.com/repos/a/b/issues?page=3&per_page=2")
+        );
         assert_eq!(link_next(r#"<https://x/?page=1>; rel="prev""#), None);
         let sentry = r#"<https://s/?cursor=0:0:1>; rel="previous"; results="false"; cursor="0:0:1", <https://s/?cursor=0:100:0>; rel="next"; results="false"; cursor="0:100:0""#;
-        assert_eq!(link_next(sentry), None, "Sentry marks the end with results=false");
-        assert_eq!(link_next(&sentry.replace(r#"rel="next"; results="false""#, r#"rel="next"; results="true""#)), Some("https://s/?cursor=0:100:0"));
-        let by_link = ResultDef { fields: vec!["id".into()], next: Some(NextDef { from: NextFrom::Link, path: None, param: Some("page".into()), as_: NextAs::Page }), ..Default::default() };
+        assert_eq!(
+            link_next(sentry),
+            None,
+            "Sentry marks the end with results=false"
+        );
+        assert_eq!(
+            link_next(&sentry.replace(
+                r#"rel="next"; results="false""#,
+                r#"rel="next"; results="true""#
+            )),
+            Some("https://s/?cursor=0:100:0")
+        );
+        let by_link = ResultDef {
+            fields: vec!["id".into()],
+            next: Some(NextDef {
+                from: NextFrom::Link,
+                path: None,
+                param: Some("page".into()),
+                as_: NextAs::Page,
+            }),
+            ..Default::default()
+        };
         let body = json!([{ "id": 1, "x": 2 }]);
-        assert_eq!(shape("G", Some(&by_link), body.clone(), Some(link)).unwrap(), json!({ "items": [{ "id": 1 }], "next_page": 3 }));
-        assert_eq!(shape("G", Some(&by_link), body, None).unwrap(), json!({ "items": [{ "id": 1 }], "next_page": null }));
+        assert_eq!(
+            shape("G", Some(&by_link), body.clone(), Some(link)).unwrap(),
+            json!({ "items": [{ "id": 1 }], "next_page": 3 })
+        );
+        assert_eq!(
+            shape("G", Some(&by_link), body, None).unwrap(),
+            json!({ "items": [{ "id": 1 }], "next_page": null })
+        );
         let by_body = ResultDef {
             path: Some("results".into()),
-            next: Some(NextDef { from: NextFrom::Body, path: Some("_links.next".into()), param: Some("cursor".into()), as_: NextAs::Cursor }),
+            next: Some(NextDef {
+                from: NextFrom::Body,
+                path: Some("_links.next".into()),
+                param: Some("cursor".into()),
+                as_: NextAs::Cursor,
+            }),
             ..Default::default()
         };
         let page = json!({ "results": [1], "_links": { "next": "/wiki/api/v2/pages?cursor=abc%3D&limit=2" } });
-        assert_eq!(shape("C", Some(&by_body), page, None).unwrap(), json!({ "items": [1], "next_cursor": "abc=" }));
-        let slack = ResultDef { next: Some(NextDef { from: NextFrom::Body, path: Some("meta.next".into()), param: None, as_: NextAs::Cursor }), ..Default::default() };
-        assert_eq!(shape("S", Some(&slack), json!({ "meta": { "next": "" } }), None).unwrap()["next_cursor"], Value::Null);
+        assert_eq!(
+            shape("C", Some(&by_body), page, None).unwrap(),
+            json!({ "items": [1], "next_cursor": "abc=" })
+        );
+        let slack = ResultDef {
+            next: Some(NextDef {
+                from: NextFrom::Body,
+                path: Some("meta.next".into()),
+                param: None,
+                as_: NextAs::Cursor,
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            shape("S", Some(&slack), json!({ "meta": { "next": "" } }), None).unwrap()
+                ["next_cursor"],
+            Value::Null
+        );
     }
 
     #[test]
     fn error_reasons_come_from_each_apis_own_shape() {
         for (body, want) in [
-            (r#"{"errorMessages":["Issue does not exist"],"errors":{}}"#, "Issue does not exist"),
-            (r#"{"errorMessages":[],"errors":{"summary":"You must specify a summary"}}"#, "You must specify a summary"),
-            (r#"{"error":{"type":"invalid_request_error","message":"No such customer: 'cus_x'"}}"#, "No such customer: 'cus_x'"),
-            (r#"{"detail":"The requested resource does not exist"}"#, "The requested resource does not exist"),
-            (r#"{"error":"RecordNotFound","description":"Not found"}"#, "Not found"),
+            (
+                r#"{"errorMessages":["Issue does not exist"],"errors":{}}"#,
+                "Issue does not exist",
+            ),
+            (
+                r#"{"errorMessages":[],"errors":{"summary":"You must specify a summary"}}"#,
+                "You must specify a summary",
+            ),
+            (
+                r#"{"error":{"type":"invalid_request_error","message":"No such customer: 'cus_x'"}}"#,
+                "No such customer: 'cus_x'",
+            ),
+            (
+                r#"{"detail":"The requested resource does not exist"}"#,
+                "The requested resource does not exist",
+            ),
+            (
+                r#"{"error":"RecordNotFound","description":"Not found"}"#,
+                "Not found",
+            ),
             (r#"{"errors":[{"detail":"bad id"}]}"#, "bad id"),
             ("upstream exploded", "upstream exploded"),
         ] {

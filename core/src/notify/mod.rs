@@ -29,7 +29,11 @@ use crate::{Error, Result};
 /// The event sent when a call is held.
 pub const CONFIRMATION_CREATED: &str = "confirmation.created";
 /// Waits before each retry of a failed delivery (the first attempt is immediate).
-pub const RETRY_DELAYS: [Duration; 3] = [Duration::from_secs(1), Duration::from_secs(5), Duration::from_secs(25)];
+pub const RETRY_DELAYS: [Duration; 3] = [
+    Duration::from_secs(1),
+    Duration::from_secs(5),
+    Duration::from_secs(25),
+];
 /// How long one attempt may take.
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Deliveries the portal lists.
@@ -71,24 +75,46 @@ pub struct Webhooks {
 
 impl Webhooks {
     /// `http` is the guarded client (checked resolver, no redirects).
-    pub fn new(db: Db, clock: Arc<dyn Clock>, vault: Vault, http: reqwest::Client, allowance: PrivateAllowance) -> Self {
-        Webhooks { db, clock, vault, http, allowance }
+    pub fn new(
+        db: Db,
+        clock: Arc<dyn Clock>,
+        vault: Vault,
+        http: reqwest::Client,
+        allowance: PrivateAllowance,
+    ) -> Self {
+        Webhooks {
+            db,
+            clock,
+            vault,
+            http,
+            allowance,
+        }
     }
 
     /// The project's webhook, if one is set (admins).
     pub async fn get(&self, admin: &Principal) -> Result<Option<WebhookConfig>> {
         admin.require(crate::auth::Operation::SettingsManage)?;
         let row = store::project_settings::get(self.db.pool(), &admin.project_id).await?;
-        Ok(row.and_then(|r| Some(WebhookConfig { url: r.webhook_url?, secret_ref: r.webhook_secret_ref? })))
+        Ok(row.and_then(|r| {
+            Some(WebhookConfig {
+                url: r.webhook_url?,
+                secret_ref: r.webhook_secret_ref?,
+            })
+        }))
     }
 
     /// Sets the webhook after checking it completely (the URL against the SSRF rules, the
     /// secret in the project's vault), or removes it with `None`.
-    pub async fn set(&self, admin: &Principal, config: Option<WebhookConfig>) -> Result<Option<WebhookConfig>> {
+    pub async fn set(
+        &self,
+        admin: &Principal,
+        config: Option<WebhookConfig>,
+    ) -> Result<Option<WebhookConfig>> {
         admin.require(crate::auth::Operation::SettingsManage)?;
         let now = self.clock.now_ms();
         let Some(c) = config else {
-            store::project_settings::set_webhook(self.db.pool(), &admin.project_id, None, now).await?;
+            store::project_settings::set_webhook(self.db.pool(), &admin.project_id, None, now)
+                .await?;
             return Ok(None);
         };
         let url = self.check_url(&c.url)?;
@@ -97,14 +123,25 @@ impl Webhooks {
             .name_of(&admin.project_id, c.secret_ref.trim())
             .await?
             .ok_or_else(|| Error::invalid(format!("secret_ref {:?} names no secret in this project's vault; add the signing secret on the Vault page first", c.secret_ref)))?;
-        store::project_settings::set_webhook(self.db.pool(), &admin.project_id, Some((url.as_str(), name.as_str())), now).await?;
-        Ok(Some(WebhookConfig { url: url.to_string(), secret_ref: name }))
+        store::project_settings::set_webhook(
+            self.db.pool(),
+            &admin.project_id,
+            Some((url.as_str(), name.as_str())),
+            now,
+        )
+        .await?;
+        Ok(Some(WebhookConfig {
+            url: url.to_string(),
+            secret_ref: name,
+        }))
     }
 
     fn check_url(&self, raw: &str) -> Result<url::Url> {
         let raw = raw.trim();
         if raw.len() > MAX_URL_CHARS {
-            return Err(Error::invalid(format!("url is longer than {MAX_URL_CHARS} characters")));
+            return Err(Error::invalid(format!(
+                "url is longer than {MAX_URL_CHARS} characters"
+            )));
         }
         self.allowance.check_registered_url(raw, "an http(s) URL")
     }
@@ -112,7 +149,9 @@ impl Webhooks {
     /// The project's newest deliveries (admins).
     pub async fn deliveries(&self, admin: &Principal) -> Result<Vec<DeliveryView>> {
         admin.require(crate::auth::Operation::SettingsManage)?;
-        let rows = store::webhook_deliveries::recent(self.db.pool(), &admin.project_id, RECENT_DELIVERIES).await?;
+        let rows =
+            store::webhook_deliveries::recent(self.db.pool(), &admin.project_id, RECENT_DELIVERIES)
+                .await?;
         Ok(rows
             .into_iter()
             .map(|r| DeliveryView {
@@ -144,11 +183,18 @@ impl Webhooks {
 
     /// Delivers one event with retries, recording each attempt; returns when done. No live
     /// secret of the project leaves in `data`, in any form the scrubber knows.
-    pub async fn deliver(&self, project_id: &str, event: &str, subject_id: &str, mut data: Value) -> Result<Option<String>> {
+    pub async fn deliver(
+        &self,
+        project_id: &str,
+        event: &str,
+        subject_id: &str,
+        mut data: Value,
+    ) -> Result<Option<String>> {
         let Some(settings) = store::project_settings::get(self.db.pool(), project_id).await? else {
             return Ok(None);
         };
-        let (Some(url), Some(secret_ref)) = (settings.webhook_url, settings.webhook_secret_ref) else {
+        let (Some(url), Some(secret_ref)) = (settings.webhook_url, settings.webhook_secret_ref)
+        else {
             return Ok(None);
         };
         self.vault.scrubber(project_id).await?.scrub(&mut data);
@@ -169,10 +215,25 @@ impl Webhooks {
             updated_at: now,
         };
         store::webhook_deliveries::insert(self.db.pool(), &row).await?;
-        let secret = self.vault.reveal(project_id, std::slice::from_ref(&secret_ref)).await?.remove(&secret_ref);
+        let secret = self
+            .vault
+            .reveal(project_id, std::slice::from_ref(&secret_ref))
+            .await?
+            .remove(&secret_ref);
         let Some(secret) = secret else {
-            let error = format!("the signing secret {secret_ref} is no longer in the vault; set the webhook again");
-            store::webhook_deliveries::update(self.db.pool(), &id, "failed", 0, None, Some(&error), self.clock.now_ms()).await?;
+            let error = format!(
+                "the signing secret {secret_ref} is no longer in the vault; set the webhook again"
+            );
+            store::webhook_deliveries::update(
+                self.db.pool(),
+                &id,
+                "failed",
+                0,
+                None,
+                Some(&error),
+                self.clock.now_ms(),
+            )
+            .await?;
             return Ok(Some(id));
         };
         let sig = signature(secret.as_bytes(), body.as_bytes());
@@ -182,13 +243,32 @@ impl Webhooks {
             row.attempts += 1;
             let (status, error, retry) = match self.attempt(&url, event, &id, &sig, &body).await {
                 Ok(code) if (200..300).contains(&code) => (Some(code), None, false),
-                Ok(code) => (Some(code), Some(format!("the webhook answered {code}")), true),
+                Ok(code) => (
+                    Some(code),
+                    Some(format!("the webhook answered {code}")),
+                    true,
+                ),
                 Err(Failure { message, retry }) => (None, Some(message), retry),
             };
             let delivered = error.is_none();
             let next = if retry { delays.next() } else { None };
-            let state = if delivered { "delivered" } else if next.is_some() { "pending" } else { "failed" };
-            store::webhook_deliveries::update(self.db.pool(), &id, state, row.attempts, status.map(i64::from), error.as_deref(), self.clock.now_ms()).await?;
+            let state = if delivered {
+                "delivered"
+            } else if next.is_some() {
+                "pending"
+            } else {
+                "failed"
+            };
+            store::webhook_deliveries::update(
+                self.db.pool(),
+                &id,
+                state,
+                row.attempts,
+                status.map(i64::from),
+                error.as_deref(),
+                self.clock.now_ms(),
+            )
+            .await?;
             match next {
                 Some(d) => tokio::time::sleep(*d).await,
                 None => return Ok(Some(id)),
@@ -197,12 +277,24 @@ impl Webhooks {
     }
 
     /// One POST; the status code, or why there was none (the URL only, never the body).
-    async fn attempt(&self, url: &str, event: &str, id: &str, sig: &str, body: &str) -> std::result::Result<u16, Failure> {
-        let final_failure = |message: String| Failure { message, retry: false };
+    async fn attempt(
+        &self,
+        url: &str,
+        event: &str,
+        id: &str,
+        sig: &str,
+        body: &str,
+    ) -> std::result::Result<u16, Failure> {
+        let final_failure = |message: String| Failure {
+            message,
+            retry: false,
+        };
         let parsed = url::Url::parse(url).map_err(|e| final_failure(format!("url: {e}")))?;
         // IP literals skip the resolver: check them here, every time.
         if let Some(reason) = self.allowance.check_url_host(&parsed) {
-            return Err(final_failure(format!("the url points at a {reason}, which outbound requests may not reach")));
+            return Err(final_failure(format!(
+                "the url points at a {reason}, which outbound requests may not reach"
+            )));
         }
         let res = self
             .http
@@ -215,14 +307,23 @@ impl Webhooks {
             .body(body.to_owned())
             .send()
             .await;
-        let retry = |message: String| Failure { message, retry: true };
+        let retry = |message: String| Failure {
+            message,
+            retry: true,
+        };
         match res {
             Ok(r) => Ok(r.status().as_u16()),
             // The address rules will not change between attempts: no retry.
             Err(e) => Err(match blocked_cause(&e) {
-                Some((host, reason)) => final_failure(format!("{host} resolves to a {reason}, which outbound requests may not reach")),
-                None if e.is_timeout() => retry(format!("no answer within {} s", ATTEMPT_TIMEOUT.as_secs())),
-                None if e.is_connect() => retry("the connection was refused or could not be made".to_owned()),
+                Some((host, reason)) => final_failure(format!(
+                    "{host} resolves to a {reason}, which outbound requests may not reach"
+                )),
+                None if e.is_timeout() => {
+                    retry(format!("no answer within {} s", ATTEMPT_TIMEOUT.as_secs()))
+                }
+                None if e.is_connect() => {
+                    retry("the connection was refused or could not be made".to_owned())
+                }
                 None => retry("the request failed".to_owned()),
             }),
         }

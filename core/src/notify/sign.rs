@@ -23,6 +23,9 @@ mod tests {
     fn signature_matches_the_rfc_4231_test_vector() {
         // RFC 4231, test case 2.
         let sig = signature(b"Jefe", b"what do ya want for nothing?");
-        assert_eq!(sig, "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+        assert_eq!(
+            sig,
+            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
     }
 }

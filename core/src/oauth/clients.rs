@@ -94,15 +94,30 @@ fn text(v: &Option<Value>, field: &str) -> Result<Option<String>> {
 fn strings(v: &Option<Value>, field: &str) -> Result<Option<Vec<String>>> {
     match v {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(a)) => a.iter().map(|x| x.as_str().map(str::to_owned).ok_or_else(|| Error::invalid(format!("{field} must be an array of strings")))).collect::<Result<Vec<_>>>().map(Some),
-        Some(_) => Err(Error::invalid(format!("{field} must be an array of strings"))),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| {
+                x.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| Error::invalid(format!("{field} must be an array of strings")))
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Some),
+        Some(_) => Err(Error::invalid(format!(
+            "{field} must be an array of strings"
+        ))),
     }
 }
 
 fn check_name(name: Option<String>) -> Result<String> {
-    let name = name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()).unwrap_or_else(|| "Unnamed MCP client".into());
+    let name = name
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "Unnamed MCP client".into());
     if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
-        return Err(Error::invalid(format!("client_name must be at most {MAX_NAME_CHARS} characters of text")));
+        return Err(Error::invalid(format!(
+            "client_name must be at most {MAX_NAME_CHARS} characters of text"
+        )));
     }
     Ok(name)
 }
@@ -120,7 +135,9 @@ fn check_client_uri(uri: Option<String>) -> Result<Option<String>> {
 fn check_redirect_uris(v: &Option<Value>) -> Result<Vec<String>> {
     let uris = strings(v, "redirect_uris")?.unwrap_or_default();
     if uris.is_empty() || uris.len() > MAX_REDIRECT_URIS {
-        return Err(Error::invalid(format!("redirect_uris must list 1 to {MAX_REDIRECT_URIS} URIs")));
+        return Err(Error::invalid(format!(
+            "redirect_uris must list 1 to {MAX_REDIRECT_URIS} URIs"
+        )));
     }
     for u in &uris {
         check_redirect_uri(u)?;
@@ -134,13 +151,24 @@ impl OAuthServer {
     pub async fn register(&self, req: Registration, from: &str) -> Result<RegisteredClient> {
         let redirect_uris = check_redirect_uris(&req.redirect_uris)?;
         let client_name = check_name(text(&req.client_name, "client_name")?)?;
-        let method = text(&req.token_endpoint_auth_method, "token_endpoint_auth_method")?.unwrap_or_else(|| "none".into());
-        if !matches!(method.as_str(), "none" | "client_secret_post" | "client_secret_basic") {
+        let method = text(
+            &req.token_endpoint_auth_method,
+            "token_endpoint_auth_method",
+        )?
+        .unwrap_or_else(|| "none".into());
+        if !matches!(
+            method.as_str(),
+            "none" | "client_secret_post" | "client_secret_basic"
+        ) {
             return Err(Error::invalid("token_endpoint_auth_method must be none, client_secret_post or client_secret_basic"));
         }
         if let Some(g) = strings(&req.grant_types, "grant_types")? {
-            if g.iter().any(|t| t != "authorization_code" && t != "refresh_token") {
-                return Err(Error::invalid("grant_types may only hold authorization_code and refresh_token"));
+            if g.iter()
+                .any(|t| t != "authorization_code" && t != "refresh_token")
+            {
+                return Err(Error::invalid(
+                    "grant_types may only hold authorization_code and refresh_token",
+                ));
             }
         }
         if let Some(r) = strings(&req.response_types, "response_types")? {
@@ -150,18 +178,24 @@ impl OAuthServer {
         }
         let client_uri = check_client_uri(text(&req.client_uri, "client_uri")?)?;
         let now = self.clock.now_ms();
-        let recent = store::oauth::count_registered_from(self.db.pool(), from, now - 60 * 60 * 1000).await?;
+        let recent =
+            store::oauth::count_registered_from(self.db.pool(), from, now - 60 * 60 * 1000).await?;
         if recent >= REGISTRATIONS_PER_HOUR {
-            return Err(Error::Throttled { retry_after_secs: 3600 });
+            return Err(Error::Throttled {
+                retry_after_secs: 3600,
+            });
         }
-        let secret = (method != "none").then(|| format!("wbcs_{}", crate::crypto::random_base62(40)));
+        let secret =
+            (method != "none").then(|| format!("wbcs_{}", crate::crypto::random_base62(40)));
         let row = ClientRow {
             client_id: crate::ids::new_id("mcpc"),
             kind: "registered".into(),
             client_name: client_name.clone(),
             redirect_uris: serde_json::to_string(&redirect_uris).expect("strings serialize"),
             token_endpoint_auth_method: method.clone(),
-            client_secret_hash: secret.as_deref().map(|s| crate::crypto::sha256_hex(s.as_bytes())),
+            client_secret_hash: secret
+                .as_deref()
+                .map(|s| crate::crypto::sha256_hex(s.as_bytes())),
             client_uri: client_uri.clone(),
             registered_from: Some(from.to_owned()),
             created_at: now,
@@ -212,16 +246,34 @@ impl OAuthServer {
             secret_headers: Vec::new(),
             secret_body: false,
         };
-        let res = self.http.fetch_configured(req, METADATA_MAX_BYTES).await.map_err(|e| Error::invalid(format!("the client's metadata document at {client_id} cannot be fetched: {e}")))?;
+        let res = self
+            .http
+            .fetch_configured(req, METADATA_MAX_BYTES)
+            .await
+            .map_err(|e| {
+                Error::invalid(format!(
+                    "the client's metadata document at {client_id} cannot be fetched: {e}"
+                ))
+            })?;
         if res.status != 200 || res.final_url != client_id {
             return Err(Error::invalid(format!("the client's metadata document at {client_id} answered {} (it must answer 200 itself, without redirects)", res.status)));
         }
-        let doc: Registration = serde_json::from_slice(&res.body).map_err(|_| Error::invalid(format!("the client's metadata document at {client_id} is not a JSON object")))?;
+        let doc: Registration = serde_json::from_slice(&res.body).map_err(|_| {
+            Error::invalid(format!(
+                "the client's metadata document at {client_id} is not a JSON object"
+            ))
+        })?;
         let raw: Value = serde_json::from_slice(&res.body).unwrap_or(Value::Null);
         if raw.get("client_id").and_then(Value::as_str) != Some(client_id) {
-            return Err(Error::invalid("the client's metadata document must name its own URL as client_id"));
+            return Err(Error::invalid(
+                "the client's metadata document must name its own URL as client_id",
+            ));
         }
-        let method = text(&doc.token_endpoint_auth_method, "token_endpoint_auth_method")?.unwrap_or_else(|| "none".into());
+        let method = text(
+            &doc.token_endpoint_auth_method,
+            "token_endpoint_auth_method",
+        )?
+        .unwrap_or_else(|| "none".into());
         if method != "none" {
             return Err(Error::invalid("a client identified by a metadata document authenticates with token_endpoint_auth_method none (PKCE)"));
         }
@@ -244,9 +296,14 @@ impl OAuthServer {
 /// A client id that names a metadata document: an https URL with a path, or http on a loopback
 /// address (development; the egress guard still decides whether it may be fetched).
 fn is_metadata_url(client_id: &str) -> bool {
-    let Ok(u) = url::Url::parse(client_id) else { return false };
+    let Ok(u) = url::Url::parse(client_id) else {
+        return false;
+    };
     let loopback = matches!(u.host(), Some(url::Host::Ipv4(ip)) if ip.is_loopback());
-    (u.scheme() == "https" || (u.scheme() == "http" && loopback)) && u.path() != "/" && u.fragment().is_none() && u.username().is_empty()
+    (u.scheme() == "https" || (u.scheme() == "http" && loopback))
+        && u.path() != "/"
+        && u.fragment().is_none()
+        && u.username().is_empty()
 }
 
 #[cfg(test)]
@@ -255,17 +312,32 @@ mod tests {
 
     #[test]
     fn redirect_uris_are_https_or_loopback_and_exact() {
-        for ok in ["https://app.example/cb", "http://127.0.0.1:8123/callback", "http://localhost:3000/cb", "http://[::1]:9/cb"] {
+        for ok in [
+            "https://app.example/cb",
+            "http://127.0.0.1:8123/callback",
+            "http://localhost:3000/cb",
+            "http://[::1]:9/cb",
+        ] {
             assert!(check_redirect_uri(ok).is_ok(), "{ok}");
         }
-        for bad in ["http://app.example/cb", "https://*.example/cb", "https://app.example/cb#x", "https://u:p@app.example/cb", "myapp://cb", "/relative", "javascript:alert(1)"] {
+        for bad in [
+            "http://app.example/cb",
+            "https://*.example/cb",
+            "https://app.example/cb#x",
+            "https://u:p@app.example/cb",
+            "myapp://cb",
+            "/relative",
+            "javascript:alert(1)",
+        ] {
             assert!(check_redirect_uri(bad).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn metadata_client_ids_are_https_urls_with_a_path() {
-        assert!(is_metadata_url("https://client.example/oauth/metadata.json"));
+        assert!(is_metadata_url(
+            "https://client.example/oauth/metadata.json"
+        ));
         assert!(!is_metadata_url("https://client.example/"));
         assert!(!is_metadata_url("http://client.example/meta.json"));
         assert!(!is_metadata_url("mcpc_abc"));

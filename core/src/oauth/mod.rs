@@ -19,8 +19,10 @@ use crate::egress::GuardedClient;
 use crate::store::{self, Db};
 use crate::{Error, Result};
 
-pub use clients::{Registration, RegisteredClient, REGISTRATIONS_PER_HOUR};
-pub use tokens::{TokenError, TokenRequest, TokenResponse, ACCESS_TOKEN_TTL_SECS, REFRESH_TOKEN_TTL_SECS};
+pub use clients::{RegisteredClient, Registration, REGISTRATIONS_PER_HOUR};
+pub use tokens::{
+    TokenError, TokenRequest, TokenResponse, ACCESS_TOKEN_TTL_SECS, REFRESH_TOKEN_TTL_SECS,
+};
 
 /// Prefix of access tokens (distinct from API keys `wb_` and every other token kind).
 pub const ACCESS_TOKEN_PREFIX: &str = "wbat_";
@@ -41,7 +43,10 @@ impl OAuthContext {
     /// (server) and the consent page (portal) must agree on them to the byte.
     pub fn for_public_url(public_url: &str) -> OAuthContext {
         let public = public_url.trim_end_matches('/');
-        OAuthContext { issuer: public.to_owned(), resource: format!("{public}/mcp") }
+        OAuthContext {
+            issuer: public.to_owned(),
+            resource: format!("{public}/mcp"),
+        }
     }
 }
 
@@ -103,10 +108,15 @@ pub struct GrantView {
 }
 
 fn host_of(uri: &str) -> String {
-    url::Url::parse(uri).ok().and_then(|u| u.host_str().map(|h| match u.port() {
-        Some(p) => format!("{h}:{p}"),
-        None => h.to_owned(),
-    })).unwrap_or_default()
+    url::Url::parse(uri)
+        .ok()
+        .and_then(|u| {
+            u.host_str().map(|h| match u.port() {
+                Some(p) => format!("{h}:{p}"),
+                None => h.to_owned(),
+            })
+        })
+        .unwrap_or_default()
 }
 
 /// `uri` with the query pairs added.
@@ -123,10 +133,21 @@ fn with_query(uri: &str, pairs: &[(&str, &str)]) -> String {
 
 impl OAuthServer {
     pub fn new(db: Db, clock: Arc<dyn Clock>, accounts: Accounts, http: GuardedClient) -> Self {
-        OAuthServer { db, clock, accounts, http }
+        OAuthServer {
+            db,
+            clock,
+            accounts,
+            http,
+        }
     }
 
-    fn error_redirect(ctx: &OAuthContext, redirect_uri: &str, state: Option<&str>, error: &str, description: &str) -> AuthorizeError {
+    fn error_redirect(
+        ctx: &OAuthContext,
+        redirect_uri: &str,
+        state: Option<&str>,
+        error: &str,
+        description: &str,
+    ) -> AuthorizeError {
         let mut pairs = vec![("error", error), ("error_description", description)];
         if let Some(s) = state {
             pairs.push(("state", s));
@@ -137,36 +158,72 @@ impl OAuthServer {
 
     /// Checks an authorization request completely: the client and its redirect URI first (a
     /// failure there is shown, not redirected), then PKCE S256, response type, resource, scope.
-    pub async fn check(&self, ctx: &OAuthContext, p: &AuthorizeParams) -> std::result::Result<Consent, AuthorizeError> {
-        let client_id = p.client_id.as_deref().filter(|c| !c.is_empty()).ok_or_else(|| AuthorizeError::Page("the request names no client (client_id is missing)".into()))?;
+    pub async fn check(
+        &self,
+        ctx: &OAuthContext,
+        p: &AuthorizeParams,
+    ) -> std::result::Result<Consent, AuthorizeError> {
+        let client_id = p
+            .client_id
+            .as_deref()
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| {
+                AuthorizeError::Page("the request names no client (client_id is missing)".into())
+            })?;
         let client = match self.client(client_id).await {
             Ok(Some(c)) => c,
-            Ok(None) => return Err(AuthorizeError::Page("this client is not registered with workbench".into())),
+            Ok(None) => {
+                return Err(AuthorizeError::Page(
+                    "this client is not registered with workbench".into(),
+                ))
+            }
             Err(Error::Invalid(m)) => return Err(AuthorizeError::Page(m)),
             Err(e) => {
                 tracing::error!(error = %e, "loading an OAuth client failed");
-                return Err(AuthorizeError::Page("workbench cannot check this client right now; try again".into()));
+                return Err(AuthorizeError::Page(
+                    "workbench cannot check this client right now; try again".into(),
+                ));
             }
         };
         let uris: Vec<String> = serde_json::from_str(&client.redirect_uris).unwrap_or_default();
         let redirect_uri = match p.redirect_uri.as_deref() {
             Some(r) if uris.iter().any(|u| u == r) => r.to_owned(),
-            Some(_) => return Err(AuthorizeError::Page("the redirect URI is not one this client registered".into())),
+            Some(_) => {
+                return Err(AuthorizeError::Page(
+                    "the redirect URI is not one this client registered".into(),
+                ))
+            }
             None if uris.len() == 1 => uris[0].clone(),
-            None => return Err(AuthorizeError::Page("the request names no redirect URI and the client registered several".into())),
+            None => {
+                return Err(AuthorizeError::Page(
+                    "the request names no redirect URI and the client registered several".into(),
+                ))
+            }
         };
         let state = p.state.as_deref();
-        let fail = |error: &str, description: &str| Self::error_redirect(ctx, &redirect_uri, state, error, description);
+        let fail = |error: &str, description: &str| {
+            Self::error_redirect(ctx, &redirect_uri, state, error, description)
+        };
         if p.response_type.as_deref() != Some("code") {
-            return Err(fail("unsupported_response_type", "only the authorization code flow (response_type=code) is supported"));
+            return Err(fail(
+                "unsupported_response_type",
+                "only the authorization code flow (response_type=code) is supported",
+            ));
         }
         let challenge = p.code_challenge.as_deref().unwrap_or("");
-        if p.code_challenge_method.as_deref() != Some("S256") || !tokens::valid_challenge(challenge) {
-            return Err(fail("invalid_request", "PKCE with code_challenge_method=S256 and a code_challenge is required"));
+        if p.code_challenge_method.as_deref() != Some("S256") || !tokens::valid_challenge(challenge)
+        {
+            return Err(fail(
+                "invalid_request",
+                "PKCE with code_challenge_method=S256 and a code_challenge is required",
+            ));
         }
         if let Some(r) = p.resource.as_deref() {
             if !resource_matches(ctx, r) {
-                return Err(fail("invalid_target", "the resource must be this server's /mcp endpoint"));
+                return Err(fail(
+                    "invalid_target",
+                    "the resource must be this server's /mcp endpoint",
+                ));
             }
         }
         if let Some(scope) = p.scope.as_deref() {
@@ -187,33 +244,63 @@ impl OAuthServer {
     /// The person approved: records the grant and answers the redirect carrying a single-use
     /// code. Only an admin may choose a policy (one of the project's; others get the default)
     /// and a rate limit in calls per minute (as an API key's; none by default).
-    pub async fn approve(&self, ctx: &OAuthContext, who: &Principal, p: &AuthorizeParams, policy_id: Option<String>, rate_limit_per_minute: Option<i64>) -> std::result::Result<String, AuthorizeError> {
+    pub async fn approve(
+        &self,
+        ctx: &OAuthContext,
+        who: &Principal,
+        p: &AuthorizeParams,
+        policy_id: Option<String>,
+        rate_limit_per_minute: Option<i64>,
+    ) -> std::result::Result<String, AuthorizeError> {
         let consent = self.check(ctx, p).await?;
         let policy_id = policy_id.filter(|s| !s.is_empty());
         let page = |m: &str| AuthorizeError::Page(m.to_owned());
         if policy_id.is_some() && !who.is_admin() {
-            return Err(page("only an admin can choose the policy a client acts under"));
+            return Err(page(
+                "only an admin can choose the policy a client acts under",
+            ));
         }
         if rate_limit_per_minute.is_some() && !who.is_admin() {
             return Err(page("only an admin can set a client's rate limit"));
         }
         if rate_limit_per_minute.is_some_and(|n| !(1..=crate::auth::MAX_RATE_LIMIT).contains(&n)) {
-            return Err(page(&format!("the rate limit must be 1 to {} calls per minute, or empty for none", crate::auth::MAX_RATE_LIMIT)));
+            return Err(page(&format!(
+                "the rate limit must be 1 to {} calls per minute, or empty for none",
+                crate::auth::MAX_RATE_LIMIT
+            )));
         }
         if let Some(id) = &policy_id {
             match store::policies::get(self.db.pool(), &who.project_id, id).await {
                 Ok(Some(_)) => {}
                 Ok(None) => return Err(page("that policy does not exist in your project")),
-                Err(_) => return Err(page("workbench cannot record the approval right now; try again")),
+                Err(_) => {
+                    return Err(page(
+                        "workbench cannot record the approval right now; try again",
+                    ))
+                }
             }
         }
         let now = self.clock.now_ms();
-        let existing = match store::oauth::live_grant_for(self.db.pool(), &consent.client_id, &who.user_id, &who.project_id).await {
+        let existing = match store::oauth::live_grant_for(
+            self.db.pool(),
+            &consent.client_id,
+            &who.user_id,
+            &who.project_id,
+        )
+        .await
+        {
             Ok(g) => g,
-            Err(_) => return Err(page("workbench cannot record the approval right now; try again")),
+            Err(_) => {
+                return Err(page(
+                    "workbench cannot record the approval right now; try again",
+                ))
+            }
         };
         let grant = store::oauth::GrantRow {
-            id: existing.as_ref().map(|g| g.id.clone()).unwrap_or_else(|| crate::ids::new_id("ogr")),
+            id: existing
+                .as_ref()
+                .map(|g| g.id.clone())
+                .unwrap_or_else(|| crate::ids::new_id("ogr")),
             client_id: consent.client_id.clone(),
             user_id: who.user_id.clone(),
             project_id: who.project_id.clone(),
@@ -239,7 +326,13 @@ impl OAuthServer {
             // Approving a client again keeps one grant (one row on the MCP clients page),
             // under the policy and rate limit chosen now.
             if existing.is_some() {
-                store::oauth::set_grant_terms(&mut *tx, &grant.id, grant.policy_id.as_deref(), grant.rate_limit_per_minute).await?;
+                store::oauth::set_grant_terms(
+                    &mut *tx,
+                    &grant.id,
+                    grant.policy_id.as_deref(),
+                    grant.rate_limit_per_minute,
+                )
+                .await?;
             } else {
                 store::oauth::insert_grant(&mut *tx, &grant).await?;
             }
@@ -249,7 +342,9 @@ impl OAuthServer {
         };
         if let Err(e) = stored.await {
             tracing::error!(error = %e, "recording an OAuth approval failed");
-            return Err(page("workbench cannot record the approval right now; try again"));
+            return Err(page(
+                "workbench cannot record the approval right now; try again",
+            ));
         }
         tracing::info!(client_id = %consent.client_id, user_id = %who.user_id, grant = %grant.id, "an MCP client was approved");
         let mut pairs = vec![("code", code.as_str())];
@@ -261,9 +356,19 @@ impl OAuthServer {
     }
 
     /// The person declined: the redirect telling the client so.
-    pub async fn deny(&self, ctx: &OAuthContext, p: &AuthorizeParams) -> std::result::Result<String, AuthorizeError> {
+    pub async fn deny(
+        &self,
+        ctx: &OAuthContext,
+        p: &AuthorizeParams,
+    ) -> std::result::Result<String, AuthorizeError> {
         let consent = self.check(ctx, p).await?;
-        match Self::error_redirect(ctx, &consent.redirect_uri, p.state.as_deref(), "access_denied", "the person declined") {
+        match Self::error_redirect(
+            ctx,
+            &consent.redirect_uri,
+            p.state.as_deref(),
+            "access_denied",
+            "the person declined",
+        ) {
             AuthorizeError::Redirect(u) => Ok(u),
             other => Err(other),
         }
@@ -276,7 +381,10 @@ impl OAuthServer {
             .into_iter()
             .filter(|(g, _, _)| g.project_id == who.project_id)
             .map(|(g, name, uris)| {
-                let first = serde_json::from_str::<Vec<String>>(&uris).ok().and_then(|u| u.into_iter().next()).unwrap_or_default();
+                let first = serde_json::from_str::<Vec<String>>(&uris)
+                    .ok()
+                    .and_then(|u| u.into_iter().next())
+                    .unwrap_or_default();
                 GrantView {
                     id: g.id,
                     client_id: g.client_id,
@@ -304,7 +412,8 @@ impl OAuthServer {
     /// Removes codes and tokens expired for a day and clients nobody approved within a day of
     /// registering (upkeep; an MCP client registers right before it asks for consent).
     pub async fn purge_expired(&self) -> Result<u64> {
-        store::oauth::delete_expired(self.db.pool(), self.clock.now_ms() - 24 * 60 * 60 * 1000).await
+        store::oauth::delete_expired(self.db.pool(), self.clock.now_ms() - 24 * 60 * 60 * 1000)
+            .await
     }
 }
 

@@ -7,7 +7,9 @@ use base64::Engine as _;
 use serde::Serialize;
 use sha2::Digest;
 
-use super::{resource_matches, OAuthContext, OAuthServer, ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX};
+use super::{
+    resource_matches, OAuthContext, OAuthServer, ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX,
+};
 use crate::auth::Principal;
 use crate::crypto::{ct_eq, random_base62, sha256_hex};
 use crate::store::{self, oauth::TokenRow};
@@ -52,7 +54,11 @@ pub struct TokenError {
 
 impl TokenError {
     fn new(status: u16, error: &'static str, description: impl Into<String>) -> Self {
-        TokenError { status, error, description: description.into() }
+        TokenError {
+            status,
+            error,
+            description: description.into(),
+        }
     }
     fn grant(description: impl Into<String>) -> Self {
         TokenError::new(400, "invalid_grant", description)
@@ -66,7 +72,11 @@ impl TokenError {
     fn server(e: Error) -> Self {
         tracing::error!(error = %e, "the OAuth token endpoint failed");
         match e.unavailable_reason() {
-            Some(reason) => TokenError::new(503, "temporarily_unavailable", format!("{reason}; try again shortly")),
+            Some(reason) => TokenError::new(
+                503,
+                "temporarily_unavailable",
+                format!("{reason}; try again shortly"),
+            ),
             None => TokenError::new(500, "server_error", "internal error"),
         }
     }
@@ -74,22 +84,34 @@ impl TokenError {
 
 /// A code challenge is 43 base64url characters (a SHA-256).
 pub(super) fn valid_challenge(c: &str) -> bool {
-    c.len() == 43 && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    c.len() == 43
+        && c.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// RFC 7636: 43 to 128 unreserved characters.
 fn valid_verifier(v: &str) -> bool {
-    (43..=128).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
+    (43..=128).contains(&v.len())
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
 }
 
 fn challenge_of(verifier: &str) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()))
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(sha2::Sha256::digest(verifier.as_bytes()))
 }
 
 impl OAuthServer {
     /// The client of a token or revocation request, authenticated as it registered.
-    async fn authenticate_client(&self, req: &TokenRequest) -> std::result::Result<store::oauth::ClientRow, TokenError> {
-        let id = req.client_id.as_deref().filter(|s| !s.is_empty()).ok_or_else(|| TokenError::request("client_id is required"))?;
+    async fn authenticate_client(
+        &self,
+        req: &TokenRequest,
+    ) -> std::result::Result<store::oauth::ClientRow, TokenError> {
+        let id = req
+            .client_id
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| TokenError::request("client_id is required"))?;
         // Only clients already known: a metadata document was fetched when the person was asked,
         // so an unauthenticated token request never makes workbench fetch a URL.
         let client = match store::oauth::get_client(self.db.pool(), id).await {
@@ -97,15 +119,34 @@ impl OAuthServer {
             Ok(None) => return Err(TokenError::client()),
             Err(e) => return Err(TokenError::server(e)),
         };
-        match (client.token_endpoint_auth_method.as_str(), &client.client_secret_hash, req.client_secret.as_deref()) {
+        match (
+            client.token_endpoint_auth_method.as_str(),
+            &client.client_secret_hash,
+            req.client_secret.as_deref(),
+        ) {
             ("none", _, None) => Ok(client),
-            ("client_secret_basic", Some(hash), Some(secret)) if req.basic && ct_eq(sha256_hex(secret.as_bytes()).as_bytes(), hash.as_bytes()) => Ok(client),
-            ("client_secret_post", Some(hash), Some(secret)) if !req.basic && ct_eq(sha256_hex(secret.as_bytes()).as_bytes(), hash.as_bytes()) => Ok(client),
+            ("client_secret_basic", Some(hash), Some(secret))
+                if req.basic
+                    && ct_eq(sha256_hex(secret.as_bytes()).as_bytes(), hash.as_bytes()) =>
+            {
+                Ok(client)
+            }
+            ("client_secret_post", Some(hash), Some(secret))
+                if !req.basic
+                    && ct_eq(sha256_hex(secret.as_bytes()).as_bytes(), hash.as_bytes()) =>
+            {
+                Ok(client)
+            }
             _ => Err(TokenError::client()),
         }
     }
 
-    async fn issue(&self, ctx: &OAuthContext, grant_id: &str, family_id: &str) -> std::result::Result<TokenResponse, TokenError> {
+    async fn issue(
+        &self,
+        ctx: &OAuthContext,
+        grant_id: &str,
+        family_id: &str,
+    ) -> std::result::Result<TokenResponse, TokenError> {
         let now = self.clock.now_ms();
         let access = format!("{ACCESS_TOKEN_PREFIX}{}", random_base62(40));
         let refresh = format!("{REFRESH_TOKEN_PREFIX}{}", random_base62(40));
@@ -122,87 +163,169 @@ impl OAuthServer {
         };
         let stored = async {
             let mut tx = self.db.begin_write().await?;
-            store::oauth::insert_token(&mut *tx, &row(&access, "access", ACCESS_TOKEN_TTL_SECS)).await?;
-            store::oauth::insert_token(&mut *tx, &row(&refresh, "refresh", REFRESH_TOKEN_TTL_SECS)).await?;
+            store::oauth::insert_token(&mut *tx, &row(&access, "access", ACCESS_TOKEN_TTL_SECS))
+                .await?;
+            store::oauth::insert_token(&mut *tx, &row(&refresh, "refresh", REFRESH_TOKEN_TTL_SECS))
+                .await?;
             tx.commit().await?;
             Ok::<_, Error>(())
         };
         stored.await.map_err(TokenError::server)?;
-        Ok(TokenResponse { access_token: access, token_type: "Bearer", expires_in: ACCESS_TOKEN_TTL_SECS, refresh_token: refresh, scope: "mcp" })
+        Ok(TokenResponse {
+            access_token: access,
+            token_type: "Bearer",
+            expires_in: ACCESS_TOKEN_TTL_SECS,
+            refresh_token: refresh,
+            scope: "mcp",
+        })
     }
 
     /// `POST /oauth/token`: `authorization_code` or `refresh_token`.
-    pub async fn token(&self, ctx: &OAuthContext, req: &TokenRequest) -> std::result::Result<TokenResponse, TokenError> {
+    pub async fn token(
+        &self,
+        ctx: &OAuthContext,
+        req: &TokenRequest,
+    ) -> std::result::Result<TokenResponse, TokenError> {
         match req.grant_type.as_deref() {
             Some("authorization_code") => self.redeem_code(ctx, req).await,
             Some("refresh_token") => self.refresh(ctx, req).await,
-            Some(_) => Err(TokenError::new(400, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token")),
+            Some(_) => Err(TokenError::new(
+                400,
+                "unsupported_grant_type",
+                "grant_type must be authorization_code or refresh_token",
+            )),
             None => Err(TokenError::request("grant_type is required")),
         }
     }
 
-    async fn redeem_code(&self, ctx: &OAuthContext, req: &TokenRequest) -> std::result::Result<TokenResponse, TokenError> {
+    async fn redeem_code(
+        &self,
+        ctx: &OAuthContext,
+        req: &TokenRequest,
+    ) -> std::result::Result<TokenResponse, TokenError> {
         let client = self.authenticate_client(req).await?;
-        let code = req.code.as_deref().ok_or_else(|| TokenError::request("code is required"))?;
+        let code = req
+            .code
+            .as_deref()
+            .ok_or_else(|| TokenError::request("code is required"))?;
         let hash = sha256_hex(code.as_bytes());
         let now = self.clock.now_ms();
-        let row = store::oauth::get_code(self.db.pool(), &hash).await.map_err(TokenError::server)?.ok_or_else(|| TokenError::grant("the code is unknown"))?;
-        let grant = store::oauth::get_grant(self.db.pool(), &row.grant_id).await.map_err(TokenError::server)?.ok_or_else(|| TokenError::grant("the code is unknown"))?;
+        let row = store::oauth::get_code(self.db.pool(), &hash)
+            .await
+            .map_err(TokenError::server)?
+            .ok_or_else(|| TokenError::grant("the code is unknown"))?;
+        let grant = store::oauth::get_grant(self.db.pool(), &row.grant_id)
+            .await
+            .map_err(TokenError::server)?
+            .ok_or_else(|| TokenError::grant("the code is unknown"))?;
         if grant.client_id != client.client_id {
             return Err(TokenError::grant("the code was issued to another client"));
         }
-        if !store::oauth::redeem_code(self.db.pool(), &hash, now).await.map_err(TokenError::server)? {
+        if !store::oauth::redeem_code(self.db.pool(), &hash, now)
+            .await
+            .map_err(TokenError::server)?
+        {
             // A replayed code: whoever holds it is not to be trusted with what it gave.
             let _ = store::oauth::revoke_grant_tokens(self.db.pool(), &grant.id, now).await;
-            return Err(TokenError::grant("the code was already used; the tokens it gave are revoked"));
+            return Err(TokenError::grant(
+                "the code was already used; the tokens it gave are revoked",
+            ));
         }
         if row.expires_at < now {
-            return Err(TokenError::grant("the code expired; start the authorization again"));
+            return Err(TokenError::grant(
+                "the code expired; start the authorization again",
+            ));
         }
         if grant.revoked_at.is_some() {
             return Err(TokenError::grant("the approval was revoked"));
         }
         if req.redirect_uri.as_deref() != Some(row.redirect_uri.as_str()) {
-            return Err(TokenError::grant("redirect_uri does not match the authorization request"));
+            return Err(TokenError::grant(
+                "redirect_uri does not match the authorization request",
+            ));
         }
-        let verifier = req.code_verifier.as_deref().ok_or_else(|| TokenError::request("code_verifier is required (PKCE)"))?;
-        if !valid_verifier(verifier) || !ct_eq(challenge_of(verifier).as_bytes(), row.code_challenge.as_bytes()) {
-            return Err(TokenError::grant("the code_verifier does not match the code_challenge"));
+        let verifier = req
+            .code_verifier
+            .as_deref()
+            .ok_or_else(|| TokenError::request("code_verifier is required (PKCE)"))?;
+        if !valid_verifier(verifier)
+            || !ct_eq(
+                challenge_of(verifier).as_bytes(),
+                row.code_challenge.as_bytes(),
+            )
+        {
+            return Err(TokenError::grant(
+                "the code_verifier does not match the code_challenge",
+            ));
         }
         if let Some(r) = req.resource.as_deref() {
             if !resource_matches(ctx, r) || row.resource != ctx.resource {
-                return Err(TokenError::new(400, "invalid_target", "the resource must be this server's /mcp endpoint"));
+                return Err(TokenError::new(
+                    400,
+                    "invalid_target",
+                    "the resource must be this server's /mcp endpoint",
+                ));
             }
         }
-        self.issue(ctx, &grant.id, &crate::ids::new_id("ofam")).await
+        self.issue(ctx, &grant.id, &crate::ids::new_id("ofam"))
+            .await
     }
 
-    async fn refresh(&self, ctx: &OAuthContext, req: &TokenRequest) -> std::result::Result<TokenResponse, TokenError> {
+    async fn refresh(
+        &self,
+        ctx: &OAuthContext,
+        req: &TokenRequest,
+    ) -> std::result::Result<TokenResponse, TokenError> {
         let client = self.authenticate_client(req).await?;
-        let token = req.refresh_token.as_deref().ok_or_else(|| TokenError::request("refresh_token is required"))?;
+        let token = req
+            .refresh_token
+            .as_deref()
+            .ok_or_else(|| TokenError::request("refresh_token is required"))?;
         let hash = sha256_hex(token.as_bytes());
         let now = self.clock.now_ms();
-        let row = store::oauth::get_token(self.db.pool(), &hash).await.map_err(TokenError::server)?.filter(|t| t.kind == "refresh").ok_or_else(|| TokenError::grant("the refresh token is unknown"))?;
-        let grant = store::oauth::get_grant(self.db.pool(), &row.grant_id).await.map_err(TokenError::server)?.ok_or_else(|| TokenError::grant("the refresh token is unknown"))?;
+        let row = store::oauth::get_token(self.db.pool(), &hash)
+            .await
+            .map_err(TokenError::server)?
+            .filter(|t| t.kind == "refresh")
+            .ok_or_else(|| TokenError::grant("the refresh token is unknown"))?;
+        let grant = store::oauth::get_grant(self.db.pool(), &row.grant_id)
+            .await
+            .map_err(TokenError::server)?
+            .ok_or_else(|| TokenError::grant("the refresh token is unknown"))?;
         if grant.client_id != client.client_id {
-            return Err(TokenError::grant("the refresh token was issued to another client"));
+            return Err(TokenError::grant(
+                "the refresh token was issued to another client",
+            ));
         }
         if row.revoked_at.is_some() || grant.revoked_at.is_some() {
             return Err(TokenError::grant("the refresh token was revoked"));
         }
         if row.expires_at < now {
-            return Err(TokenError::grant("the refresh token expired; authorize again"));
+            return Err(TokenError::grant(
+                "the refresh token expired; authorize again",
+            ));
         }
         if let Some(r) = req.resource.as_deref() {
             if !resource_matches(ctx, r) || row.resource != ctx.resource {
-                return Err(TokenError::new(400, "invalid_target", "the resource must be this server's /mcp endpoint"));
+                return Err(TokenError::new(
+                    400,
+                    "invalid_target",
+                    "the resource must be this server's /mcp endpoint",
+                ));
             }
         }
-        if !store::oauth::use_refresh_token(self.db.pool(), &hash, now).await.map_err(TokenError::server)? {
+        if !store::oauth::use_refresh_token(self.db.pool(), &hash, now)
+            .await
+            .map_err(TokenError::server)?
+        {
             // Rotated before: a copy is in someone else's hands. End the whole family.
-            let n = store::oauth::revoke_family(self.db.pool(), &row.family_id, now).await.unwrap_or(0);
+            let n = store::oauth::revoke_family(self.db.pool(), &row.family_id, now)
+                .await
+                .unwrap_or(0);
             tracing::warn!(grant = %grant.id, revoked = n, "a refresh token was reused; its token family is revoked");
-            return Err(TokenError::grant("the refresh token was already used; every token of this sign-in is revoked"));
+            return Err(TokenError::grant(
+                "the refresh token was already used; every token of this sign-in is revoked",
+            ));
         }
         self.issue(ctx, &grant.id, &row.family_id).await
     }
@@ -211,16 +334,31 @@ impl OAuthServer {
     /// whole family); an unknown token is not an error.
     pub async fn revoke(&self, req: &TokenRequest) -> std::result::Result<(), TokenError> {
         let client = self.authenticate_client(req).await?;
-        let token = req.token.as_deref().ok_or_else(|| TokenError::request("token is required"))?;
+        let token = req
+            .token
+            .as_deref()
+            .ok_or_else(|| TokenError::request("token is required"))?;
         let hash = sha256_hex(token.as_bytes());
         let now = self.clock.now_ms();
-        let Some(row) = store::oauth::get_token(self.db.pool(), &hash).await.map_err(TokenError::server)? else { return Ok(()) };
-        let Some(grant) = store::oauth::get_grant(self.db.pool(), &row.grant_id).await.map_err(TokenError::server)? else { return Ok(()) };
+        let Some(row) = store::oauth::get_token(self.db.pool(), &hash)
+            .await
+            .map_err(TokenError::server)?
+        else {
+            return Ok(());
+        };
+        let Some(grant) = store::oauth::get_grant(self.db.pool(), &row.grant_id)
+            .await
+            .map_err(TokenError::server)?
+        else {
+            return Ok(());
+        };
         if grant.client_id != client.client_id {
             return Ok(());
         }
         match row.kind.as_str() {
-            "refresh" => store::oauth::revoke_family(self.db.pool(), &row.family_id, now).await.map(|_| ()),
+            "refresh" => store::oauth::revoke_family(self.db.pool(), &row.family_id, now)
+                .await
+                .map(|_| ()),
             _ => store::oauth::revoke_token(self.db.pool(), &hash, now).await,
         }
         .map_err(TokenError::server)
@@ -239,15 +377,25 @@ impl OAuthServer {
             return Err(refused());
         }
         let now = self.clock.now_ms();
-        let row = store::oauth::get_token(self.db.pool(), &sha256_hex(token.as_bytes())).await?.ok_or_else(refused)?;
+        let row = store::oauth::get_token(self.db.pool(), &sha256_hex(token.as_bytes()))
+            .await?
+            .ok_or_else(refused)?;
         if row.kind != "access" || row.revoked_at.is_some() || row.expires_at <= now {
             return Err(refused());
         }
         if row.resource != ctx.resource {
-            return Err(Error::Unauthorized("this access token was issued for another resource"));
+            return Err(Error::Unauthorized(
+                "this access token was issued for another resource",
+            ));
         }
-        let grant = store::oauth::get_grant(self.db.pool(), &row.grant_id).await?.ok_or_else(refused)?;
-        let who = self.accounts.grant_principal(&grant).await?.ok_or_else(refused)?;
+        let grant = store::oauth::get_grant(self.db.pool(), &row.grant_id)
+            .await?
+            .ok_or_else(refused)?;
+        let who = self
+            .accounts
+            .grant_principal(&grant)
+            .await?
+            .ok_or_else(refused)?;
         if grant.last_used_at.is_none_or(|t| t < now - 60_000) {
             let _ = store::oauth::touch_grant(self.db.pool(), &grant.id, now).await;
         }
@@ -263,8 +411,13 @@ mod tests {
     fn pkce_s256_matches_the_rfc_7636_example() {
         let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
         assert!(valid_verifier(verifier));
-        assert_eq!(challenge_of(verifier), "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
-        assert!(valid_challenge("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"));
+        assert_eq!(
+            challenge_of(verifier),
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+        );
+        assert!(valid_challenge(
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+        ));
         assert!(!valid_verifier("short"));
     }
 }

@@ -11,12 +11,14 @@ use serde_json::Value;
 
 use super::integration_tools;
 use crate::auth::{Operation, Principal};
-use crate::integrations::{AppRegistry, AuthDef, Integration, IntegrationDef, Integrations, Outbound};
 use crate::catalog::{Catalog, Tool, ToolSource};
 use crate::clock::{rfc3339, Clock};
 use crate::connections::Connections;
 use crate::egress::GuardedClient;
 use crate::ids::new_id;
+use crate::integrations::{
+    AppRegistry, AuthDef, Integration, IntegrationDef, Integrations, Outbound,
+};
 use crate::store::{self, apps::AppRow, Db};
 use crate::vault::Vault;
 use crate::{Error, Result};
@@ -101,7 +103,18 @@ impl Apps {
         outbound: Outbound,
         fetcher: GuardedClient,
     ) -> Apps {
-        Apps { db, clock, registry, catalog, plugins, connections, vault, outbound, fetcher, reloading: Arc::default() }
+        Apps {
+            db,
+            clock,
+            registry,
+            catalog,
+            plugins,
+            connections,
+            vault,
+            outbound,
+            fetcher,
+            reloading: Arc::default(),
+        }
     }
 
     pub(super) fn fetcher(&self) -> &GuardedClient {
@@ -123,7 +136,9 @@ impl Apps {
         for (what, dest) in destinations {
             let u = url::Url::parse(dest).map_err(|e| Error::invalid(format!("{what}: {e}")))?;
             if let Some(reason) = self.outbound.blocked_reason(&u) {
-                return Err(Error::invalid(format!("{what} points at a {reason}; apps must call public APIs")));
+                return Err(Error::invalid(format!(
+                    "{what} points at a {reason}; apps must call public APIs"
+                )));
             }
         }
         Ok(())
@@ -132,7 +147,12 @@ impl Apps {
     /// An app's integration and its catalog tools (input schemas compiled): everything that
     /// can fail about a definition fails here, before it is stored or when it is loaded.
     fn build(&self, app_id: &str, def: IntegrationDef) -> Result<(Arc<Integration>, Vec<Tool>)> {
-        let integration = Arc::new(Integration::new(def, None, ToolSource::App(app_id.to_owned()), self.outbound.clone())?);
+        let integration = Arc::new(Integration::new(
+            def,
+            None,
+            ToolSource::App(app_id.to_owned()),
+            self.outbound.clone(),
+        )?);
         let tools = integration_tools(&integration, &self.connections)?;
         Ok((integration, tools))
     }
@@ -162,11 +182,21 @@ impl Apps {
         let mut failures = HashMap::new();
         for row in &rows {
             let loaded = self.load(row).and_then(|(i, app_tools)| {
-                if self.plugins.get(i.name()).is_some() || integrations.iter().any(|o| o.name() == i.name()) {
-                    return Err(Error::Conflict(format!("an integration named {} already exists", i.name())));
+                if self.plugins.get(i.name()).is_some()
+                    || integrations.iter().any(|o| o.name() == i.name())
+                {
+                    return Err(Error::Conflict(format!(
+                        "an integration named {} already exists",
+                        i.name()
+                    )));
                 }
-                if let Some(t) = app_tools.iter().find(|t| taken.contains(t.name()) || tools.iter().any(|o| o.name() == t.name())) {
-                    return Err(Error::Conflict(format!("a tool named {} already exists in this project", t.name())));
+                if let Some(t) = app_tools.iter().find(|t| {
+                    taken.contains(t.name()) || tools.iter().any(|o| o.name() == t.name())
+                }) {
+                    return Err(Error::Conflict(format!(
+                        "a tool named {} already exists in this project",
+                        t.name()
+                    )));
                 }
                 Ok((i, app_tools))
             });
@@ -197,7 +227,11 @@ impl Apps {
             stored.entry(project).or_default().push(id);
         }
         let loaded = self.registry.loaded_ids();
-        let mut changed: Vec<&String> = stored.iter().filter(|(p, ids)| loaded.get(*p) != Some(ids)).map(|(p, _)| p).collect();
+        let mut changed: Vec<&String> = stored
+            .iter()
+            .filter(|(p, ids)| loaded.get(*p) != Some(ids))
+            .map(|(p, _)| p)
+            .collect();
         changed.extend(loaded.keys().filter(|p| !stored.contains_key(*p)));
         for p in &changed {
             self.reload_project(p).await?;
@@ -210,20 +244,40 @@ impl Apps {
     /// the project's catalog (409); a base or token URL on a blocked address.
     pub async fn create(&self, admin: &Principal, definition: &Value) -> Result<AppInfo> {
         admin.require(Operation::AppsManage)?;
-        let def: IntegrationDef = serde_json::from_value(definition.clone()).map_err(|e| Error::invalid(format!("invalid app definition: {e}")))?;
+        let def: IntegrationDef = serde_json::from_value(definition.clone())
+            .map_err(|e| Error::invalid(format!("invalid app definition: {e}")))?;
         def.validate()?;
         if def.tools.len() > MAX_TOOLS_PER_APP {
-            return Err(Error::invalid(format!("an app has at most {MAX_TOOLS_PER_APP} tools; this one has {}", def.tools.len())));
+            return Err(Error::invalid(format!(
+                "an app has at most {MAX_TOOLS_PER_APP} tools; this one has {}",
+                def.tools.len()
+            )));
         }
-        if store::apps::list(self.db.pool(), &admin.project_id).await?.len() >= MAX_APPS_PER_PROJECT {
+        if store::apps::list(self.db.pool(), &admin.project_id)
+            .await?
+            .len()
+            >= MAX_APPS_PER_PROJECT
+        {
             return Err(Error::Conflict(format!("this project already has {MAX_APPS_PER_PROJECT} apps, the most it may have; delete one first")));
         }
-        if let AuthDef::Oauth2 { client_id, client_secret_vault, .. } = &def.auth {
+        if let AuthDef::Oauth2 {
+            client_id,
+            client_secret_vault,
+            ..
+        } = &def.auth
+        {
             if client_id.as_deref().is_none_or(str::is_empty) {
-                return Err(Error::invalid("an OAuth app needs auth.client_id (the client registered at the provider)"));
+                return Err(Error::invalid(
+                    "an OAuth app needs auth.client_id (the client registered at the provider)",
+                ));
             }
             if let Some(name) = client_secret_vault {
-                if self.vault.reveal(&admin.project_id, std::slice::from_ref(name)).await?.is_empty() {
+                if self
+                    .vault
+                    .reveal(&admin.project_id, std::slice::from_ref(name))
+                    .await?
+                    .is_empty()
+                {
                     return Err(Error::invalid(format!(
                         "auth.client_secret_vault names {name}, which is not in this project's vault; add it on the Vault page first"
                     )));
@@ -231,15 +285,24 @@ impl Apps {
             }
         }
         if let Some(t) = def.tools.iter().find(|t| t.handler.is_some()) {
-            return Err(Error::invalid(format!("tool {}: custom apps describe requests; Rust handlers are for shipped plugins", t.name)));
+            return Err(Error::invalid(format!(
+                "tool {}: custom apps describe requests; Rust handlers are for shipped plugins",
+                t.name
+            )));
         }
         self.check_destinations(&def)?;
         if self.name_taken(&admin.project_id, &def.name) {
-            return Err(Error::Conflict(format!("an integration named {} already exists", def.name)));
+            return Err(Error::Conflict(format!(
+                "an integration named {} already exists",
+                def.name
+            )));
         }
         let snapshot = self.catalog.snapshot(&admin.project_id);
         if let Some(t) = def.tools.iter().find(|t| snapshot.get(&t.name).is_some()) {
-            return Err(Error::Conflict(format!("a tool named {} already exists in this project", t.name)));
+            return Err(Error::Conflict(format!(
+                "a tool named {} already exists in this project",
+                t.name
+            )));
         }
         // Validate completely (input schemas compiled) before anything is stored.
         let id = new_id("app");
@@ -251,16 +314,22 @@ impl Apps {
             definition: serde_json::to_string(&def).map_err(|e| Error::internal(e.to_string()))?,
             created_at: self.clock.now_ms(),
         };
-        store::apps::insert(self.db.pool(), &row).await.map_err(|e| {
-            if e.is_unique_violation() {
-                Error::Conflict(format!("an integration named {} already exists", def.name))
-            } else {
-                e
-            }
-        })?;
+        store::apps::insert(self.db.pool(), &row)
+            .await
+            .map_err(|e| {
+                if e.is_unique_violation() {
+                    Error::Conflict(format!("an integration named {} already exists", def.name))
+                } else {
+                    e
+                }
+            })?;
         self.reload_project(&admin.project_id).await?;
         tracing::info!(app = %row.id, name = %def.name, by = %admin.user_id, "custom app created");
-        Ok(info(&row, &def, self.registry.failure(&admin.project_id, &row.id)))
+        Ok(info(
+            &row,
+            &def,
+            self.registry.failure(&admin.project_id, &row.id),
+        ))
     }
 
     /// The project's apps; whoever may not manage apps sees base URLs without userinfo,
@@ -271,10 +340,15 @@ impl Apps {
         let rows = store::apps::list(self.db.pool(), &who.project_id).await?;
         Ok(rows
             .iter()
-            .map(|r| match serde_json::from_str::<IntegrationDef>(&r.definition) {
-                Ok(d) => info(r, &d, self.registry.failure(&who.project_id, &r.id)),
-                Err(e) => unreadable(r, format!("app {}: the stored definition does not parse: {e}", r.id)),
-            })
+            .map(
+                |r| match serde_json::from_str::<IntegrationDef>(&r.definition) {
+                    Ok(d) => info(r, &d, self.registry.failure(&who.project_id, &r.id)),
+                    Err(e) => unreadable(
+                        r,
+                        format!("app {}: the stored definition does not parse: {e}", r.id),
+                    ),
+                },
+            )
             .map(|mut a| {
                 if !manager {
                     a.base_url = crate::egress::mask_url(&a.base_url);
@@ -291,10 +365,18 @@ impl Apps {
     pub async fn delete(&self, admin: &Principal, id: &str) -> Result<()> {
         admin.require(Operation::AppsManage)?;
         let mut tx = self.db.begin_write().await?;
-        let name = store::apps::delete(&mut tx, &admin.project_id, id).await?.ok_or(Error::NotFound)?;
+        let name = store::apps::delete(&mut tx, &admin.project_id, id)
+            .await?
+            .ok_or(Error::NotFound)?;
         // Credentials for an integration that no longer exists must not linger (nor come back
         // if an app of the same name is created later).
-        let forgotten = store::connections::forget_integration(&mut tx, &admin.project_id, &name, self.clock.now_ms()).await?;
+        let forgotten = store::connections::forget_integration(
+            &mut tx,
+            &admin.project_id,
+            &name,
+            self.clock.now_ms(),
+        )
+        .await?;
         tx.commit().await?;
         tracing::info!(app = %id, %name, by = %admin.user_id, connections = forgotten, "custom app deleted");
         self.reload_project(&admin.project_id).await

@@ -32,7 +32,12 @@ impl Client {
     }
 
     /// Sends a prepared request with the integration's headers and the credential.
-    pub async fn send(&self, ctx: &CallContext<'_>, mut p: Prepared, credential: Option<&Credential>) -> Result<Reply, HandlerError> {
+    pub async fn send(
+        &self,
+        ctx: &CallContext<'_>,
+        mut p: Prepared,
+        credential: Option<&Credential>,
+    ) -> Result<Reply, HandlerError> {
         if let Some(c) = credential {
             self.integration.authorize(&mut p, c);
         }
@@ -44,24 +49,48 @@ impl Client {
         }
         let mut res = self.integration.send(builder).await.map_err(send_error)?;
         let status = res.status().as_u16();
-        let link = res.headers().get(reqwest::header::LINK).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let link = res
+            .headers()
+            .get(reqwest::header::LINK)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let mut buf = bytes::BytesMut::new();
-        while let Some(chunk) = res.chunk().await.map_err(|e| HandlerError::failed(format!("{}: reading the response failed: {}", self.display(), e.without_url())))? {
+        while let Some(chunk) = res.chunk().await.map_err(|e| {
+            HandlerError::failed(format!(
+                "{}: reading the response failed: {}",
+                self.display(),
+                e.without_url()
+            ))
+        })? {
             ctx.add_egress(chunk.len() as u64);
             if buf.len() + chunk.len() > MAX_RESPONSE_BYTES {
-                return Err(HandlerError::failed(format!("{} sent more than {MAX_RESPONSE_BYTES} bytes", self.display())));
+                return Err(HandlerError::failed(format!(
+                    "{} sent more than {MAX_RESPONSE_BYTES} bytes",
+                    self.display()
+                )));
             }
             buf.extend_from_slice(&chunk);
         }
-        Ok(Reply { status, link, body: buf.freeze() })
+        Ok(Reply {
+            status,
+            link,
+            body: buf.freeze(),
+        })
     }
 
     /// Sends with the call's credential; an OAuth 401 refreshes the token once (through the
     /// call's connection hook) and retries.
-    pub async fn send_authorized(&self, ctx: &CallContext<'_>, build: impl Fn() -> Result<Prepared, HandlerError>) -> Result<Reply, HandlerError> {
+    pub async fn send_authorized(
+        &self,
+        ctx: &CallContext<'_>,
+        build: impl Fn() -> Result<Prepared, HandlerError>,
+    ) -> Result<Reply, HandlerError> {
         let credential = ctx.credential.clone();
         let reply = self.send(ctx, build()?, credential.as_ref()).await?;
-        if reply.status == 401 && matches!(self.integration.def.auth, AuthDef::Oauth2 { .. }) && credential.is_some() {
+        if reply.status == 401
+            && matches!(self.integration.def.auth, AuthDef::Oauth2 { .. })
+            && credential.is_some()
+        {
             if let Some(fresh) = ctx.refresh_credential().await? {
                 return self.send(ctx, build()?, Some(&fresh)).await;
             }
@@ -74,7 +103,12 @@ impl Client {
         if (200..300).contains(&reply.status) {
             return Ok(());
         }
-        Err(HandlerError::failed(format!("{} answered {}: {}", self.display(), reply.status, request::error_reason(&reply.body))))
+        Err(HandlerError::failed(format!(
+            "{} answered {}: {}",
+            self.display(),
+            reply.status,
+            request::error_reason(&reply.body)
+        )))
     }
 
     /// The body of a 2xx reply as text (CSV exports, file contents).
@@ -89,7 +123,8 @@ impl Client {
         if reply.body.is_empty() {
             return Ok(json!({ "ok": true }));
         }
-        Ok(serde_json::from_slice(&reply.body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&reply.body).into_owned())))
+        Ok(serde_json::from_slice(&reply.body)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&reply.body).into_owned())))
     }
 }
 

@@ -20,7 +20,10 @@ pub struct PluginTool {
 
 impl PluginTool {
     pub fn new(integration: Arc<Integration>, tool: ToolDef) -> Self {
-        PluginTool { client: Client { integration }, tool }
+        PluginTool {
+            client: Client { integration },
+            tool,
+        }
     }
 }
 
@@ -34,13 +37,21 @@ impl ToolHandler for PluginTool {
             return Err(HandlerError::Unavailable("this tool has no request".into()));
         };
         let base = self.client.integration.base_url.clone();
-        let reply = self.client.send_authorized(ctx, || request::prepare(&base, req, &args)).await?;
+        let reply = self
+            .client
+            .send_authorized(ctx, || request::prepare(&base, req, &args))
+            .await?;
         let rule = self.tool.result.as_ref();
         if let Some(field) = rule.and_then(|r| r.text_as.as_deref()) {
             return Ok(json!({ field: self.client.text_of(reply)? }));
         }
         let link = reply.link.clone();
         let body = self.client.body_of(reply)?;
-        request::shape(&self.client.integration.def.display_name, rule, body, link.as_deref())
+        request::shape(
+            &self.client.integration.def.display_name,
+            rule,
+            body,
+            link.as_deref(),
+        )
     }
 }

@@ -54,11 +54,16 @@ impl Apps {
         admin.require(crate::auth::Operation::AppsManage)?;
         IntegrationDef::check_name(&req.name)?;
         if self.name_taken(&admin.project_id, &req.name) {
-            return Err(Error::Conflict(format!("an integration named {} already exists", req.name)));
+            return Err(Error::Conflict(format!(
+                "an integration named {} already exists",
+                req.name
+            )));
         }
         let auth: AuthDef = match req.auth {
             None | Some(Value::Null) => AuthDef::None,
-            Some(v) => serde_json::from_value(v).map_err(|e| Error::invalid(format!("auth: {e}")))?,
+            Some(v) => {
+                serde_json::from_value(v).map_err(|e| Error::invalid(format!("auth: {e}")))?
+            }
         };
         let (doc, document_url) = match req.source {
             DocumentSource::Json(v) => {
@@ -74,7 +79,14 @@ impl Apps {
                 (openapi::parse_document(&text)?, Some(final_url))
             }
         };
-        let opts = ImportOptions { name: req.name, display_name: req.display_name, base_url: req.base_url, auth, filter: req.filter, document_url };
+        let opts = ImportOptions {
+            name: req.name,
+            display_name: req.display_name,
+            base_url: req.base_url,
+            auth,
+            filter: req.filter,
+            document_url,
+        };
         let imported = openapi::import(&doc, &opts)?;
         let tools = imported.definition.as_ref().map_or(0, |d| d.tools.len());
         let problem = match tools {
@@ -85,27 +97,48 @@ impl Apps {
         if let Some(d) = &imported.definition {
             self.check_destinations(d)?;
         }
-        Ok(ImportPreview { object: "app_import", definition: imported.definition, tools, operations: imported.operations, warnings: imported.warnings, problem })
+        Ok(ImportPreview {
+            object: "app_import",
+            definition: imported.definition,
+            tools,
+            operations: imported.operations,
+            warnings: imported.warnings,
+            problem,
+        })
     }
 
     async fn fetch_document(&self, raw: &str) -> Result<(String, url::Url)> {
         let req = FetchRequest {
             method: reqwest::Method::GET,
             url: raw.to_owned(),
-            headers: vec![("accept".into(), "application/json, application/yaml, text/yaml, */*".into())],
+            headers: vec![(
+                "accept".into(),
+                "application/json, application/yaml, text/yaml, */*".into(),
+            )],
             body: None,
             secret_headers: Vec::new(),
             secret_body: false,
         };
-        let res = self.fetcher().fetch_configured(req, MAX_DOCUMENT_BYTES).await.map_err(|e| match e {
-            FetchError::TooLarge(_) => Error::invalid(format!("the document at {raw} is larger than {MAX_DOCUMENT_BYTES} bytes (5 MiB)")),
-            other => Error::invalid(format!("cannot fetch the document: {other}")),
-        })?;
+        let res = self
+            .fetcher()
+            .fetch_configured(req, MAX_DOCUMENT_BYTES)
+            .await
+            .map_err(|e| match e {
+                FetchError::TooLarge(_) => Error::invalid(format!(
+                    "the document at {raw} is larger than {MAX_DOCUMENT_BYTES} bytes (5 MiB)"
+                )),
+                other => Error::invalid(format!("cannot fetch the document: {other}")),
+            })?;
         if !(200..300).contains(&res.status) {
-            return Err(Error::invalid(format!("cannot fetch the document: {raw} answered {}", res.status)));
+            return Err(Error::invalid(format!(
+                "cannot fetch the document: {raw} answered {}",
+                res.status
+            )));
         }
-        let text = String::from_utf8(res.body.to_vec()).map_err(|_| Error::invalid("the fetched document is not UTF-8 text"))?;
-        let final_url = url::Url::parse(&res.final_url).map_err(|e| Error::internal(e.to_string()))?;
+        let text = String::from_utf8(res.body.to_vec())
+            .map_err(|_| Error::invalid("the fetched document is not UTF-8 text"))?;
+        let final_url =
+            url::Url::parse(&res.final_url).map_err(|e| Error::internal(e.to_string()))?;
         Ok((text, final_url))
     }
 }

@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub use apps::{AppInfo, Apps};
-pub use import::{DocumentSource, ImportPreview, ImportRequest};
 pub use client::MAX_RESPONSE_BYTES;
 pub use handler::PluginTool;
+pub use import::{DocumentSource, ImportPreview, ImportRequest};
 
 use crate::catalog::Tool;
 use crate::connections::Connections;
@@ -25,14 +25,19 @@ use crate::Result;
 
 /// The shipped plugins with the operator's settings; a tool naming a Rust handler that does
 /// not exist stops start-up like any broken definition.
-pub fn load_integrations(settings: &BTreeMap<String, IntegrationSettings>, http: &reqwest::Client) -> Result<Integrations> {
+pub fn load_integrations(
+    settings: &BTreeMap<String, IntegrationSettings>,
+    http: &reqwest::Client,
+) -> Result<Integrations> {
     Integrations::load(settings, http, logic::exists)
 }
 
 /// The catalog tools of one integration (plugin or custom app). Tools of an integration that
 /// needs a connection carry it, so the pipeline fetches the user's credential before the call.
 pub fn integration_tools(i: &Arc<Integration>, connections: &Connections) -> Result<Vec<Tool>> {
-    let connection = i.needs_connection().then(|| connections.source_for(i.clone()));
+    let connection = i
+        .needs_connection()
+        .then(|| connections.source_for(i.clone()));
     let mut tools = Vec::new();
     for (spec, def) in i.specs()?.into_iter().zip(i.def.tools.iter()) {
         let handler = PluginTool::new(i.clone(), def.clone());
@@ -61,7 +66,11 @@ mod tests {
     #[test]
     fn every_rust_handler_a_shipped_plugin_names_exists() {
         let all = load_integrations(&BTreeMap::new(), &crate::integrations::api_client()).unwrap();
-        let named: Vec<&str> = all.all().iter().flat_map(|i| i.def.tools.iter().filter_map(|t| t.handler.as_deref())).collect();
+        let named: Vec<&str> = all
+            .all()
+            .iter()
+            .flat_map(|i| i.def.tools.iter().filter_map(|t| t.handler.as_deref()))
+            .collect();
         assert!(named.contains(&"hackernews_top_stories"), "{named:?}");
         assert!(named.iter().all(|h| logic::exists(h)));
     }

@@ -11,7 +11,10 @@ use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 
-pub use rules::{pattern_matches, pattern_problem, Decision, Mode, Rule, ToolAllowlist, MAX_PATTERNS, MAX_PATTERN_CHARS};
+pub use rules::{
+    pattern_matches, pattern_problem, Decision, Mode, Rule, ToolAllowlist, MAX_PATTERNS,
+    MAX_PATTERN_CHARS,
+};
 
 use crate::auth::Principal;
 use crate::clock::{rfc3339, Clock};
@@ -85,7 +88,11 @@ impl Applied {
     /// Whether `name` is on the policy's allow list (or no policy applies).
     pub fn explicitly_allows(&self, name: &str) -> bool {
         match &self.0 {
-            Some(p) => p.tool_allowlist.allow.iter().any(|pattern| rules::pattern_matches(pattern, name)),
+            Some(p) => p
+                .tool_allowlist
+                .allow
+                .iter()
+                .any(|pattern| rules::pattern_matches(pattern, name)),
             None => true,
         }
     }
@@ -100,8 +107,13 @@ pub struct Policies {
 
 fn clean_name(raw: &str) -> Result<String> {
     let name = raw.trim();
-    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
-        return Err(Error::invalid(format!("name must be 1 to {MAX_NAME_CHARS} printable characters")));
+    if name.is_empty()
+        || name.chars().count() > MAX_NAME_CHARS
+        || name.chars().any(char::is_control)
+    {
+        return Err(Error::invalid(format!(
+            "name must be 1 to {MAX_NAME_CHARS} printable characters"
+        )));
     }
     Ok(name.to_owned())
 }
@@ -112,7 +124,11 @@ fn forbid_limited(who: &Principal) -> Result<()> {
 
 impl Policies {
     pub fn new(db: Db, clock: Arc<dyn Clock>) -> Policies {
-        Policies { db, clock, cache: Default::default() }
+        Policies {
+            db,
+            clock,
+            cache: Default::default(),
+        }
     }
 
     /// The policy `who` runs under: the key's own, else the project's default, else none. A
@@ -126,7 +142,12 @@ impl Policies {
                     id: id.clone(),
                     object: "policy".into(),
                     name: "(missing)".into(),
-                    tool_allowlist: ToolAllowlist { mode: Mode::Allowlist, allow: vec![], deny: vec![], require_confirmation: vec![] },
+                    tool_allowlist: ToolAllowlist {
+                        mode: Mode::Allowlist,
+                        allow: vec![],
+                        deny: vec![],
+                        require_confirmation: vec![],
+                    },
                     default: false,
                     created_at: String::new(),
                     updated_at: String::new(),
@@ -137,7 +158,11 @@ impl Policies {
     }
 
     /// The policy an API key of the project runs under (for the preview).
-    pub async fn applied_to_key(&self, project_id: &str, policy_id: Option<&str>) -> Result<Applied> {
+    pub async fn applied_to_key(
+        &self,
+        project_id: &str,
+        policy_id: Option<&str>,
+    ) -> Result<Applied> {
         let project = self.project(project_id, None).await?;
         Ok(Applied(match policy_id {
             Some(id) => project.by_id.get(id).cloned(),
@@ -145,12 +170,21 @@ impl Policies {
         }))
     }
 
-    async fn project(&self, project_id: &str, generation: Option<i64>) -> Result<Arc<ProjectPolicies>> {
+    async fn project(
+        &self,
+        project_id: &str,
+        generation: Option<i64>,
+    ) -> Result<Arc<ProjectPolicies>> {
         let generation = match generation {
             Some(g) => g,
             None => store::policies::generation(self.db.pool(), project_id).await?,
         };
-        if let Some((g, p)) = self.cache.read().expect("policy cache lock").get(project_id) {
+        if let Some((g, p)) = self
+            .cache
+            .read()
+            .expect("policy cache lock")
+            .get(project_id)
+        {
             if *g == generation {
                 return Ok(p.clone());
             }
@@ -182,18 +216,27 @@ impl Policies {
 
     pub async fn list(&self, who: &Principal) -> Result<Vec<Policy>> {
         forbid_limited(who)?;
-        store::policies::list(self.db.pool(), &who.project_id).await?.into_iter().map(Policy::from_row).collect()
+        store::policies::list(self.db.pool(), &who.project_id)
+            .await?
+            .into_iter()
+            .map(Policy::from_row)
+            .collect()
     }
 
     pub async fn get(&self, who: &Principal, id: &str) -> Result<Policy> {
         forbid_limited(who)?;
-        Policy::from_row(store::policies::get(self.db.pool(), &who.project_id, id).await?.ok_or(Error::NotFound)?)
+        Policy::from_row(
+            store::policies::get(self.db.pool(), &who.project_id, id)
+                .await?
+                .ok_or(Error::NotFound)?,
+        )
     }
 
     fn checked(input: &PolicyInput) -> Result<(String, String)> {
         let name = clean_name(&input.name)?;
         input.tool_allowlist.check()?;
-        let rules = serde_json::to_string(&input.tool_allowlist).map_err(|e| Error::internal(e.to_string()))?;
+        let rules = serde_json::to_string(&input.tool_allowlist)
+            .map_err(|e| Error::internal(e.to_string()))?;
         Ok((name, rules))
     }
 
@@ -211,8 +254,15 @@ impl Policies {
             updated_at: now,
         };
         let mut tx = self.db.begin_write().await?;
-        if store::policies::list(&mut *tx, &who.project_id).await?.iter().any(|p| p.name == row.name) {
-            return Err(Error::Conflict(format!("a policy named {:?} exists; pick another name", row.name)));
+        if store::policies::list(&mut *tx, &who.project_id)
+            .await?
+            .iter()
+            .any(|p| p.name == row.name)
+        {
+            return Err(Error::Conflict(format!(
+                "a policy named {:?} exists; pick another name",
+                row.name
+            )));
         }
         if input.default {
             store::policies::clear_default(&mut *tx, &who.project_id).await?;
@@ -229,14 +279,28 @@ impl Policies {
         forbid_limited(who)?;
         let (name, rules) = Self::checked(input)?;
         let mut tx = self.db.begin_write().await?;
-        let existing = store::policies::get(&mut *tx, &who.project_id, id).await?.ok_or(Error::NotFound)?;
-        if store::policies::list(&mut *tx, &who.project_id).await?.iter().any(|p| p.name == name && p.id != id) {
-            return Err(Error::Conflict(format!("a policy named {name:?} exists; pick another name")));
+        let existing = store::policies::get(&mut *tx, &who.project_id, id)
+            .await?
+            .ok_or(Error::NotFound)?;
+        if store::policies::list(&mut *tx, &who.project_id)
+            .await?
+            .iter()
+            .any(|p| p.name == name && p.id != id)
+        {
+            return Err(Error::Conflict(format!(
+                "a policy named {name:?} exists; pick another name"
+            )));
         }
         if input.default {
             store::policies::clear_default(&mut *tx, &who.project_id).await?;
         }
-        let row = PolicyRow { name, tool_allowlist: rules, is_default: input.default as i64, updated_at: self.clock.now_ms(), ..existing };
+        let row = PolicyRow {
+            name,
+            tool_allowlist: rules,
+            is_default: input.default as i64,
+            updated_at: self.clock.now_ms(),
+            ..existing
+        };
         store::policies::update(&mut *tx, &row).await?;
         store::policies::bump_generation(&mut *tx, &who.project_id).await?;
         tx.commit().await?;
@@ -248,13 +312,22 @@ impl Policies {
     pub async fn delete(&self, who: &Principal, id: &str) -> Result<()> {
         forbid_limited(who)?;
         let mut tx = self.db.begin_write().await?;
-        if store::policies::get(&mut *tx, &who.project_id, id).await?.is_none() {
+        if store::policies::get(&mut *tx, &who.project_id, id)
+            .await?
+            .is_none()
+        {
             return Err(Error::NotFound);
         }
         let keys = store::policies::live_keys_using(&mut *tx, &who.project_id, id).await?;
         if !keys.is_empty() {
-            let names: Vec<String> = keys.iter().map(|(id, name)| format!("{name} ({id})")).collect();
-            return Err(Error::Conflict(format!("the policy is attached to {}; detach it from them first", names.join(", "))));
+            let names: Vec<String> = keys
+                .iter()
+                .map(|(id, name)| format!("{name} ({id})"))
+                .collect();
+            return Err(Error::Conflict(format!(
+                "the policy is attached to {}; detach it from them first",
+                names.join(", ")
+            )));
         }
         store::policies::detach_from_revoked_keys(&mut *tx, &who.project_id, id).await?;
         store::policies::delete(&mut *tx, &who.project_id, id).await?;
@@ -265,12 +338,22 @@ impl Policies {
     }
 
     /// Attaches a policy of the project to one of its keys (`None` detaches).
-    pub async fn attach(&self, who: &Principal, key_id: &str, policy_id: Option<&str>) -> Result<()> {
+    pub async fn attach(
+        &self,
+        who: &Principal,
+        key_id: &str,
+        policy_id: Option<&str>,
+    ) -> Result<()> {
         forbid_limited(who)?;
         let mut tx = self.db.begin_write().await?;
         if let Some(p) = policy_id {
-            if store::policies::get(&mut *tx, &who.project_id, p).await?.is_none() {
-                return Err(Error::invalid(format!("policy_id {p:?} is not a policy of this project")));
+            if store::policies::get(&mut *tx, &who.project_id, p)
+                .await?
+                .is_none()
+            {
+                return Err(Error::invalid(format!(
+                    "policy_id {p:?} is not a policy of this project"
+                )));
             }
         }
         if !store::policies::attach(&mut *tx, &who.project_id, key_id, policy_id).await? {

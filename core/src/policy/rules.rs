@@ -64,14 +64,21 @@ pub fn pattern_problem(p: &str) -> Option<String> {
         return Some("a pattern is empty; use a tool name or a prefix ending in '*'".into());
     }
     if p.chars().count() > MAX_PATTERN_CHARS {
-        return Some(format!("pattern {p:?} is longer than {MAX_PATTERN_CHARS} characters"));
+        return Some(format!(
+            "pattern {p:?} is longer than {MAX_PATTERN_CHARS} characters"
+        ));
     }
     let body = p.strip_suffix('*').unwrap_or(p);
     if body.contains('*') {
         return Some(format!("pattern {p:?} has a '*' that is not at the end; only a trailing '*' (prefix match) is allowed"));
     }
-    if let Some(c) = body.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | ':' | '/'))) {
-        return Some(format!("pattern {p:?} has the character {c:?}, which no tool name contains"));
+    if let Some(c) = body
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | ':' | '/')))
+    {
+        return Some(format!(
+            "pattern {p:?} has the character {c:?}, which no tool name contains"
+        ));
     }
     None
 }
@@ -85,16 +92,25 @@ pub fn pattern_matches(pattern: &str, tool: &str) -> bool {
 }
 
 fn first_match<'a>(list: &'a [String], tool: &str) -> Option<&'a str> {
-    list.iter().map(String::as_str).find(|p| pattern_matches(p, tool))
+    list.iter()
+        .map(String::as_str)
+        .find(|p| pattern_matches(p, tool))
 }
 
 impl ToolAllowlist {
     /// Every problem of the lists, each naming the list and the pattern.
     pub fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
-        for (name, list) in [("allow", &self.allow), ("deny", &self.deny), ("require_confirmation", &self.require_confirmation)] {
+        for (name, list) in [
+            ("allow", &self.allow),
+            ("deny", &self.deny),
+            ("require_confirmation", &self.require_confirmation),
+        ] {
             if list.len() > MAX_PATTERNS {
-                out.push(format!("{name} has {} patterns; at most {MAX_PATTERNS}", list.len()));
+                out.push(format!(
+                    "{name} has {} patterns; at most {MAX_PATTERNS}",
+                    list.len()
+                ));
             }
             for p in list {
                 if let Some(problem) = pattern_problem(p) {
@@ -117,12 +133,19 @@ impl ToolAllowlist {
 
     /// What this policy (`policy_id`) says about `tool`.
     pub fn decide(&self, policy_id: &str, tool: &str) -> Decision {
-        let rule = |list: &str, pattern: Option<&str>| Rule { policy_id: policy_id.to_owned(), list: list.to_owned(), pattern: pattern.map(str::to_owned) };
+        let rule = |list: &str, pattern: Option<&str>| Rule {
+            policy_id: policy_id.to_owned(),
+            list: list.to_owned(),
+            pattern: pattern.map(str::to_owned),
+        };
         if let Some(p) = first_match(&self.deny, tool) {
             return Decision::Deny(rule("deny", Some(p)));
         }
         let confirm = first_match(&self.require_confirmation, tool);
-        if self.mode == Mode::Allowlist && confirm.is_none() && first_match(&self.allow, tool).is_none() {
+        if self.mode == Mode::Allowlist
+            && confirm.is_none()
+            && first_match(&self.allow, tool).is_none()
+        {
             return Decision::Deny(rule("allow", None));
         }
         match confirm {
@@ -139,7 +162,12 @@ mod tests {
     fn seed_policy() -> ToolAllowlist {
         ToolAllowlist {
             mode: Mode::Allowlist,
-            allow: vec!["crm.contact.get".into(), "crm.deal.list".into(), "search.web".into(), "ticket.*".into()],
+            allow: vec![
+                "crm.contact.get".into(),
+                "crm.deal.list".into(),
+                "search.web".into(),
+                "ticket.*".into(),
+            ],
             deny: vec!["crm.contact.delete".into()],
             require_confirmation: vec!["email.send".into()],
         }
@@ -149,37 +177,92 @@ mod tests {
     fn the_seed_policy_decides_as_the_seed_says() {
         let p = seed_policy();
         assert_eq!(p.decide("pol_1", "crm.contact.get"), Decision::Run);
-        assert_eq!(p.decide("pol_1", "ticket.create"), Decision::Run, "prefix match");
-        assert_eq!(p.decide("pol_1", "ticketing"), Decision::Deny(Rule { policy_id: "pol_1".into(), list: "allow".into(), pattern: None }));
+        assert_eq!(
+            p.decide("pol_1", "ticket.create"),
+            Decision::Run,
+            "prefix match"
+        );
+        assert_eq!(
+            p.decide("pol_1", "ticketing"),
+            Decision::Deny(Rule {
+                policy_id: "pol_1".into(),
+                list: "allow".into(),
+                pattern: None
+            })
+        );
         assert_eq!(
             p.decide("pol_1", "crm.contact.delete"),
-            Decision::Deny(Rule { policy_id: "pol_1".into(), list: "deny".into(), pattern: Some("crm.contact.delete".into()) })
+            Decision::Deny(Rule {
+                policy_id: "pol_1".into(),
+                list: "deny".into(),
+                pattern: Some("crm.contact.delete".into())
+            })
         );
-        assert!(matches!(p.decide("pol_1", "email.send"), Decision::Confirm(r) if r.pattern.as_deref() == Some("email.send")), "confirmation-only tools run after approval");
+        assert!(
+            matches!(p.decide("pol_1", "email.send"), Decision::Confirm(r) if r.pattern.as_deref() == Some("email.send")),
+            "confirmation-only tools run after approval"
+        );
         assert!(!p.decide("pol_1", "http.fetch").visible());
         assert!(p.decide("pol_1", "email.send").visible());
     }
 
     #[test]
     fn deny_wins_over_allow_and_confirmation_and_open_mode_runs_the_rest() {
-        let p = ToolAllowlist { mode: Mode::Open, allow: vec![], deny: vec!["github_*".into()], require_confirmation: vec!["github_merge_pr".into(), "slack_*".into()] };
-        assert!(matches!(p.decide("p", "github_merge_pr"), Decision::Deny(r) if r.list == "deny" && r.pattern.as_deref() == Some("github_*")));
+        let p = ToolAllowlist {
+            mode: Mode::Open,
+            allow: vec![],
+            deny: vec!["github_*".into()],
+            require_confirmation: vec!["github_merge_pr".into(), "slack_*".into()],
+        };
+        assert!(
+            matches!(p.decide("p", "github_merge_pr"), Decision::Deny(r) if r.list == "deny" && r.pattern.as_deref() == Some("github_*"))
+        );
         assert_eq!(p.decide("p", "http.fetch"), Decision::Run);
-        assert!(matches!(p.decide("p", "slack_send_message"), Decision::Confirm(_)));
+        assert!(matches!(
+            p.decide("p", "slack_send_message"),
+            Decision::Confirm(_)
+        ));
     }
 
     #[test]
     fn only_names_and_trailing_star_prefixes_are_patterns() {
-        for ok in ["http.fetch", "ticket.*", "*", "fake.echo", "github_create_pr"] {
+        for ok in [
+            "http.fetch",
+            "ticket.*",
+            "*",
+            "fake.echo",
+            "github_create_pr",
+        ] {
             assert_eq!(pattern_problem(ok), None, "{ok}");
         }
-        for (bad, needle) in [("", "empty"), ("a*b", "not at the end"), ("**", "not at the end"), ("a b", "character"), (&"x".repeat(65), "longer than 64")] {
-            assert!(pattern_problem(bad).is_some_and(|m| m.contains(needle)), "{bad}: {:?}", pattern_problem(bad));
+        for (bad, needle) in [
+            ("", "empty"),
+            ("a*b", "not at the end"),
+            ("**", "not at the end"),
+            ("a b", "character"),
+            (&"x".repeat(65), "longer than 64"),
+        ] {
+            assert!(
+                pattern_problem(bad).is_some_and(|m| m.contains(needle)),
+                "{bad}: {:?}",
+                pattern_problem(bad)
+            );
         }
-        let p = ToolAllowlist { mode: Mode::Open, allow: vec![], deny: vec!["a*b".into()], require_confirmation: vec!["".into()] };
+        let p = ToolAllowlist {
+            mode: Mode::Open,
+            allow: vec![],
+            deny: vec!["a*b".into()],
+            require_confirmation: vec!["".into()],
+        };
         let problems = p.problems();
         assert_eq!(problems.len(), 2);
-        assert!(problems[0].starts_with("deny: ") && problems[0].contains("\"a*b\""), "{problems:?}");
-        assert!(problems[1].starts_with("require_confirmation: "), "{problems:?}");
+        assert!(
+            problems[0].starts_with("deny: ") && problems[0].contains("\"a*b\""),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1].starts_with("require_confirmation: "),
+            "{problems:?}"
+        );
     }
 }

@@ -16,8 +16,8 @@ use super::{Schedules, PAYLOAD_CONTEXT};
 use crate::clock::rfc3339;
 use crate::egress::{blocked_cause, FetchError};
 use crate::ids::new_id;
-use crate::store::schedules::{AttemptRow, CallbackRow, CallbackStatus, Finished};
 use crate::store;
+use crate::store::schedules::{AttemptRow, CallbackRow, CallbackStatus, Finished};
 use crate::vault::Sealed;
 use crate::Result;
 
@@ -45,7 +45,9 @@ pub fn signature(secret: &[u8], t: i64, body: &[u8]) -> String {
 
 /// The wait before retry number `attempt` (1 = after the first failure), jittered by up to 10%.
 fn backoff_ms(attempt: i64) -> i64 {
-    let base = FIRST_RETRY_MS.saturating_mul(1i64 << (attempt - 1).clamp(0, 20)).min(MAX_RETRY_MS);
+    let base = FIRST_RETRY_MS
+        .saturating_mul(1i64 << (attempt - 1).clamp(0, 20))
+        .min(MAX_RETRY_MS);
     let jitter = u16::from_le_bytes(crate::crypto::random_bytes::<2>()) as i64 * base / 10 / 65_536;
     base + jitter
 }
@@ -54,7 +56,10 @@ fn backoff_ms(attempt: i64) -> i64 {
 enum Outcome {
     Delivered(u16),
     /// Worth trying again (non-2xx, transport error, timeout).
-    Retry { status: Option<u16>, error: String },
+    Retry {
+        status: Option<u16>,
+        error: String,
+    },
     /// Never worth trying again (the URL is refused now).
     Refused(String),
 }
@@ -66,7 +71,8 @@ impl Schedules {
         let now = self.clock.now_ms();
         let claimed = store::schedules::claim_due(&self.db, now, now + LEASE_MS, BATCH).await?;
         let n = claimed.len();
-        let results = futures::future::join_all(claimed.into_iter().map(|row| self.deliver(row))).await;
+        let results =
+            futures::future::join_all(claimed.into_iter().map(|row| self.deliver(row))).await;
         for r in results {
             if let Err(e) = r {
                 tracing::warn!(error = %e, "a callback attempt could not be recorded");
@@ -82,15 +88,38 @@ impl Schedules {
         let duration_ms = clock.elapsed().as_millis() as i64;
         let now = self.clock.now_ms();
         let (status, response, error, next) = match &outcome {
-            Outcome::Delivered(code) => (CallbackStatus::Delivered, Some(*code), None, row.next_attempt_at),
-            Outcome::Refused(e) => (CallbackStatus::Failed, None, Some(e.clone()), row.next_attempt_at),
+            Outcome::Delivered(code) => (
+                CallbackStatus::Delivered,
+                Some(*code),
+                None,
+                row.next_attempt_at,
+            ),
+            Outcome::Refused(e) => (
+                CallbackStatus::Failed,
+                None,
+                Some(e.clone()),
+                row.next_attempt_at,
+            ),
             Outcome::Retry { status, error } => {
                 let next = now + backoff_ms(row.attempts);
                 if next > row.scheduled_for + GIVE_UP_AFTER_MS {
-                    let e = format!("{error}; gave up after {} attempts over 24 hours", row.attempts);
-                    (CallbackStatus::Failed, *status, Some(e), row.next_attempt_at)
+                    let e = format!(
+                        "{error}; gave up after {} attempts over 24 hours",
+                        row.attempts
+                    );
+                    (
+                        CallbackStatus::Failed,
+                        *status,
+                        Some(e),
+                        row.next_attempt_at,
+                    )
                 } else {
-                    (CallbackStatus::Scheduled, *status, Some(error.clone()), next)
+                    (
+                        CallbackStatus::Scheduled,
+                        *status,
+                        Some(error.clone()),
+                        next,
+                    )
                 }
             }
         };
@@ -112,22 +141,38 @@ impl Schedules {
         };
         store::schedules::finish(&self.db, &attempt, &finished, now).await?;
         match &outcome {
-            Outcome::Delivered(code) => tracing::info!(callback = %row.id, attempt = row.attempts, status = code, "callback delivered"),
-            _ => tracing::warn!(callback = %row.id, attempt = row.attempts, outcome = ?status, error = ?error, "callback not delivered"),
+            Outcome::Delivered(code) => {
+                tracing::info!(callback = %row.id, attempt = row.attempts, status = code, "callback delivered")
+            }
+            _ => {
+                tracing::warn!(callback = %row.id, attempt = row.attempts, outcome = ?status, error = ?error, "callback not delivered")
+            }
         }
         Ok(())
     }
 
     async fn attempt(&self, row: &CallbackRow) -> Outcome {
-        let sealed = Sealed { ciphertext: row.ciphertext.clone(), nonce: row.nonce.clone(), key_version: row.key_version };
+        let sealed = Sealed {
+            ciphertext: row.ciphertext.clone(),
+            nonce: row.nonce.clone(),
+            key_version: row.key_version,
+        };
         let target: Value = match self
             .vault
-            .open(&row.project_id, &format!("{PAYLOAD_CONTEXT}:{}", row.id), &sealed)
+            .open(
+                &row.project_id,
+                &format!("{PAYLOAD_CONTEXT}:{}", row.id),
+                &sealed,
+            )
             .ok()
             .and_then(|plain| serde_json::from_slice(&plain).ok())
         {
             Some(v) => v,
-            None => return Outcome::Refused("the stored callback cannot be opened with this instance's master key".into()),
+            None => {
+                return Outcome::Refused(
+                    "the stored callback cannot be opened with this instance's master key".into(),
+                )
+            }
         };
         let Some(url) = target["url"].as_str().and_then(|u| url::Url::parse(u).ok()) else {
             return Outcome::Refused("the stored callback url does not parse".into());
@@ -135,7 +180,12 @@ impl Schedules {
         // The allowlist may have changed since the callback was scheduled.
         let patterns = match store::egress::list(self.db.pool(), &row.project_id).await {
             Ok(p) => p,
-            Err(_) => return Outcome::Retry { status: None, error: "the egress allowlist could not be read".into() },
+            Err(_) => {
+                return Outcome::Retry {
+                    status: None,
+                    error: "the egress allowlist could not be read".into(),
+                }
+            }
         };
         if let Err(e) = self.http.check_url(&url, &patterns) {
             return Outcome::Refused(refusal(&e));
@@ -143,17 +193,28 @@ impl Schedules {
         let mut payload = target["payload"].clone();
         match self.vault.scrubber(&row.project_id).await {
             Ok(scrubber) => scrubber.scrub(&mut payload),
-            Err(_) => return Outcome::Retry { status: None, error: "the vault could not be read to scrub the payload".into() },
+            Err(_) => {
+                return Outcome::Retry {
+                    status: None,
+                    error: "the vault could not be read to scrub the payload".into(),
+                }
+            }
         }
         let secret = match self.secret_of(&row.project_id).await {
             Ok(s) => s,
-            Err(_) => return Outcome::Retry { status: None, error: "the signing secret could not be read".into() },
+            Err(_) => {
+                return Outcome::Retry {
+                    status: None,
+                    error: "the signing secret could not be read".into(),
+                }
+            }
         };
         let body = serde_json::json!({ "id": row.id, "scheduled_for": rfc3339(row.scheduled_for), "payload": payload }).to_string();
         let t = self.clock.now_ms() / 1000;
         let sig = signature(secret.as_bytes(), t, body.as_bytes());
         drop(secret);
-        let method = reqwest::Method::from_bytes(row.method.as_bytes()).unwrap_or(reqwest::Method::POST);
+        let method =
+            reqwest::Method::from_bytes(row.method.as_bytes()).unwrap_or(reqwest::Method::POST);
         let request = self
             .http
             .reqwest()
@@ -171,18 +232,30 @@ impl Schedules {
                 if (200..300).contains(&code) {
                     Outcome::Delivered(code)
                 } else {
-                    Outcome::Retry { status: Some(code), error: format!("the receiver answered HTTP {code}") }
+                    Outcome::Retry {
+                        status: Some(code),
+                        error: format!("the receiver answered HTTP {code}"),
+                    }
                 }
             }
             Err(e) => {
                 if let Some((_, reason)) = blocked_cause(&e) {
                     Outcome::Refused(format!("refusing to connect: {reason}"))
                 } else if e.is_timeout() {
-                    Outcome::Retry { status: None, error: format!("no answer within {} s", ATTEMPT_TIMEOUT.as_secs()) }
+                    Outcome::Retry {
+                        status: None,
+                        error: format!("no answer within {} s", ATTEMPT_TIMEOUT.as_secs()),
+                    }
                 } else if e.is_connect() {
-                    Outcome::Retry { status: None, error: "cannot connect to the receiver".into() }
+                    Outcome::Retry {
+                        status: None,
+                        error: "cannot connect to the receiver".into(),
+                    }
                 } else {
-                    Outcome::Retry { status: None, error: "the request to the receiver failed".into() }
+                    Outcome::Retry {
+                        status: None,
+                        error: "the request to the receiver failed".into(),
+                    }
                 }
             }
         }
@@ -215,7 +288,9 @@ impl Schedules {
 /// Why a URL is refused at delivery, without the URL itself (it may hold a substituted secret).
 fn refusal(e: &FetchError) -> String {
     match e {
-        FetchError::NotAllowlisted(_) => "the url's host is no longer in this project's egress allowlist".into(),
+        FetchError::NotAllowlisted(_) => {
+            "the url's host is no longer in this project's egress allowlist".into()
+        }
         FetchError::Blocked { reason, .. } => format!("refusing to connect: {reason}"),
         FetchError::InvalidUrl(m) => format!("invalid url: {m}"),
         other => other.to_string(),
@@ -229,12 +304,22 @@ mod tests {
     #[test]
     fn the_signature_covers_the_timestamp_and_the_body() {
         // HMAC-SHA256("key", "1700000000.{}") computed independently (Python hmac).
-        assert_eq!(signature(b"key", 1_700_000_000, b"{}"), "t=1700000000,v1=9d713ed406bb7076d4123f0dc2c39d2df5c654ed4b0cd56b52c8b4c940bd63ae");
+        assert_eq!(
+            signature(b"key", 1_700_000_000, b"{}"),
+            "t=1700000000,v1=9d713ed406bb7076d4123f0dc2c39d2df5c654ed4b0cd56b52c8b4c940bd63ae"
+        );
     }
 
     #[test]
     fn backoff_doubles_from_ten_seconds_to_an_hour() {
-        for (attempt, base) in [(1, 10_000), (2, 20_000), (3, 40_000), (9, 2_560_000), (10, 3_600_000), (40, 3_600_000)] {
+        for (attempt, base) in [
+            (1, 10_000),
+            (2, 20_000),
+            (3, 40_000),
+            (9, 2_560_000),
+            (10, 3_600_000),
+            (40, 3_600_000),
+        ] {
             let d = backoff_ms(attempt);
             assert!(d >= base && d <= base + base / 10, "attempt {attempt}: {d}");
         }

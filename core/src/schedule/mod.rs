@@ -88,7 +88,13 @@ pub struct AttemptView {
 
 impl From<AttemptRow> for AttemptView {
     fn from(a: AttemptRow) -> Self {
-        AttemptView { attempt: a.attempt, started_at: rfc3339(a.started_at), duration_ms: a.duration_ms, response_status: a.response_status, error: a.error }
+        AttemptView {
+            attempt: a.attempt,
+            started_at: rfc3339(a.started_at),
+            duration_ms: a.duration_ms,
+            response_status: a.response_status,
+            error: a.error,
+        }
     }
 }
 
@@ -121,7 +127,12 @@ const SECRET_CONTEXT: &str = "callback-signing-secret";
 
 impl Schedules {
     pub fn new(db: Db, clock: Arc<dyn Clock>, vault: Vault, http: GuardedClient) -> Schedules {
-        Schedules { db, clock, vault, http }
+        Schedules {
+            db,
+            clock,
+            vault,
+            http,
+        }
     }
 
     pub fn now_ms(&self) -> i64 {
@@ -130,16 +141,37 @@ impl Schedules {
 
     /// Checks the URL against the project's egress allowlist and the address rules, then
     /// stores the callback; nothing is stored when anything is refused.
-    pub async fn schedule(&self, who: &Principal, c: NewCallback) -> std::result::Result<(String, i64), ScheduleError> {
-        let url = url::Url::parse(&c.url).map_err(|e| ScheduleError::Url(FetchError::InvalidUrl(e.to_string())))?;
-        let patterns = store::egress::list(self.db.pool(), &who.project_id).await.map_err(ScheduleError::Store)?;
-        self.http.check_url(&url, &patterns).map_err(ScheduleError::Url)?;
-        if store::schedules::count_scheduled(self.db.pool(), &who.project_id).await.map_err(ScheduleError::Store)? >= MAX_SCHEDULED_PER_PROJECT {
+    pub async fn schedule(
+        &self,
+        who: &Principal,
+        c: NewCallback,
+    ) -> std::result::Result<(String, i64), ScheduleError> {
+        let url = url::Url::parse(&c.url)
+            .map_err(|e| ScheduleError::Url(FetchError::InvalidUrl(e.to_string())))?;
+        let patterns = store::egress::list(self.db.pool(), &who.project_id)
+            .await
+            .map_err(ScheduleError::Store)?;
+        self.http
+            .check_url(&url, &patterns)
+            .map_err(ScheduleError::Url)?;
+        if store::schedules::count_scheduled(self.db.pool(), &who.project_id)
+            .await
+            .map_err(ScheduleError::Store)?
+            >= MAX_SCHEDULED_PER_PROJECT
+        {
             return Err(ScheduleError::TooMany);
         }
         let id = new_id("sched");
-        let target = Zeroizing::new(serde_json::json!({ "url": c.url, "payload": c.payload }).to_string());
-        let sealed = self.vault.seal(&who.project_id, &format!("{PAYLOAD_CONTEXT}:{id}"), target.as_bytes()).map_err(ScheduleError::Store)?;
+        let target =
+            Zeroizing::new(serde_json::json!({ "url": c.url, "payload": c.payload }).to_string());
+        let sealed = self
+            .vault
+            .seal(
+                &who.project_id,
+                &format!("{PAYLOAD_CONTEXT}:{id}"),
+                target.as_bytes(),
+            )
+            .map_err(ScheduleError::Store)?;
         let now = self.clock.now_ms();
         let row = CallbackRow {
             id: id.clone(),
@@ -163,30 +195,63 @@ impl Schedules {
             created_at: now,
             updated_at: now,
         };
-        store::schedules::insert(self.db.pool(), &row).await.map_err(ScheduleError::Store)?;
+        store::schedules::insert(self.db.pool(), &row)
+            .await
+            .map_err(ScheduleError::Store)?;
         tracing::info!(callback = %id, project = %who.project_id, scheduled_for = %rfc3339(c.scheduled_for), "callback scheduled");
         Ok((id, c.scheduled_for))
     }
 
     /// A page of the caller's callbacks (an admin's: the whole project's), newest first,
     /// scrubbed; `status` narrows it, `cursor` is the previous page's `next_cursor`.
-    pub async fn page(&self, who: &Principal, status: Option<&str>, cursor: Option<&str>) -> Result<CallbackPage> {
+    pub async fn page(
+        &self,
+        who: &Principal,
+        status: Option<&str>,
+        cursor: Option<&str>,
+    ) -> Result<CallbackPage> {
         self.page_with(who, status, cursor, false).await
     }
 
     /// `page` with each callback's delivery attempts (the portal shows them).
-    pub async fn page_with_deliveries(&self, who: &Principal, status: Option<&str>, cursor: Option<&str>) -> Result<CallbackPage> {
+    pub async fn page_with_deliveries(
+        &self,
+        who: &Principal,
+        status: Option<&str>,
+        cursor: Option<&str>,
+    ) -> Result<CallbackPage> {
         self.page_with(who, status, cursor, true).await
     }
 
-    async fn page_with(&self, who: &Principal, status: Option<&str>, cursor: Option<&str>, deliveries: bool) -> Result<CallbackPage> {
+    async fn page_with(
+        &self,
+        who: &Principal,
+        status: Option<&str>,
+        cursor: Option<&str>,
+        deliveries: bool,
+    ) -> Result<CallbackPage> {
         let status = match status.filter(|s| !s.is_empty()) {
-            Some(s) => Some(CallbackStatus::parse(s).ok_or_else(|| Error::invalid(format!("unknown status {s:?}; use scheduled, delivered, failed or cancelled")))?),
+            Some(s) => Some(CallbackStatus::parse(s).ok_or_else(|| {
+                Error::invalid(format!(
+                    "unknown status {s:?}; use scheduled, delivered, failed or cancelled"
+                ))
+            })?),
             None => None,
         };
-        let before = cursor.filter(|c| !c.is_empty()).map(crate::audit::parse_cursor).transpose()?;
+        let before = cursor
+            .filter(|c| !c.is_empty())
+            .map(crate::audit::parse_cursor)
+            .transpose()?;
         let user = (!who.sees_project_records()).then_some(who.user_id.as_str());
-        let rows = store::schedules::list(self.db.pool(), &who.project_id, user, status, before.as_ref().map(|(t, i)| (*t, i.as_str())), PAGE + 1).await?;
+        let rows = store::schedules::list(
+            self.db.pool(),
+            &who.project_id,
+            user,
+            status,
+            before.as_ref().map(|(t, i)| (*t, i.as_str())),
+            PAGE + 1,
+        )
+        .await?;
         let scrubber = self.vault.scrubber_for(who).await?;
         let more = rows.len() as i64 > PAGE;
         let rows: Vec<CallbackRow> = rows.into_iter().take(PAGE as usize).collect();
@@ -201,7 +266,9 @@ impl Schedules {
         for r in rows {
             next = Some(format!("{}.{}", r.created_at, r.id));
             let mine = deliveries.then(|| {
-                let (of, rest): (Vec<AttemptRow>, Vec<AttemptRow>) = std::mem::take(&mut attempts).into_iter().partition(|a| a.callback_id == r.id);
+                let (of, rest): (Vec<AttemptRow>, Vec<AttemptRow>) = std::mem::take(&mut attempts)
+                    .into_iter()
+                    .partition(|a| a.callback_id == r.id);
                 attempts = rest;
                 of.into_iter().map(AttemptView::from).collect()
             });
@@ -209,32 +276,47 @@ impl Schedules {
             scrub_view(&scrubber, &mut v);
             data.push(v);
         }
-        Ok(CallbackPage { data, next_cursor: if more { next } else { None } })
+        Ok(CallbackPage {
+            data,
+            next_cursor: if more { next } else { None },
+        })
     }
 
     /// One callback with its deliveries, if the caller may see it.
     pub async fn get(&self, who: &Principal, id: &str) -> Result<Option<CallbackView>> {
-        let Some(row) = store::schedules::get(self.db.pool(), &who.project_id, id).await? else { return Ok(None) };
+        let Some(row) = store::schedules::get(self.db.pool(), &who.project_id, id).await? else {
+            return Ok(None);
+        };
         if !who.sees_project_records() && row.user_id != who.user_id {
             return Ok(None);
         }
         let attempts = store::schedules::attempts(self.db.pool(), &row.id).await?;
-        let mut v = view(row, Some(attempts.into_iter().map(AttemptView::from).collect()));
+        let mut v = view(
+            row,
+            Some(attempts.into_iter().map(AttemptView::from).collect()),
+        );
         scrub_view(&self.vault.scrubber_for(who).await?, &mut v);
         Ok(Some(v))
     }
 
     /// Cancels a callback that is still scheduled (its owner or an admin).
     pub async fn cancel(&self, who: &Principal, id: &str) -> Result<Cancelled> {
-        let Some(row) = store::schedules::get(self.db.pool(), &who.project_id, id).await? else { return Ok(Cancelled::NotFound) };
+        let Some(row) = store::schedules::get(self.db.pool(), &who.project_id, id).await? else {
+            return Ok(Cancelled::NotFound);
+        };
         if !who.sees_project_records() && row.user_id != who.user_id {
             return Ok(Cancelled::NotFound);
         }
-        if store::schedules::cancel(self.db.pool(), &who.project_id, id, self.clock.now_ms()).await? {
+        if store::schedules::cancel(self.db.pool(), &who.project_id, id, self.clock.now_ms())
+            .await?
+        {
             tracing::info!(callback = %id, by = %who.user_id, "callback cancelled");
             return Ok(Cancelled::Done);
         }
-        let now = store::schedules::get(self.db.pool(), &who.project_id, id).await?.map(|r| r.status).unwrap_or(row.status);
+        let now = store::schedules::get(self.db.pool(), &who.project_id, id)
+            .await?
+            .map(|r| r.status)
+            .unwrap_or(row.status);
         Ok(Cancelled::Finished(now))
     }
 
@@ -245,9 +327,14 @@ impl Schedules {
     }
 
     async fn secret_of(&self, project_id: &str) -> Result<Zeroizing<String>> {
-        if store::schedules::signing_secret(self.db.pool(), project_id).await?.is_none() {
+        if store::schedules::signing_secret(self.db.pool(), project_id)
+            .await?
+            .is_none()
+        {
             let fresh = Zeroizing::new(format!("wbcs_{}", crate::crypto::random_base62(40)));
-            let sealed = self.vault.seal(project_id, SECRET_CONTEXT, fresh.as_bytes())?;
+            let sealed = self
+                .vault
+                .seal(project_id, SECRET_CONTEXT, fresh.as_bytes())?;
             let row = SigningSecretRow {
                 project_id: project_id.to_owned(),
                 ciphertext: sealed.ciphertext,
@@ -258,16 +345,27 @@ impl Schedules {
             store::schedules::insert_signing_secret(self.db.pool(), &row).await?;
         }
         // Whichever instance's secret was stored first is the project's.
-        let row = store::schedules::signing_secret(self.db.pool(), project_id).await?.ok_or_else(|| Error::internal("signing secret vanished"))?;
-        let sealed = Sealed { ciphertext: row.ciphertext, nonce: row.nonce, key_version: row.key_version };
+        let row = store::schedules::signing_secret(self.db.pool(), project_id)
+            .await?
+            .ok_or_else(|| Error::internal("signing secret vanished"))?;
+        let sealed = Sealed {
+            ciphertext: row.ciphertext,
+            nonce: row.nonce,
+            key_version: row.key_version,
+        };
         let plain = self.vault.open(project_id, SECRET_CONTEXT, &sealed)?;
-        Ok(Zeroizing::new(String::from_utf8(plain.to_vec()).map_err(|_| Error::internal("signing secret is not UTF-8"))?))
+        Ok(Zeroizing::new(String::from_utf8(plain.to_vec()).map_err(
+            |_| Error::internal("signing secret is not UTF-8"),
+        )?))
     }
 
     /// Re-seals payloads and signing secrets not under the vault's newest key version (part of
     /// `rotate-master-key`); re-runnable. Returns how many were re-sealed.
     pub async fn reseal_all(&self) -> Result<u64> {
-        let version = self.vault.current_key_version().ok_or_else(|| Error::internal("no master key configured"))?;
+        let version = self
+            .vault
+            .current_key_version()
+            .ok_or_else(|| Error::internal("no master key configured"))?;
         let payloads = crate::vault::reseal_in_batches(|| self.reseal_payloads(version)).await?;
         let secrets = crate::vault::reseal_in_batches(|| self.reseal_secrets(version)).await?;
         Ok(payloads + secrets)
@@ -275,11 +373,31 @@ impl Schedules {
 
     async fn reseal_payloads(&self, version: i64) -> Result<u64> {
         let mut done = 0;
-        for r in store::schedules::not_on_version(self.db.pool(), version, crate::vault::RESEAL_BATCH).await? {
+        for r in
+            store::schedules::not_on_version(self.db.pool(), version, crate::vault::RESEAL_BATCH)
+                .await?
+        {
             let context = format!("{PAYLOAD_CONTEXT}:{}", r.id);
-            let plain = self.vault.open(&r.project_id, &context, &Sealed { ciphertext: r.ciphertext.clone(), nonce: r.nonce.clone(), key_version: r.key_version })?;
+            let plain = self.vault.open(
+                &r.project_id,
+                &context,
+                &Sealed {
+                    ciphertext: r.ciphertext.clone(),
+                    nonce: r.nonce.clone(),
+                    key_version: r.key_version,
+                },
+            )?;
             let s = self.vault.seal(&r.project_id, &context, &plain)?;
-            if store::schedules::reseal(self.db.pool(), &r.id, &r.ciphertext, &s.ciphertext, &s.nonce, s.key_version).await? {
+            if store::schedules::reseal(
+                self.db.pool(),
+                &r.id,
+                &r.ciphertext,
+                &s.ciphertext,
+                &s.nonce,
+                s.key_version,
+            )
+            .await?
+            {
                 done += 1;
             }
         }
@@ -288,10 +406,33 @@ impl Schedules {
 
     async fn reseal_secrets(&self, version: i64) -> Result<u64> {
         let mut done = 0;
-        for r in store::schedules::signing_secrets_not_on_version(self.db.pool(), version, crate::vault::RESEAL_BATCH).await? {
-            let plain = self.vault.open(&r.project_id, SECRET_CONTEXT, &Sealed { ciphertext: r.ciphertext.clone(), nonce: r.nonce.clone(), key_version: r.key_version })?;
+        for r in store::schedules::signing_secrets_not_on_version(
+            self.db.pool(),
+            version,
+            crate::vault::RESEAL_BATCH,
+        )
+        .await?
+        {
+            let plain = self.vault.open(
+                &r.project_id,
+                SECRET_CONTEXT,
+                &Sealed {
+                    ciphertext: r.ciphertext.clone(),
+                    nonce: r.nonce.clone(),
+                    key_version: r.key_version,
+                },
+            )?;
             let s = self.vault.seal(&r.project_id, SECRET_CONTEXT, &plain)?;
-            if store::schedules::reseal_signing_secret(self.db.pool(), &r.project_id, &r.ciphertext, &s.ciphertext, &s.nonce, s.key_version).await? {
+            if store::schedules::reseal_signing_secret(
+                self.db.pool(),
+                &r.project_id,
+                &r.ciphertext,
+                &s.ciphertext,
+                &s.nonce,
+                s.key_version,
+            )
+            .await?
+            {
                 done += 1;
             }
         }
@@ -300,9 +441,14 @@ impl Schedules {
 }
 
 fn view(r: CallbackRow, deliveries: Option<Vec<AttemptView>>) -> CallbackView {
-    let payload = r.payload_shown.as_deref().and_then(|p| serde_json::from_str(p).ok()).unwrap_or(Value::Null);
+    let payload = r
+        .payload_shown
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p).ok())
+        .unwrap_or(Value::Null);
     CallbackView {
-        next_attempt_at: (r.status == CallbackStatus::Scheduled).then(|| rfc3339(r.next_attempt_at)),
+        next_attempt_at: (r.status == CallbackStatus::Scheduled)
+            .then(|| rfc3339(r.next_attempt_at)),
         id: r.id,
         object: "scheduled_callback",
         url: r.url,

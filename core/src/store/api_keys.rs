@@ -48,12 +48,12 @@ pub async fn insert<'e>(ex: impl Exec<'e>, row: &ApiKeyRow, key_hash: &str) -> R
 
 /// The key with this hash, revoked or not.
 pub async fn by_hash<'e>(ex: impl Exec<'e>, key_hash: &str) -> Result<Option<ApiKeyRow>> {
-    Ok(
-        sqlx::query_as(&format!("SELECT {COLUMNS} FROM api_keys WHERE key_hash = $1"))
-            .bind(key_hash)
-            .fetch_optional(ex)
-            .await?,
-    )
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM api_keys WHERE key_hash = $1"
+    ))
+    .bind(key_hash)
+    .fetch_optional(ex)
+    .await?)
 }
 
 pub async fn by_id<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<Option<ApiKeyRow>> {
@@ -152,22 +152,47 @@ const PRINCIPAL: &str = "SELECT k.id, k.project_id, p.name AS project_name, k.us
      JOIN memberships m ON m.project_id = k.project_id AND m.user_id = k.user_id \
      JOIN projects p ON p.id = k.project_id";
 
-pub async fn principal_by_hash<'e>(ex: impl Exec<'e>, key_hash: &str) -> Result<Option<KeyPrincipalRow>> {
-    Ok(sqlx::query_as(&format!("{PRINCIPAL} WHERE k.key_hash = $1")).bind(key_hash).fetch_optional(ex).await?)
+pub async fn principal_by_hash<'e>(
+    ex: impl Exec<'e>,
+    key_hash: &str,
+) -> Result<Option<KeyPrincipalRow>> {
+    Ok(
+        sqlx::query_as(&format!("{PRINCIPAL} WHERE k.key_hash = $1"))
+            .bind(key_hash)
+            .fetch_optional(ex)
+            .await?,
+    )
 }
 
 /// The same by the key's id, within a project.
-pub async fn principal_by_id<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<Option<KeyPrincipalRow>> {
-    Ok(sqlx::query_as(&format!("{PRINCIPAL} WHERE k.project_id = $1 AND k.id = $2")).bind(project_id).bind(id).fetch_optional(ex).await?)
+pub async fn principal_by_id<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    id: &str,
+) -> Result<Option<KeyPrincipalRow>> {
+    Ok(sqlx::query_as(&format!(
+        "{PRINCIPAL} WHERE k.project_id = $1 AND k.id = $2"
+    ))
+    .bind(project_id)
+    .bind(id)
+    .fetch_optional(ex)
+    .await?)
 }
 
 /// Sets a key's rate limit (`None`: no limit); false when the key is not the project's.
-pub async fn set_rate_limit<'e>(ex: impl Exec<'e>, project_id: &str, id: &str, per_minute: Option<i64>) -> Result<bool> {
-    let done = sqlx::query("UPDATE api_keys SET rate_limit_per_minute = $1 WHERE project_id = $2 AND id = $3")
-        .bind(per_minute)
-        .bind(project_id)
-        .bind(id)
-        .execute(ex)
-        .await?;
+pub async fn set_rate_limit<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    id: &str,
+    per_minute: Option<i64>,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE api_keys SET rate_limit_per_minute = $1 WHERE project_id = $2 AND id = $3",
+    )
+    .bind(per_minute)
+    .bind(project_id)
+    .bind(id)
+    .execute(ex)
+    .await?;
     Ok(done.rows_affected() == 1)
 }

@@ -35,18 +35,27 @@ pub async fn list<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<Vec<AppRow>
 
 /// Deletes a project's app; returns its name, or None when there was no such app.
 pub async fn delete(tx: &mut super::Tx, project_id: &str, id: &str) -> Result<Option<String>> {
-    let name: Option<(String,)> = sqlx::query_as("SELECT name FROM apps WHERE project_id = $1 AND id = $2")
-        .bind(project_id)
-        .bind(id)
-        .fetch_optional(&mut **tx)
-        .await?;
+    let name: Option<(String,)> =
+        sqlx::query_as("SELECT name FROM apps WHERE project_id = $1 AND id = $2")
+            .bind(project_id)
+            .bind(id)
+            .fetch_optional(&mut **tx)
+            .await?;
     if name.is_some() {
-        sqlx::query("DELETE FROM apps WHERE project_id = $1 AND id = $2").bind(project_id).bind(id).execute(&mut **tx).await?;
+        sqlx::query("DELETE FROM apps WHERE project_id = $1 AND id = $2")
+            .bind(project_id)
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
     }
     Ok(name.map(|(n,)| n))
 }
 
 /// Every app's (project id, app id), ordered: what each instance compares with what it loaded.
 pub async fn ids<'e>(ex: impl Exec<'e>) -> Result<Vec<(String, String)>> {
-    Ok(sqlx::query_as("SELECT project_id, id FROM apps ORDER BY project_id, id").fetch_all(ex).await?)
+    Ok(
+        sqlx::query_as("SELECT project_id, id FROM apps ORDER BY project_id, id")
+            .fetch_all(ex)
+            .await?,
+    )
 }

@@ -24,7 +24,8 @@ pub struct AuditRow {
     pub created_at: i64,
 }
 
-const COLUMNS: &str = "id, project_id, user_id, api_key_id, action, tool, tool_call_id, status, error_code, \
+const COLUMNS: &str =
+    "id, project_id, user_id, api_key_id, action, tool, tool_call_id, status, error_code, \
      duration_ms, end_user_id, surface, detail, created_at";
 
 pub async fn insert<'e>(ex: impl Exec<'e>, r: &AuditRow) -> Result<()> {
@@ -33,11 +34,17 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &AuditRow) -> Result<()> {
 
 /// Inserts up to `INSERT_ROWS_MAX` rows in one statement (the record writer's batches).
 pub async fn insert_many<'e>(ex: impl Exec<'e>, rows: &[&AuditRow]) -> Result<()> {
-    assert!(rows.len() <= INSERT_ROWS_MAX, "at most INSERT_ROWS_MAX rows");
+    assert!(
+        rows.len() <= INSERT_ROWS_MAX,
+        "at most INSERT_ROWS_MAX rows"
+    );
     if rows.is_empty() {
         return Ok(());
     }
-    let sql = format!("INSERT INTO audit_events ({COLUMNS}) VALUES {}", values_list(rows.len(), 14));
+    let sql = format!(
+        "INSERT INTO audit_events ({COLUMNS}) VALUES {}",
+        values_list(rows.len(), 14)
+    );
     let mut q = sqlx::query(&sql);
     for r in rows {
         q = q
@@ -76,7 +83,10 @@ pub async fn finish_for_call<'e>(ex: impl Exec<'e>, r: &AuditRow) -> Result<()> 
 /// Finishes the audit rows of up to `INSERT_ROWS_MAX` calls in one statement (the record
 /// writer's batches).
 pub async fn finish_for_calls<'e>(ex: impl Exec<'e>, rows: &[&AuditRow]) -> Result<()> {
-    assert!(rows.len() <= INSERT_ROWS_MAX, "at most INSERT_ROWS_MAX rows");
+    assert!(
+        rows.len() <= INSERT_ROWS_MAX,
+        "at most INSERT_ROWS_MAX rows"
+    );
     if rows.is_empty() {
         return Ok(());
     }
@@ -89,7 +99,12 @@ pub async fn finish_for_calls<'e>(ex: impl Exec<'e>, rows: &[&AuditRow]) -> Resu
     );
     let mut q = sqlx::query(&sql);
     for r in rows {
-        q = q.bind(&r.status).bind(&r.error_code).bind(r.duration_ms).bind(&r.tool_call_id).bind(&r.project_id);
+        q = q
+            .bind(&r.status)
+            .bind(&r.error_code)
+            .bind(r.duration_ms)
+            .bind(&r.tool_call_id)
+            .bind(&r.project_id);
     }
     q.execute(ex).await?;
     Ok(())
@@ -108,7 +123,12 @@ pub struct AuditFilter {
 }
 
 /// Newest first, at most `limit` rows.
-pub async fn list<'e>(ex: impl Exec<'e>, project_id: &str, f: &AuditFilter, limit: i64) -> Result<Vec<AuditRow>> {
+pub async fn list<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    f: &AuditFilter,
+    limit: i64,
+) -> Result<Vec<AuditRow>> {
     let mut sql = format!("SELECT {COLUMNS} FROM audit_events WHERE project_id = $1");
     let mut n = 1;
     let mut next = |sql: &mut String, clause: &str| {
@@ -132,7 +152,9 @@ pub async fn list<'e>(ex: impl Exec<'e>, project_id: &str, f: &AuditFilter, limi
         let a = n;
         n += 1;
         let b = n;
-        sql.push_str(&format!(" AND (created_at < ${a} OR (created_at = ${a} AND id < ${b}))"));
+        sql.push_str(&format!(
+            " AND (created_at < ${a} OR (created_at = ${a} AND id < ${b}))"
+        ));
     }
     n += 1;
     sql.push_str(&format!(" ORDER BY created_at DESC, id DESC LIMIT ${n}"));
@@ -156,7 +178,11 @@ pub async fn list<'e>(ex: impl Exec<'e>, project_id: &str, f: &AuditFilter, limi
 }
 
 /// Audit rows of one tool call (normally exactly one).
-pub async fn for_tool_call<'e>(ex: impl Exec<'e>, project_id: &str, tool_call_id: &str) -> Result<Vec<AuditRow>> {
+pub async fn for_tool_call<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    tool_call_id: &str,
+) -> Result<Vec<AuditRow>> {
     Ok(sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM audit_events WHERE project_id = $1 AND tool_call_id = $2 ORDER BY created_at"
     ))
@@ -168,17 +194,25 @@ pub async fn for_tool_call<'e>(ex: impl Exec<'e>, project_id: &str, tool_call_id
 
 /// One audit row of the project.
 pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<Option<AuditRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM audit_events WHERE project_id = $1 AND id = $2"))
-        .bind(project_id)
-        .bind(id)
-        .fetch_optional(ex)
-        .await?)
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM audit_events WHERE project_id = $1 AND id = $2"
+    ))
+    .bind(project_id)
+    .bind(id)
+    .fetch_optional(ex)
+    .await?)
 }
 
 /// Deletes at most `limit` of the project's audit rows created before `before`, oldest first;
 /// how many (retention deletes in small batches so writers are never held up for long). The row
 /// of a call a live confirmation still holds stays: approving it finishes that row.
-pub async fn delete_older<'e>(ex: impl Exec<'e>, project_id: &str, before: i64, now: i64, limit: i64) -> Result<u64> {
+pub async fn delete_older<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    before: i64,
+    now: i64,
+    limit: i64,
+) -> Result<u64> {
     let r = sqlx::query(
         "DELETE FROM audit_events WHERE id IN (SELECT a.id FROM audit_events a WHERE a.project_id = $1 AND a.created_at < $2 \
          AND NOT (a.tool_call_id IS NOT NULL AND EXISTS (SELECT 1 FROM confirmations c WHERE c.tool_call_id = a.tool_call_id \

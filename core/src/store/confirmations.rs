@@ -75,16 +75,27 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &ConfirmationRow) -> Result<()> {
     Ok(())
 }
 
-pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<Option<ConfirmationRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM confirmations WHERE project_id = $1 AND id = $2"))
-        .bind(project_id)
-        .bind(id)
-        .fetch_optional(ex)
-        .await?)
+pub async fn get<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    id: &str,
+) -> Result<Option<ConfirmationRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM confirmations WHERE project_id = $1 AND id = $2"
+    ))
+    .bind(project_id)
+    .bind(id)
+    .fetch_optional(ex)
+    .await?)
 }
 
 /// The newest unexpired confirmation of an identical call.
-pub async fn live_by_fingerprint<'e>(ex: impl Exec<'e>, project_id: &str, fingerprint: &str, now: i64) -> Result<Option<ConfirmationRow>> {
+pub async fn live_by_fingerprint<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    fingerprint: &str,
+    now: i64,
+) -> Result<Option<ConfirmationRow>> {
     Ok(sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM confirmations WHERE project_id = $1 AND fingerprint = $2 AND expires_at > $3 \
          ORDER BY created_at DESC, id DESC LIMIT 1"
@@ -98,12 +109,20 @@ pub async fn live_by_fingerprint<'e>(ex: impl Exec<'e>, project_id: &str, finger
 
 /// Confirmations of a project, newest first; `status` narrows (pending ones past their expiry
 /// count as expired, whatever the row still says).
-pub async fn list<'e>(ex: impl Exec<'e>, project_id: &str, status: Option<ConfirmationStatus>, now: i64, limit: i64) -> Result<Vec<ConfirmationRow>> {
+pub async fn list<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    status: Option<ConfirmationStatus>,
+    now: i64,
+    limit: i64,
+) -> Result<Vec<ConfirmationRow>> {
     // $1 project, $2 now, $3 limit.
     let filter = match status {
         None => "",
         Some(ConfirmationStatus::Pending) => " AND status = 'pending' AND expires_at > $2",
-        Some(ConfirmationStatus::Expired) => " AND (status = 'expired' OR (status = 'pending' AND expires_at <= $2))",
+        Some(ConfirmationStatus::Expired) => {
+            " AND (status = 'expired' OR (status = 'pending' AND expires_at <= $2))"
+        }
         Some(ConfirmationStatus::Approved) => " AND status = 'approved'",
         Some(ConfirmationStatus::Denied) => " AND status = 'denied'",
     };
@@ -127,7 +146,15 @@ pub async fn count_pending<'e>(ex: impl Exec<'e>, project_id: &str, now: i64) ->
 
 /// Decides a pending, unexpired confirmation; false when it is not (anymore): the first
 /// decision wins, whichever instance makes it.
-pub async fn decide<'e>(ex: impl Exec<'e>, project_id: &str, id: &str, status: ConfirmationStatus, by: &str, reason: Option<&str>, now: i64) -> Result<bool> {
+pub async fn decide<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    id: &str,
+    status: ConfirmationStatus,
+    by: &str,
+    reason: Option<&str>,
+    now: i64,
+) -> Result<bool> {
     let done = sqlx::query(
         "UPDATE confirmations SET status = $1, decided_by = $2, reason = $3, decided_at = $4 \
          WHERE project_id = $5 AND id = $6 AND status = 'pending' AND expires_at > $4",
@@ -145,7 +172,12 @@ pub async fn decide<'e>(ex: impl Exec<'e>, project_id: &str, id: &str, status: C
 
 /// Marks an identical call's pending confirmations past their expiry as expired (before a new
 /// one may be pending).
-pub async fn expire_fingerprint<'e>(ex: impl Exec<'e>, project_id: &str, fingerprint: &str, now: i64) -> Result<()> {
+pub async fn expire_fingerprint<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    fingerprint: &str,
+    now: i64,
+) -> Result<()> {
     sqlx::query("UPDATE confirmations SET status = 'expired' WHERE project_id = $1 AND fingerprint = $2 AND status = 'pending' AND expires_at <= $3")
         .bind(project_id)
         .bind(fingerprint)
@@ -167,7 +199,12 @@ pub async fn expire<'e>(ex: impl Exec<'e>, project_id: &str, id: &str, now: i64)
 }
 
 /// Stores the outcome of an approved call's run.
-pub async fn set_outcome<'e>(ex: impl Exec<'e>, project_id: &str, id: &str, outcome: &str) -> Result<()> {
+pub async fn set_outcome<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    id: &str,
+    outcome: &str,
+) -> Result<()> {
     sqlx::query("UPDATE confirmations SET outcome = $1 WHERE project_id = $2 AND id = $3")
         .bind(outcome)
         .bind(project_id)
@@ -178,7 +215,11 @@ pub async fn set_outcome<'e>(ex: impl Exec<'e>, project_id: &str, id: &str, outc
 }
 
 /// The confirmation a call was held under, if any.
-pub async fn by_tool_call<'e>(ex: impl Exec<'e>, project_id: &str, tool_call_id: &str) -> Result<Option<ConfirmationRow>> {
+pub async fn by_tool_call<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    tool_call_id: &str,
+) -> Result<Option<ConfirmationRow>> {
     Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM confirmations WHERE project_id = $1 AND tool_call_id = $2 ORDER BY created_at DESC LIMIT 1"))
         .bind(project_id)
         .bind(tool_call_id)
@@ -188,7 +229,13 @@ pub async fn by_tool_call<'e>(ex: impl Exec<'e>, project_id: &str, tool_call_id:
 
 /// Deletes at most `limit` confirmations of the project created before `before` that no longer
 /// hold a call (decided, or expired at `now`); how many.
-pub async fn delete_older<'e>(ex: impl Exec<'e>, project_id: &str, before: i64, now: i64, limit: i64) -> Result<u64> {
+pub async fn delete_older<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    before: i64,
+    now: i64,
+    limit: i64,
+) -> Result<u64> {
     let r = sqlx::query(
         "DELETE FROM confirmations WHERE id IN (SELECT id FROM confirmations WHERE project_id = $1 AND created_at < $2 \
          AND NOT (status = 'pending' AND expires_at > $3) ORDER BY created_at LIMIT $4)",
@@ -204,6 +251,11 @@ pub async fn delete_older<'e>(ex: impl Exec<'e>, project_id: &str, before: i64, 
 
 /// Pending, unexpired confirmations of every project (for /metrics).
 pub async fn count_all_pending<'e>(ex: impl Exec<'e>, now: i64) -> Result<i64> {
-    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM confirmations WHERE status = 'pending' AND expires_at > $1").bind(now).fetch_one(ex).await?;
+    let (n,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM confirmations WHERE status = 'pending' AND expires_at > $1",
+    )
+    .bind(now)
+    .fetch_one(ex)
+    .await?;
     Ok(n)
 }

@@ -74,7 +74,12 @@ pub async fn upsert(db: &super::Db, r: &ConnectionRow) -> Result<()> {
     Ok(())
 }
 
-pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str, user_id: &str, integration: &str) -> Result<Option<ConnectionRow>> {
+pub async fn get<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    user_id: &str,
+    integration: &str,
+) -> Result<Option<ConnectionRow>> {
     Ok(sqlx::query_as(&format!(
         "SELECT {CONN_COLUMNS} FROM connections WHERE project_id = $1 AND user_id = $2 AND integration = $3"
     ))
@@ -85,7 +90,11 @@ pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str, user_id: &str, integra
     .await?)
 }
 
-pub async fn list_for_user<'e>(ex: impl Exec<'e>, project_id: &str, user_id: &str) -> Result<Vec<ConnectionRow>> {
+pub async fn list_for_user<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    user_id: &str,
+) -> Result<Vec<ConnectionRow>> {
     Ok(sqlx::query_as(&format!(
         "SELECT {CONN_COLUMNS} FROM connections WHERE project_id = $1 AND user_id = $2 ORDER BY integration"
     ))
@@ -96,7 +105,12 @@ pub async fn list_for_user<'e>(ex: impl Exec<'e>, project_id: &str, user_id: &st
 }
 
 /// Sets the status, dropping the credential unless it stays connected.
-pub async fn set_status<'e>(ex: impl Exec<'e>, id: &str, status: ConnectionStatus, now: i64) -> Result<()> {
+pub async fn set_status<'e>(
+    ex: impl Exec<'e>,
+    id: &str,
+    status: ConnectionStatus,
+    now: i64,
+) -> Result<()> {
     sqlx::query(
         "UPDATE connections SET status = $1, updated_at = $2, \
          ciphertext = CASE WHEN $1 = 'connected' THEN ciphertext ELSE NULL END, \
@@ -113,7 +127,11 @@ pub async fn set_status<'e>(ex: impl Exec<'e>, id: &str, status: ConnectionStatu
 
 /// Connections sealed with another key version than `version` (rotation work list), a batch
 /// at a time.
-pub async fn not_on_version<'e>(ex: impl Exec<'e>, version: i64, limit: i64) -> Result<Vec<ConnectionRow>> {
+pub async fn not_on_version<'e>(
+    ex: impl Exec<'e>,
+    version: i64,
+    limit: i64,
+) -> Result<Vec<ConnectionRow>> {
     Ok(sqlx::query_as(&format!(
         "SELECT {CONN_COLUMNS} FROM connections WHERE ciphertext IS NOT NULL AND key_version <> $1 ORDER BY id LIMIT $2"
     ))
@@ -125,14 +143,38 @@ pub async fn not_on_version<'e>(ex: impl Exec<'e>, version: i64, limit: i64) -> 
 
 /// Re-seals a credential under a new key version, status untouched, only if it is still what
 /// the caller read.
-pub async fn reseal<'e>(ex: impl Exec<'e>, id: &str, old_ciphertext: &str, ciphertext: &str, nonce: &str, version: i64) -> Result<bool> {
-    super::reseal_row(ex, "connections", "id", id, &super::Resealed { old_ciphertext, ciphertext, nonce, key_version: version }).await
+pub async fn reseal<'e>(
+    ex: impl Exec<'e>,
+    id: &str,
+    old_ciphertext: &str,
+    ciphertext: &str,
+    nonce: &str,
+    version: i64,
+) -> Result<bool> {
+    super::reseal_row(
+        ex,
+        "connections",
+        "id",
+        id,
+        &super::Resealed {
+            old_ciphertext,
+            ciphertext,
+            nonce,
+            key_version: version,
+        },
+    )
+    .await
 }
 
 /// Replaces the sealed credential of a connection only if it is still the one the caller read
 /// (two instances refreshing at once: one wins, the other re-reads); bumps the user's
 /// credentials generation in the same transaction.
-pub async fn replace_credential(db: &super::Db, id: &str, old_ciphertext: &str, r: &ConnectionRow) -> Result<bool> {
+pub async fn replace_credential(
+    db: &super::Db,
+    id: &str,
+    old_ciphertext: &str,
+    r: &ConnectionRow,
+) -> Result<bool> {
     let mut tx = db.begin_write().await?;
     let done = sqlx::query(
         "UPDATE connections SET ciphertext = $1, nonce = $2, key_version = $3, expires_at = $4, updated_at = $5, status = 'connected' \
@@ -157,7 +199,12 @@ pub async fn replace_credential(db: &super::Db, id: &str, old_ciphertext: &str, 
 
 /// Forgets an integration in a project (its custom app was deleted): every user's stored
 /// credential and pending connection go, and live proxy tokens naming it are revoked.
-pub async fn forget_integration(tx: &mut super::Tx, project_id: &str, integration: &str, now: i64) -> Result<u64> {
+pub async fn forget_integration(
+    tx: &mut super::Tx,
+    project_id: &str,
+    integration: &str,
+    now: i64,
+) -> Result<u64> {
     let gone = sqlx::query("DELETE FROM connections WHERE project_id = $1 AND integration = $2")
         .bind(project_id)
         .bind(integration)
@@ -169,6 +216,13 @@ pub async fn forget_integration(tx: &mut super::Tx, project_id: &str, integratio
         .bind(integration)
         .execute(&mut **tx)
         .await?;
-    super::proxy_tokens::revoke_tokens_naming(&mut **tx, super::proxy_tokens::Owner::Project, project_id, integration, now).await?;
+    super::proxy_tokens::revoke_tokens_naming(
+        &mut **tx,
+        super::proxy_tokens::Owner::Project,
+        project_id,
+        integration,
+        now,
+    )
+    .await?;
     Ok(gone)
 }

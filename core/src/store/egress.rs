@@ -4,10 +4,11 @@ use super::Exec;
 use crate::Result;
 
 pub async fn list<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<Vec<String>> {
-    let rows: Vec<(String,)> = sqlx::query_as("SELECT pattern FROM egress_rules WHERE project_id = $1 ORDER BY pattern")
-        .bind(project_id)
-        .fetch_all(ex)
-        .await?;
+    let rows: Vec<(String,)> =
+        sqlx::query_as("SELECT pattern FROM egress_rules WHERE project_id = $1 ORDER BY pattern")
+            .bind(project_id)
+            .fetch_all(ex)
+            .await?;
     Ok(rows.into_iter().map(|(p,)| p).collect())
 }
 

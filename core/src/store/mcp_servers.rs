@@ -25,7 +25,8 @@ pub struct ServerRow {
     pub updated_at: i64,
 }
 
-const SERVER_COLUMNS: &str = "id, project_id, name, transport, url, auth, tool_prefix, timeout_ms, max_concurrency, \
+const SERVER_COLUMNS: &str =
+    "id, project_id, name, transport, url, auth, tool_prefix, timeout_ms, max_concurrency, \
     auto_approve, last_refresh_at, last_error, created_at, updated_at";
 
 text_enum! {
@@ -93,32 +94,55 @@ pub async fn insert_server<'e>(ex: impl Exec<'e>, r: &ServerRow) -> Result<()> {
 }
 
 pub async fn list_servers<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<Vec<ServerRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {SERVER_COLUMNS} FROM mcp_servers WHERE project_id = $1 ORDER BY name"))
-        .bind(project_id)
-        .fetch_all(ex)
-        .await?)
+    Ok(sqlx::query_as(&format!(
+        "SELECT {SERVER_COLUMNS} FROM mcp_servers WHERE project_id = $1 ORDER BY name"
+    ))
+    .bind(project_id)
+    .fetch_all(ex)
+    .await?)
 }
 
-pub async fn get_server<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<Option<ServerRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {SERVER_COLUMNS} FROM mcp_servers WHERE project_id = $1 AND id = $2"))
-        .bind(project_id)
-        .bind(id)
-        .fetch_optional(ex)
-        .await?)
+pub async fn get_server<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    id: &str,
+) -> Result<Option<ServerRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {SERVER_COLUMNS} FROM mcp_servers WHERE project_id = $1 AND id = $2"
+    ))
+    .bind(project_id)
+    .bind(id)
+    .fetch_optional(ex)
+    .await?)
 }
 
 pub async fn delete_server<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<bool> {
-    let r = sqlx::query("DELETE FROM mcp_servers WHERE project_id = $1 AND id = $2").bind(project_id).bind(id).execute(ex).await?;
+    let r = sqlx::query("DELETE FROM mcp_servers WHERE project_id = $1 AND id = $2")
+        .bind(project_id)
+        .bind(id)
+        .execute(ex)
+        .await?;
     Ok(r.rows_affected() == 1)
 }
 
 /// What every instance compares to decide whether to rebuild a project's upstream tools: each
 /// server's id and last change.
 pub async fn versions<'e>(ex: impl Exec<'e>) -> Result<Vec<(String, String, i64)>> {
-    Ok(sqlx::query_as("SELECT project_id, id, updated_at FROM mcp_servers ORDER BY project_id, id").fetch_all(ex).await?)
+    Ok(
+        sqlx::query_as(
+            "SELECT project_id, id, updated_at FROM mcp_servers ORDER BY project_id, id",
+        )
+        .fetch_all(ex)
+        .await?,
+    )
 }
 
-pub async fn set_refreshed<'e>(ex: impl Exec<'e>, id: &str, at: i64, error: Option<&str>) -> Result<()> {
+pub async fn set_refreshed<'e>(
+    ex: impl Exec<'e>,
+    id: &str,
+    at: i64,
+    error: Option<&str>,
+) -> Result<()> {
     sqlx::query("UPDATE mcp_servers SET last_refresh_at = $1, last_error = $2, updated_at = $1 WHERE id = $3")
         .bind(at)
         .bind(error)
@@ -130,15 +154,21 @@ pub async fn set_refreshed<'e>(ex: impl Exec<'e>, id: &str, at: i64, error: Opti
 
 /// Marks a server changed (its tools were approved or overridden) so other instances rebuild.
 pub async fn touch<'e>(ex: impl Exec<'e>, id: &str, at: i64) -> Result<()> {
-    sqlx::query("UPDATE mcp_servers SET updated_at = $1 WHERE id = $2").bind(at).bind(id).execute(ex).await?;
+    sqlx::query("UPDATE mcp_servers SET updated_at = $1 WHERE id = $2")
+        .bind(at)
+        .bind(id)
+        .execute(ex)
+        .await?;
     Ok(())
 }
 
 pub async fn list_tools<'e>(ex: impl Exec<'e>, server_id: &str) -> Result<Vec<ToolRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {TOOL_COLUMNS} FROM mcp_server_tools WHERE server_id = $1 ORDER BY name"))
-        .bind(server_id)
-        .fetch_all(ex)
-        .await?)
+    Ok(sqlx::query_as(&format!(
+        "SELECT {TOOL_COLUMNS} FROM mcp_server_tools WHERE server_id = $1 ORDER BY name"
+    ))
+    .bind(server_id)
+    .fetch_all(ex)
+    .await?)
 }
 
 /// Inserts or replaces one tool row.
@@ -172,15 +202,22 @@ pub async fn upsert_tool<'e>(ex: impl Exec<'e>, r: &ToolRow) -> Result<()> {
 
 /// Every owned upstream tool name of a project.
 pub async fn name_owners<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<Vec<NameOwner>> {
-    Ok(sqlx::query_as("SELECT name, server_id, tool FROM mcp_tool_names WHERE project_id = $1 ORDER BY name")
-        .bind(project_id)
-        .fetch_all(ex)
-        .await?)
+    Ok(sqlx::query_as(
+        "SELECT name, server_id, tool FROM mcp_tool_names WHERE project_id = $1 ORDER BY name",
+    )
+    .bind(project_id)
+    .fetch_all(ex)
+    .await?)
 }
 
 /// Claims a catalog name for a server's tool unless some server owns it already; true when
 /// this call claimed it. A name stays claimed until its server is deleted.
-pub async fn claim_name<'e>(ex: impl Exec<'e>, project_id: &str, owner: &NameOwner, at: i64) -> Result<bool> {
+pub async fn claim_name<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    owner: &NameOwner,
+    at: i64,
+) -> Result<bool> {
     let r = sqlx::query(
         "INSERT INTO mcp_tool_names (project_id, name, server_id, tool, claimed_at) VALUES ($1, $2, $3, $4, $5) \
          ON CONFLICT (project_id, name) DO NOTHING",

@@ -46,10 +46,10 @@ macro_rules! text_enum {
     };
 }
 
-pub mod backup;
 pub mod api_keys;
 pub mod apps;
 pub mod audit;
+pub mod backup;
 pub mod confirmations;
 pub mod connections;
 pub mod egress;
@@ -112,28 +112,50 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 fn check_sqlite_writable(url: &str) -> Result<()> {
     let rest = url.trim_start_matches("sqlite:").trim_start_matches("//");
     let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
-    if path.is_empty() || path == ":memory:" || query.split('&').any(|kv| kv == "mode=ro" || kv == "mode=memory") {
+    if path.is_empty()
+        || path == ":memory:"
+        || query
+            .split('&')
+            .any(|kv| kv == "mode=ro" || kv == "mode=memory")
+    {
         return Ok(());
     }
     let path = std::path::Path::new(path);
     let problem = |what: &str, e: std::io::Error| {
         let why = match e.raw_os_error() {
             Some(30) => "it is on a read-only file system".to_string(),
-            _ if e.kind() == std::io::ErrorKind::PermissionDenied => "it is read-only for this user".to_string(),
+            _ if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                "it is read-only for this user".to_string()
+            }
             _ => e.to_string(),
         };
-        Error::invalid(format!("cannot open database {}: {what} cannot be written, {why}", path.display()))
+        Error::invalid(format!(
+            "cannot open database {}: {what} cannot be written, {why}",
+            path.display()
+        ))
     };
     if path.exists() {
-        std::fs::OpenOptions::new().read(true).write(true).open(path).map_err(|e| problem("the file", e))?;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| problem("the file", e))?;
     }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
     if dir.exists() {
-        let probe = dir.join(format!(".{}.write-probe", path.file_name().and_then(|n| n.to_str()).unwrap_or("db")));
-        std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&probe).map_err(|e| problem("its directory", e))?;
+        let probe = dir.join(format!(
+            ".{}.write-probe",
+            path.file_name().and_then(|n| n.to_str()).unwrap_or("db")
+        ));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&probe)
+            .map_err(|e| problem("its directory", e))?;
         let _ = std::fs::remove_file(&probe);
     }
     Ok(())
@@ -240,7 +262,10 @@ impl Db {
     /// True when the database answers a trivial query within 3 s.
     pub async fn ping(&self) -> bool {
         let ping = sqlx::query("SELECT 1").execute(&self.pool);
-        matches!(tokio::time::timeout(Duration::from_secs(3), ping).await, Ok(Ok(_)))
+        matches!(
+            tokio::time::timeout(Duration::from_secs(3), ping).await,
+            Ok(Ok(_))
+        )
     }
 
     pub async fn close(&self) {
@@ -261,7 +286,13 @@ pub fn redact_url(url: &str) -> String {
 
 /// Deletes at most `limit` of a project's rows of `table` created before `before`, oldest first;
 /// how many. For retention, which calls it in small batches.
-pub(crate) async fn delete_oldest<'e>(ex: impl Exec<'e>, table: &'static str, project_id: &str, before: i64, limit: i64) -> Result<u64> {
+pub(crate) async fn delete_oldest<'e>(
+    ex: impl Exec<'e>,
+    table: &'static str,
+    project_id: &str,
+    before: i64,
+    limit: i64,
+) -> Result<u64> {
     let r = sqlx::query(&format!(
         "DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE project_id = $1 AND created_at < $2 ORDER BY created_at LIMIT $3)"
     ))
@@ -284,7 +315,13 @@ pub struct Resealed<'a> {
 /// Replaces the sealing of the row of `table` whose `key_column` is `key`, only if its
 /// ciphertext is still what the caller read (no lost update); whether it did. Every sealed
 /// table (vault secrets, connections, callbacks, callback signing secrets) has these columns.
-pub(crate) async fn reseal_row<'e>(ex: impl Exec<'e>, table: &'static str, key_column: &'static str, key: &str, r: &Resealed<'_>) -> Result<bool> {
+pub(crate) async fn reseal_row<'e>(
+    ex: impl Exec<'e>,
+    table: &'static str,
+    key_column: &'static str,
+    key: &str,
+    r: &Resealed<'_>,
+) -> Result<bool> {
     let done = sqlx::query(&format!(
         "UPDATE {table} SET ciphertext = $1, nonce = $2, key_version = $3 WHERE {key_column} = $4 AND ciphertext = $5"
     ))
@@ -374,20 +411,36 @@ mod tests {
     #[tokio::test]
     async fn a_transaction_the_disk_filling_up_rolled_back_does_not_poison_later_writes() {
         let path = std::env::temp_dir().join(format!("wb-full-{}.db", crate::ids::new_id("t")));
-        let db = Db::connect(&format!("sqlite://{}", path.display())).await.unwrap();
-        sqlx::query("CREATE TABLE filler (v TEXT NOT NULL)").execute(db.pool()).await.unwrap();
+        let db = Db::connect(&format!("sqlite://{}", path.display()))
+            .await
+            .unwrap();
+        sqlx::query("CREATE TABLE filler (v TEXT NOT NULL)")
+            .execute(db.pool())
+            .await
+            .unwrap();
         for round in 0..3 {
             let mut tx = db.begin_write().await.unwrap();
-            sqlx::query("PRAGMA max_page_count = 16").execute(&mut *tx).await.unwrap();
+            sqlx::query("PRAGMA max_page_count = 16")
+                .execute(&mut *tx)
+                .await
+                .unwrap();
             let mut full = None;
             for _ in 0..100 {
-                if let Err(e) = sqlx::query("INSERT INTO filler (v) VALUES ($1)").bind("y".repeat(3000)).execute(&mut *tx).await {
+                if let Err(e) = sqlx::query("INSERT INTO filler (v) VALUES ($1)")
+                    .bind("y".repeat(3000))
+                    .execute(&mut *tx)
+                    .await
+                {
                     full = Some(Error::from(e));
                     break;
                 }
             }
             let full = full.expect("the page limit is reached");
-            assert_eq!(full.unavailable_reason(), Some("the database's disk is full"), "round {round}: {full}");
+            assert_eq!(
+                full.unavailable_reason(),
+                Some("the database's disk is full"),
+                "round {round}: {full}"
+            );
             drop(tx);
             // Let the dropped transaction's connection go back to (or leave) the pool.
             for _ in 0..500 {
@@ -397,12 +450,21 @@ mod tests {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
             for n in 0..3 {
-                let mut tx = db.begin_write().await.unwrap_or_else(|e| panic!("round {round}, write {n}: {e}"));
-                sqlx::query("INSERT INTO filler (v) VALUES ('small')").execute(&mut *tx).await.unwrap();
+                let mut tx = db
+                    .begin_write()
+                    .await
+                    .unwrap_or_else(|e| panic!("round {round}, write {n}: {e}"));
+                sqlx::query("INSERT INTO filler (v) VALUES ('small')")
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
                 tx.commit().await.unwrap();
             }
         }
-        let (count,): (i64,) = sqlx::query_as("SELECT count(*) FROM filler").fetch_one(db.pool()).await.unwrap();
+        let (count,): (i64,) = sqlx::query_as("SELECT count(*) FROM filler")
+            .fetch_one(db.pool())
+            .await
+            .unwrap();
         assert_eq!(count, 9, "only the small rows were kept");
         db.pool().close().await;
         for suffix in ["", "-wal", "-shm"] {

@@ -64,16 +64,23 @@ pub async fn upsert_metadata_client<'e>(ex: impl Exec<'e>, c: &ClientRow) -> Res
 }
 
 pub async fn get_client<'e>(ex: impl Exec<'e>, client_id: &str) -> Result<Option<ClientRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {CLIENT_COLUMNS} FROM oauth_clients WHERE client_id = $1")).bind(client_id).fetch_optional(ex).await?)
+    Ok(sqlx::query_as(&format!(
+        "SELECT {CLIENT_COLUMNS} FROM oauth_clients WHERE client_id = $1"
+    ))
+    .bind(client_id)
+    .fetch_optional(ex)
+    .await?)
 }
 
 /// Clients registered from one address since `since` (the registration rate limit).
 pub async fn count_registered_from<'e>(ex: impl Exec<'e>, from: &str, since: i64) -> Result<i64> {
-    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM oauth_clients WHERE registered_from = $1 AND created_at >= $2")
-        .bind(from)
-        .bind(since)
-        .fetch_one(ex)
-        .await?;
+    let (n,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM oauth_clients WHERE registered_from = $1 AND created_at >= $2",
+    )
+    .bind(from)
+    .bind(since)
+    .fetch_one(ex)
+    .await?;
     Ok(n)
 }
 
@@ -112,7 +119,12 @@ pub async fn insert_grant<'e>(ex: impl Exec<'e>, g: &GrantRow) -> Result<()> {
 }
 
 /// The live grant a user gave a client in a project, if any (approving again reuses it).
-pub async fn live_grant_for<'e>(ex: impl Exec<'e>, client_id: &str, user_id: &str, project_id: &str) -> Result<Option<GrantRow>> {
+pub async fn live_grant_for<'e>(
+    ex: impl Exec<'e>,
+    client_id: &str,
+    user_id: &str,
+    project_id: &str,
+) -> Result<Option<GrantRow>> {
     Ok(sqlx::query_as(&format!("SELECT {GRANT_COLUMNS} FROM oauth_grants WHERE client_id = $1 AND user_id = $2 AND project_id = $3 AND revoked_at IS NULL ORDER BY created_at DESC LIMIT 1"))
         .bind(client_id)
         .bind(user_id)
@@ -122,7 +134,12 @@ pub async fn live_grant_for<'e>(ex: impl Exec<'e>, client_id: &str, user_id: &st
 }
 
 /// Sets what a grant acts under: its policy and rate limit.
-pub async fn set_grant_terms<'e>(ex: impl Exec<'e>, id: &str, policy_id: Option<&str>, rate_limit_per_minute: Option<i64>) -> Result<()> {
+pub async fn set_grant_terms<'e>(
+    ex: impl Exec<'e>,
+    id: &str,
+    policy_id: Option<&str>,
+    rate_limit_per_minute: Option<i64>,
+) -> Result<()> {
     sqlx::query("UPDATE oauth_grants SET policy_id = $1, rate_limit_per_minute = $2 WHERE id = $3")
         .bind(policy_id)
         .bind(rate_limit_per_minute)
@@ -133,11 +150,19 @@ pub async fn set_grant_terms<'e>(ex: impl Exec<'e>, id: &str, policy_id: Option<
 }
 
 pub async fn get_grant<'e>(ex: impl Exec<'e>, id: &str) -> Result<Option<GrantRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {GRANT_COLUMNS} FROM oauth_grants WHERE id = $1")).bind(id).fetch_optional(ex).await?)
+    Ok(sqlx::query_as(&format!(
+        "SELECT {GRANT_COLUMNS} FROM oauth_grants WHERE id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(ex)
+    .await?)
 }
 
 /// A user's grants that are not revoked, newest first, with each client's name.
-pub async fn live_grants_of_user<'e>(ex: impl Exec<'e>, user_id: &str) -> Result<Vec<(GrantRow, String, String)>> {
+pub async fn live_grants_of_user<'e>(
+    ex: impl Exec<'e>,
+    user_id: &str,
+) -> Result<Vec<(GrantRow, String, String)>> {
     #[derive(FromRow)]
     struct Joined {
         #[sqlx(flatten)]
@@ -153,11 +178,19 @@ pub async fn live_grants_of_user<'e>(ex: impl Exec<'e>, user_id: &str) -> Result
     .bind(user_id)
     .fetch_all(ex)
     .await?;
-    Ok(rows.into_iter().map(|r| (r.grant, r.client_name, r.redirect_uris)).collect())
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.grant, r.client_name, r.redirect_uris))
+        .collect())
 }
 
 /// Revokes a grant of `user_id`; false when there is no such live grant.
-pub async fn revoke_grant<'e>(ex: impl Exec<'e>, id: &str, user_id: &str, now: i64) -> Result<bool> {
+pub async fn revoke_grant<'e>(
+    ex: impl Exec<'e>,
+    id: &str,
+    user_id: &str,
+    now: i64,
+) -> Result<bool> {
     let r = sqlx::query("UPDATE oauth_grants SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL")
         .bind(now)
         .bind(id)
@@ -168,7 +201,11 @@ pub async fn revoke_grant<'e>(ex: impl Exec<'e>, id: &str, user_id: &str, now: i
 }
 
 pub async fn touch_grant<'e>(ex: impl Exec<'e>, id: &str, now: i64) -> Result<()> {
-    sqlx::query("UPDATE oauth_grants SET last_used_at = $1 WHERE id = $2").bind(now).bind(id).execute(ex).await?;
+    sqlx::query("UPDATE oauth_grants SET last_used_at = $1 WHERE id = $2")
+        .bind(now)
+        .bind(id)
+        .execute(ex)
+        .await?;
     Ok(())
 }
 
@@ -199,7 +236,12 @@ pub async fn insert_code<'e>(ex: impl Exec<'e>, c: &CodeRow) -> Result<()> {
 /// Marks a code used and returns it, once: a second redemption (or a racing one) gets None
 /// and `get_code` tells the caller it was already used.
 pub async fn redeem_code<'e>(ex: impl Exec<'e>, code_hash: &str, now: i64) -> Result<bool> {
-    let r = sqlx::query("UPDATE oauth_codes SET used_at = $1 WHERE code_hash = $2 AND used_at IS NULL").bind(now).bind(code_hash).execute(ex).await?;
+    let r =
+        sqlx::query("UPDATE oauth_codes SET used_at = $1 WHERE code_hash = $2 AND used_at IS NULL")
+            .bind(now)
+            .bind(code_hash)
+            .execute(ex)
+            .await?;
     Ok(r.rows_affected() == 1)
 }
 
@@ -257,13 +299,25 @@ pub async fn use_refresh_token<'e>(ex: impl Exec<'e>, token_hash: &str, now: i64
 }
 
 pub async fn revoke_token<'e>(ex: impl Exec<'e>, token_hash: &str, now: i64) -> Result<()> {
-    sqlx::query("UPDATE oauth_tokens SET revoked_at = $1 WHERE token_hash = $2 AND revoked_at IS NULL").bind(now).bind(token_hash).execute(ex).await?;
+    sqlx::query(
+        "UPDATE oauth_tokens SET revoked_at = $1 WHERE token_hash = $2 AND revoked_at IS NULL",
+    )
+    .bind(now)
+    .bind(token_hash)
+    .execute(ex)
+    .await?;
     Ok(())
 }
 
 /// Revokes every token of a family (a reused refresh token, a revoked refresh token).
 pub async fn revoke_family<'e>(ex: impl Exec<'e>, family_id: &str, now: i64) -> Result<u64> {
-    let r = sqlx::query("UPDATE oauth_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL").bind(now).bind(family_id).execute(ex).await?;
+    let r = sqlx::query(
+        "UPDATE oauth_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL",
+    )
+    .bind(now)
+    .bind(family_id)
+    .execute(ex)
+    .await?;
     Ok(r.rows_affected())
 }
 
@@ -271,8 +325,16 @@ pub async fn revoke_family<'e>(ex: impl Exec<'e>, family_id: &str, now: i64) -> 
 /// metadata document was cached) before it that nobody ever approved: anyone may register, so
 /// abandoned registrations must not pile up (upkeep).
 pub async fn delete_expired(pool: &sqlx::AnyPool, before: i64) -> Result<u64> {
-    let a = sqlx::query("DELETE FROM oauth_codes WHERE expires_at < $1").bind(before).execute(pool).await?.rows_affected();
-    let b = sqlx::query("DELETE FROM oauth_tokens WHERE expires_at < $1").bind(before).execute(pool).await?.rows_affected();
+    let a = sqlx::query("DELETE FROM oauth_codes WHERE expires_at < $1")
+        .bind(before)
+        .execute(pool)
+        .await?
+        .rows_affected();
+    let b = sqlx::query("DELETE FROM oauth_tokens WHERE expires_at < $1")
+        .bind(before)
+        .execute(pool)
+        .await?
+        .rows_affected();
     let c = sqlx::query("DELETE FROM oauth_clients WHERE created_at < $1 AND NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.client_id = oauth_clients.client_id)")
         .bind(before)
         .execute(pool)
@@ -283,6 +345,12 @@ pub async fn delete_expired(pool: &sqlx::AnyPool, before: i64) -> Result<u64> {
 
 /// Revokes every token a grant issued (the grant was revoked, or one of its codes replayed).
 pub async fn revoke_grant_tokens<'e>(ex: impl Exec<'e>, grant_id: &str, now: i64) -> Result<u64> {
-    let r = sqlx::query("UPDATE oauth_tokens SET revoked_at = $1 WHERE grant_id = $2 AND revoked_at IS NULL").bind(now).bind(grant_id).execute(ex).await?;
+    let r = sqlx::query(
+        "UPDATE oauth_tokens SET revoked_at = $1 WHERE grant_id = $2 AND revoked_at IS NULL",
+    )
+    .bind(now)
+    .bind(grant_id)
+    .execute(ex)
+    .await?;
     Ok(r.rows_affected())
 }

@@ -52,14 +52,22 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &PendingRow) -> Result<()> {
 }
 
 pub async fn get<'e>(ex: impl Exec<'e>, id: &str) -> Result<Option<PendingRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {PENDING_COLUMNS} FROM pending_connections WHERE id = $1"))
-        .bind(id)
-        .fetch_optional(ex)
-        .await?)
+    Ok(sqlx::query_as(&format!(
+        "SELECT {PENDING_COLUMNS} FROM pending_connections WHERE id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(ex)
+    .await?)
 }
 
 /// Records a fresh OAuth state and PKCE verifier for a pending connection.
-pub async fn set_oauth_state<'e>(ex: impl Exec<'e>, id: &str, state: &str, verifier: &str, state_expires_at: i64) -> Result<()> {
+pub async fn set_oauth_state<'e>(
+    ex: impl Exec<'e>,
+    id: &str,
+    state: &str,
+    verifier: &str,
+    state_expires_at: i64,
+) -> Result<()> {
     sqlx::query("UPDATE pending_connections SET oauth_state = $1, pkce_verifier = $2, state_expires_at = $3 WHERE id = $4")
         .bind(state)
         .bind(verifier)
@@ -72,19 +80,26 @@ pub async fn set_oauth_state<'e>(ex: impl Exec<'e>, id: &str, state: &str, verif
 
 /// Consumes an OAuth state: returns the pending row and clears the state so it cannot be used
 /// twice (the conditional update decides between racing callbacks).
-pub async fn take_by_state<'e>(ex: impl Exec<'e> + Copy, state: &str) -> Result<Option<PendingRow>> {
-    let Some(row) = sqlx::query_as::<_, PendingRow>(&format!("SELECT {PENDING_COLUMNS} FROM pending_connections WHERE oauth_state = $1"))
-        .bind(state)
-        .fetch_optional(ex)
-        .await?
+pub async fn take_by_state<'e>(
+    ex: impl Exec<'e> + Copy,
+    state: &str,
+) -> Result<Option<PendingRow>> {
+    let Some(row) = sqlx::query_as::<_, PendingRow>(&format!(
+        "SELECT {PENDING_COLUMNS} FROM pending_connections WHERE oauth_state = $1"
+    ))
+    .bind(state)
+    .fetch_optional(ex)
+    .await?
     else {
         return Ok(None);
     };
-    let cleared = sqlx::query("UPDATE pending_connections SET oauth_state = NULL WHERE id = $1 AND oauth_state = $2")
-        .bind(&row.id)
-        .bind(state)
-        .execute(ex)
-        .await?;
+    let cleared = sqlx::query(
+        "UPDATE pending_connections SET oauth_state = NULL WHERE id = $1 AND oauth_state = $2",
+    )
+    .bind(&row.id)
+    .bind(state)
+    .execute(ex)
+    .await?;
     Ok((cleared.rows_affected() == 1).then_some(row))
 }
 
@@ -97,11 +112,17 @@ pub async fn mark_connected<'e>(ex: impl Exec<'e>, id: &str) -> Result<()> {
 }
 
 pub async fn delete<'e>(ex: impl Exec<'e>, id: &str) -> Result<()> {
-    sqlx::query("DELETE FROM pending_connections WHERE id = $1").bind(id).execute(ex).await?;
+    sqlx::query("DELETE FROM pending_connections WHERE id = $1")
+        .bind(id)
+        .execute(ex)
+        .await?;
     Ok(())
 }
 
 pub async fn delete_before<'e>(ex: impl Exec<'e>, cutoff: i64) -> Result<u64> {
-    let r = sqlx::query("DELETE FROM pending_connections WHERE expires_at < $1").bind(cutoff).execute(ex).await?;
+    let r = sqlx::query("DELETE FROM pending_connections WHERE expires_at < $1")
+        .bind(cutoff)
+        .execute(ex)
+        .await?;
     Ok(r.rows_affected())
 }

@@ -23,14 +23,22 @@ pub struct SettingsRow {
 const COLUMNS: &str = "project_id, audit_retention_days, webhook_url, webhook_secret_ref, email_hourly_limit, updated_at";
 
 pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<Option<SettingsRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM project_settings WHERE project_id = $1"))
-        .bind(project_id)
-        .fetch_optional(ex)
-        .await?)
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM project_settings WHERE project_id = $1"
+    ))
+    .bind(project_id)
+    .fetch_optional(ex)
+    .await?)
 }
 
 /// Sets one number-or-nothing setting, leaving the others.
-async fn set_number<'e>(ex: impl Exec<'e>, project_id: &str, column: &'static str, value: Option<i64>, now: i64) -> Result<()> {
+async fn set_number<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    column: &'static str,
+    value: Option<i64>,
+    now: i64,
+) -> Result<()> {
     sqlx::query(&format!(
         "INSERT INTO project_settings (project_id, {column}, updated_at) VALUES ($1, $2, $3) \
          ON CONFLICT (project_id) DO UPDATE SET {column} = excluded.{column}, updated_at = excluded.updated_at"
@@ -44,17 +52,32 @@ async fn set_number<'e>(ex: impl Exec<'e>, project_id: &str, column: &'static st
 }
 
 /// Sets how many days audit rows are kept (None: forever), leaving the other settings.
-pub async fn set_retention<'e>(ex: impl Exec<'e>, project_id: &str, days: Option<i64>, now: i64) -> Result<()> {
+pub async fn set_retention<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    days: Option<i64>,
+    now: i64,
+) -> Result<()> {
     set_number(ex, project_id, "audit_retention_days", days, now).await
 }
 
 /// Sets the project's email hourly limit (None: the operator's), leaving the other settings.
-pub async fn set_email_limit<'e>(ex: impl Exec<'e>, project_id: &str, limit: Option<i64>, now: i64) -> Result<()> {
+pub async fn set_email_limit<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    limit: Option<i64>,
+    now: i64,
+) -> Result<()> {
     set_number(ex, project_id, "email_hourly_limit", limit, now).await
 }
 
 /// Sets (or, with None, removes) the webhook, leaving the other settings.
-pub async fn set_webhook<'e>(ex: impl Exec<'e>, project_id: &str, webhook: Option<(&str, &str)>, now: i64) -> Result<()> {
+pub async fn set_webhook<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    webhook: Option<(&str, &str)>,
+    now: i64,
+) -> Result<()> {
     let (url, secret_ref) = webhook.unzip();
     sqlx::query(
         "INSERT INTO project_settings (project_id, webhook_url, webhook_secret_ref, updated_at) VALUES ($1, $2, $3, $4) \

@@ -42,11 +42,11 @@ pub async fn by_id<'e>(ex: impl Exec<'e>, id: &str) -> Result<Option<ProjectRow>
 
 /// The oldest project, which CLI commands use when no project is named.
 pub async fn first<'e>(ex: impl Exec<'e>) -> Result<Option<ProjectRow>> {
-    Ok(sqlx::query_as(
-        "SELECT id, name, created_at FROM projects ORDER BY created_at, id LIMIT 1",
+    Ok(
+        sqlx::query_as("SELECT id, name, created_at FROM projects ORDER BY created_at, id LIMIT 1")
+            .fetch_optional(ex)
+            .await?,
     )
-    .fetch_optional(ex)
-    .await?)
 }
 
 #[derive(Debug, Clone, FromRow, PartialEq, Eq)]
@@ -82,7 +82,10 @@ const MEMBERSHIP_SELECT: &str = "SELECT m.project_id, p.name AS project_name, m.
      m.created_at FROM memberships m JOIN projects p ON p.id = m.project_id";
 
 /// The user's memberships, oldest first (the first is the user's home project).
-pub async fn memberships_of_user<'e>(ex: impl Exec<'e>, user_id: &str) -> Result<Vec<MembershipRow>> {
+pub async fn memberships_of_user<'e>(
+    ex: impl Exec<'e>,
+    user_id: &str,
+) -> Result<Vec<MembershipRow>> {
     Ok(sqlx::query_as(&format!(
         "{MEMBERSHIP_SELECT} WHERE m.user_id = $1 ORDER BY m.created_at, m.project_id"
     ))

@@ -48,7 +48,12 @@ pub async fn get<'e>(ex: impl Exec<'e>, jti: &str) -> Result<Option<ProxyTokenRo
 }
 
 /// Revokes the user's live proxy tokens (all, or those listing `integration`).
-pub async fn revoke_for_user<'e>(ex: impl Exec<'e>, user_id: &str, integration: Option<&str>, now: i64) -> Result<u64> {
+pub async fn revoke_for_user<'e>(
+    ex: impl Exec<'e>,
+    user_id: &str,
+    integration: Option<&str>,
+    now: i64,
+) -> Result<u64> {
     match integration {
         Some(i) => revoke_tokens_naming(ex, Owner::User, user_id, i, now).await,
         None => Ok(sqlx::query("UPDATE proxy_tokens SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL AND expires_at > $1")
@@ -67,7 +72,13 @@ pub(super) enum Owner {
 }
 
 /// Revokes live proxy tokens of a user or a project whose comma-separated list names `integration`.
-pub(super) async fn revoke_tokens_naming<'e>(ex: impl Exec<'e>, owner: Owner, owner_id: &str, integration: &str, now: i64) -> Result<u64> {
+pub(super) async fn revoke_tokens_naming<'e>(
+    ex: impl Exec<'e>,
+    owner: Owner,
+    owner_id: &str,
+    integration: &str,
+    now: i64,
+) -> Result<u64> {
     let column = match owner {
         Owner::User => "user_id",
         Owner::Project => "project_id",

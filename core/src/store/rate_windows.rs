@@ -20,5 +20,11 @@ pub async fn hit<'e>(ex: impl Exec<'e>, api_key_id: &str, window_start: i64) -> 
 
 /// Forgets windows that started before `before`.
 pub async fn delete_before<'e>(ex: impl Exec<'e>, before: i64) -> Result<u64> {
-    Ok(sqlx::query("DELETE FROM rate_windows WHERE window_start < $1").bind(before).execute(ex).await?.rows_affected())
+    Ok(
+        sqlx::query("DELETE FROM rate_windows WHERE window_start < $1")
+            .bind(before)
+            .execute(ex)
+            .await?
+            .rows_affected(),
+    )
 }

@@ -88,17 +88,24 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &CallbackRow) -> Result<()> {
 
 /// Callbacks of a project still to be delivered.
 pub async fn count_scheduled<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<i64> {
-    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM scheduled_callbacks WHERE project_id = $1 AND status = 'scheduled'")
-        .bind(project_id)
-        .fetch_one(ex)
-        .await?;
+    let (n,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM scheduled_callbacks WHERE project_id = $1 AND status = 'scheduled'",
+    )
+    .bind(project_id)
+    .fetch_one(ex)
+    .await?;
     Ok(n)
 }
 
 /// Claims at most `limit` callbacks due at `now` whose lease (if any) has run out: each gets a
 /// lease until `lease_until` and one more attempt counted. Two instances never claim one row
 /// while its lease runs.
-pub async fn claim_due(db: &Db, now: i64, lease_until: i64, limit: i64) -> Result<Vec<CallbackRow>> {
+pub async fn claim_due(
+    db: &Db,
+    now: i64,
+    lease_until: i64,
+    limit: i64,
+) -> Result<Vec<CallbackRow>> {
     let lock = match db.engine() {
         Engine::Postgres => " FOR UPDATE SKIP LOCKED",
         Engine::Sqlite => "",
@@ -164,11 +171,13 @@ pub async fn finish(db: &Db, a: &AttemptRow, f: &Finished<'_>, now: i64) -> Resu
 }
 
 pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<Option<CallbackRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM scheduled_callbacks WHERE project_id = $1 AND id = $2"))
-        .bind(project_id)
-        .bind(id)
-        .fetch_optional(ex)
-        .await?)
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM scheduled_callbacks WHERE project_id = $1 AND id = $2"
+    ))
+    .bind(project_id)
+    .bind(id)
+    .fetch_optional(ex)
+    .await?)
 }
 
 /// A project's callbacks, newest first: all of them, or one user's; optionally one status;
@@ -192,10 +201,17 @@ pub async fn list<'e>(
         sql.push_str(&format!(" AND status = ${n}"));
     }
     if before.is_some() {
-        sql.push_str(&format!(" AND (created_at < ${a} OR (created_at = ${a} AND id < ${b}))", a = n + 1, b = n + 2));
+        sql.push_str(&format!(
+            " AND (created_at < ${a} OR (created_at = ${a} AND id < ${b}))",
+            a = n + 1,
+            b = n + 2
+        ));
         n += 2;
     }
-    sql.push_str(&format!(" ORDER BY created_at DESC, id DESC LIMIT ${}", n + 1));
+    sql.push_str(&format!(
+        " ORDER BY created_at DESC, id DESC LIMIT ${}",
+        n + 1
+    ));
     let mut q = sqlx::query_as::<_, CallbackRow>(&sql).bind(project_id);
     if let Some(u) = user_id {
         q = q.bind(u);
@@ -220,7 +236,10 @@ pub async fn attempts<'e>(ex: impl Exec<'e>, callback_id: &str) -> Result<Vec<At
 }
 
 /// The attempts of several callbacks at once (a page of them), in attempt order.
-pub async fn attempts_of<'e>(ex: impl Exec<'e>, callback_ids: &[String]) -> Result<Vec<AttemptRow>> {
+pub async fn attempts_of<'e>(
+    ex: impl Exec<'e>,
+    callback_ids: &[String],
+) -> Result<Vec<AttemptRow>> {
     if callback_ids.is_empty() {
         return Ok(Vec::new());
     }
@@ -254,7 +273,12 @@ pub async fn cancel<'e>(ex: impl Exec<'e>, project_id: &str, id: &str, now: i64)
 
 /// Deletes at most `limit` of a project's finished callbacks (delivered, failed, cancelled)
 /// created before `before`, with their attempts; how many. Waiting callbacks are kept.
-pub async fn delete_finished_older<'e>(ex: impl Exec<'e>, project_id: &str, before: i64, limit: i64) -> Result<u64> {
+pub async fn delete_finished_older<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    before: i64,
+    limit: i64,
+) -> Result<u64> {
     Ok(sqlx::query(
         "DELETE FROM scheduled_callbacks WHERE id IN (SELECT id FROM scheduled_callbacks WHERE project_id = $1 \
          AND status <> 'scheduled' AND created_at < $2 ORDER BY created_at LIMIT $3)",
@@ -268,17 +292,42 @@ pub async fn delete_finished_older<'e>(ex: impl Exec<'e>, project_id: &str, befo
 }
 
 /// Callbacks whose payload is sealed under another key version than `version`.
-pub async fn not_on_version<'e>(ex: impl Exec<'e>, version: i64, limit: i64) -> Result<Vec<CallbackRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM scheduled_callbacks WHERE key_version <> $1 LIMIT $2"))
-        .bind(version)
-        .bind(limit)
-        .fetch_all(ex)
-        .await?)
+pub async fn not_on_version<'e>(
+    ex: impl Exec<'e>,
+    version: i64,
+    limit: i64,
+) -> Result<Vec<CallbackRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM scheduled_callbacks WHERE key_version <> $1 LIMIT $2"
+    ))
+    .bind(version)
+    .bind(limit)
+    .fetch_all(ex)
+    .await?)
 }
 
 /// Re-seals one payload unless it changed meanwhile.
-pub async fn reseal<'e>(ex: impl Exec<'e>, id: &str, old_ciphertext: &str, ciphertext: &str, nonce: &str, version: i64) -> Result<bool> {
-    super::reseal_row(ex, "scheduled_callbacks", "id", id, &super::Resealed { old_ciphertext, ciphertext, nonce, key_version: version }).await
+pub async fn reseal<'e>(
+    ex: impl Exec<'e>,
+    id: &str,
+    old_ciphertext: &str,
+    ciphertext: &str,
+    nonce: &str,
+    version: i64,
+) -> Result<bool> {
+    super::reseal_row(
+        ex,
+        "scheduled_callbacks",
+        "id",
+        id,
+        &super::Resealed {
+            old_ciphertext,
+            ciphertext,
+            nonce,
+            key_version: version,
+        },
+    )
+    .await
 }
 
 /// A project's sealed signing secret.
@@ -291,7 +340,10 @@ pub struct SigningSecretRow {
     pub created_at: i64,
 }
 
-pub async fn signing_secret<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<Option<SigningSecretRow>> {
+pub async fn signing_secret<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+) -> Result<Option<SigningSecretRow>> {
     Ok(sqlx::query_as("SELECT project_id, ciphertext, nonce, key_version, created_at FROM callback_signing_secrets WHERE project_id = $1")
         .bind(project_id)
         .fetch_optional(ex)
@@ -314,7 +366,11 @@ pub async fn insert_signing_secret<'e>(ex: impl Exec<'e>, r: &SigningSecretRow) 
     Ok(())
 }
 
-pub async fn signing_secrets_not_on_version<'e>(ex: impl Exec<'e>, version: i64, limit: i64) -> Result<Vec<SigningSecretRow>> {
+pub async fn signing_secrets_not_on_version<'e>(
+    ex: impl Exec<'e>,
+    version: i64,
+    limit: i64,
+) -> Result<Vec<SigningSecretRow>> {
     Ok(sqlx::query_as(
         "SELECT project_id, ciphertext, nonce, key_version, created_at FROM callback_signing_secrets WHERE key_version <> $1 LIMIT $2",
     )
@@ -324,8 +380,27 @@ pub async fn signing_secrets_not_on_version<'e>(ex: impl Exec<'e>, version: i64,
     .await?)
 }
 
-pub async fn reseal_signing_secret<'e>(ex: impl Exec<'e>, project_id: &str, old_ciphertext: &str, ciphertext: &str, nonce: &str, version: i64) -> Result<bool> {
-    super::reseal_row(ex, "callback_signing_secrets", "project_id", project_id, &super::Resealed { old_ciphertext, ciphertext, nonce, key_version: version }).await
+pub async fn reseal_signing_secret<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    old_ciphertext: &str,
+    ciphertext: &str,
+    nonce: &str,
+    version: i64,
+) -> Result<bool> {
+    super::reseal_row(
+        ex,
+        "callback_signing_secrets",
+        "project_id",
+        project_id,
+        &super::Resealed {
+            old_ciphertext,
+            ciphertext,
+            nonce,
+            key_version: version,
+        },
+    )
+    .await
 }
 
 /// Callbacks of every project that are due now and not being delivered (for /metrics).

@@ -22,10 +22,10 @@ pub async fn lock_scope<'e>(ex: impl Exec<'e>, scope: &str, now: i64) -> Result<
 /// attempt of the same millisecond is forgiven with it).
 pub async fn forget_at<'e>(ex: impl Exec<'e>, scope: &str, at: i64) -> Result<()> {
     sqlx::query("DELETE FROM sign_in_failures WHERE scope = $1 AND at = $2")
-    .bind(scope)
-    .bind(at)
-    .execute(ex)
-    .await?;
+        .bind(scope)
+        .bind(at)
+        .execute(ex)
+        .await?;
     Ok(())
 }
 
@@ -67,6 +67,9 @@ pub async fn delete_older_than<'e>(ex: impl Exec<'e> + Copy, cutoff: i64) -> Res
         .bind(cutoff)
         .execute(ex)
         .await?;
-    sqlx::query("DELETE FROM sign_in_scopes WHERE touched_at <= $1").bind(cutoff).execute(ex).await?;
+    sqlx::query("DELETE FROM sign_in_scopes WHERE touched_at <= $1")
+        .bind(cutoff)
+        .execute(ex)
+        .await?;
     Ok(r.rows_affected())
 }

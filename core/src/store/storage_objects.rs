@@ -34,7 +34,11 @@ pub async fn upsert<'e>(ex: impl Exec<'e>, r: &StorageObjectRow) -> Result<()> {
     Ok(())
 }
 
-pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str, key: &str) -> Result<Option<StorageObjectRow>> {
+pub async fn get<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    key: &str,
+) -> Result<Option<StorageObjectRow>> {
     Ok(sqlx::query_as(
         "SELECT project_id, object_key, content_type, size, sha256, updated_at FROM storage_objects \
          WHERE project_id = $1 AND object_key = $2",

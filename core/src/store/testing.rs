@@ -17,21 +17,32 @@ pub async fn drop_stale_databases(conn: &mut PgConnection, prefix: &str) -> Resu
     .fetch_all(&mut *conn)
     .await?;
     for (name,) in stale {
-        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\"")).execute(&mut *conn).await;
+        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\""))
+            .execute(&mut *conn)
+            .await;
     }
     Ok(())
 }
 
 /// Creates a database; `name` is the caller's own (letters, digits, `_`).
 pub async fn create_database(conn: &mut PgConnection, name: &str) -> Result<()> {
-    assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'), "a plain database name");
-    sqlx::query(&format!("CREATE DATABASE \"{name}\"")).execute(&mut *conn).await?;
+    assert!(
+        name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+        "a plain database name"
+    );
+    sqlx::query(&format!("CREATE DATABASE \"{name}\""))
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 
 /// Moves the audit log out of the way (`broken: true`) or back, so its writes fail.
 pub async fn break_audit_log(db: &Db, broken: bool) -> Result<()> {
-    let sql = if broken { "ALTER TABLE audit_events RENAME TO audit_events_away" } else { "ALTER TABLE audit_events_away RENAME TO audit_events" };
+    let sql = if broken {
+        "ALTER TABLE audit_events RENAME TO audit_events_away"
+    } else {
+        "ALTER TABLE audit_events_away RENAME TO audit_events"
+    };
     sqlx::query(sql).execute(db.pool()).await?;
     Ok(())
 }

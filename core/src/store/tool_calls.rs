@@ -27,7 +27,8 @@ pub struct ToolCallRow {
     pub idempotency_key: Option<String>,
 }
 
-const COLUMNS: &str = "id, project_id, user_id, api_key_id, tool, status, arguments, result, error, duration_ms, \
+const COLUMNS: &str =
+    "id, project_id, user_id, api_key_id, tool, status, arguments, result, error, duration_ms, \
      end_user_id, surface, created_at, result_bytes, idempotency_key";
 
 pub async fn insert<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
@@ -36,11 +37,17 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
 
 /// Inserts up to `INSERT_ROWS_MAX` rows in one statement (the record writer's batches).
 pub async fn insert_many<'e>(ex: impl Exec<'e>, rows: &[&ToolCallRow]) -> Result<()> {
-    assert!(rows.len() <= INSERT_ROWS_MAX, "at most INSERT_ROWS_MAX rows");
+    assert!(
+        rows.len() <= INSERT_ROWS_MAX,
+        "at most INSERT_ROWS_MAX rows"
+    );
     if rows.is_empty() {
         return Ok(());
     }
-    let sql = format!("INSERT INTO tool_calls ({COLUMNS}) VALUES {}", values_list(rows.len(), 15));
+    let sql = format!(
+        "INSERT INTO tool_calls ({COLUMNS}) VALUES {}",
+        values_list(rows.len(), 15)
+    );
     let mut q = sqlx::query(&sql);
     for r in rows {
         q = q
@@ -81,7 +88,10 @@ pub async fn finish<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
 /// Finishes up to `INSERT_ROWS_MAX` calls in one statement (the record writer's batches;
 /// `finish` stays a plain UPDATE for the one row the pipeline writes synchronously).
 pub async fn finish_many<'e>(ex: impl Exec<'e>, rows: &[&ToolCallRow]) -> Result<()> {
-    assert!(rows.len() <= INSERT_ROWS_MAX, "at most INSERT_ROWS_MAX rows");
+    assert!(
+        rows.len() <= INSERT_ROWS_MAX,
+        "at most INSERT_ROWS_MAX rows"
+    );
     if rows.is_empty() {
         return Ok(());
     }
@@ -93,23 +103,37 @@ pub async fn finish_many<'e>(ex: impl Exec<'e>, rows: &[&ToolCallRow]) -> Result
     );
     let mut q = sqlx::query(&sql);
     for r in rows {
-        q = q.bind(&r.id).bind(&r.status).bind(&r.result).bind(&r.error).bind(r.duration_ms).bind(r.result_bytes);
+        q = q
+            .bind(&r.id)
+            .bind(&r.status)
+            .bind(&r.result)
+            .bind(&r.error)
+            .bind(r.duration_ms)
+            .bind(r.result_bytes);
     }
     q.execute(ex).await?;
     Ok(())
 }
 
 pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<Option<ToolCallRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM tool_calls WHERE project_id = $1 AND id = $2"))
-        .bind(project_id)
-        .bind(id)
-        .fetch_optional(ex)
-        .await?)
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM tool_calls WHERE project_id = $1 AND id = $2"
+    ))
+    .bind(project_id)
+    .bind(id)
+    .fetch_optional(ex)
+    .await?)
 }
 
 /// Deletes at most `limit` calls of the project created before `before`; how many. A call still
 /// held by a live confirmation (pending, not expired at `now`) stays.
-pub async fn delete_older<'e>(ex: impl Exec<'e>, project_id: &str, before: i64, now: i64, limit: i64) -> Result<u64> {
+pub async fn delete_older<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    before: i64,
+    now: i64,
+    limit: i64,
+) -> Result<u64> {
     let r = sqlx::query(
         "DELETE FROM tool_calls WHERE id IN (SELECT t.id FROM tool_calls t WHERE t.project_id = $1 AND t.created_at < $2 \
          AND NOT EXISTS (SELECT 1 FROM confirmations c WHERE c.tool_call_id = t.id AND c.status = 'pending' AND c.expires_at > $3) \

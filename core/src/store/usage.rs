@@ -47,7 +47,9 @@ pub async fn add_many<'e>(
     if meters.is_empty() {
         return Ok(());
     }
-    let mut sql = String::from("INSERT INTO usage_counters (project_id, api_key_id, tool, day, meter, value) VALUES ");
+    let mut sql = String::from(
+        "INSERT INTO usage_counters (project_id, api_key_id, tool, day, meter, value) VALUES ",
+    );
     for i in 0..meters.len() {
         let b = 5 + i * 2;
         if i > 0 {
@@ -56,7 +58,11 @@ pub async fn add_many<'e>(
         sql.push_str(&format!("($1, $2, $3, $4, ${b}, ${})", b + 1));
     }
     sql.push_str(" ON CONFLICT (project_id, api_key_id, tool, day, meter) DO UPDATE SET value = usage_counters.value + excluded.value");
-    let mut q = sqlx::query(&sql).bind(project_id).bind(api_key_id).bind(tool).bind(day);
+    let mut q = sqlx::query(&sql)
+        .bind(project_id)
+        .bind(api_key_id)
+        .bind(tool)
+        .bind(day);
     for (meter, value) in meters {
         q = q.bind(meter.as_str()).bind(*value);
     }
@@ -65,7 +71,11 @@ pub async fn add_many<'e>(
 }
 
 /// Each tool's total per meter for a project since `since_day` (inclusive, `YYYY-MM-DD`).
-pub async fn totals_by_tool<'e>(ex: impl Exec<'e>, project_id: &str, since_day: &str) -> Result<Vec<ToolTotal>> {
+pub async fn totals_by_tool<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    since_day: &str,
+) -> Result<Vec<ToolTotal>> {
     Ok(sqlx::query_as(
         "SELECT tool, meter, CAST(COALESCE(SUM(value), 0) AS BIGINT) AS total FROM usage_counters \
          WHERE project_id = $1 AND day >= $2 GROUP BY tool, meter",
@@ -78,13 +88,26 @@ pub async fn totals_by_tool<'e>(ex: impl Exec<'e>, project_id: &str, since_day: 
 
 /// The counters of a project within `[from_day, to_day]`; with `user_id`, only those of that
 /// user's API keys.
-pub async fn rows<'e>(ex: impl Exec<'e>, project_id: &str, from_day: &str, to_day: &str, user_id: Option<&str>) -> Result<Vec<UsageCounter>> {
-    let own = if user_id.is_some() { " AND api_key_id IN (SELECT id FROM api_keys WHERE user_id = $4)" } else { "" };
+pub async fn rows<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    from_day: &str,
+    to_day: &str,
+    user_id: Option<&str>,
+) -> Result<Vec<UsageCounter>> {
+    let own = if user_id.is_some() {
+        " AND api_key_id IN (SELECT id FROM api_keys WHERE user_id = $4)"
+    } else {
+        ""
+    };
     let sql = format!(
         "SELECT day, api_key_id, tool, meter, value FROM usage_counters \
          WHERE project_id = $1 AND day >= $2 AND day <= $3{own} ORDER BY day, api_key_id, tool, meter"
     );
-    let mut q = sqlx::query_as(&sql).bind(project_id).bind(from_day).bind(to_day);
+    let mut q = sqlx::query_as(&sql)
+        .bind(project_id)
+        .bind(from_day)
+        .bind(to_day);
     if let Some(u) = user_id {
         q = q.bind(u);
     }
@@ -93,14 +116,27 @@ pub async fn rows<'e>(ex: impl Exec<'e>, project_id: &str, from_day: &str, to_da
 
 /// Executions of a project per UTC day (days since the epoch) and outcome, within
 /// `[from_ms, to_ms)`, from the audit log; with `user_id`, only that user's.
-pub async fn outcomes_per_day<'e>(ex: impl Exec<'e>, project_id: &str, from_ms: i64, to_ms: i64, user_id: Option<&str>) -> Result<Vec<(i64, String, i64)>> {
-    let own = if user_id.is_some() { " AND user_id = $4" } else { "" };
+pub async fn outcomes_per_day<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    from_ms: i64,
+    to_ms: i64,
+    user_id: Option<&str>,
+) -> Result<Vec<(i64, String, i64)>> {
+    let own = if user_id.is_some() {
+        " AND user_id = $4"
+    } else {
+        ""
+    };
     let sql = format!(
         "SELECT CAST(created_at / 86400000 AS BIGINT) AS d, status, CAST(COUNT(*) AS BIGINT) AS n FROM audit_events \
          WHERE project_id = $1 AND action = 'tool.execute' AND created_at >= $2 AND created_at < $3{own} \
          GROUP BY CAST(created_at / 86400000 AS BIGINT), status ORDER BY d, status"
     );
-    let mut q = sqlx::query_as(&sql).bind(project_id).bind(from_ms).bind(to_ms);
+    let mut q = sqlx::query_as(&sql)
+        .bind(project_id)
+        .bind(from_ms)
+        .bind(to_ms);
     if let Some(u) = user_id {
         q = q.bind(u);
     }
@@ -109,13 +145,28 @@ pub async fn outcomes_per_day<'e>(ex: impl Exec<'e>, project_id: &str, from_ms: 
 
 /// Handler times of a project's finished calls within `[from_ms, to_ms)`, newest first, at most
 /// `limit`: `(tool, duration_ms)`; with `user_id`, only that user's.
-pub async fn durations<'e>(ex: impl Exec<'e>, project_id: &str, from_ms: i64, to_ms: i64, limit: i64, user_id: Option<&str>) -> Result<Vec<(String, i64)>> {
-    let own = if user_id.is_some() { " AND user_id = $5" } else { "" };
+pub async fn durations<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    from_ms: i64,
+    to_ms: i64,
+    limit: i64,
+    user_id: Option<&str>,
+) -> Result<Vec<(String, i64)>> {
+    let own = if user_id.is_some() {
+        " AND user_id = $5"
+    } else {
+        ""
+    };
     let sql = format!(
         "SELECT tool, duration_ms FROM tool_calls WHERE project_id = $1 AND created_at >= $2 AND created_at < $3 \
          AND status IN ('succeeded', 'failed'){own} ORDER BY created_at DESC LIMIT $4"
     );
-    let mut q = sqlx::query_as(&sql).bind(project_id).bind(from_ms).bind(to_ms).bind(limit);
+    let mut q = sqlx::query_as(&sql)
+        .bind(project_id)
+        .bind(from_ms)
+        .bind(to_ms)
+        .bind(limit);
     if let Some(u) = user_id {
         q = q.bind(u);
     }

@@ -25,21 +25,21 @@ pub async fn insert<'e>(ex: impl Exec<'e>, row: &UserRow) -> Result<()> {
 }
 
 pub async fn by_email<'e>(ex: impl Exec<'e>, email: &str) -> Result<Option<UserRow>> {
-    Ok(sqlx::query_as(
-        "SELECT id, email, password_hash, created_at FROM users WHERE email = $1",
+    Ok(
+        sqlx::query_as("SELECT id, email, password_hash, created_at FROM users WHERE email = $1")
+            .bind(email)
+            .fetch_optional(ex)
+            .await?,
     )
-    .bind(email)
-    .fetch_optional(ex)
-    .await?)
 }
 
 pub async fn by_id<'e>(ex: impl Exec<'e>, id: &str) -> Result<Option<UserRow>> {
-    Ok(sqlx::query_as(
-        "SELECT id, email, password_hash, created_at FROM users WHERE id = $1",
+    Ok(
+        sqlx::query_as("SELECT id, email, password_hash, created_at FROM users WHERE id = $1")
+            .bind(id)
+            .fetch_optional(ex)
+            .await?,
     )
-    .bind(id)
-    .fetch_optional(ex)
-    .await?)
 }
 
 pub async fn set_password_hash<'e>(ex: impl Exec<'e>, id: &str, hash: &str) -> Result<bool> {

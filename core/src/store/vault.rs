@@ -18,7 +18,8 @@ pub struct SecretRow {
     pub updated_at: i64,
 }
 
-const COLUMNS: &str = "id, project_id, name, ciphertext, nonce, key_version, created_at, updated_at";
+const COLUMNS: &str =
+    "id, project_id, name, ciphertext, nonce, key_version, created_at, updated_at";
 
 /// Inserts or replaces the value of `name`; the id and creation time of an existing secret stay.
 pub async fn upsert<'e>(ex: impl Exec<'e>, r: &SecretRow) -> Result<SecretRow> {
@@ -40,18 +41,22 @@ pub async fn upsert<'e>(ex: impl Exec<'e>, r: &SecretRow) -> Result<SecretRow> {
 }
 
 pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str, name: &str) -> Result<Option<SecretRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM vault_secrets WHERE project_id = $1 AND name = $2"))
-        .bind(project_id)
-        .bind(name)
-        .fetch_optional(ex)
-        .await?)
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM vault_secrets WHERE project_id = $1 AND name = $2"
+    ))
+    .bind(project_id)
+    .bind(name)
+    .fetch_optional(ex)
+    .await?)
 }
 
 pub async fn list<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<Vec<SecretRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM vault_secrets WHERE project_id = $1 ORDER BY name"))
-        .bind(project_id)
-        .fetch_all(ex)
-        .await?)
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM vault_secrets WHERE project_id = $1 ORDER BY name"
+    ))
+    .bind(project_id)
+    .fetch_all(ex)
+    .await?)
 }
 
 pub async fn delete<'e>(ex: impl Exec<'e>, project_id: &str, name: &str) -> Result<bool> {
@@ -64,17 +69,42 @@ pub async fn delete<'e>(ex: impl Exec<'e>, project_id: &str, name: &str) -> Resu
 }
 
 /// Secrets sealed with another key version than `version` (rotation work list), a batch at a time.
-pub async fn not_on_version<'e>(ex: impl Exec<'e>, version: i64, limit: i64) -> Result<Vec<SecretRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM vault_secrets WHERE key_version <> $1 ORDER BY id LIMIT $2"))
-        .bind(version)
-        .bind(limit)
-        .fetch_all(ex)
-        .await?)
+pub async fn not_on_version<'e>(
+    ex: impl Exec<'e>,
+    version: i64,
+    limit: i64,
+) -> Result<Vec<SecretRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM vault_secrets WHERE key_version <> $1 ORDER BY id LIMIT $2"
+    ))
+    .bind(version)
+    .bind(limit)
+    .fetch_all(ex)
+    .await?)
 }
 
 /// Replaces a row's sealing only if it is still what the caller read (no lost update).
-pub async fn reseal<'e>(ex: impl Exec<'e>, id: &str, old_ciphertext: &str, ciphertext: &str, nonce: &str, version: i64) -> Result<bool> {
-    super::reseal_row(ex, "vault_secrets", "id", id, &super::Resealed { old_ciphertext, ciphertext, nonce, key_version: version }).await
+pub async fn reseal<'e>(
+    ex: impl Exec<'e>,
+    id: &str,
+    old_ciphertext: &str,
+    ciphertext: &str,
+    nonce: &str,
+    version: i64,
+) -> Result<bool> {
+    super::reseal_row(
+        ex,
+        "vault_secrets",
+        "id",
+        id,
+        &super::Resealed {
+            old_ciphertext,
+            ciphertext,
+            nonce,
+            key_version: version,
+        },
+    )
+    .await
 }
 
 /// Marks a change of the project's vault values (set or delete), in the caller's transaction.
@@ -91,9 +121,10 @@ pub async fn bump_generation<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<
 
 /// How many times the project's vault values changed (0: never).
 pub async fn generation<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<i64> {
-    let row: Option<(i64,)> = sqlx::query_as("SELECT generation FROM vault_generations WHERE project_id = $1")
-        .bind(project_id)
-        .fetch_optional(ex)
-        .await?;
+    let row: Option<(i64,)> =
+        sqlx::query_as("SELECT generation FROM vault_generations WHERE project_id = $1")
+            .bind(project_id)
+            .fetch_optional(ex)
+            .await?;
     Ok(row.map(|r| r.0).unwrap_or(0))
 }

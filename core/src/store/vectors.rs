@@ -30,7 +30,11 @@ pub struct NewVector<'a> {
 /// Rows per INSERT statement (6 parameters each).
 const CHUNK: usize = 100;
 
-pub async fn namespace<'e>(ex: impl Exec<'e>, project_id: &str, name: &str) -> Result<Option<NamespaceRow>> {
+pub async fn namespace<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    name: &str,
+) -> Result<Option<NamespaceRow>> {
     Ok(sqlx::query_as("SELECT dimension, generation, vector_count FROM vector_namespaces WHERE project_id = $1 AND name = $2")
         .bind(project_id)
         .bind(name)
@@ -38,28 +42,49 @@ pub async fn namespace<'e>(ex: impl Exec<'e>, project_id: &str, name: &str) -> R
         .await?)
 }
 
-pub async fn all_vectors<'e>(ex: impl Exec<'e>, project_id: &str, name: &str) -> Result<Vec<VectorRow>> {
-    Ok(sqlx::query_as("SELECT id, vals, metadata FROM vectors WHERE project_id = $1 AND namespace = $2")
-        .bind(project_id)
-        .bind(name)
-        .fetch_all(ex)
-        .await?)
+pub async fn all_vectors<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    name: &str,
+) -> Result<Vec<VectorRow>> {
+    Ok(sqlx::query_as(
+        "SELECT id, vals, metadata FROM vectors WHERE project_id = $1 AND namespace = $2",
+    )
+    .bind(project_id)
+    .bind(name)
+    .fetch_all(ex)
+    .await?)
 }
 
 /// What an upsert found: the namespace's dimension (fixed by its first upsert) and, when it
 /// matched, the new generation and vector count.
 pub enum Upserted {
-    Done { generation: i64, vector_count: i64 },
+    Done {
+        generation: i64,
+        vector_count: i64,
+    },
     /// The namespace holds vectors of another dimension; nothing was written.
-    DimensionMismatch { dimension: i64 },
+    DimensionMismatch {
+        dimension: i64,
+    },
     /// The vectors would make the namespace hold more than `limit` vectors; nothing was written.
-    TooMany { would_hold: i64 },
+    TooMany {
+        would_hold: i64,
+    },
 }
 
 /// Writes `vectors` (ids unique) into the namespace in one transaction, creating the
 /// namespace with `dimension` if it is new. Concurrent upserts to one namespace serialize on
 /// its row; `max_vectors` caps the namespace (the transaction is rolled back past it).
-pub async fn upsert(db: &Db, project_id: &str, name: &str, dimension: i64, vectors: &[NewVector<'_>], max_vectors: i64, now: i64) -> Result<Upserted> {
+pub async fn upsert(
+    db: &Db,
+    project_id: &str,
+    name: &str,
+    dimension: i64,
+    vectors: &[NewVector<'_>],
+    max_vectors: i64,
+    now: i64,
+) -> Result<Upserted> {
     let mut tx = db.begin_write().await?;
     sqlx::query(
         "INSERT INTO vector_namespaces (project_id, name, dimension, generation, vector_count, created_at, updated_at) \
@@ -86,16 +111,28 @@ pub async fn upsert(db: &Db, project_id: &str, name: &str, dimension: i64, vecto
     .await?;
     if stored_dimension != dimension {
         tx.rollback().await?;
-        return Ok(Upserted::DimensionMismatch { dimension: stored_dimension });
+        return Ok(Upserted::DimensionMismatch {
+            dimension: stored_dimension,
+        });
     }
     for chunk in vectors.chunks(CHUNK) {
-        let mut sql = String::from("INSERT INTO vectors (project_id, namespace, id, vals, metadata, updated_at) VALUES ");
+        let mut sql = String::from(
+            "INSERT INTO vectors (project_id, namespace, id, vals, metadata, updated_at) VALUES ",
+        );
         for i in 0..chunk.len() {
             let b = i * 6;
             if i > 0 {
                 sql.push_str(", ");
             }
-            sql.push_str(&format!("(${}, ${}, ${}, ${}, ${}, ${})", b + 1, b + 2, b + 3, b + 4, b + 5, b + 6));
+            sql.push_str(&format!(
+                "(${}, ${}, ${}, ${}, ${}, ${})",
+                b + 1,
+                b + 2,
+                b + 3,
+                b + 4,
+                b + 5,
+                b + 6
+            ));
         }
         sql.push_str(
             " ON CONFLICT (project_id, namespace, id) DO UPDATE SET vals = excluded.vals, metadata = excluded.metadata, \
@@ -103,27 +140,39 @@ pub async fn upsert(db: &Db, project_id: &str, name: &str, dimension: i64, vecto
         );
         let mut q = sqlx::query(&sql);
         for v in chunk {
-            q = q.bind(project_id).bind(name).bind(v.id).bind(&v.vals).bind(v.metadata.as_deref()).bind(now);
+            q = q
+                .bind(project_id)
+                .bind(name)
+                .bind(v.id)
+                .bind(&v.vals)
+                .bind(v.metadata.as_deref())
+                .bind(now);
         }
         q.execute(&mut *tx).await?;
     }
-    let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM vectors WHERE project_id = $1 AND namespace = $2")
-        .bind(project_id)
-        .bind(name)
-        .fetch_one(&mut *tx)
-        .await?;
+    let (count,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM vectors WHERE project_id = $1 AND namespace = $2")
+            .bind(project_id)
+            .bind(name)
+            .fetch_one(&mut *tx)
+            .await?;
     if count > max_vectors {
         tx.rollback().await?;
         return Ok(Upserted::TooMany { would_hold: count });
     }
-    sqlx::query("UPDATE vector_namespaces SET vector_count = $3 WHERE project_id = $1 AND name = $2")
-        .bind(project_id)
-        .bind(name)
-        .bind(count)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query(
+        "UPDATE vector_namespaces SET vector_count = $3 WHERE project_id = $1 AND name = $2",
+    )
+    .bind(project_id)
+    .bind(name)
+    .bind(count)
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
-    Ok(Upserted::Done { generation, vector_count: count })
+    Ok(Upserted::Done {
+        generation,
+        vector_count: count,
+    })
 }
 
 /// What a delete did: the namespace's new generation, how many vectors went and how many are
@@ -137,7 +186,13 @@ pub struct Deleted {
 
 /// Deletes the vectors with `ids` from the namespace, or every vector with `None`; `None` back
 /// when the namespace does not exist or is empty.
-pub async fn delete(db: &Db, project_id: &str, name: &str, ids: Option<&[String]>, now: i64) -> Result<Option<Deleted>> {
+pub async fn delete(
+    db: &Db,
+    project_id: &str,
+    name: &str,
+    ids: Option<&[String]>,
+    now: i64,
+) -> Result<Option<Deleted>> {
     let mut tx = db.begin_write().await?;
     let bumped: Option<(i64, i64)> = sqlx::query_as(
         "UPDATE vector_namespaces SET generation = generation + 1, updated_at = $3 \
@@ -153,14 +208,20 @@ pub async fn delete(db: &Db, project_id: &str, name: &str, ids: Option<&[String]
         return Ok(None);
     };
     let deleted = match ids {
-        None => {
-            sqlx::query("DELETE FROM vectors WHERE project_id = $1 AND namespace = $2").bind(project_id).bind(name).execute(&mut *tx).await?.rows_affected() as i64
-        }
+        None => sqlx::query("DELETE FROM vectors WHERE project_id = $1 AND namespace = $2")
+            .bind(project_id)
+            .bind(name)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected() as i64,
         Some(ids) => {
             let mut n = 0;
             for chunk in ids.chunks(CHUNK) {
                 let marks: Vec<String> = (0..chunk.len()).map(|i| format!("${}", i + 3)).collect();
-                let sql = format!("DELETE FROM vectors WHERE project_id = $1 AND namespace = $2 AND id IN ({})", marks.join(", "));
+                let sql = format!(
+                    "DELETE FROM vectors WHERE project_id = $1 AND namespace = $2 AND id IN ({})",
+                    marks.join(", ")
+                );
                 let mut q = sqlx::query(&sql).bind(project_id).bind(name);
                 for id in chunk {
                     q = q.bind(id);
@@ -171,12 +232,18 @@ pub async fn delete(db: &Db, project_id: &str, name: &str, ids: Option<&[String]
         }
     };
     let left = (before - deleted).max(0);
-    sqlx::query("UPDATE vector_namespaces SET vector_count = $3 WHERE project_id = $1 AND name = $2")
-        .bind(project_id)
-        .bind(name)
-        .bind(left)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query(
+        "UPDATE vector_namespaces SET vector_count = $3 WHERE project_id = $1 AND name = $2",
+    )
+    .bind(project_id)
+    .bind(name)
+    .bind(left)
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
-    Ok(Some(Deleted { generation, deleted, vector_count: left }))
+    Ok(Some(Deleted {
+        generation,
+        deleted,
+        vector_count: left,
+    }))
 }

@@ -44,7 +44,15 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &DeliveryRow) -> Result<()> {
 }
 
 /// Records an attempt's result.
-pub async fn update<'e>(ex: impl Exec<'e>, id: &str, status: &str, attempts: i64, response_status: Option<i64>, error: Option<&str>, now: i64) -> Result<()> {
+pub async fn update<'e>(
+    ex: impl Exec<'e>,
+    id: &str,
+    status: &str,
+    attempts: i64,
+    response_status: Option<i64>,
+    error: Option<&str>,
+    now: i64,
+) -> Result<()> {
     sqlx::query("UPDATE webhook_deliveries SET status = $1, attempts = $2, response_status = $3, error = $4, updated_at = $5 WHERE id = $6")
         .bind(status)
         .bind(attempts)
@@ -58,7 +66,11 @@ pub async fn update<'e>(ex: impl Exec<'e>, id: &str, status: &str, attempts: i64
 }
 
 /// The project's newest deliveries.
-pub async fn recent<'e>(ex: impl Exec<'e>, project_id: &str, limit: i64) -> Result<Vec<DeliveryRow>> {
+pub async fn recent<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    limit: i64,
+) -> Result<Vec<DeliveryRow>> {
     Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM webhook_deliveries WHERE project_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2"))
         .bind(project_id)
         .bind(limit)
@@ -67,6 +79,11 @@ pub async fn recent<'e>(ex: impl Exec<'e>, project_id: &str, limit: i64) -> Resu
 }
 
 /// Deletes at most `limit` of the project's deliveries created before `before`; how many.
-pub async fn delete_older<'e>(ex: impl Exec<'e>, project_id: &str, before: i64, limit: i64) -> Result<u64> {
+pub async fn delete_older<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    before: i64,
+    limit: i64,
+) -> Result<u64> {
     super::delete_oldest(ex, "webhook_deliveries", project_id, before, limit).await
 }

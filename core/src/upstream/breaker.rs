@@ -22,7 +22,9 @@ pub struct Breaker {
 
 impl Default for Breaker {
     fn default() -> Self {
-        Breaker { state: Mutex::new(State::Closed { failures: 0 }) }
+        Breaker {
+            state: Mutex::new(State::Closed { failures: 0 }),
+        }
     }
 }
 
@@ -33,7 +35,9 @@ pub enum Admission {
     /// The one call that tests a half-open breaker.
     Probe,
     /// Open: refused, retry after this many ms.
-    Refused { retry_in_ms: i64 },
+    Refused {
+        retry_in_ms: i64,
+    },
 }
 
 impl Breaker {
@@ -41,7 +45,9 @@ impl Breaker {
         let mut s = self.state.lock().expect("breaker lock");
         match *s {
             State::Closed { .. } => Admission::Go,
-            State::Open { until_ms } if now_ms < until_ms => Admission::Refused { retry_in_ms: until_ms - now_ms },
+            State::Open { until_ms } if now_ms < until_ms => Admission::Refused {
+                retry_in_ms: until_ms - now_ms,
+            },
             State::Open { .. } | State::HalfOpen { probing: false } => {
                 *s = State::HalfOpen { probing: true };
                 Admission::Probe
@@ -55,10 +61,18 @@ impl Breaker {
         let mut s = self.state.lock().expect("breaker lock");
         *s = match (*s, admission, server_failure) {
             (_, Admission::Probe, false) => State::Closed { failures: 0 },
-            (_, Admission::Probe, true) => State::Open { until_ms: now_ms + OPEN_FOR_MS },
+            (_, Admission::Probe, true) => State::Open {
+                until_ms: now_ms + OPEN_FOR_MS,
+            },
             (State::Closed { .. }, _, false) => State::Closed { failures: 0 },
-            (State::Closed { failures }, _, true) if failures + 1 >= FAILURES_TO_OPEN => State::Open { until_ms: now_ms + OPEN_FOR_MS },
-            (State::Closed { failures }, _, true) => State::Closed { failures: failures + 1 },
+            (State::Closed { failures }, _, true) if failures + 1 >= FAILURES_TO_OPEN => {
+                State::Open {
+                    until_ms: now_ms + OPEN_FOR_MS,
+                }
+            }
+            (State::Closed { failures }, _, true) => State::Closed {
+                failures: failures + 1,
+            },
             (other, _, _) => other,
         };
     }
@@ -96,9 +110,15 @@ mod tests {
         assert_eq!(b.state(1), "open");
         assert!(matches!(b.admit(29_999), Admission::Refused { .. }));
         assert_eq!(b.admit(30_000), Admission::Probe);
-        assert!(matches!(b.admit(30_001), Admission::Refused { .. }), "one probe at a time");
+        assert!(
+            matches!(b.admit(30_001), Admission::Refused { .. }),
+            "one probe at a time"
+        );
         b.record(Admission::Probe, true, 30_002);
-        assert!(matches!(b.admit(30_003), Admission::Refused { .. }), "a failed probe opens it again");
+        assert!(
+            matches!(b.admit(30_003), Admission::Refused { .. }),
+            "a failed probe opens it again"
+        );
         assert_eq!(b.admit(60_002), Admission::Probe);
         b.record(Admission::Probe, false, 60_003);
         assert_eq!(b.state(60_004), "closed");

@@ -51,7 +51,13 @@ pub enum RpcError {
 impl RpcError {
     /// Counts toward opening the breaker (timeouts, 5xx, transport), unlike a refused argument.
     pub fn is_server_failure(&self) -> bool {
-        matches!(self, RpcError::NotSent(_) | RpcError::Timeout(_) | RpcError::Transport(_) | RpcError::ServerError(_))
+        matches!(
+            self,
+            RpcError::NotSent(_)
+                | RpcError::Timeout(_)
+                | RpcError::Transport(_)
+                | RpcError::ServerError(_)
+        )
     }
 }
 
@@ -84,22 +90,42 @@ pub(super) fn is_tools_changed(v: &Value) -> bool {
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session").field("url", &self.url.as_str()).finish()
+        f.debug_struct("Session")
+            .field("url", &self.url.as_str())
+            .finish()
     }
 }
 
 impl Session {
     /// Connects and initializes; `authorization` is the whole header value.
-    pub async fn open(http: reqwest::Client, url: url::Url, authorization: Option<Zeroizing<String>>, timeout: Duration) -> Result<Session, RpcError> {
-        let s = Session { http, url, authorization, session_id: Mutex::new(None), next_id: AtomicU64::new(1), listener: Mutex::new(None) };
+    pub async fn open(
+        http: reqwest::Client,
+        url: url::Url,
+        authorization: Option<Zeroizing<String>>,
+        timeout: Duration,
+    ) -> Result<Session, RpcError> {
+        let s = Session {
+            http,
+            url,
+            authorization,
+            session_id: Mutex::new(None),
+            next_id: AtomicU64::new(1),
+            listener: Mutex::new(None),
+        };
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
             "capabilities": {},
             "clientInfo": { "name": "workbench", "version": env!("CARGO_PKG_VERSION") }
         });
         let init = s.request("initialize", params, timeout).await?;
-        if init.get("protocolVersion").and_then(Value::as_str).is_none() {
-            return Err(RpcError::Protocol("the initialize answer has no protocolVersion; is this an MCP server?".into()));
+        if init
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .is_none()
+        {
+            return Err(RpcError::Protocol(
+                "the initialize answer has no protocolVersion; is this an MCP server?".into(),
+            ));
         }
         s.notify("notifications/initialized", timeout).await?;
         Ok(s)
@@ -109,12 +135,23 @@ impl Session {
     /// calls `on_changed` for every `notifications/tools/list_changed`. A server without such a
     /// stream (405, or no session) is fine: refreshes then come from an admin or the schedule.
     pub async fn listen(&self, on_changed: OnToolsChanged) {
-        let Some(id) = self.session_id.lock().expect("session id lock").clone() else { return };
-        let mut get = with_trace_context(self.http.get(self.url.clone()).header("accept", "text/event-stream").header("mcp-session-id", id).header("mcp-protocol-version", PROTOCOL_VERSION));
+        let Some(id) = self.session_id.lock().expect("session id lock").clone() else {
+            return;
+        };
+        let mut get = with_trace_context(
+            self.http
+                .get(self.url.clone())
+                .header("accept", "text/event-stream")
+                .header("mcp-session-id", id)
+                .header("mcp-protocol-version", PROTOCOL_VERSION),
+        );
         if let Some(a) = &self.authorization {
             get = get.header("authorization", a.as_str());
         }
-        let Ok(Ok(mut res)) = tokio::time::timeout(Duration::from_secs(10), get.send()).await else { return };
+        let Ok(Ok(mut res)) = tokio::time::timeout(Duration::from_secs(10), get.send()).await
+        else {
+            return;
+        };
         if !res.status().is_success() {
             return;
         }
@@ -128,8 +165,14 @@ impl Session {
                 while let Some(end) = event_end(&buf) {
                     let event: Vec<u8> = buf.drain(..end.1).collect();
                     let text = String::from_utf8_lossy(&event[..end.0]).into_owned();
-                    let data: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.strip_prefix(' ').unwrap_or(d)).collect();
-                    if serde_json::from_str::<Value>(&data.join("\n")).is_ok_and(|v| is_tools_changed(&v)) {
+                    let data: Vec<&str> = text
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("data:"))
+                        .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                        .collect();
+                    if serde_json::from_str::<Value>(&data.join("\n"))
+                        .is_ok_and(|v| is_tools_changed(&v))
+                    {
                         on_changed();
                     }
                 }
@@ -168,19 +211,34 @@ impl Session {
 
     /// A notification (no answer expected beyond 202).
     async fn notify(&self, method: &str, timeout: Duration) -> Result<(), RpcError> {
-        self.send(&json!({ "jsonrpc": "2.0", "method": method }), timeout).await.map(|_| ())
+        self.send(&json!({ "jsonrpc": "2.0", "method": method }), timeout)
+            .await
+            .map(|_| ())
     }
 
     /// A request and its result.
-    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RpcError> {
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, RpcError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
         let started = tokio::time::Instant::now();
         let res = self.send(&body, timeout).await?;
-        if let Some(sid) = res.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+        if let Some(sid) = res
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        {
             *self.session_id.lock().expect("session id lock") = Some(sid.to_owned());
         }
-        let is_sse = res.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|c| c.starts_with("text/event-stream"));
+        let is_sse = res
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("text/event-stream"));
         let left = timeout.saturating_sub(started.elapsed());
         let answer = tokio::time::timeout(left, read_answer(res, id, is_sse))
             .await
@@ -207,7 +265,9 @@ pub(super) fn status_error(status: u16, has_session: bool) -> Result<(), RpcErro
         404 if has_session => Err(RpcError::SessionGone),
         401 | 403 => Err(RpcError::Unauthorized(status)),
         500..=599 => Err(RpcError::ServerError(status)),
-        other => Err(RpcError::Protocol(format!("the server answered HTTP {other}"))),
+        other => Err(RpcError::Protocol(format!(
+            "the server answered HTTP {other}"
+        ))),
     }
 }
 
@@ -216,33 +276,53 @@ pub(super) fn answer_of(answer: Value) -> Result<Value, RpcError> {
     if let Some(err) = answer.get("error") {
         return Err(RpcError::Remote {
             code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
-            message: err.get("message").and_then(Value::as_str).unwrap_or("error").chars().take(500).collect(),
+            message: err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("error")
+                .chars()
+                .take(500)
+                .collect(),
         });
     }
-    answer.get("result").cloned().ok_or_else(|| RpcError::Protocol("the answer has neither result nor error".into()))
+    answer
+        .get("result")
+        .cloned()
+        .ok_or_else(|| RpcError::Protocol("the answer has neither result nor error".into()))
 }
 
 /// The JSON-RPC answer with `id`, from a JSON body or an event stream (other messages on the
 /// stream, notifications and requests, are skipped).
 async fn read_answer(mut res: reqwest::Response, id: u64, sse: bool) -> Result<Value, RpcError> {
     let mut buf: Vec<u8> = Vec::new();
-    let broken = |e: reqwest::Error| RpcError::Transport(format!("the answer broke off: {}", e.without_url()));
+    let broken = |e: reqwest::Error| {
+        RpcError::Transport(format!("the answer broke off: {}", e.without_url()))
+    };
     if !sse {
         while let Some(chunk) = res.chunk().await.map_err(broken)? {
             if buf.len() + chunk.len() > MAX_ANSWER_BYTES {
-                return Err(RpcError::Protocol(format!("the answer is larger than {MAX_ANSWER_BYTES} bytes")));
+                return Err(RpcError::Protocol(format!(
+                    "the answer is larger than {MAX_ANSWER_BYTES} bytes"
+                )));
             }
             buf.extend_from_slice(&chunk);
         }
-        let v: Value = serde_json::from_slice(&buf).map_err(|e| RpcError::Protocol(format!("the answer is not JSON: {e}")))?;
-        return find_answer(v, id).ok_or_else(|| RpcError::Protocol("the answer does not carry the request's id".into()));
+        let v: Value = serde_json::from_slice(&buf)
+            .map_err(|e| RpcError::Protocol(format!("the answer is not JSON: {e}")))?;
+        return find_answer(v, id).ok_or_else(|| {
+            RpcError::Protocol("the answer does not carry the request's id".into())
+        });
     }
     loop {
         // Whole events so far.
         while let Some(end) = event_end(&buf) {
             let event: Vec<u8> = buf.drain(..end.1).collect();
             let text = String::from_utf8_lossy(&event[..end.0]);
-            let data: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.strip_prefix(' ').unwrap_or(d)).collect();
+            let data: Vec<&str> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
             if data.is_empty() {
                 continue;
             }
@@ -255,19 +335,31 @@ async fn read_answer(mut res: reqwest::Response, id: u64, sse: bool) -> Result<V
         match res.chunk().await.map_err(broken)? {
             Some(chunk) => {
                 if buf.len() + chunk.len() > MAX_ANSWER_BYTES {
-                    return Err(RpcError::Protocol(format!("the answer is larger than {MAX_ANSWER_BYTES} bytes")));
+                    return Err(RpcError::Protocol(format!(
+                        "the answer is larger than {MAX_ANSWER_BYTES} bytes"
+                    )));
                 }
                 buf.extend_from_slice(&chunk);
             }
-            None => return Err(RpcError::Transport("the event stream ended without an answer".into())),
+            None => {
+                return Err(RpcError::Transport(
+                    "the event stream ended without an answer".into(),
+                ))
+            }
         }
     }
 }
 
 /// Where the first event in `buf` ends: (end of its text, end including the blank line).
 pub(super) fn event_end(buf: &[u8]) -> Option<(usize, usize)> {
-    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, i + 2));
-    let crlf = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| (i, i + 4));
+    let lf = buf
+        .windows(2)
+        .position(|w| w == b"\n\n")
+        .map(|i| (i, i + 2));
+    let crlf = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| (i, i + 4));
     match (lf, crlf) {
         (Some(a), Some(b)) => Some(if a.0 < b.0 { a } else { b }),
         (a, b) => a.or(b),
@@ -277,7 +369,12 @@ pub(super) fn event_end(buf: &[u8]) -> Option<(usize, usize)> {
 fn find_answer(v: Value, id: u64) -> Option<Value> {
     match v {
         Value::Array(items) => items.into_iter().find_map(|i| find_answer(i, id)),
-        Value::Object(ref m) if m.get("id").and_then(Value::as_u64) == Some(id) && (m.contains_key("result") || m.contains_key("error")) => Some(v),
+        Value::Object(ref m)
+            if m.get("id").and_then(Value::as_u64) == Some(id)
+                && (m.contains_key("result") || m.contains_key("error")) =>
+        {
+            Some(v)
+        }
         _ => None,
     }
 }
@@ -288,9 +385,16 @@ mod tests {
 
     #[test]
     fn answers_are_found_in_json_and_batches_by_id() {
-        assert_eq!(find_answer(json!({ "jsonrpc": "2.0", "id": 3, "result": 1 }), 3).unwrap()["result"], 1);
+        assert_eq!(
+            find_answer(json!({ "jsonrpc": "2.0", "id": 3, "result": 1 }), 3).unwrap()["result"],
+            1
+        );
         assert!(find_answer(json!({ "jsonrpc": "2.0", "id": 4, "result": 1 }), 3).is_none());
-        assert!(find_answer(json!({ "jsonrpc": "2.0", "method": "notifications/progress" }), 3).is_none());
+        assert!(find_answer(
+            json!({ "jsonrpc": "2.0", "method": "notifications/progress" }),
+            3
+        )
+        .is_none());
         let batch = json!([{ "jsonrpc": "2.0", "method": "x" }, { "jsonrpc": "2.0", "id": 7, "error": { "code": -1, "message": "m" } }]);
         assert_eq!(find_answer(batch, 7).unwrap()["error"]["code"], -1);
         assert_eq!(event_end(b"data: 1\n\ndata: 2\n\n"), Some((7, 9)));
@@ -302,7 +406,11 @@ mod tests {
     fn only_server_side_failures_count_for_the_breaker() {
         assert!(RpcError::Timeout(5).is_server_failure());
         assert!(RpcError::ServerError(502).is_server_failure());
-        assert!(!RpcError::Remote { code: -32602, message: "bad".into() }.is_server_failure());
+        assert!(!RpcError::Remote {
+            code: -32602,
+            message: "bad".into()
+        }
+        .is_server_failure());
         assert!(!RpcError::Unauthorized(401).is_server_failure());
     }
 }

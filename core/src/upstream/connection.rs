@@ -18,9 +18,18 @@ pub enum Connection {
 impl Connection {
     /// Connects and initializes over `transport` (`http` or `sse`); `on_changed` hears the
     /// server's `notifications/tools/list_changed`.
-    pub async fn open(transport: &str, http: reqwest::Client, url: url::Url, authorization: Option<Zeroizing<String>>, timeout: Duration, on_changed: OnToolsChanged) -> Result<Connection, RpcError> {
+    pub async fn open(
+        transport: &str,
+        http: reqwest::Client,
+        url: url::Url,
+        authorization: Option<Zeroizing<String>>,
+        timeout: Duration,
+        on_changed: OnToolsChanged,
+    ) -> Result<Connection, RpcError> {
         Ok(match transport {
-            "sse" => Connection::Sse(SseSession::open(http, url, authorization, timeout, on_changed).await?),
+            "sse" => Connection::Sse(
+                SseSession::open(http, url, authorization, timeout, on_changed).await?,
+            ),
             _ => {
                 let s = Session::open(http, url, authorization, timeout).await?;
                 s.listen(on_changed).await;
@@ -29,7 +38,12 @@ impl Connection {
         })
     }
 
-    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RpcError> {
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, RpcError> {
         match self {
             Connection::Http(s) => s.request(method, params, timeout).await,
             Connection::Sse(s) => s.request(method, params, timeout).await,
@@ -46,8 +60,16 @@ impl Connection {
                 None => json!({}),
             };
             let page = self.request("tools/list", params, timeout).await?;
-            tools.extend(page.get("tools").and_then(Value::as_array).cloned().unwrap_or_default());
-            cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
+            tools.extend(
+                page.get("tools")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+            cursor = page
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
             if cursor.is_none() {
                 break;
             }
@@ -55,4 +77,3 @@ impl Connection {
         Ok(tools)
     }
 }
-

@@ -44,7 +44,11 @@ impl ToolHandler for UpstreamTool {
                 (retry_in_ms + 999) / 1000
             )));
         }
-        let _slot = live.limit.acquire().await.map_err(|_| HandlerError::Unavailable("the server is shutting down".into()))?;
+        let _slot = live
+            .limit
+            .acquire()
+            .await
+            .map_err(|_| HandlerError::Unavailable("the server is shutting down".into()))?;
         let mut attempt = 0;
         let result = loop {
             let r = live.call_tool(&self.name, args.clone()).await;
@@ -57,7 +61,14 @@ impl ToolHandler for UpstreamTool {
                 other => break other,
             }
         };
-        live.breaker.record(admission, result.as_ref().err().is_some_and(RpcError::is_server_failure), live.now());
+        live.breaker.record(
+            admission,
+            result
+                .as_ref()
+                .err()
+                .is_some_and(RpcError::is_server_failure),
+            live.now(),
+        );
         // An OAuth token workbench obtained is no vault value: scrub it here, whatever echoes it.
         let token = live.current_token().map(|t| {
             let mut s = Scrubber::new();
@@ -65,7 +76,9 @@ impl ToolHandler for UpstreamTool {
             s
         });
         let clean = |e: HandlerError| match (e, &token) {
-            (HandlerError::Failed(m), Some(s)) => HandlerError::Failed(s.scrub_str(&m).unwrap_or(m)),
+            (HandlerError::Failed(m), Some(s)) => {
+                HandlerError::Failed(s.scrub_str(&m).unwrap_or(m))
+            }
             (other, _) => other,
         };
         let answer = result.map_err(|e| clean(failure(&live.name, e)))?;
@@ -81,22 +94,41 @@ impl ToolHandler for UpstreamTool {
 fn failure(server: &str, e: RpcError) -> HandlerError {
     match e {
         RpcError::Timeout(ms) => HandlerError::Timeout { timeout_ms: ms },
-        RpcError::Remote { code: -32602, message } => HandlerError::invalid("", message),
+        RpcError::Remote {
+            code: -32602,
+            message,
+        } => HandlerError::invalid("", message),
         RpcError::Remote { message, .. } => HandlerError::failed(format!("{server}: {message}")),
-        RpcError::Unauthorized(_) => HandlerError::Unavailable(format!("the MCP server {server} refused workbench's credential")),
-        other => HandlerError::Unavailable(format!("the MCP server {server} cannot be reached: {other}")),
+        RpcError::Unauthorized(_) => HandlerError::Unavailable(format!(
+            "the MCP server {server} refused workbench's credential"
+        )),
+        other => HandlerError::Unavailable(format!(
+            "the MCP server {server} cannot be reached: {other}"
+        )),
     }
 }
 
 /// A `tools/call` result as the tool's result.
 fn shape(answer: Value) -> Result<Value, HandlerError> {
-    let content = answer.get("content").and_then(Value::as_array).cloned().unwrap_or_default();
+    let content = answer
+        .get("content")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let text = || {
-        content.iter().filter_map(|c| c.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+        content
+            .iter()
+            .filter_map(|c| c.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n")
     };
     if answer.get("isError").and_then(Value::as_bool) == Some(true) {
         let message = text();
-        return Err(HandlerError::failed(if message.is_empty() { "the tool reported an error".to_owned() } else { message }));
+        return Err(HandlerError::failed(if message.is_empty() {
+            "the tool reported an error".to_owned()
+        } else {
+            message
+        }));
     }
     if let Some(structured) = answer.get("structuredContent").filter(|v| !v.is_null()) {
         return Ok(structured.clone());
@@ -118,10 +150,20 @@ mod tests {
     #[test]
     fn results_are_structured_content_then_text_then_the_content() {
         assert_eq!(shape(json!({ "content": [{ "type": "text", "text": "{\"a\":1}" }], "structuredContent": { "b": 2 } })).unwrap(), json!({ "b": 2 }));
-        assert_eq!(shape(json!({ "content": [{ "type": "text", "text": "{\"a\":1}" }] })).unwrap(), json!({ "a": 1 }));
-        assert_eq!(shape(json!({ "content": [{ "type": "text", "text": "hello" }] })).unwrap(), json!("hello"));
+        assert_eq!(
+            shape(json!({ "content": [{ "type": "text", "text": "{\"a\":1}" }] })).unwrap(),
+            json!({ "a": 1 })
+        );
+        assert_eq!(
+            shape(json!({ "content": [{ "type": "text", "text": "hello" }] })).unwrap(),
+            json!("hello")
+        );
         let two = json!([{ "type": "text", "text": "a" }, { "type": "image", "data": "x", "mimeType": "image/png" }]);
         assert_eq!(shape(json!({ "content": two })).unwrap(), two);
-        assert_eq!(shape(json!({ "content": [{ "type": "text", "text": "boom" }], "isError": true })).unwrap_err(), HandlerError::failed("boom"));
+        assert_eq!(
+            shape(json!({ "content": [{ "type": "text", "text": "boom" }], "isError": true }))
+                .unwrap_err(),
+            HandlerError::failed("boom")
+        );
     }
 }

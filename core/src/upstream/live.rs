@@ -21,8 +21,16 @@ use crate::vault::Vault;
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum AuthConfig {
     None,
-    Bearer { secret_ref: String },
-    Oauth2 { token_url: String, client_id: String, secret_ref: String, #[serde(default, skip_serializing_if = "Option::is_none")] scope: Option<String> },
+    Bearer {
+        secret_ref: String,
+    },
+    Oauth2 {
+        token_url: String,
+        client_id: String,
+        secret_ref: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scope: Option<String>,
+    },
 }
 
 impl AuthConfig {
@@ -64,7 +72,17 @@ pub struct Live {
 
 impl Live {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(project_id: String, name: String, transport: String, url: url::Url, auth: AuthConfig, timeout: Duration, max_concurrency: usize, deps: Deps, on_changed: OnToolsChanged) -> Live {
+    pub fn new(
+        project_id: String,
+        name: String,
+        transport: String,
+        url: url::Url,
+        auth: AuthConfig,
+        timeout: Duration,
+        max_concurrency: usize,
+        deps: Deps,
+        on_changed: OnToolsChanged,
+    ) -> Live {
         Live {
             transport,
             on_changed,
@@ -89,7 +107,11 @@ impl Live {
     /// The client-credentials token in use, if any (not a vault value, so the handler scrubs
     /// it from what the server sends back itself).
     pub fn current_token(&self) -> Option<Zeroizing<String>> {
-        self.token.lock().expect("token lock").as_ref().map(|(t, _)| t.clone())
+        self.token
+            .lock()
+            .expect("token lock")
+            .as_ref()
+            .map(|(t, _)| t.clone())
     }
 
     async fn secret(&self, name: &str) -> Result<Zeroizing<String>, RpcError> {
@@ -99,15 +121,27 @@ impl Live {
             .reveal(&self.project_id, std::slice::from_ref(&name.to_owned()))
             .await
             .map_err(|_| RpcError::Protocol("the vault cannot be read right now".into()))?;
-        found.remove(name).ok_or_else(|| RpcError::Protocol(format!("the vault secret {name} (this server's credential) is missing")))
+        found.remove(name).ok_or_else(|| {
+            RpcError::Protocol(format!(
+                "the vault secret {name} (this server's credential) is missing"
+            ))
+        })
     }
 
     /// The Authorization header value, if the server takes one.
     async fn authorization(&self, fresh: bool) -> Result<Option<Zeroizing<String>>, RpcError> {
         match &self.auth {
             AuthConfig::None => Ok(None),
-            AuthConfig::Bearer { secret_ref } => Ok(Some(Zeroizing::new(format!("Bearer {}", self.secret(secret_ref).await?.as_str())))),
-            AuthConfig::Oauth2 { token_url, client_id, secret_ref, scope } => {
+            AuthConfig::Bearer { secret_ref } => Ok(Some(Zeroizing::new(format!(
+                "Bearer {}",
+                self.secret(secret_ref).await?.as_str()
+            )))),
+            AuthConfig::Oauth2 {
+                token_url,
+                client_id,
+                secret_ref,
+                scope,
+            } => {
                 if !fresh {
                     if let Some((t, expires)) = self.token.lock().expect("token lock").clone() {
                         if expires - self.now() > 60_000 {
@@ -116,7 +150,15 @@ impl Live {
                     }
                 }
                 let secret = self.secret(secret_ref).await?;
-                let (token, expires) = client_credentials(&self.deps.http, token_url, client_id, &secret, scope.as_deref(), self.now()).await?;
+                let (token, expires) = client_credentials(
+                    &self.deps.http,
+                    token_url,
+                    client_id,
+                    &secret,
+                    scope.as_deref(),
+                    self.now(),
+                )
+                .await?;
                 *self.token.lock().expect("token lock") = Some((token.clone(), expires));
                 Ok(Some(Zeroizing::new(format!("Bearer {}", token.as_str()))))
             }
@@ -131,7 +173,17 @@ impl Live {
             }
         }
         let authorization = self.authorization(fresh_credential).await?;
-        let s = Arc::new(Connection::open(&self.transport, self.deps.http.clone(), self.url.clone(), authorization, self.timeout, self.on_changed.clone()).await?);
+        let s = Arc::new(
+            Connection::open(
+                &self.transport,
+                self.deps.http.clone(),
+                self.url.clone(),
+                authorization,
+                self.timeout,
+                self.on_changed.clone(),
+            )
+            .await?,
+        );
         *slot = Some(s.clone());
         Ok(s)
     }
@@ -165,7 +217,12 @@ impl Live {
         }
     }
 
-    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RpcError> {
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, RpcError> {
         self.on_session(|s| {
             let params = params.clone();
             async move { s.request(method, params, timeout).await }
@@ -175,20 +232,36 @@ impl Live {
 
     pub async fn list_tools(&self) -> Result<Vec<Value>, RpcError> {
         let timeout = self.timeout;
-        self.on_session(|s| async move { s.list_tools(timeout).await }).await
+        self.on_session(|s| async move { s.list_tools(timeout).await })
+            .await
     }
 
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, RpcError> {
-        self.request("tools/call", json!({ "name": name, "arguments": arguments }), self.timeout).await
+        self.request(
+            "tools/call",
+            json!({ "name": name, "arguments": arguments }),
+            self.timeout,
+        )
+        .await
     }
 }
 
 /// The OAuth 2 client-credentials grant: a token and when it expires (an hour when unsaid).
-async fn client_credentials(http: &reqwest::Client, token_url: &str, client_id: &str, secret: &str, scope: Option<&str>, now: i64) -> Result<(Zeroizing<String>, i64), RpcError> {
+async fn client_credentials(
+    http: &reqwest::Client,
+    token_url: &str,
+    client_id: &str,
+    secret: &str,
+    scope: Option<&str>,
+    now: i64,
+) -> Result<(Zeroizing<String>, i64), RpcError> {
     use oauth2::basic::BasicClient;
     use oauth2::{ClientId, ClientSecret, Scope, TokenResponse, TokenUrl};
-    let url = TokenUrl::new(token_url.to_owned()).map_err(|e| RpcError::Protocol(format!("token_url: {e}")))?;
-    let client = BasicClient::new(ClientId::new(client_id.to_owned())).set_client_secret(ClientSecret::new(secret.to_owned())).set_token_uri(url);
+    let url = TokenUrl::new(token_url.to_owned())
+        .map_err(|e| RpcError::Protocol(format!("token_url: {e}")))?;
+    let client = BasicClient::new(ClientId::new(client_id.to_owned()))
+        .set_client_secret(ClientSecret::new(secret.to_owned()))
+        .set_token_uri(url);
     let mut req = client.exchange_client_credentials();
     if let Some(s) = scope {
         for part in s.split_whitespace() {
@@ -196,10 +269,21 @@ async fn client_credentials(http: &reqwest::Client, token_url: &str, client_id: 
         }
     }
     let t = req.request_async(http).await.map_err(|e| match e {
-        oauth2::RequestTokenError::ServerResponse(r) => RpcError::Protocol(format!("the token endpoint refused: {}", serde_json::to_string(&r).unwrap_or_default())),
-        oauth2::RequestTokenError::Request(_) => RpcError::NotSent("the token endpoint is unreachable".into()),
+        oauth2::RequestTokenError::ServerResponse(r) => RpcError::Protocol(format!(
+            "the token endpoint refused: {}",
+            serde_json::to_string(&r).unwrap_or_default()
+        )),
+        oauth2::RequestTokenError::Request(_) => {
+            RpcError::NotSent("the token endpoint is unreachable".into())
+        }
         _ => RpcError::Protocol("the token endpoint sent an unexpected answer".into()),
     })?;
-    let lifetime = t.expires_in().map(|d| d.as_millis().min(86_400_000) as i64).unwrap_or(3_600_000);
-    Ok((Zeroizing::new(t.access_token().secret().to_owned()), now.saturating_add(lifetime)))
+    let lifetime = t
+        .expires_in()
+        .map(|d| d.as_millis().min(86_400_000) as i64)
+        .unwrap_or(3_600_000);
+    Ok((
+        Zeroizing::new(t.access_token().secret().to_owned()),
+        now.saturating_add(lifetime),
+    ))
 }

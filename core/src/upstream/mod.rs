@@ -25,7 +25,9 @@ pub use connection::Connection;
 pub use live::AuthConfig;
 
 use crate::auth::{Operation, Principal};
-use crate::catalog::{Catalog, SideEffects, Snapshot, Tool, ToolName, ToolSource, ToolSpec, ToolStatus};
+use crate::catalog::{
+    Catalog, SideEffects, Snapshot, Tool, ToolName, ToolSource, ToolSpec, ToolStatus,
+};
 use crate::clock::{rfc3339, Clock};
 use crate::crypto::sha256_hex;
 use crate::egress::PrivateAllowance;
@@ -108,14 +110,16 @@ impl ServerView {
             }
         }
         if !who.allows(Operation::McpServersReview) {
-            self.tool_counts = ToolCounts { available: self.tool_counts.available, ..ToolCounts::default() };
+            self.tool_counts = ToolCounts {
+                available: self.tool_counts.available,
+                ..ToolCounts::default()
+            };
             self.tools_discovered = self.tool_counts.available;
             self.tools = std::mem::take(&mut self.available_tools);
         }
         self
     }
 }
-
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ToolCounts {
@@ -163,7 +167,12 @@ pub struct ToolView {
 /// The annotations that say how a tool behaves: a change of any of them is reviewed like a
 /// change of its description or schemas (a destructive tool must not turn itself read-only,
 /// and so retryable and unconfirmed, unseen).
-const HINTS: [&str; 4] = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"];
+const HINTS: [&str; 4] = [
+    "readOnlyHint",
+    "destructiveHint",
+    "idempotentHint",
+    "openWorldHint",
+];
 
 /// Marks the fingerprint format that covers the annotation hints; a stored fingerprint
 /// without it is the first format (description and schemas only).
@@ -171,16 +180,44 @@ const FINGERPRINT_V2: &str = "v2:";
 
 /// What an admin reviews of a tool: its description, schemas and annotation hints, as the
 /// upstream says them (an absent hint and a non-boolean one are distinct values too).
-fn fingerprint(description: &str, input_schema: &str, output_schema: Option<&str>, annotations: Option<&str>) -> String {
+fn fingerprint(
+    description: &str,
+    input_schema: &str,
+    output_schema: Option<&str>,
+    annotations: Option<&str>,
+) -> String {
     let annotations = annotations.and_then(|a| serde_json::from_str::<Value>(a).ok());
-    let hints: Vec<Value> = HINTS.iter().map(|h| annotations.as_ref().and_then(|a| a.get(*h)).cloned().unwrap_or(Value::Null)).collect();
-    let text = format!("{description}\u{1f}{input_schema}\u{1f}{}\u{1f}{}", output_schema.unwrap_or(""), Value::Array(hints));
+    let hints: Vec<Value> = HINTS
+        .iter()
+        .map(|h| {
+            annotations
+                .as_ref()
+                .and_then(|a| a.get(*h))
+                .cloned()
+                .unwrap_or(Value::Null)
+        })
+        .collect();
+    let text = format!(
+        "{description}\u{1f}{input_schema}\u{1f}{}\u{1f}{}",
+        output_schema.unwrap_or(""),
+        Value::Array(hints)
+    );
     format!("{FINGERPRINT_V2}{}", sha256_hex(text.as_bytes()))
 }
 
 /// The first format, before annotations were reviewed: only to recognise stored fingerprints.
-fn legacy_fingerprint(description: &str, input_schema: &str, output_schema: Option<&str>) -> String {
-    sha256_hex(format!("{description}\u{1f}{input_schema}\u{1f}{}", output_schema.unwrap_or("")).as_bytes())
+fn legacy_fingerprint(
+    description: &str,
+    input_schema: &str,
+    output_schema: Option<&str>,
+) -> String {
+    sha256_hex(
+        format!(
+            "{description}\u{1f}{input_schema}\u{1f}{}",
+            output_schema.unwrap_or("")
+        )
+        .as_bytes(),
+    )
 }
 
 /// Brings a row stored with a first-format fingerprint to the current one (its first refresh
@@ -194,8 +231,17 @@ fn upgrade_fingerprint(row: &mut ToolRow) {
     if row.fingerprint.starts_with(FINGERPRINT_V2) {
         return;
     }
-    let legacy = legacy_fingerprint(&row.description, &row.input_schema, row.output_schema.as_deref());
-    let current = fingerprint(&row.description, &row.input_schema, row.output_schema.as_deref(), row.annotations.as_deref());
+    let legacy = legacy_fingerprint(
+        &row.description,
+        &row.input_schema,
+        row.output_schema.as_deref(),
+    );
+    let current = fingerprint(
+        &row.description,
+        &row.input_schema,
+        row.output_schema.as_deref(),
+        row.annotations.as_deref(),
+    );
     if row.fingerprint == legacy && row.approved_fingerprint.as_deref() == Some(legacy.as_str()) {
         row.approved_fingerprint = Some(current.clone());
         row.approved_annotations = row.annotations.clone();
@@ -217,19 +263,30 @@ fn owners_of(rows: Vec<NameOwner>) -> Owners {
 
 /// The owner of the name `server`'s tool `tool` would take, when that is another tool.
 fn taken_by<'a>(owners: &'a Owners, server: &ServerRow, tool: &str) -> Option<&'a NameOwner> {
-    owners.get(&catalog_name(server, tool)).filter(|o| o.server_id != server.id || o.tool != tool)
+    owners
+        .get(&catalog_name(server, tool))
+        .filter(|o| o.server_id != server.id || o.tool != tool)
 }
 
 /// What a tool whose name another server owns collides with. `servers` names the project's
 /// servers by id.
 fn collision_with(owner: &NameOwner, servers: &HashMap<String, String>) -> String {
-    let server = servers.get(&owner.server_id).map(String::as_str).unwrap_or(owner.server_id.as_str());
-    format!("collides with MCP server {server}'s tool {}, which exposed the name {} first", owner.tool, owner.name)
+    let server = servers
+        .get(&owner.server_id)
+        .map(String::as_str)
+        .unwrap_or(owner.server_id.as_str());
+    format!(
+        "collides with MCP server {server}'s tool {}, which exposed the name {} first",
+        owner.tool, owner.name
+    )
 }
 
 /// The source of a tool that is no upstream tool (built-in, plugin, custom app) and has `name`.
 fn other_source(snapshot: &Snapshot, name: &str) -> Option<ToolSource> {
-    snapshot.get(name).filter(|t| !matches!(t.spec.source, ToolSource::Mcp(_))).map(|t| t.spec.source.clone())
+    snapshot
+        .get(name)
+        .filter(|t| !matches!(t.spec.source, ToolSource::Mcp(_)))
+        .map(|t| t.spec.source.clone())
 }
 
 /// The status a tool is shown with: held for review as well when another tool has its name.
@@ -254,7 +311,10 @@ fn derived_side_effects(annotations: Option<&Value>) -> SideEffects {
 }
 
 fn side_effects_of(row: &ToolRow) -> SideEffects {
-    let annotations = row.annotations.as_deref().and_then(|a| serde_json::from_str::<Value>(a).ok());
+    let annotations = row
+        .annotations
+        .as_deref()
+        .and_then(|a| serde_json::from_str::<Value>(a).ok());
     row.side_effects_override
         .as_deref()
         .and_then(|o| serde_json::from_value(Value::String(o.to_owned())).ok())
@@ -264,11 +324,30 @@ fn side_effects_of(row: &ToolRow) -> SideEffects {
 /// A listed upstream tool as a row (status decided by the caller).
 fn row_of(server_id: &str, t: &Value, now: i64) -> Option<ToolRow> {
     let name = t.get("name")?.as_str()?.to_owned();
-    let description = t.get("description").and_then(Value::as_str).unwrap_or("").to_owned();
-    let input_schema = t.get("inputSchema").cloned().unwrap_or_else(|| json!({ "type": "object" })).to_string();
-    let output_schema = t.get("outputSchema").filter(|v| !v.is_null()).map(Value::to_string);
-    let annotations = t.get("annotations").filter(|v| !v.is_null()).map(Value::to_string);
-    let fp = fingerprint(&description, &input_schema, output_schema.as_deref(), annotations.as_deref());
+    let description = t
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let input_schema = t
+        .get("inputSchema")
+        .cloned()
+        .unwrap_or_else(|| json!({ "type": "object" }))
+        .to_string();
+    let output_schema = t
+        .get("outputSchema")
+        .filter(|v| !v.is_null())
+        .map(Value::to_string);
+    let annotations = t
+        .get("annotations")
+        .filter(|v| !v.is_null())
+        .map(Value::to_string);
+    let fp = fingerprint(
+        &description,
+        &input_schema,
+        output_schema.as_deref(),
+        annotations.as_deref(),
+    );
     Some(ToolRow {
         server_id: server_id.to_owned(),
         name,
@@ -296,10 +375,19 @@ fn approve(row: &mut ToolRow) {
 }
 
 /// The prefixed catalog tool of a row, or why it cannot be one.
-fn build_tool(live: &Arc<Live>, server: &ServerRow, row: &ToolRow) -> std::result::Result<Tool, String> {
-    let name = ToolName::parse(&format!("{}{}", server.tool_prefix, row.name)).map_err(|e| e.to_string())?;
-    let input_schema: Value = serde_json::from_str(&row.input_schema).map_err(|e| format!("input schema: {e}"))?;
-    let output_schema = row.output_schema.as_deref().and_then(|o| serde_json::from_str(o).ok());
+fn build_tool(
+    live: &Arc<Live>,
+    server: &ServerRow,
+    row: &ToolRow,
+) -> std::result::Result<Tool, String> {
+    let name = ToolName::parse(&format!("{}{}", server.tool_prefix, row.name))
+        .map_err(|e| e.to_string())?;
+    let input_schema: Value =
+        serde_json::from_str(&row.input_schema).map_err(|e| format!("input schema: {e}"))?;
+    let output_schema = row
+        .output_schema
+        .as_deref()
+        .and_then(|o| serde_json::from_str(o).ok());
     let side_effects = side_effects_of(row);
     let spec = ToolSpec {
         name,
@@ -313,7 +401,11 @@ fn build_tool(live: &Arc<Live>, server: &ServerRow, row: &ToolRow) -> std::resul
         secret_arg: None,
         no_vault_refs: false,
     };
-    let handler = UpstreamTool { live: live.clone(), name: row.name.clone(), retryable: side_effects == SideEffects::None };
+    let handler = UpstreamTool {
+        live: live.clone(),
+        name: row.name.clone(),
+        retryable: side_effects == SideEffects::None,
+    };
     let mut tool = Tool::new(spec, Arc::new(handler)).map_err(|e| e.to_string())?;
     if row.status == ToolState::Unavailable {
         tool.status = ToolStatus::Unavailable;
@@ -363,15 +455,28 @@ impl Upstreams {
                 server_id: id.clone(),
                 name: l.name.clone(),
                 breaker: l.breaker.state(now),
-                in_flight: l.max_concurrency.saturating_sub(l.limit.available_permits()),
+                in_flight: l
+                    .max_concurrency
+                    .saturating_sub(l.limit.available_permits()),
             })
             .collect();
         out.sort_by(|a, b| a.server_id.cmp(&b.server_id));
         out
     }
 
-    pub fn new(db: Db, clock: Arc<dyn Clock>, catalog: Arc<Catalog>, vault: Vault, http: reqwest::Client, allowance: PrivateAllowance) -> Upstreams {
-        let deps = Deps { vault: vault.clone(), clock: clock.clone(), http };
+    pub fn new(
+        db: Db,
+        clock: Arc<dyn Clock>,
+        catalog: Arc<Catalog>,
+        vault: Vault,
+        http: reqwest::Client,
+        allowance: PrivateAllowance,
+    ) -> Upstreams {
+        let deps = Deps {
+            vault: vault.clone(),
+            clock: clock.clone(),
+            http,
+        };
         let (changed, mut heard) = tokio::sync::mpsc::unbounded_channel::<(String, String)>();
         let upstreams = Upstreams {
             db,
@@ -413,10 +518,15 @@ impl Upstreams {
         if let Some(l) = self.live.read().expect("upstreams lock").get(&row.id) {
             return Ok(l.clone());
         }
-        let url = url::Url::parse(&row.url).map_err(|e| Error::internal(format!("stored server url: {e}")))?;
-        let auth: AuthConfig = serde_json::from_str(&row.auth).map_err(|e| Error::internal(format!("stored server auth: {e}")))?;
+        let url = url::Url::parse(&row.url)
+            .map_err(|e| Error::internal(format!("stored server url: {e}")))?;
+        let auth: AuthConfig = serde_json::from_str(&row.auth)
+            .map_err(|e| Error::internal(format!("stored server auth: {e}")))?;
         let live = self.new_live(row, url, auth);
-        self.live.write().expect("upstreams lock").insert(row.id.clone(), live.clone());
+        self.live
+            .write()
+            .expect("upstreams lock")
+            .insert(row.id.clone(), live.clone());
         Ok(live)
     }
 
@@ -440,10 +550,27 @@ impl Upstreams {
 
     /// Checks a registration completely (nothing is stored by this): the shape, the URL against
     /// the SSRF rules, credentials as vault references only.
-    async fn check(&self, admin: &Principal, body: &Value) -> Result<(Registration, AuthConfig, url::Url)> {
+    async fn check(
+        &self,
+        admin: &Principal,
+        body: &Value,
+    ) -> Result<(Registration, AuthConfig, url::Url)> {
         let inline = |v: &Value| {
             v.as_object().is_some_and(|m| {
-                m.keys().any(|k| matches!(k.as_str(), "token" | "password" | "secret" | "client_secret" | "api_key" | "key" | "value" | "access_token" | "bearer"))
+                m.keys().any(|k| {
+                    matches!(
+                        k.as_str(),
+                        "token"
+                            | "password"
+                            | "secret"
+                            | "client_secret"
+                            | "api_key"
+                            | "key"
+                            | "value"
+                            | "access_token"
+                            | "bearer"
+                    )
+                })
             })
         };
         if let Some(auth) = body.get("auth") {
@@ -451,43 +578,77 @@ impl Upstreams {
                 return Err(Error::invalid("credentials are secret refs, never inline; put the credential in the vault and name it in auth.secret_ref"));
             }
         }
-        let reg: Registration = serde_json::from_value(body.clone()).map_err(|e| Error::invalid(format!("invalid MCP server registration: {e}")))?;
+        let reg: Registration = serde_json::from_value(body.clone())
+            .map_err(|e| Error::invalid(format!("invalid MCP server registration: {e}")))?;
         let name_ok = !reg.name.is_empty()
             && reg.name.len() <= 40
-            && reg.name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-            && reg.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_'));
+            && reg
+                .name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_lowercase())
+            && reg
+                .name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_'));
         if !name_ok {
             return Err(Error::invalid("name must be 1 to 40 lowercase letters, digits, '-' or '_', starting with a letter"));
         }
         match reg.transport.as_deref().unwrap_or("http") {
             "http" | "sse" => {}
-            other => return Err(Error::invalid(format!("transport must be http (streamable HTTP) or sse (HTTP+SSE), not {other:?}"))),
+            other => {
+                return Err(Error::invalid(format!(
+                    "transport must be http (streamable HTTP) or sse (HTTP+SSE), not {other:?}"
+                )))
+            }
         }
-        let url = self.allowance.check_registered_url(&reg.url, "an http(s) URL of the server's MCP endpoint")?;
+        let url = self
+            .allowance
+            .check_registered_url(&reg.url, "an http(s) URL of the server's MCP endpoint")?;
         if let Some(p) = &reg.tool_prefix {
-            if p.len() > 32 || !p.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')) || !p.chars().next().is_some_and(|c| c.is_ascii_alphabetic()) {
+            if p.len() > 32
+                || !p
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+                || !p.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            {
                 return Err(Error::invalid("tool_prefix must be up to 32 letters, digits, '_', '.' or '-', starting with a letter"));
             }
         }
         if let Some(t) = reg.timeout_ms {
             if !(1..=MAX_TIMEOUT_MS).contains(&t) {
-                return Err(Error::invalid(format!("timeout_ms must be from 1 to {MAX_TIMEOUT_MS}")));
+                return Err(Error::invalid(format!(
+                    "timeout_ms must be from 1 to {MAX_TIMEOUT_MS}"
+                )));
             }
         }
         if let Some(c) = reg.max_concurrency {
             if !(1..=MAX_MAX_CONCURRENCY).contains(&c) {
-                return Err(Error::invalid(format!("max_concurrency must be from 1 to {MAX_MAX_CONCURRENCY}")));
+                return Err(Error::invalid(format!(
+                    "max_concurrency must be from 1 to {MAX_MAX_CONCURRENCY}"
+                )));
             }
         }
-        let auth_value = reg.auth.clone().unwrap_or_else(|| json!({ "type": "none" }));
-        let mut auth: AuthConfig = serde_json::from_value(auth_value).map_err(|e| Error::invalid(format!("invalid auth: {e}")))?;
+        let auth_value = reg
+            .auth
+            .clone()
+            .unwrap_or_else(|| json!({ "type": "none" }));
+        let mut auth: AuthConfig = serde_json::from_value(auth_value)
+            .map_err(|e| Error::invalid(format!("invalid auth: {e}")))?;
         let secret_ref = match &mut auth {
             AuthConfig::None => None,
             AuthConfig::Bearer { secret_ref } => Some(secret_ref),
-            AuthConfig::Oauth2 { secret_ref, token_url, .. } => {
-                let u = url::Url::parse(token_url).map_err(|e| Error::invalid(format!("auth.token_url: {e}")))?;
+            AuthConfig::Oauth2 {
+                secret_ref,
+                token_url,
+                ..
+            } => {
+                let u = url::Url::parse(token_url)
+                    .map_err(|e| Error::invalid(format!("auth.token_url: {e}")))?;
                 if let Some(reason) = self.allowance.check_url_host(&u) {
-                    return Err(Error::invalid(format!("auth.token_url points at a {reason}")));
+                    return Err(Error::invalid(format!(
+                        "auth.token_url points at a {reason}"
+                    )));
                 }
                 Some(secret_ref)
             }
@@ -510,7 +671,10 @@ impl Upstreams {
         let (reg, auth, url) = self.check(admin, body).await?;
         let existing = store::mcp_servers::list_servers(self.db.pool(), &admin.project_id).await?;
         if existing.iter().any(|s| s.name == reg.name) {
-            return Err(Error::Conflict(format!("an MCP server named {} already exists in this project", reg.name)));
+            return Err(Error::Conflict(format!(
+                "an MCP server named {} already exists in this project",
+                reg.name
+            )));
         }
         if existing.len() >= MAX_SERVERS_PER_PROJECT {
             return Err(Error::Conflict(format!("this project already has {MAX_SERVERS_PER_PROJECT} MCP servers, the most it may have")));
@@ -523,7 +687,10 @@ impl Upstreams {
             transport: reg.transport.clone().unwrap_or_else(|| "http".into()),
             url: url.to_string(),
             auth: serde_json::to_string(&auth).map_err(|e| Error::internal(e.to_string()))?,
-            tool_prefix: reg.tool_prefix.clone().unwrap_or_else(|| format!("{}.", reg.name)),
+            tool_prefix: reg
+                .tool_prefix
+                .clone()
+                .unwrap_or_else(|| format!("{}.", reg.name)),
             timeout_ms: reg.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS) as i64,
             max_concurrency: reg.max_concurrency.unwrap_or(DEFAULT_MAX_CONCURRENCY) as i64,
             auto_approve: reg.auto_approve.unwrap_or(false) as i64,
@@ -538,34 +705,57 @@ impl Upstreams {
             Error::Invalid(why) => Error::invalid(format!("cannot register {}: {why}", row.url)),
             other => other,
         })?;
-        let mut rows: Vec<ToolRow> = listed.iter().filter_map(|t| row_of(&row.id, t, now)).collect();
+        let mut rows: Vec<ToolRow> = listed
+            .iter()
+            .filter_map(|t| row_of(&row.id, t, now))
+            .collect();
         rows.iter_mut().for_each(approve);
         let snapshot = self.catalog.snapshot(&admin.project_id);
         // A name another server owns is taken even while its tool is held for review (and so
         // out of the catalog).
-        let owners = owners_of(store::mcp_servers::name_owners(self.db.pool(), &admin.project_id).await?);
-        let taken = |name: &str| Error::Conflict(format!("a tool named {name} already exists in this project; choose another tool_prefix"));
+        let owners =
+            owners_of(store::mcp_servers::name_owners(self.db.pool(), &admin.project_id).await?);
+        let taken = |name: &str| {
+            Error::Conflict(format!(
+                "a tool named {name} already exists in this project; choose another tool_prefix"
+            ))
+        };
         let mut skipped = Vec::new();
         let mut names: Vec<NameOwner> = Vec::new();
         for r in &rows {
             match build_tool(&live, &row, r) {
                 Ok(t) => {
-                    if snapshot.get(t.name()).is_some() || owners.contains_key(t.name()) || names.iter().any(|n| n.name == t.name()) {
+                    if snapshot.get(t.name()).is_some()
+                        || owners.contains_key(t.name())
+                        || names.iter().any(|n| n.name == t.name())
+                    {
                         return Err(taken(t.name()));
                     }
-                    names.push(NameOwner { name: t.name().to_owned(), server_id: row.id.clone(), tool: r.name.clone() });
+                    names.push(NameOwner {
+                        name: t.name().to_owned(),
+                        server_id: row.id.clone(),
+                        tool: r.name.clone(),
+                    });
                 }
-                Err(reason) => skipped.push(Skipped { name: r.name.clone(), reason }),
+                Err(reason) => skipped.push(Skipped {
+                    name: r.name.clone(),
+                    reason,
+                }),
             }
         }
         let mut tx = self.db.begin_write().await?;
-        store::mcp_servers::insert_server(&mut *tx, &row).await.map_err(|e| {
-            if e.is_unique_violation() {
-                Error::Conflict(format!("an MCP server named {} already exists in this project", row.name))
-            } else {
-                e
-            }
-        })?;
+        store::mcp_servers::insert_server(&mut *tx, &row)
+            .await
+            .map_err(|e| {
+                if e.is_unique_violation() {
+                    Error::Conflict(format!(
+                        "an MCP server named {} already exists in this project",
+                        row.name
+                    ))
+                } else {
+                    e
+                }
+            })?;
         for r in &rows {
             store::mcp_servers::upsert_tool(&mut *tx, r).await?;
         }
@@ -577,7 +767,10 @@ impl Upstreams {
             }
         }
         tx.commit().await?;
-        self.live.write().expect("upstreams lock").insert(row.id.clone(), live);
+        self.live
+            .write()
+            .expect("upstreams lock")
+            .insert(row.id.clone(), live);
         self.reload_project(&admin.project_id).await?;
         tracing::info!(server = %row.id, name = %row.name, by = %admin.user_id, tools = rows.len(), "MCP server registered");
         let mut view = self.view(&row).await?;
@@ -602,20 +795,29 @@ impl Upstreams {
             }
             Err(e) => {
                 let message = e.to_string();
-                Err(Error::Invalid(scrubber.scrub_str(&message).unwrap_or(message)))
+                Err(Error::Invalid(
+                    scrubber.scrub_str(&message).unwrap_or(message),
+                ))
             }
         }
     }
 
     async fn view(&self, row: &ServerRow) -> Result<ServerView> {
         let tools = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
-        let owners = owners_of(store::mcp_servers::name_owners(self.db.pool(), &row.project_id).await?);
+        let owners =
+            owners_of(store::mcp_servers::name_owners(self.db.pool(), &row.project_id).await?);
         let snapshot = self.catalog.snapshot(&row.project_id);
-        let live = self.live.read().expect("upstreams lock").get(&row.id).cloned();
+        let live = self
+            .live
+            .read()
+            .expect("upstreams lock")
+            .get(&row.id)
+            .cloned();
         let mut counts = ToolCounts::default();
         let mut shown = Vec::with_capacity(tools.len());
         for t in &tools {
-            let taken = taken_by(&owners, row, &t.name).is_some() || other_source(&snapshot, &catalog_name(row, &t.name)).is_some();
+            let taken = taken_by(&owners, row, &t.name).is_some()
+                || other_source(&snapshot, &catalog_name(row, &t.name)).is_some();
             let status = shown_status(t, taken);
             match status {
                 ToolState::Available => counts.available += 1,
@@ -634,11 +836,25 @@ impl Upstreams {
             url: row.url.clone(),
             auth_type: auth.kind(),
             tool_prefix: row.tool_prefix.clone(),
-            state: if row.last_error.is_some() { "error" } else if breaker == "open" { "degraded" } else { "connected" },
+            state: if row.last_error.is_some() {
+                "error"
+            } else if breaker == "open" {
+                "degraded"
+            } else {
+                "connected"
+            },
             breaker,
             tools_discovered: tools.len(),
-            tools: shown.iter().filter(|(_, s)| *s != ToolState::PendingReview).map(|(n, _)| n.clone()).collect(),
-            available_tools: shown.iter().filter(|(_, s)| *s == ToolState::Available).map(|(n, _)| n.clone()).collect(),
+            tools: shown
+                .iter()
+                .filter(|(_, s)| *s != ToolState::PendingReview)
+                .map(|(n, _)| n.clone())
+                .collect(),
+            available_tools: shown
+                .iter()
+                .filter(|(_, s)| *s == ToolState::Available)
+                .map(|(n, _)| n.clone())
+                .collect(),
             tool_counts: counts,
             timeout_ms: row.timeout_ms,
             max_concurrency: row.max_concurrency,
@@ -652,7 +868,9 @@ impl Upstreams {
     }
 
     async fn server(&self, who: &Principal, id: &str) -> Result<ServerRow> {
-        store::mcp_servers::get_server(self.db.pool(), &who.project_id, id).await?.ok_or(Error::NotFound)
+        store::mcp_servers::get_server(self.db.pool(), &who.project_id, id)
+            .await?
+            .ok_or(Error::NotFound)
     }
 
     /// The registry as `who` may see it (D21): URLs and refresh errors masked for whoever may
@@ -678,9 +896,14 @@ impl Upstreams {
         let reviewer = who.allows(Operation::McpServersReview);
         let row = self.server(who, id).await?;
         let tools = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
-        let owners = owners_of(store::mcp_servers::name_owners(self.db.pool(), &row.project_id).await?);
+        let owners =
+            owners_of(store::mcp_servers::name_owners(self.db.pool(), &row.project_id).await?);
         let servers: HashMap<String, String> =
-            store::mcp_servers::list_servers(self.db.pool(), &row.project_id).await?.into_iter().map(|s| (s.id, s.name)).collect();
+            store::mcp_servers::list_servers(self.db.pool(), &row.project_id)
+                .await?
+                .into_iter()
+                .map(|s| (s.id, s.name))
+                .collect();
         let snapshot = self.catalog.snapshot(&row.project_id);
         let json = |s: Option<&str>| s.and_then(|s| serde_json::from_str::<Value>(s).ok());
         Ok(tools
@@ -750,14 +973,17 @@ impl Upstreams {
             Err(other) => return Err(other),
         };
         let existing = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
-        let mut by_name: HashMap<String, ToolRow> = existing.into_iter().map(|t| (t.name.clone(), t)).collect();
+        let mut by_name: HashMap<String, ToolRow> =
+            existing.into_iter().map(|t| (t.name.clone(), t)).collect();
         let mut changes = Changes::default();
         let mut tx = self.db.begin_write().await?;
         // Read within the write, so a name claimed elsewhere meanwhile is seen (or, racing on
         // PostgreSQL, the claim below loses at the unique key).
         let owners = owners_of(store::mcp_servers::name_owners(&mut *tx, &row.project_id).await?);
         for t in &listed {
-            let Some(mut fresh) = row_of(&row.id, t, now) else { continue };
+            let Some(mut fresh) = row_of(&row.id, t, now) else {
+                continue;
+            };
             let taken = taken_by(&owners, row, &fresh.name).is_some();
             let is_new = match by_name.remove(&fresh.name) {
                 Some(mut old) => {
@@ -770,7 +996,13 @@ impl Upstreams {
                     fresh.approved_description = old.approved_description.clone();
                     fresh.approved_input_schema = old.approved_input_schema.clone();
                     fresh.approved_annotations = old.approved_annotations.clone();
-                    fresh.status = if old.approved_fingerprint.as_deref() == Some(fresh.fingerprint.as_str()) { ToolState::Available } else { ToolState::PendingReview };
+                    fresh.status = if old.approved_fingerprint.as_deref()
+                        == Some(fresh.fingerprint.as_str())
+                    {
+                        ToolState::Available
+                    } else {
+                        ToolState::PendingReview
+                    };
                     false
                 }
                 None => {
@@ -788,9 +1020,18 @@ impl Upstreams {
             // An approved tool whose name nobody owns takes it now; a new one that loses the
             // name to a claim made meanwhile is held like any colliding tool.
             let name = catalog_name(row, &fresh.name);
-            if fresh.status == ToolState::Available && !owners.contains_key(&name) && ToolName::parse(&name).is_ok() {
-                let claim = NameOwner { name, server_id: row.id.clone(), tool: fresh.name.clone() };
-                if !store::mcp_servers::claim_name(&mut *tx, &row.project_id, &claim, now).await? && is_new {
+            if fresh.status == ToolState::Available
+                && !owners.contains_key(&name)
+                && ToolName::parse(&name).is_ok()
+            {
+                let claim = NameOwner {
+                    name,
+                    server_id: row.id.clone(),
+                    tool: fresh.name.clone(),
+                };
+                if !store::mcp_servers::claim_name(&mut *tx, &row.project_id, &claim, now).await?
+                    && is_new
+                {
                     fresh.status = ToolState::PendingReview;
                     fresh.approved_fingerprint = None;
                     fresh.approved_description = None;
@@ -815,11 +1056,19 @@ impl Upstreams {
     }
 
     /// Approves tools held for review (upstream names): they join the catalog as they are now.
-    pub async fn approve(&self, admin: &Principal, id: &str, tools: &[String]) -> Result<ServerView> {
+    pub async fn approve(
+        &self,
+        admin: &Principal,
+        id: &str,
+        tools: &[String],
+    ) -> Result<ServerView> {
         admin.require(Operation::McpServersReview)?;
         let row = self.server(admin, id).await?;
         let existing = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
-        if let Some(unknown) = tools.iter().find(|n| !existing.iter().any(|t| &t.name == *n)) {
+        if let Some(unknown) = tools
+            .iter()
+            .find(|n| !existing.iter().any(|t| &t.name == *n))
+        {
             return Err(Error::invalid(format!("{id} has no tool named {unknown}")));
         }
         let now = self.now();
@@ -831,23 +1080,42 @@ impl Upstreams {
         for tool in tools {
             if let Some(owner) = taken_by(&owners, &row, tool) {
                 let servers: HashMap<String, String> =
-                    store::mcp_servers::list_servers(&mut *tx, &row.project_id).await?.into_iter().map(|s| (s.id, s.name)).collect();
-                return Err(Error::Conflict(format!("{tool} cannot be approved: it {}", collision_with(owner, &servers))));
+                    store::mcp_servers::list_servers(&mut *tx, &row.project_id)
+                        .await?
+                        .into_iter()
+                        .map(|s| (s.id, s.name))
+                        .collect();
+                return Err(Error::Conflict(format!(
+                    "{tool} cannot be approved: it {}",
+                    collision_with(owner, &servers)
+                )));
             }
             let name = catalog_name(&row, tool);
             if let Some(source) = other_source(&snapshot, &name) {
-                return Err(Error::Conflict(format!("{tool} cannot be approved: it collides with the tool {name} from {source}")));
+                return Err(Error::Conflict(format!(
+                    "{tool} cannot be approved: it collides with the tool {name} from {source}"
+                )));
             }
         }
-        for mut t in existing.into_iter().filter(|t| tools.contains(&t.name) && t.status == ToolState::PendingReview) {
+        for mut t in existing
+            .into_iter()
+            .filter(|t| tools.contains(&t.name) && t.status == ToolState::PendingReview)
+        {
             approve(&mut t);
             t.updated_at = now;
             store::mcp_servers::upsert_tool(&mut *tx, &t).await?;
             let name = catalog_name(&row, &t.name);
             if !owners.contains_key(&name) && ToolName::parse(&name).is_ok() {
-                let claim = NameOwner { name, server_id: row.id.clone(), tool: t.name.clone() };
+                let claim = NameOwner {
+                    name,
+                    server_id: row.id.clone(),
+                    tool: t.name.clone(),
+                };
                 if !store::mcp_servers::claim_name(&mut *tx, &row.project_id, &claim, now).await? {
-                    return Err(Error::Conflict(format!("{} cannot be approved: another MCP server took the name {} a moment ago", t.name, claim.name)));
+                    return Err(Error::Conflict(format!(
+                        "{} cannot be approved: another MCP server took the name {} a moment ago",
+                        t.name, claim.name
+                    )));
                 }
             }
         }
@@ -859,11 +1127,20 @@ impl Upstreams {
     }
 
     /// An admin's side-effects override for one tool (`None` clears it).
-    pub async fn set_side_effects(&self, admin: &Principal, id: &str, tool: &str, side_effects: Option<SideEffects>) -> Result<ToolView> {
+    pub async fn set_side_effects(
+        &self,
+        admin: &Principal,
+        id: &str,
+        tool: &str,
+        side_effects: Option<SideEffects>,
+    ) -> Result<ToolView> {
         admin.require(Operation::McpServersReview)?;
         let row = self.server(admin, id).await?;
         let existing = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
-        let mut t = existing.into_iter().find(|t| t.name == tool).ok_or(Error::NotFound)?;
+        let mut t = existing
+            .into_iter()
+            .find(|t| t.name == tool)
+            .ok_or(Error::NotFound)?;
         t.side_effects_override = side_effects.map(|s| s.as_str().to_owned());
         let now = self.now();
         t.updated_at = now;
@@ -872,7 +1149,11 @@ impl Upstreams {
         store::mcp_servers::touch(&mut *tx, &row.id, now).await?;
         tx.commit().await?;
         self.reload_project(&admin.project_id).await?;
-        self.tools(admin, id).await?.into_iter().find(|v| v.name == tool).ok_or(Error::NotFound)
+        self.tools(admin, id)
+            .await?
+            .into_iter()
+            .find(|v| v.name == tool)
+            .ok_or(Error::NotFound)
     }
 
     /// Rebuilds a project's upstream tools from the database. A tool shows under its name only
@@ -919,18 +1200,26 @@ impl Upstreams {
                     continue;
                 }
                 match build_tool(&live, server, &row) {
-                    Ok(t) if others.iter().any(|o| o == t.name()) || tools.iter().any(|o| o.name() == t.name()) => {
+                    Ok(t)
+                        if others.iter().any(|o| o == t.name())
+                            || tools.iter().any(|o| o.name() == t.name()) =>
+                    {
                         tracing::warn!(server = %server.id, tool = %t.name(), "MCP tool left out: the name is taken");
                     }
                     Ok(t) => tools.push(t),
-                    Err(reason) => tracing::debug!(server = %server.id, tool = %row.name, %reason, "MCP tool left out"),
+                    Err(reason) => {
+                        tracing::debug!(server = %server.id, tool = %row.name, %reason, "MCP tool left out")
+                    }
                 }
             }
         }
         versions.sort();
         self.catalog.set_source_tools(project_id, SOURCE, tools)?;
         let ids: Vec<&String> = servers.iter().map(|s| &s.id).collect();
-        self.live.write().expect("upstreams lock").retain(|id, l| l.project_id != project_id || ids.contains(&id));
+        self.live
+            .write()
+            .expect("upstreams lock")
+            .retain(|id, l| l.project_id != project_id || ids.contains(&id));
         let mut loaded = self.loaded.write().expect("upstreams lock");
         if versions.is_empty() {
             loaded.remove(project_id);
@@ -943,8 +1232,14 @@ impl Upstreams {
     /// The owners of a project's upstream tool names, after claiming the names nobody owns for
     /// the tools that may show under them (not held for review), servers in registration order.
     /// A claim that cannot be written is logged: that tool stays out until a later reload.
-    async fn claim_free_names(&self, project_id: &str, servers: &[ServerRow], rows: &[Vec<ToolRow>]) -> Result<Owners> {
-        let mut owners = owners_of(store::mcp_servers::name_owners(self.db.pool(), project_id).await?);
+    async fn claim_free_names(
+        &self,
+        project_id: &str,
+        servers: &[ServerRow],
+        rows: &[Vec<ToolRow>],
+    ) -> Result<Owners> {
+        let mut owners =
+            owners_of(store::mcp_servers::name_owners(self.db.pool(), project_id).await?);
         let now = self.now();
         let mut claimed = false;
         for (server, rows) in servers.iter().zip(rows) {
@@ -953,10 +1248,17 @@ impl Upstreams {
                 if owners.contains_key(&name) || ToolName::parse(&name).is_err() {
                     continue;
                 }
-                let claim = NameOwner { name: name.clone(), server_id: server.id.clone(), tool: row.name.clone() };
-                match store::mcp_servers::claim_name(self.db.pool(), project_id, &claim, now).await {
+                let claim = NameOwner {
+                    name: name.clone(),
+                    server_id: server.id.clone(),
+                    tool: row.name.clone(),
+                };
+                match store::mcp_servers::claim_name(self.db.pool(), project_id, &claim, now).await
+                {
                     Ok(_) => claimed = true,
-                    Err(e) => tracing::warn!(server = %server.id, tool = %row.name, error = %e, "the MCP tool's name cannot be claimed"),
+                    Err(e) => {
+                        tracing::warn!(server = %server.id, tool = %row.name, error = %e, "the MCP tool's name cannot be claimed")
+                    }
                 }
                 // Taken, by this claim or by one another instance made first (re-read below).
                 owners.insert(name, claim);
@@ -979,7 +1281,11 @@ impl Upstreams {
         // need not be Rust's).
         stored.values_mut().for_each(|v| v.sort());
         let loaded = self.loaded.read().expect("upstreams lock").clone();
-        let mut changed: Vec<String> = stored.iter().filter(|(p, v)| loaded.get(*p) != Some(v)).map(|(p, _)| p.clone()).collect();
+        let mut changed: Vec<String> = stored
+            .iter()
+            .filter(|(p, v)| loaded.get(*p) != Some(v))
+            .map(|(p, _)| p.clone())
+            .collect();
         changed.extend(loaded.keys().filter(|p| !stored.contains_key(*p)).cloned());
         for p in &changed {
             if let Err(e) = self.reload_project(p).await {
@@ -1015,7 +1321,8 @@ mod tests {
 
     #[test]
     fn every_annotation_hint_is_part_of_the_fingerprint_and_nothing_else_of_them() {
-        let fp = |a: Option<&str>| fingerprint("Deletes everything.", r#"{"type":"object"}"#, None, a);
+        let fp =
+            |a: Option<&str>| fingerprint("Deletes everything.", r#"{"type":"object"}"#, None, a);
         let destructive = fp(Some(r#"{"destructiveHint":true}"#));
         for other in [
             None,
@@ -1027,9 +1334,17 @@ mod tests {
         ] {
             assert_ne!(fp(other), destructive, "{other:?}");
         }
-        assert_eq!(fp(Some(r#"{"title":"Delete all","destructiveHint":true}"#)), destructive, "a title is no hint");
+        assert_eq!(
+            fp(Some(r#"{"title":"Delete all","destructiveHint":true}"#)),
+            destructive,
+            "a title is no hint"
+        );
         assert!(destructive.starts_with(FINGERPRINT_V2));
-        assert_ne!(fp(None), fingerprint("Deletes everything!", r#"{"type":"object"}"#, None, None), "the description still counts");
+        assert_ne!(
+            fp(None),
+            fingerprint("Deletes everything!", r#"{"type":"object"}"#, None, None),
+            "the description still counts"
+        );
     }
 
     #[test]
@@ -1041,8 +1356,19 @@ mod tests {
         approved.fingerprint = legacy.clone();
         approved.approved_fingerprint = Some(legacy.clone());
         upgrade_fingerprint(&mut approved);
-        let current = fingerprint("Deletes everything.", r#"{"type":"object"}"#, None, annotations);
-        assert_eq!((approved.fingerprint.as_str(), approved.approved_fingerprint.as_deref()), (current.as_str(), Some(current.as_str())));
+        let current = fingerprint(
+            "Deletes everything.",
+            r#"{"type":"object"}"#,
+            None,
+            annotations,
+        );
+        assert_eq!(
+            (
+                approved.fingerprint.as_str(),
+                approved.approved_fingerprint.as_deref()
+            ),
+            (current.as_str(), Some(current.as_str()))
+        );
         assert_eq!(approved.approved_annotations.as_deref(), annotations);
         // Already held for a change: the old approval matches nothing current, so it stays held.
         let mut held = row("Deletes everything, and more.", annotations);
@@ -1057,12 +1383,18 @@ mod tests {
         odd.fingerprint = "0".repeat(64);
         odd.approved_fingerprint = Some("0".repeat(64));
         upgrade_fingerprint(&mut odd);
-        assert_ne!(odd.approved_fingerprint.as_deref(), Some(odd.fingerprint.as_str()));
+        assert_ne!(
+            odd.approved_fingerprint.as_deref(),
+            Some(odd.fingerprint.as_str())
+        );
         // A current fingerprint is left as it is.
         let mut now = row("Deletes everything.", annotations);
         now.fingerprint = current.clone();
         now.approved_fingerprint = Some("v2:something else".into());
         upgrade_fingerprint(&mut now);
-        assert_eq!(now.approved_fingerprint.as_deref(), Some("v2:something else"));
+        assert_eq!(
+            now.approved_fingerprint.as_deref(),
+            Some("v2:something else")
+        );
     }
 }

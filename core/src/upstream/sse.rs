@@ -16,7 +16,10 @@ use zeroize::Zeroizing;
 
 use crate::egress::trace_context::with_trace_context;
 
-use super::client::{answer_of, event_end, is_tools_changed, send_error, status_error, OnToolsChanged, RpcError, MAX_ANSWER_BYTES};
+use super::client::{
+    answer_of, event_end, is_tools_changed, send_error, status_error, OnToolsChanged, RpcError,
+    MAX_ANSWER_BYTES,
+};
 
 pub const SSE_PROTOCOL_VERSION: &str = "2024-11-05";
 
@@ -38,26 +41,51 @@ impl Drop for SseSession {
 }
 
 impl SseSession {
-    pub async fn open(http: reqwest::Client, url: url::Url, authorization: Option<Zeroizing<String>>, timeout: Duration, on_changed: OnToolsChanged) -> Result<SseSession, RpcError> {
-        let mut get = with_trace_context(http.get(url.clone()).header("accept", "text/event-stream"));
+    pub async fn open(
+        http: reqwest::Client,
+        url: url::Url,
+        authorization: Option<Zeroizing<String>>,
+        timeout: Duration,
+        on_changed: OnToolsChanged,
+    ) -> Result<SseSession, RpcError> {
+        let mut get =
+            with_trace_context(http.get(url.clone()).header("accept", "text/event-stream"));
         if let Some(a) = &authorization {
             get = get.header("authorization", a.as_str());
         }
-        let res = tokio::time::timeout(timeout, get.send()).await.map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?.map_err(|e| send_error(e, timeout))?;
+        let res = tokio::time::timeout(timeout, get.send())
+            .await
+            .map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?
+            .map_err(|e| send_error(e, timeout))?;
         status_error(res.status().as_u16(), false)?;
         let pending: Pending = Arc::default();
         let (endpoint_tx, endpoint_rx) = oneshot::channel();
         let reader = tokio::spawn(read_stream(res, pending.clone(), endpoint_tx, on_changed));
         let endpoint = match tokio::time::timeout(timeout, endpoint_rx).await {
-            Ok(Ok(path)) => url.join(&path).map_err(|e| RpcError::Protocol(format!("the endpoint event is not a URL: {e}")))?,
-            Ok(Err(_)) => return Err(RpcError::Protocol("the event stream ended before naming its message endpoint".into())),
+            Ok(Ok(path)) => url
+                .join(&path)
+                .map_err(|e| RpcError::Protocol(format!("the endpoint event is not a URL: {e}")))?,
+            Ok(Err(_)) => {
+                return Err(RpcError::Protocol(
+                    "the event stream ended before naming its message endpoint".into(),
+                ))
+            }
             Err(_) => return Err(RpcError::Timeout(timeout.as_millis() as u64)),
         };
         if endpoint.origin() != url.origin() {
             reader.abort();
-            return Err(RpcError::Protocol("the server's message endpoint is on another origin; refused".into()));
+            return Err(RpcError::Protocol(
+                "the server's message endpoint is on another origin; refused".into(),
+            ));
         }
-        let s = SseSession { http, endpoint, authorization, pending, next_id: AtomicU64::new(1), reader };
+        let s = SseSession {
+            http,
+            endpoint,
+            authorization,
+            pending,
+            next_id: AtomicU64::new(1),
+            reader,
+        };
         let init = s
             .request(
                 "initialize",
@@ -65,23 +93,46 @@ impl SseSession {
                 timeout,
             )
             .await?;
-        if init.get("protocolVersion").and_then(Value::as_str).is_none() {
-            return Err(RpcError::Protocol("the initialize answer has no protocolVersion; is this an MCP server?".into()));
+        if init
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .is_none()
+        {
+            return Err(RpcError::Protocol(
+                "the initialize answer has no protocolVersion; is this an MCP server?".into(),
+            ));
         }
-        s.post(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }), timeout).await?;
+        s.post(
+            &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+            timeout,
+        )
+        .await?;
         Ok(s)
     }
 
     async fn post(&self, body: &Value, timeout: Duration) -> Result<(), RpcError> {
-        let mut b = with_trace_context(self.http.post(self.endpoint.clone()).header("content-type", "application/json").body(body.to_string()));
+        let mut b = with_trace_context(
+            self.http
+                .post(self.endpoint.clone())
+                .header("content-type", "application/json")
+                .body(body.to_string()),
+        );
         if let Some(a) = &self.authorization {
             b = b.header("authorization", a.as_str());
         }
-        let res = tokio::time::timeout(timeout, b.send()).await.map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?.map_err(|e| send_error(e, timeout))?;
+        let res = tokio::time::timeout(timeout, b.send())
+            .await
+            .map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?
+            .map_err(|e| send_error(e, timeout))?;
         status_error(res.status().as_u16(), true)
     }
 
-    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, RpcError> {
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, RpcError> {
         if self.reader.is_finished() {
             return Err(RpcError::Transport("the event stream closed".into()));
         }
@@ -89,14 +140,21 @@ impl SseSession {
         let (tx, rx) = oneshot::channel();
         self.pending.lock().expect("pending lock").insert(id, tx);
         let started = tokio::time::Instant::now();
-        let sent = self.post(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }), timeout).await;
+        let sent = self
+            .post(
+                &json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }),
+                timeout,
+            )
+            .await;
         if let Err(e) = sent {
             self.pending.lock().expect("pending lock").remove(&id);
             return Err(e);
         }
         match tokio::time::timeout(timeout.saturating_sub(started.elapsed()), rx).await {
             Ok(Ok(answer)) => answer_of(answer),
-            Ok(Err(_)) => Err(RpcError::Transport("the event stream closed before the answer".into())),
+            Ok(Err(_)) => Err(RpcError::Transport(
+                "the event stream closed before the answer".into(),
+            )),
             Err(_) => {
                 self.pending.lock().expect("pending lock").remove(&id);
                 Err(RpcError::Timeout(timeout.as_millis() as u64))
@@ -106,7 +164,12 @@ impl SseSession {
 }
 
 /// Reads the event stream: the first `endpoint` event, then answers by id.
-async fn read_stream(mut res: reqwest::Response, pending: Pending, endpoint: oneshot::Sender<String>, on_changed: OnToolsChanged) {
+async fn read_stream(
+    mut res: reqwest::Response,
+    pending: Pending,
+    endpoint: oneshot::Sender<String>,
+    on_changed: OnToolsChanged,
+) {
     let mut endpoint = Some(endpoint);
     let mut buf: Vec<u8> = Vec::new();
     loop {
@@ -117,7 +180,11 @@ async fn read_stream(mut res: reqwest::Response, pending: Pending, endpoint: one
             let mut data = Vec::new();
             for line in text.lines() {
                 if let Some(k) = line.strip_prefix("event:") {
-                    kind = if k.trim() == "endpoint" { "endpoint" } else { "message" };
+                    kind = if k.trim() == "endpoint" {
+                        "endpoint"
+                    } else {
+                        "message"
+                    };
                 } else if let Some(d) = line.strip_prefix("data:") {
                     data.push(d.strip_prefix(' ').unwrap_or(d));
                 }
@@ -143,7 +210,9 @@ async fn read_stream(mut res: reqwest::Response, pending: Pending, endpoint: one
             }
         }
         match res.chunk().await {
-            Ok(Some(chunk)) if buf.len() + chunk.len() <= MAX_ANSWER_BYTES => buf.extend_from_slice(&chunk),
+            Ok(Some(chunk)) if buf.len() + chunk.len() <= MAX_ANSWER_BYTES => {
+                buf.extend_from_slice(&chunk)
+            }
             _ => break,
         }
     }

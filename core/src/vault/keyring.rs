@@ -91,28 +91,60 @@ impl KeyRing {
 
     /// Seals `plaintext` for the secret `name` of `project_id` under the newest key.
     pub fn seal(&self, project_id: &str, name: &str, plaintext: &[u8]) -> Result<Sealed> {
-        let version = self.current_version().ok_or_else(|| Error::internal("no master key configured"))?;
+        let version = self
+            .current_version()
+            .ok_or_else(|| Error::internal("no master key configured"))?;
         let nonce = random_bytes::<24>();
         let ciphertext = self
             .cipher(version)?
-            .encrypt(XNonce::from_slice(&nonce), Payload { msg: plaintext, aad: &Self::aad(version, project_id, name) })
+            .encrypt(
+                XNonce::from_slice(&nonce),
+                Payload {
+                    msg: plaintext,
+                    aad: &Self::aad(version, project_id, name),
+                },
+            )
             .map_err(|_| Error::internal("encryption failed"))?;
-        Ok(Sealed { ciphertext: STANDARD.encode(ciphertext), nonce: STANDARD.encode(nonce), key_version: version as i64 })
+        Ok(Sealed {
+            ciphertext: STANDARD.encode(ciphertext),
+            nonce: STANDARD.encode(nonce),
+            key_version: version as i64,
+        })
     }
 
     /// Opens a sealed value; fails when it was sealed for another project or name, under a key
     /// that is not loaded, or was tampered with.
-    pub fn open(&self, project_id: &str, name: &str, sealed: &Sealed) -> Result<Zeroizing<Vec<u8>>> {
-        let version = u32::try_from(sealed.key_version).map_err(|_| Error::internal("bad key version"))?;
-        let nonce = STANDARD.decode(&sealed.nonce).map_err(|_| Error::internal("bad nonce encoding"))?;
-        let ciphertext = STANDARD.decode(&sealed.ciphertext).map_err(|_| Error::internal("bad ciphertext encoding"))?;
+    pub fn open(
+        &self,
+        project_id: &str,
+        name: &str,
+        sealed: &Sealed,
+    ) -> Result<Zeroizing<Vec<u8>>> {
+        let version =
+            u32::try_from(sealed.key_version).map_err(|_| Error::internal("bad key version"))?;
+        let nonce = STANDARD
+            .decode(&sealed.nonce)
+            .map_err(|_| Error::internal("bad nonce encoding"))?;
+        let ciphertext = STANDARD
+            .decode(&sealed.ciphertext)
+            .map_err(|_| Error::internal("bad ciphertext encoding"))?;
         if nonce.len() != 24 {
             return Err(Error::internal("bad nonce length"));
         }
         let plain = self
             .cipher(version)?
-            .decrypt(XNonce::from_slice(&nonce), Payload { msg: &ciphertext, aad: &Self::aad(version, project_id, name) })
-            .map_err(|_| Error::internal(format!("secret {name} does not decrypt (wrong key, project or name)")))?;
+            .decrypt(
+                XNonce::from_slice(&nonce),
+                Payload {
+                    msg: &ciphertext,
+                    aad: &Self::aad(version, project_id, name),
+                },
+            )
+            .map_err(|_| {
+                Error::internal(format!(
+                    "secret {name} does not decrypt (wrong key, project or name)"
+                ))
+            })?;
         Ok(Zeroizing::new(plain))
     }
 }
@@ -142,30 +174,46 @@ pub enum KeyRingError {
 /// base64 key is version 1 (the format of the key file the first run creates).
 pub fn parse_keyring(text: &str, origin: &str) -> std::result::Result<KeyRing, KeyRingError> {
     let mut ring = KeyRing::new();
-    for entry in text.split(['\n', ',']).map(str::trim).filter(|e| !e.is_empty() && !e.starts_with('#')) {
+    for entry in text
+        .split(['\n', ','])
+        .map(str::trim)
+        .filter(|e| !e.is_empty() && !e.starts_with('#'))
+    {
         let (version, b64) = match entry.split_once(':') {
             Some((v, k)) => (
                 v.trim()
                     .trim_start_matches('v')
                     .parse::<u32>()
-                    .map_err(|_| KeyRingError::BadVersion { origin: origin.to_owned(), version: v.to_owned() })?,
+                    .map_err(|_| KeyRingError::BadVersion {
+                        origin: origin.to_owned(),
+                        version: v.to_owned(),
+                    })?,
                 k.trim(),
             ),
             None => (1, entry),
         };
-        let raw = Zeroizing::new(
-            STANDARD.decode(b64).map_err(|_| KeyRingError::NotBase64 { origin: origin.to_owned(), version })?,
-        );
+        let raw = Zeroizing::new(STANDARD.decode(b64).map_err(|_| KeyRingError::NotBase64 {
+            origin: origin.to_owned(),
+            version,
+        })?);
         let bytes: [u8; 32] = raw
             .as_slice()
             .try_into()
-            .map_err(|_| KeyRingError::WrongLength { origin: origin.to_owned(), version })?;
+            .map_err(|_| KeyRingError::WrongLength {
+                origin: origin.to_owned(),
+                version,
+            })?;
         if ring.keys.insert(version, MasterKey::new(bytes)).is_some() {
-            return Err(KeyRingError::DuplicateVersion { origin: origin.to_owned(), version });
+            return Err(KeyRingError::DuplicateVersion {
+                origin: origin.to_owned(),
+                version,
+            });
         }
     }
     if ring.is_empty() {
-        return Err(KeyRingError::NoKey { origin: origin.to_owned() });
+        return Err(KeyRingError::NoKey {
+            origin: origin.to_owned(),
+        });
     }
     Ok(ring)
 }
@@ -194,8 +242,14 @@ mod tests {
         let r = ring();
         let s = r.seal("prj_a", "TOKEN", b"hunter22").unwrap();
         assert_eq!(&*r.open("prj_a", "TOKEN", &s).unwrap(), b"hunter22");
-        assert!(r.open("prj_b", "TOKEN", &s).is_err(), "copied to another project");
-        assert!(r.open("prj_a", "OTHER", &s).is_err(), "copied to another name");
+        assert!(
+            r.open("prj_b", "TOKEN", &s).is_err(),
+            "copied to another project"
+        );
+        assert!(
+            r.open("prj_a", "OTHER", &s).is_err(),
+            "copied to another name"
+        );
         let again = r.seal("prj_a", "TOKEN", b"hunter22").unwrap();
         assert_ne!(s.nonce, again.nonce, "fresh nonce per write");
         assert_ne!(s.ciphertext, again.ciphertext);
@@ -224,8 +278,14 @@ mod tests {
         let text = format_keyring(&r);
         let back = parse_keyring(&text, "file").unwrap();
         assert_eq!(back.current_version(), Some(7));
-        assert_eq!(parse_keyring("1:abc", "file").unwrap_err().to_string(), "file: key version 1 is not valid base64");
-        assert_eq!(parse_keyring("", "file").unwrap_err().to_string(), "file: no key");
+        assert_eq!(
+            parse_keyring("1:abc", "file").unwrap_err().to_string(),
+            "file: key version 1 is not valid base64"
+        );
+        assert_eq!(
+            parse_keyring("", "file").unwrap_err().to_string(),
+            "file: no key"
+        );
         assert!(!format!("{:?}", r).contains(k.to_base64().as_str()));
     }
 
@@ -237,7 +297,10 @@ mod tests {
         let short = format!("2:{}", STANDARD.encode([7u8; 16]));
         for (text, want) in [
             ("x1:abc", "WB_MASTER_KEY: bad key version in \"x1\""),
-            (short.as_str(), "WB_MASTER_KEY: key version 2 must be 32 bytes"),
+            (
+                short.as_str(),
+                "WB_MASTER_KEY: key version 2 must be 32 bytes",
+            ),
             (dup.as_str(), "WB_MASTER_KEY: key version 1 appears twice"),
             ("# only a comment", "WB_MASTER_KEY: no key"),
         ] {

@@ -33,7 +33,9 @@ pub const MAX_NAME_CHARS: usize = 64;
 pub fn validate_name(name: &str) -> Result<()> {
     let mut chars = name.chars();
     let ok = name.len() <= MAX_NAME_CHARS
-        && chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
     if ok {
         Ok(())
@@ -80,7 +82,12 @@ pub struct Vault {
 
 impl Vault {
     pub fn new(db: Db, clock: Arc<dyn Clock>, ring: KeyRing) -> Vault {
-        Vault { db, clock, ring: Arc::new(RwLock::new(ring)), patterns: Arc::default() }
+        Vault {
+            db,
+            clock,
+            ring: Arc::new(RwLock::new(ring)),
+            patterns: Arc::default(),
+        }
     }
 
     /// The scrubbing patterns of every live secret of the project (D7: scrubbing is
@@ -92,12 +99,21 @@ impl Vault {
 
     /// `project_patterns`, given the generation when the caller read it already (with the API
     /// key, in the same query): then a current cache costs no query at all.
-    pub async fn project_patterns_at(&self, project_id: &str, known: Option<i64>) -> Result<Arc<Needles>> {
+    pub async fn project_patterns_at(
+        &self,
+        project_id: &str,
+        known: Option<i64>,
+    ) -> Result<Arc<Needles>> {
         let generation = match known {
             Some(g) => g,
             None => store::vault::generation(self.db.pool(), project_id).await?,
         };
-        if let Some((g, n)) = self.patterns.read().expect("vault patterns lock").get(project_id) {
+        if let Some((g, n)) = self
+            .patterns
+            .read()
+            .expect("vault patterns lock")
+            .get(project_id)
+        {
             if *g == generation {
                 return Ok(n.clone());
             }
@@ -108,22 +124,33 @@ impl Vault {
         let mut values: Vec<(String, Zeroizing<String>)> = Vec::with_capacity(rows.len());
         for row in &rows {
             let plain = self.ring().open(project_id, &row.name, &sealed_of(row))?;
-            let text = String::from_utf8(plain.to_vec()).map_err(|_| Error::internal("secret is not UTF-8"))?;
+            let text = String::from_utf8(plain.to_vec())
+                .map_err(|_| Error::internal("secret is not UTF-8"))?;
             values.push((row.name.clone(), Zeroizing::new(text)));
         }
-        let needles = Arc::new(Needles::build(values.iter().map(|(n, v)| (n.as_str(), v.as_str()))));
-        self.patterns.write().expect("vault patterns lock").insert(project_id.to_owned(), (generation, needles.clone()));
+        let needles = Arc::new(Needles::build(
+            values.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+        ));
+        self.patterns
+            .write()
+            .expect("vault patterns lock")
+            .insert(project_id.to_owned(), (generation, needles.clone()));
         Ok(needles)
     }
 
     /// A scrubber that knows every live secret of the project.
     pub async fn scrubber(&self, project_id: &str) -> Result<Scrubber> {
-        Ok(Scrubber::for_project(self.project_patterns(project_id).await?))
+        Ok(Scrubber::for_project(
+            self.project_patterns(project_id).await?,
+        ))
     }
 
     /// The same for a caller whose vault generation was read with their key.
     pub async fn scrubber_for(&self, who: &Principal) -> Result<Scrubber> {
-        Ok(Scrubber::for_project(self.project_patterns_at(&who.project_id, who.vault_generation).await?))
+        Ok(Scrubber::for_project(
+            self.project_patterns_at(&who.project_id, who.vault_generation)
+                .await?,
+        ))
     }
 
     fn ring(&self) -> std::sync::RwLockReadGuard<'_, KeyRing> {
@@ -146,7 +173,12 @@ impl Vault {
         self.ring().seal(project_id, context, bytes)
     }
 
-    pub fn open(&self, project_id: &str, context: &str, sealed: &Sealed) -> Result<Zeroizing<Vec<u8>>> {
+    pub fn open(
+        &self,
+        project_id: &str,
+        context: &str,
+        sealed: &Sealed,
+    ) -> Result<Zeroizing<Vec<u8>>> {
         self.ring().open(project_id, context, sealed)
     }
 
@@ -157,7 +189,9 @@ impl Vault {
 
     pub async fn describe(&self, who: &Principal, name: &str) -> Result<SecretInfo> {
         validate_name(name)?;
-        let row = store::vault::get(self.db.pool(), &who.project_id, name).await?.ok_or(Error::NotFound)?;
+        let row = store::vault::get(self.db.pool(), &who.project_id, name)
+            .await?
+            .ok_or(Error::NotFound)?;
         Ok(SecretInfo::from(&row))
     }
 
@@ -169,8 +203,12 @@ impl Vault {
         if who.allows(crate::auth::Operation::ProtectedSecretsWrite) {
             return Ok(());
         }
-        let id = store::vault::get(self.db.pool(), &who.project_id, name).await?.map(|r| r.id);
-        let names_it = |reference: Option<&str>| reference.is_some_and(|r| r == name || Some(r) == id.as_deref());
+        let id = store::vault::get(self.db.pool(), &who.project_id, name)
+            .await?
+            .map(|r| r.id);
+        let names_it = |reference: Option<&str>| {
+            reference.is_some_and(|r| r == name || Some(r) == id.as_deref())
+        };
         for app in store::apps::list(self.db.pool(), &who.project_id).await? {
             let def: serde_json::Value = serde_json::from_str(&app.definition).unwrap_or_default();
             if names_it(def["auth"]["client_secret_vault"].as_str()) {
@@ -184,8 +222,14 @@ impl Vault {
             }
         }
         let settings = store::project_settings::get(self.db.pool(), &who.project_id).await?;
-        if names_it(settings.as_ref().and_then(|s| s.webhook_secret_ref.as_deref())) {
-            return Err(Error::Forbidden("this secret signs the project webhook; only an admin can change or delete it"));
+        if names_it(
+            settings
+                .as_ref()
+                .and_then(|s| s.webhook_secret_ref.as_deref()),
+        ) {
+            return Err(Error::Forbidden(
+                "this secret signs the project webhook; only an admin can change or delete it",
+            ));
         }
         Ok(())
     }
@@ -193,7 +237,10 @@ impl Vault {
     /// The name of the project's secret that `reference` names, by name or by `sec_` id.
     pub async fn name_of(&self, project_id: &str, reference: &str) -> Result<Option<String>> {
         let rows = store::vault::list(self.db.pool(), project_id).await?;
-        Ok(rows.into_iter().find(|r| r.name == reference || r.id == reference).map(|r| r.name))
+        Ok(rows
+            .into_iter()
+            .find(|r| r.name == reference || r.id == reference)
+            .map(|r| r.name))
     }
 
     /// Creates or replaces a secret.
@@ -201,10 +248,14 @@ impl Vault {
         validate_name(name)?;
         self.check_may_change(who, name).await?;
         if value.chars().count() < MIN_SECRET_CHARS {
-            return Err(Error::invalid(format!("secret value too short; use at least {MIN_SECRET_CHARS} characters")));
+            return Err(Error::invalid(format!(
+                "secret value too short; use at least {MIN_SECRET_CHARS} characters"
+            )));
         }
         if value.len() > MAX_SECRET_BYTES {
-            return Err(Error::invalid(format!("secret value too long; use at most {MAX_SECRET_BYTES} bytes")));
+            return Err(Error::invalid(format!(
+                "secret value too long; use at most {MAX_SECRET_BYTES} bytes"
+            )));
         }
         let sealed = self.ring().seal(&who.project_id, name, value.as_bytes())?;
         let now = self.clock.now_ms();
@@ -243,7 +294,11 @@ impl Vault {
     }
 
     /// The values of `names` in `project_id`; names that do not exist are absent from the map.
-    pub async fn reveal(&self, project_id: &str, names: &[String]) -> Result<HashMap<String, Zeroizing<String>>> {
+    pub async fn reveal(
+        &self,
+        project_id: &str,
+        names: &[String],
+    ) -> Result<HashMap<String, Zeroizing<String>>> {
         let mut out = HashMap::new();
         for name in names {
             if out.contains_key(name) || validate_name(name).is_err() {
@@ -251,7 +306,8 @@ impl Vault {
             }
             if let Some(row) = store::vault::get(self.db.pool(), project_id, name).await? {
                 let plain = self.ring().open(project_id, name, &sealed_of(&row))?;
-                let text = String::from_utf8(plain.to_vec()).map_err(|_| Error::internal("secret is not UTF-8"))?;
+                let text = String::from_utf8(plain.to_vec())
+                    .map_err(|_| Error::internal("secret is not UTF-8"))?;
                 out.insert(name.clone(), Zeroizing::new(text));
             }
         }
@@ -262,16 +318,29 @@ impl Vault {
     /// already on the newest version are skipped, and a row changed meanwhile is left to the
     /// next run. Returns how many rows were re-sealed.
     pub async fn reseal_all(&self) -> Result<u64> {
-        let version = self.current_key_version().ok_or_else(|| Error::internal("no master key configured"))?;
+        let version = self
+            .current_key_version()
+            .ok_or_else(|| Error::internal("no master key configured"))?;
         reseal_in_batches(|| self.reseal_batch(version)).await
     }
 
     async fn reseal_batch(&self, version: i64) -> Result<u64> {
         let mut done = 0;
         for row in store::vault::not_on_version(self.db.pool(), version, RESEAL_BATCH).await? {
-            let plain = self.ring().open(&row.project_id, &row.name, &sealed_of(&row))?;
+            let plain = self
+                .ring()
+                .open(&row.project_id, &row.name, &sealed_of(&row))?;
             let sealed = self.ring().seal(&row.project_id, &row.name, &plain)?;
-            if store::vault::reseal(self.db.pool(), &row.id, &row.ciphertext, &sealed.ciphertext, &sealed.nonce, sealed.key_version).await? {
+            if store::vault::reseal(
+                self.db.pool(),
+                &row.id,
+                &row.ciphertext,
+                &sealed.ciphertext,
+                &sealed.nonce,
+                sealed.key_version,
+            )
+            .await?
+            {
                 done += 1;
             }
         }
@@ -300,5 +369,9 @@ where
 }
 
 fn sealed_of(row: &SecretRow) -> Sealed {
-    Sealed { ciphertext: row.ciphertext.clone(), nonce: row.nonce.clone(), key_version: row.key_version }
+    Sealed {
+        ciphertext: row.ciphertext.clone(),
+        nonce: row.nonce.clone(),
+        key_version: row.key_version,
+    }
 }

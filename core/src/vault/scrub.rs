@@ -101,8 +101,17 @@ impl Needles {
             .build(patterns.iter().map(|p| p.as_bytes()))
             .expect("literal patterns always compile");
         let max_len = patterns.iter().map(|p| p.len()).max().unwrap_or(0);
-        let escaped_len = if patterns.is_empty() { 0 } else { ESCAPE_EXPANSION * (longest.div_ceil(3) * 4 + 4) };
-        Needles { ac, replacements, max_len, escaped_len }
+        let escaped_len = if patterns.is_empty() {
+            0
+        } else {
+            ESCAPE_EXPANSION * (longest.div_ceil(3) * 4 + 4)
+        };
+        Needles {
+            ac,
+            replacements,
+            max_len,
+            escaped_len,
+        }
     }
 
     /// Every match in `text` — of the patterns as they are, and in the views of `text` with its
@@ -110,21 +119,37 @@ impl Needles {
     /// order, overlapping matches merged into one. And `safe` (a position a stream wants to cut
     /// at) moved back to the start of any escape it falls inside, so no escape is split.
     fn scan(&self, text: &[u8], safe: usize) -> (Vec<Found>, usize) {
-        let mut found: Vec<Found> = self.ac.find_iter(text).map(|m| Found { start: m.start(), end: m.end(), pattern: m.pattern().as_usize() }).collect();
+        let mut found: Vec<Found> = self
+            .ac
+            .find_iter(text)
+            .map(|m| Found {
+                start: m.start(),
+                end: m.end(),
+                pattern: m.pattern().as_usize(),
+            })
+            .collect();
         let mut safe = safe;
         let mut viewed = false;
         if let Some(once) = View::decode(text, Syntax::Json) {
             viewed = true;
             for m in self.ac.find_iter(&once.bytes) {
                 let (start, end) = once.source(m.start(), m.end());
-                found.push(Found { start, end, pattern: m.pattern().as_usize() });
+                found.push(Found {
+                    start,
+                    end,
+                    pattern: m.pattern().as_usize(),
+                });
             }
             safe = once.unit_start(safe);
             if let Some(twice) = View::decode(&once.bytes, Syntax::Json) {
                 for m in self.ac.find_iter(&twice.bytes) {
                     let (s1, e1) = twice.source(m.start(), m.end());
                     let (start, end) = once.source(s1, e1);
-                    found.push(Found { start, end, pattern: m.pattern().as_usize() });
+                    found.push(Found {
+                        start,
+                        end,
+                        pattern: m.pattern().as_usize(),
+                    });
                 }
                 safe = once.src_start(twice.unit_start(once.view_pos(safe)));
             }
@@ -133,7 +158,11 @@ impl Needles {
             viewed = true;
             for m in self.ac.find_iter(&html.bytes) {
                 let (start, end) = html.source(m.start(), m.end());
-                found.push(Found { start, end, pattern: m.pattern().as_usize() });
+                found.push(Found {
+                    start,
+                    end,
+                    pattern: m.pattern().as_usize(),
+                });
             }
             safe = html.unit_start(safe);
         }
@@ -172,7 +201,11 @@ impl Needles {
         if chunk.is_some() && hold > AMORTIZE_ABOVE && held.len() < 2 * hold {
             return;
         }
-        let safe = if chunk.is_none() { held.len() } else { held.len().saturating_sub(hold.saturating_sub(1)) };
+        let safe = if chunk.is_none() {
+            held.len()
+        } else {
+            held.len().saturating_sub(hold.saturating_sub(1))
+        };
         let (found, safe) = self.scan(&held[..], safe);
         let mut emitted = 0;
         for f in found {
@@ -214,7 +247,10 @@ impl Needles {
         out.extend_from_slice(&s.as_bytes()[at..]);
         // Matches start and end on character boundaries (patterns are whole characters, escapes
         // ASCII), so this is always text; were it not, nothing of the secret is kept anyway.
-        Some(String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+        Some(
+            String::from_utf8(out)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        )
     }
 }
 
@@ -273,14 +309,22 @@ impl View {
                     bytes.extend_from_slice(&text[copied..i]);
                     let mut buf = [0u8; 4];
                     let encoded = c.encode_utf8(&mut buf).as_bytes();
-                    escapes.push(Escape { at: bytes.len(), len: encoded.len(), src: i, src_len: n });
+                    escapes.push(Escape {
+                        at: bytes.len(),
+                        len: encoded.len(),
+                        src: i,
+                        src_len: n,
+                    });
                     bytes.extend_from_slice(encoded);
                     i += n;
                     copied = i;
                 }
                 None => i += 1,
             }
-            match text.get(i..).and_then(|rest| rest.iter().position(|&b| b == lead)) {
+            match text
+                .get(i..)
+                .and_then(|rest| rest.iter().position(|&b| b == lead))
+            {
                 Some(p) => i += p,
                 None => break,
             }
@@ -294,12 +338,18 @@ impl View {
 
     /// The escape at or before view position `p`, if any.
     fn escape_at_view(&self, p: usize) -> Option<Escape> {
-        self.escapes.partition_point(|e| e.at <= p).checked_sub(1).map(|k| self.escapes[k])
+        self.escapes
+            .partition_point(|e| e.at <= p)
+            .checked_sub(1)
+            .map(|k| self.escapes[k])
     }
 
     /// The escape at or before text position `q`, if any.
     fn escape_at_text(&self, q: usize) -> Option<Escape> {
-        self.escapes.partition_point(|e| e.src <= q).checked_sub(1).map(|k| self.escapes[k])
+        self.escapes
+            .partition_point(|e| e.src <= q)
+            .checked_sub(1)
+            .map(|k| self.escapes[k])
     }
 
     /// The text position of view position `p` (inside an escape: the escape's start).
@@ -313,7 +363,10 @@ impl View {
 
     /// The text range view bytes `start..end` came from, whole escapes wherever it touches one.
     fn source(&self, start: usize, end: usize) -> (usize, usize) {
-        let end = match end.checked_sub(1).map(|last| (last, self.escape_at_view(last))) {
+        let end = match end
+            .checked_sub(1)
+            .map(|last| (last, self.escape_at_view(last)))
+        {
             None => 0,
             Some((_, None)) => end,
             Some((last, Some(e))) if last < e.at + e.len => e.src + e.src_len,
@@ -370,7 +423,8 @@ fn json_escape(s: &[u8]) -> Option<(char, usize)> {
                 if !(0xDC00..0xE000).contains(&low) {
                     return None;
                 }
-                return char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)).map(|c| (c, 12));
+                return char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))
+                    .map(|c| (c, 12));
             }
             return char::from_u32(unit).map(|c| (c, 6));
         }
@@ -381,12 +435,39 @@ fn json_escape(s: &[u8]) -> Option<(char, usize)> {
 
 /// Named character references for ASCII punctuation (and the no-break space), HTML5 names.
 const HTML_NAMED: &[(&str, char)] = &[
-    ("amp", '&'), ("lt", '<'), ("gt", '>'), ("quot", '"'), ("apos", '\''), ("sol", '/'), ("bsol", '\\'),
-    ("plus", '+'), ("equals", '='), ("num", '#'), ("colon", ':'), ("semi", ';'), ("comma", ','),
-    ("period", '.'), ("lowbar", '_'), ("excl", '!'), ("quest", '?'), ("commat", '@'), ("lsqb", '['),
-    ("rsqb", ']'), ("lpar", '('), ("rpar", ')'), ("lcub", '{'), ("rcub", '}'), ("ast", '*'),
-    ("percnt", '%'), ("dollar", '$'), ("verbar", '|'), ("grave", '`'), ("hat", '^'), ("tab", '\t'),
-    ("newline", '\n'), ("nbsp", '\u{a0}'),
+    ("amp", '&'),
+    ("lt", '<'),
+    ("gt", '>'),
+    ("quot", '"'),
+    ("apos", '\''),
+    ("sol", '/'),
+    ("bsol", '\\'),
+    ("plus", '+'),
+    ("equals", '='),
+    ("num", '#'),
+    ("colon", ':'),
+    ("semi", ';'),
+    ("comma", ','),
+    ("period", '.'),
+    ("lowbar", '_'),
+    ("excl", '!'),
+    ("quest", '?'),
+    ("commat", '@'),
+    ("lsqb", '['),
+    ("rsqb", ']'),
+    ("lpar", '('),
+    ("rpar", ')'),
+    ("lcub", '{'),
+    ("rcub", '}'),
+    ("ast", '*'),
+    ("percnt", '%'),
+    ("dollar", '$'),
+    ("verbar", '|'),
+    ("grave", '`'),
+    ("hat", '^'),
+    ("tab", '\t'),
+    ("newline", '\n'),
+    ("nbsp", '\u{a0}'),
 ];
 
 /// The character an HTML character reference at the start of `s` (a `&`) stands for, and its
@@ -397,19 +478,43 @@ fn html_reference(s: &[u8]) -> Option<(char, usize)> {
             Some(b'x' | b'X') => (16, 3),
             _ => (10, 2),
         };
-        let digits = s.get(start..)?.iter().take(10).take_while(|b| if radix == 16 { b.is_ascii_hexdigit() } else { b.is_ascii_digit() }).count();
+        let digits = s
+            .get(start..)?
+            .iter()
+            .take(10)
+            .take_while(|b| {
+                if radix == 16 {
+                    b.is_ascii_hexdigit()
+                } else {
+                    b.is_ascii_digit()
+                }
+            })
+            .count();
         if digits == 0 {
             return None;
         }
-        let n = u32::from_str_radix(std::str::from_utf8(&s[start..start + digits]).ok()?, radix).ok()?;
+        let n = u32::from_str_radix(std::str::from_utf8(&s[start..start + digits]).ok()?, radix)
+            .ok()?;
         let end = start + digits;
-        let len = if s.get(end) == Some(&b';') { end + 1 } else { end };
+        let len = if s.get(end) == Some(&b';') {
+            end + 1
+        } else {
+            end
+        };
         return char::from_u32(n).filter(|c| *c != '\0').map(|c| (c, len));
     }
-    let name_len = s.get(1..)?.iter().take(8).take_while(|b| b.is_ascii_alphabetic()).count();
+    let name_len = s
+        .get(1..)?
+        .iter()
+        .take(8)
+        .take_while(|b| b.is_ascii_alphabetic())
+        .count();
     let name = &s[1..1 + name_len];
     if s.get(1 + name_len) == Some(&b';') {
-        if let Some((_, c)) = HTML_NAMED.iter().find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(name)) {
+        if let Some((_, c)) = HTML_NAMED
+            .iter()
+            .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(name))
+        {
             return Some((*c, name_len + 2));
         }
     }
@@ -435,7 +540,11 @@ fn redacted_names(before: &str, after: &str) -> Vec<String> {
         m
     }
     let was = count(before);
-    count(after).into_iter().filter(|(n, k)| was.get(n).is_none_or(|w| w < k)).map(|(n, _)| n.to_owned()).collect()
+    count(after)
+        .into_iter()
+        .filter(|(n, k)| was.get(n).is_none_or(|w| w < k))
+        .map(|(n, _)| n.to_owned())
+        .collect()
 }
 
 /// What one scrub pass knows: the project's secrets (shared, built once per vault change) and
@@ -455,11 +564,16 @@ impl Scrubber {
 
     /// A scrubber that knows every live secret of a project.
     pub fn for_project(project: Arc<Needles>) -> Scrubber {
-        Scrubber { project: Some(project), ..Scrubber::default() }
+        Scrubber {
+            project: Some(project),
+            ..Scrubber::default()
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.project.as_ref().is_none_or(|p| p.is_empty()) && self.own.is_empty() && self.exact.is_empty()
+        self.project.as_ref().is_none_or(|p| p.is_empty())
+            && self.own.is_empty()
+            && self.exact.is_empty()
     }
 
     /// Registers a secret value under its name, in every form.
@@ -469,7 +583,8 @@ impl Scrubber {
         if value.len() < MIN_NEEDLE || self.own.iter().any(|(v, _)| v.as_str() == value) {
             return;
         }
-        self.own.push((Zeroizing::new(value.to_owned()), name.to_owned()));
+        self.own
+            .push((Zeroizing::new(value.to_owned()), name.to_owned()));
         self.compiled = OnceLock::new();
     }
 
@@ -487,7 +602,8 @@ impl Scrubber {
             return;
         }
         self.add(name, value);
-        self.exact.push((Zeroizing::new(value.to_owned()), name.to_owned()));
+        self.exact
+            .push((Zeroizing::new(value.to_owned()), name.to_owned()));
         self.compiled = OnceLock::new();
     }
 
@@ -502,7 +618,12 @@ impl Scrubber {
                 for (value, name) in &self.own {
                     let replacement = format!("[redacted:{name}]");
                     longest = longest.max(value.len());
-                    pairs.extend(forms(value).into_iter().filter(|f| f.len() >= MIN_NEEDLE).map(|f| (Zeroizing::new(f), replacement.clone())));
+                    pairs.extend(
+                        forms(value)
+                            .into_iter()
+                            .filter(|f| f.len() >= MIN_NEEDLE)
+                            .map(|f| (Zeroizing::new(f), replacement.clone())),
+                    );
                 }
                 for (value, name) in &self.exact {
                     longest = longest.max(value.len());
@@ -549,7 +670,9 @@ impl Scrubber {
         if self.is_empty() {
             return Vec::new();
         }
-        self.scrub_named(&String::from_utf8_lossy(bytes)).map(|(_, names)| names).unwrap_or_default()
+        self.scrub_named(&String::from_utf8_lossy(bytes))
+            .map(|(_, names)| names)
+            .unwrap_or_default()
     }
 
     /// MIME-wrapped base64 (line breaks every 76 characters) can split a secret's encoding:
@@ -559,7 +682,8 @@ impl Scrubber {
         if !s.contains('\n') {
             return None;
         }
-        let is_b64 = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=' | '-' | '_');
+        let is_b64 =
+            |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=' | '-' | '_');
         let mut out = String::with_capacity(s.len());
         let mut changed = false;
         let mut rest = s;
@@ -571,7 +695,9 @@ impl Scrubber {
                 break;
             }
             // A run of base64 characters and line breaks.
-            let end = rest.find(|c: char| !(is_b64(c) || c == '\r' || c == '\n')).unwrap_or(rest.len());
+            let end = rest
+                .find(|c: char| !(is_b64(c) || c == '\r' || c == '\n'))
+                .unwrap_or(rest.len());
             let run = rest[..end].trim_end_matches(['\r', '\n']);
             let tail_breaks = &rest[run.len()..end];
             if run.contains('\n') {
@@ -618,7 +744,13 @@ impl Scrubber {
 
     /// A scrubber for a byte stream (a proxied response body), chunk by chunk.
     pub fn stream(&self) -> StreamScrubber {
-        let stages = self.project.iter().chain(self.own_needles()).filter(|n| !n.is_empty()).map(|n| (n.clone(), Vec::new())).collect();
+        let stages = self
+            .project
+            .iter()
+            .chain(self.own_needles())
+            .filter(|n| !n.is_empty())
+            .map(|n| (n.clone(), Vec::new()))
+            .collect();
         StreamScrubber { stages }
     }
 }
@@ -683,7 +815,9 @@ fn percent(s: &str, plus: bool, keep: &str) -> String {
     let mut out = String::with_capacity(s.len() * 3);
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
             b' ' if plus => out.push('+'),
             _ if b.is_ascii() && keep.as_bytes().contains(&b) => out.push(b as char),
             _ => out.push_str(&format!("%{b:02X}")),
@@ -744,16 +878,28 @@ mod tests {
 
     #[test]
     fn a_64_kib_secret_compiles_to_an_nfa_and_is_still_redacted_in_its_encodings() {
-        let secret: String = (0..64 * 1024).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        let secret: String = (0..64 * 1024)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
         let mut s = Scrubber::new();
         s.add_exact("BIG", &secret);
-        assert_eq!(s.own_needles().unwrap().ac.kind(), AhoCorasickKind::ContiguousNFA);
+        assert_eq!(
+            s.own_needles().unwrap().ac.kind(),
+            AhoCorasickKind::ContiguousNFA
+        );
         let mut v = json!({ "raw": format!("x{secret}y"), "b64": STANDARD.encode(&secret) });
         s.scrub(&mut v);
-        assert_eq!(v, json!({ "raw": "x[redacted:BIG]y", "b64": "[redacted:BIG]" }));
+        assert_eq!(
+            v,
+            json!({ "raw": "x[redacted:BIG]y", "b64": "[redacted:BIG]" })
+        );
         let mut small = Scrubber::new();
         small.add("TOKEN", SECRET);
-        assert_eq!(small.own_needles().unwrap().ac.kind(), AhoCorasickKind::DFA, "small sets keep the fastest search");
+        assert_eq!(
+            small.own_needles().unwrap().ac.kind(),
+            AhoCorasickKind::DFA,
+            "small sets keep the fastest search"
+        );
     }
 
     #[test]
@@ -774,10 +920,17 @@ mod tests {
         assert!(!text.contains("s3cr3t"), "{text}");
         assert!(text.contains("[redacted:TOKEN]"));
         for field in ["raw", "json", "url", "form", "b64", "basic", "basic2"] {
-            assert!(v[field].as_str().unwrap().contains("[redacted:TOKEN]"), "{field}: {}", v[field]);
+            assert!(
+                v[field].as_str().unwrap().contains("[redacted:TOKEN]"),
+                "{field}: {}",
+                v[field]
+            );
         }
         let core = &STANDARD_NO_PAD.encode(SECRET)[..12];
-        assert!(!text.contains(core), "no encoded fragment of the secret survives");
+        assert!(
+            !text.contains(core),
+            "no encoded fragment of the secret survives"
+        );
     }
 
     #[test]
@@ -789,12 +942,20 @@ mod tests {
         let json = &json[1..json.len() - 1];
         // The secret's encoding starts at character 144 and straddles the line break at 152.
         let long_blob = STANDARD.encode(format!("{}{secret}{}", "a".repeat(108), "b".repeat(90)));
-        let wrapped: String = long_blob.as_bytes().chunks(76).map(|c| std::str::from_utf8(c).unwrap()).collect::<Vec<_>>().join("\r\n");
+        let wrapped: String = long_blob
+            .as_bytes()
+            .chunks(76)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect::<Vec<_>>()
+            .join("\r\n");
         let cases = [
             ("escaped slashes", json.replace('/', "\\/")),
             ("html-safe json", html_safe(json)),
             ("percent leaving /", percent(secret, false, "/")),
-            ("percent, reserved kept", percent(secret, false, ";,/?:@&=+$#!'()*")),
+            (
+                "percent, reserved kept",
+                percent(secret, false, ";,/?:@&=+$#!'()*"),
+            ),
             ("upper-cased", secret.to_uppercase()),
             ("lower-cased", secret.to_lowercase()),
             ("hex", hex::encode(secret)),
@@ -802,11 +963,19 @@ mod tests {
             ("mime-wrapped base64", wrapped.clone()),
         ];
         for (what, form) in cases {
-            let out = s.scrub_str(&format!("before {form} after")).unwrap_or_else(|| panic!("{what} not scrubbed: {form}"));
+            let out = s
+                .scrub_str(&format!("before {form} after"))
+                .unwrap_or_else(|| panic!("{what} not scrubbed: {form}"));
             assert!(out.contains("[redacted:K]"), "{what}: {out}");
-            assert!(!out.to_lowercase().contains("mixed&case") && !out.contains(&hex::encode(secret)), "{what}: {out}");
+            assert!(
+                !out.to_lowercase().contains("mixed&case") && !out.contains(&hex::encode(secret)),
+                "{what}: {out}"
+            );
         }
-        assert!(!wrapped.contains(&STANDARD_NO_PAD.encode(secret)[2..14]), "the test blob splits the secret");
+        assert!(
+            !wrapped.contains(&STANDARD_NO_PAD.encode(secret)[2..14]),
+            "the test blob splits the secret"
+        );
         let out = s.scrub_str(&wrapped).unwrap();
         let core = &STANDARD_NO_PAD.encode(secret)[2..14];
         assert!(!out.replace("\r\n", "").contains(core), "{out}");
@@ -821,7 +990,11 @@ mod tests {
             if escape(c) {
                 let mut units = [0u16; 2];
                 for u in c.encode_utf16(&mut units) {
-                    out.push_str(&if upper { format!("\\u{u:04X}") } else { format!("\\u{u:04x}") });
+                    out.push_str(&if upper {
+                        format!("\\u{u:04X}")
+                    } else {
+                        format!("\\u{u:04x}")
+                    });
                 }
             } else {
                 let j = serde_json::to_string(&c.to_string()).unwrap();
@@ -844,17 +1017,31 @@ mod tests {
         let go = u_escaped(secret, |c| matches!(c, '<' | '>' | '&'), false);
         let cases = [
             ("go: <, > and & escaped, ' and = kept", go.clone()),
-            ("/ as \\/ and & as \\u0026 only", u_escaped(secret, |c| c == '&', false).replace('/', "\\/")),
+            (
+                "/ as \\/ and & as \\u0026 only",
+                u_escaped(secret, |c| c == '&', false).replace('/', "\\/"),
+            ),
             ("+ as \\u002b", u_escaped(secret, |c| c == '+', false)),
-            ("= and ' in upper-case hex", u_escaped(secret, |c| matches!(c, '=' | '\''), true)),
+            (
+                "= and ' in upper-case hex",
+                u_escaped(secret, |c| matches!(c, '=' | '\''), true),
+            ),
             ("/ as \\u002f", u_escaped(secret, |c| c == '/', false)),
             ("\" as \\u0022", u_escaped(secret, |c| c == '"', false)),
-            ("every character, upper-case hex", u_escaped(secret, |_| true, true)),
-            ("letters escaped too", u_escaped(secret, |c| c.is_ascii_alphabetic(), false)),
+            (
+                "every character, upper-case hex",
+                u_escaped(secret, |_| true, true),
+            ),
+            (
+                "letters escaped too",
+                u_escaped(secret, |c| c.is_ascii_alphabetic(), false),
+            ),
         ];
         let mut missed = Vec::new();
         for (what, form) in cases {
-            if s.scrub_str(&format!("before {form} after")).as_deref() != Some("before [redacted:K] after") {
+            if s.scrub_str(&format!("before {form} after")).as_deref()
+                != Some("before [redacted:K] after")
+            {
                 missed.push(format!("{what}: {form}"));
             }
         }
@@ -869,7 +1056,10 @@ mod tests {
         w.add("W", wide);
         for upper in [false, true] {
             let form = u_escaped(wide, |c| !c.is_ascii(), upper);
-            assert!(form.contains("\\ud83d") || form.contains("\\uD83D"), "{form}");
+            assert!(
+                form.contains("\\ud83d") || form.contains("\\uD83D"),
+                "{form}"
+            );
             if w.scrub_str(&format!("[{form}]")).as_deref() != Some("[[redacted:W]]") {
                 missed.push(format!("non-ASCII as \\u escapes: {form}"));
             }
@@ -898,9 +1088,17 @@ mod tests {
                 .collect()
         };
         for form in [html(true), html(false)] {
-            assert_eq!(s.scrub_str(&format!("<p>{form}</p>")).as_deref(), Some("<p>[redacted:K]</p>"), "{form}");
+            assert_eq!(
+                s.scrub_str(&format!("<p>{form}</p>")).as_deref(),
+                Some("<p>[redacted:K]</p>"),
+                "{form}"
+            );
         }
-        assert_eq!(s.scrub_str("a &amp; b &lt;p&gt; &#38; &unknown; &#xZZ; & end"), None, "other references are left alone");
+        assert_eq!(
+            s.scrub_str("a &amp; b &lt;p&gt; &#38; &unknown; &#xZZ; & end"),
+            None,
+            "other references are left alone"
+        );
     }
 
     #[test]
@@ -909,8 +1107,14 @@ mod tests {
         let s = Scrubber::for_project(Arc::new(Needles::build([("T", secret)])));
         let unrelated = r#"a\u0026b \/ \ud83d\ude00 \\u0026 \u12 \ud800 \"q\" \n \x end\"#;
         assert_eq!(s.scrub_str(unrelated), None, "no secret, nothing changed");
-        let text = format!("{unrelated} {} {unrelated}", u_escaped(secret, |c| c == '&', true));
-        assert_eq!(s.scrub_str(&text), Some(format!("{unrelated} [redacted:T] {unrelated}")));
+        let text = format!(
+            "{unrelated} {} {unrelated}",
+            u_escaped(secret, |c| c == '&', true)
+        );
+        assert_eq!(
+            s.scrub_str(&text),
+            Some(format!("{unrelated} [redacted:T] {unrelated}"))
+        );
     }
 
     #[test]
@@ -919,7 +1123,10 @@ mod tests {
         let s = Scrubber::for_project(Arc::new(Needles::build([("T", secret)])));
         let go = u_escaped(secret, |c| matches!(c, '<' | '>' | '&'), false);
         let all = u_escaped(secret, |_| true, true);
-        let text = format!(r#"{{"x":"{go}","y":"{all}","z":"\u0026 kept \/","w":"{}"}}"#, json_text(&format!("{{\"t\":\"{go}\"}}")));
+        let text = format!(
+            r#"{{"x":"{go}","y":"{all}","z":"\u0026 kept \/","w":"{}"}}"#,
+            json_text(&format!("{{\"t\":\"{go}\"}}"))
+        );
         let expected = r#"{"x":"[redacted:T]","y":"[redacted:T]","z":"\u0026 kept \/","w":"{\"t\":\"[redacted:T]\"}"}"#;
         for size in [1, 2, 3, 5, 7, 11, 16, 64, 1000] {
             let mut st = s.stream();
@@ -928,29 +1135,51 @@ mod tests {
                 out.extend(st.push(c));
             }
             out.extend(st.finish());
-            assert_eq!(String::from_utf8(out).unwrap(), expected, "chunks of {size}");
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                expected,
+                "chunks of {size}"
+            );
         }
     }
 
     #[test]
     fn secrets_in_bytes_are_named_whatever_surrounds_them() {
-        let s = Scrubber::for_project(Arc::new(Needles::build([("A", "alpha-secret-1"), ("B", "beta/secret&2")])));
+        let s = Scrubber::for_project(Arc::new(Needles::build([
+            ("A", "alpha-secret-1"),
+            ("B", "beta/secret&2"),
+        ])));
         let mut bytes = vec![0xff, 0xfe, 0x00];
         bytes.extend_from_slice(b"alpha-secret-1");
         bytes.push(0xc3); // a stray lead byte before the next one
         bytes.extend_from_slice(STANDARD.encode("beta/secret&2").as_bytes());
         assert_eq!(s.secrets_in(&bytes), vec!["A", "B"]);
         assert!(s.secrets_in(&[0u8, 1, 2, 0xff]).is_empty());
-        let (clean, names) = s.scrub_named("[redacted:A] and beta\\/secret\\u00262").unwrap();
+        let (clean, names) = s
+            .scrub_named("[redacted:A] and beta\\/secret\\u00262")
+            .unwrap();
         assert_eq!(clean, "[redacted:A] and [redacted:B]");
-        assert_eq!(names, vec!["B"], "a marker that was there already is not counted");
+        assert_eq!(
+            names,
+            vec!["B"],
+            "a marker that was there already is not counted"
+        );
     }
 
     #[test]
     fn a_stream_redacts_html_references_and_a_large_secrets_escapes_across_chunks() {
-        let big: String = (0..4096).map(|i| char::from(b'a' + (i % 26) as u8)).collect::<String>() + "&<>";
-        let s = Scrubber::for_project(Arc::new(Needles::build([("BIG", big.as_str()), ("H", "p&ss<word>1")])));
-        let text = format!("<p>p&amp;ss&#60;word&gt;1</p> {} end", u_escaped(&big, |_| true, false));
+        let big: String = (0..4096)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect::<String>()
+            + "&<>";
+        let s = Scrubber::for_project(Arc::new(Needles::build([
+            ("BIG", big.as_str()),
+            ("H", "p&ss<word>1"),
+        ])));
+        let text = format!(
+            "<p>p&amp;ss&#60;word&gt;1</p> {} end",
+            u_escaped(&big, |_| true, false)
+        );
         for size in [7, 1000, 8192] {
             let mut st = s.stream();
             let mut out = Vec::new();
@@ -958,14 +1187,27 @@ mod tests {
                 out.extend(st.push(c));
             }
             out.extend(st.finish());
-            assert_eq!(String::from_utf8(out).unwrap(), "<p>[redacted:H]</p> [redacted:BIG] end", "chunks of {size}");
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                "<p>[redacted:H]</p> [redacted:BIG] end",
+                "chunks of {size}"
+            );
         }
     }
 
     #[test]
     fn one_automaton_holds_every_secret_of_a_project() {
-        let values: Vec<(String, String)> = (0..200).map(|i| (format!("S{i}"), format!("value-{i:04}-{}", "q".repeat(i % 7)))).collect();
-        let n = Arc::new(Needles::build(values.iter().map(|(a, b)| (a.as_str(), b.as_str()))));
+        let values: Vec<(String, String)> = (0..200)
+            .map(|i| {
+                (
+                    format!("S{i}"),
+                    format!("value-{i:04}-{}", "q".repeat(i % 7)),
+                )
+            })
+            .collect();
+        let n = Arc::new(Needles::build(
+            values.iter().map(|(a, b)| (a.as_str(), b.as_str())),
+        ));
         let s = Scrubber::for_project(n);
         let text = format!("x {} y {} z", values[3].1, values[150].1.to_uppercase());
         let out = s.scrub_str(&text).unwrap();
@@ -985,7 +1227,10 @@ mod tests {
             }
             out.extend(st.finish());
             let out = String::from_utf8(out).unwrap();
-            assert_eq!(out, "a [redacted:conn_credential] b [redacted:VAULT] c %22[redacted:VAULT] d", "chunks of {size}");
+            assert_eq!(
+                out, "a [redacted:conn_credential] b [redacted:VAULT] c %22[redacted:VAULT] d",
+                "chunks of {size}"
+            );
         }
     }
 
@@ -1000,6 +1245,9 @@ mod tests {
         assert_eq!(v, json!({ "msg": "nothing to see" }));
         let mut exact = Scrubber::new();
         exact.add_exact("PIN", "1234");
-        assert_eq!(exact.scrub_str("pin 1234").as_deref(), Some("pin [redacted:PIN]"));
+        assert_eq!(
+            exact.scrub_str("pin 1234").as_deref(),
+            Some("pin [redacted:PIN]")
+        );
     }
 }

@@ -25,14 +25,32 @@ pub async fn start(tag: &str, configure: impl FnOnce(&mut WorkbenchOptions)) -> 
     std::fs::create_dir_all(&dir).unwrap();
     let db = format!("sqlite://{}", dir.join("bench.db").display());
     let mut options = WorkbenchOptions {
-        object_store_url: url::Url::from_directory_path(dir.join("objects")).unwrap().to_string(),
+        object_store_url: url::Url::from_directory_path(dir.join("objects"))
+            .unwrap()
+            .to_string(),
         ..WorkbenchOptions::default()
     };
     configure(&mut options);
     let wb = Workbench::open(&db, options).await.unwrap();
-    let (user, _) = wb.accounts().create_user("bench@example.com", "bench password 1", None, Role::Admin).await.unwrap();
-    let admin = wb.accounts().principal_for_user(&user.id).await.unwrap().unwrap();
-    let key = wb.accounts().create_api_key(&admin, "bench").await.unwrap().secret.expose().to_owned();
+    let (user, _) = wb
+        .accounts()
+        .create_user("bench@example.com", "bench password 1", None, Role::Admin)
+        .await
+        .unwrap();
+    let admin = wb
+        .accounts()
+        .principal_for_user(&user.id)
+        .await
+        .unwrap()
+        .unwrap();
+    let key = wb
+        .accounts()
+        .create_api_key(&admin, "bench")
+        .await
+        .unwrap()
+        .secret
+        .expose()
+        .to_owned();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let args = ServeArgs {
@@ -59,7 +77,21 @@ pub async fn start(tag: &str, configure: impl FnOnce(&mut WorkbenchOptions)) -> 
         metrics_token: None,
         otlp_endpoint: None,
     };
-    let state = AppState::new(wb.clone(), ServerConfig::from_args(&args).unwrap(), Keys::load_or_create(&args.data_dir).unwrap());
-    tokio::spawn(workbench_server::serve(listener, state, std::future::pending()));
-    Bench { wb, dir, admin, key, addr }
+    let state = AppState::new(
+        wb.clone(),
+        ServerConfig::from_args(&args).unwrap(),
+        Keys::load_or_create(&args.data_dir).unwrap(),
+    );
+    tokio::spawn(workbench_server::serve(
+        listener,
+        state,
+        std::future::pending(),
+    ));
+    Bench {
+        wb,
+        dir,
+        admin,
+        key,
+        addr,
+    }
 }

@@ -42,26 +42,49 @@ fn plain_headers(headers: &HeaderMap, allowed_hosts: &[String]) -> bool {
         }
     };
     // DNS-rebinding protection: a Host we answer to, and no Origin (browsers go to rmcp).
-    let Some(host) = one(header::HOST) else { return false };
+    let Some(host) = one(header::HOST) else {
+        return false;
+    };
     let name = match host.strip_prefix('[') {
         Some(rest) => rest.split(']').next().unwrap_or(""),
-        None => host.rsplit_once(':').map_or(host, |(h, port)| if port.bytes().all(|b| b.is_ascii_digit()) { h } else { host }),
+        None => host.rsplit_once(':').map_or(host, |(h, port)| {
+            if port.bytes().all(|b| b.is_ascii_digit()) {
+                h
+            } else {
+                host
+            }
+        }),
     };
-    if !allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(name)) || headers.contains_key(header::ORIGIN) {
+    if !allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(name))
+        || headers.contains_key(header::ORIGIN)
+    {
         return false;
     }
     if headers.contains_key("mcp-session-id") || headers.contains_key("last-event-id") {
         return false;
     }
-    match headers.get_all("mcp-protocol-version").iter().collect::<Vec<_>>().as_slice() {
+    match headers
+        .get_all("mcp-protocol-version")
+        .iter()
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         [] => {}
         [v] if v.to_str().is_ok_and(|v| PLAIN_VERSIONS.contains(&v)) => {}
         _ => return false,
     }
-    if one(header::CONTENT_TYPE).is_none_or(|ct| !ct.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json")) {
+    if one(header::CONTENT_TYPE).is_none_or(|ct| {
+        !ct.split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .eq_ignore_ascii_case("application/json")
+    }) {
         return false;
     }
-    let Some(accept) = one(header::ACCEPT) else { return false };
+    let Some(accept) = one(header::ACCEPT) else {
+        return false;
+    };
     let entries: Vec<&str> = accept.split(',').map(str::trim).collect();
     if entries.iter().any(|e| e.contains(';') || e.contains('"')) {
         return false;
@@ -72,7 +95,10 @@ fn plain_headers(headers: &HeaderMap, allowed_hosts: &[String]) -> bool {
 
 /// Answers a plain stateless `tools/call` itself; hands everything else to rmcp.
 pub async fn tools_call(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let length = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    let length = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
     let eligible = req.method() == Method::POST
         && req.uri().path() == "/mcp"
         && req.uri().query().is_none()
@@ -89,17 +115,32 @@ pub async fn tools_call(State(state): State<AppState>, req: Request, next: Next)
     };
     let call = match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
         Ok(ClientJsonRpcMessage::Request(r)) => match r.request {
-            ClientRequest::CallToolRequest(c) if c.params.meta.is_none() && c.params.input_responses.is_none() && c.params.request_state.is_none() => Some((r.id, c.params)),
+            ClientRequest::CallToolRequest(c)
+                if c.params.meta.is_none()
+                    && c.params.input_responses.is_none()
+                    && c.params.request_state.is_none() =>
+            {
+                Some((r.id, c.params))
+            }
             _ => None,
         },
         _ => None,
     };
-    let (Some((id, params)), Some(ApiCaller(who))) = (call, parts.extensions.get::<ApiCaller>().cloned()) else {
-        return next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    let (Some((id, params)), Some(ApiCaller(who))) =
+        (call, parts.extensions.get::<ApiCaller>().cloned())
+    else {
+        return next
+            .run(Request::from_parts(parts, Body::from(bytes)))
+            .await;
     };
-    let handler = McpHandler { wb: state.wb.clone(), config: state.config.clone() };
+    let handler = McpHandler {
+        wb: state.wb.clone(),
+        config: state.config.clone(),
+    };
     // Its own task, as under rmcp: a client that hangs up does not cut a call off half-way.
-    let answer = tokio::spawn(async move { handler.call(&who, params).await }.instrument(tracing::Span::current()));
+    let answer = tokio::spawn(
+        async move { handler.call(&who, params).await }.instrument(tracing::Span::current()),
+    );
     let mut result: ServerResult = match answer.await {
         Ok(r) => r.into(),
         Err(_) => return axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response(),

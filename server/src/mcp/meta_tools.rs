@@ -42,7 +42,8 @@ fn object(v: Value) -> Arc<serde_json::Map<String, Value>> {
 }
 
 fn tool(name: &'static str, description: &'static str, schema: Value, read_only: bool) -> Tool {
-    Tool::new(name, description, object(schema)).with_annotations(ToolAnnotations::new().read_only(read_only))
+    Tool::new(name, description, object(schema))
+        .with_annotations(ToolAnnotations::new().read_only(read_only))
 }
 
 fn connect_schema() -> Value {

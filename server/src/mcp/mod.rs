@@ -13,8 +13,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -26,7 +26,9 @@ use tracing::Instrument;
 use workbench_core::args::Arg;
 use workbench_core::auth::Principal;
 use workbench_core::connections::{ConnectOutcome, CurlSessionRequest, WaitOutcome, MAX_WAIT_SECS};
-use workbench_core::engine::{parse_request, CallOptions, ExecuteOutcome, Surface, SEARCH_LIMIT_DEFAULT};
+use workbench_core::engine::{
+    parse_request, CallOptions, ExecuteOutcome, Surface, SEARCH_LIMIT_DEFAULT,
+};
 use workbench_core::Workbench;
 
 use crate::api_auth::ApiCaller;
@@ -72,20 +74,34 @@ impl McpHandler {
         match name {
             meta_tools::SEARCH_TOOLS => {
                 let a: SearchArgs = parse(args)?;
-                let query = a.query.and_then(Arg::ok).ok_or_else(|| invalid("query must be a string"))?;
+                let query = a
+                    .query
+                    .and_then(Arg::ok)
+                    .ok_or_else(|| invalid("query must be a string"))?;
                 let limit = match a.limit {
                     None => SEARCH_LIMIT_DEFAULT,
-                    Some(v) => v.ok().map(|n| n as usize).ok_or_else(|| invalid("limit must be an integer between 1 and 50"))?,
+                    Some(v) => v
+                        .ok()
+                        .map(|n| n as usize)
+                        .ok_or_else(|| invalid("limit must be an integer between 1 and 50"))?,
                 };
-                let hits = self.wb.engine().search(who, &query, limit).await.map_err(|e| match e {
-                    workbench_core::Error::Invalid(m) => invalid(&m),
-                    other => failed(&other),
-                })?;
+                let hits =
+                    self.wb
+                        .engine()
+                        .search(who, &query, limit)
+                        .await
+                        .map_err(|e| match e {
+                            workbench_core::Error::Invalid(m) => invalid(&m),
+                            other => failed(&other),
+                        })?;
                 Ok(json!({ "tools": hits }))
             }
             meta_tools::GET_TOOL_SCHEMA => {
                 let a: ToolArgs = parse(args)?;
-                let name = a.tool.and_then(Arg::ok).ok_or_else(|| invalid("tool must be a tool name"))?;
+                let name = a
+                    .tool
+                    .and_then(Arg::ok)
+                    .ok_or_else(|| invalid("tool must be a tool name"))?;
                 match self.wb.engine().tool(who, &name).await {
                     Ok(Some(t)) => Ok(json!({ "schema": t.spec.input_schema })),
                     Ok(None) => Err(json!({ "error": "Tool not found" })),
@@ -94,7 +110,12 @@ impl McpHandler {
             }
             meta_tools::EXECUTE_TOOLS => {
                 let req = parse_request(&args).map_err(|e| invalid(&e.to_string()))?;
-                match self.wb.engine().execute_tools(who, req, &CallOptions::new(Surface::Mcp), None).await {
+                match self
+                    .wb
+                    .engine()
+                    .execute_tools(who, req, &CallOptions::new(Surface::Mcp), None)
+                    .await
+                {
                     ExecuteOutcome::Ok(v) => Ok(v),
                     ExecuteOutcome::Failed(v) => Err(v),
                 }
@@ -104,12 +125,20 @@ impl McpHandler {
                 _ => Err(json!({ "error": "User not found" })),
             },
             meta_tools::LIST_INTEGRATIONS => {
-                let list = self.wb.engine().integrations(who).await.map_err(|_| unavailable())?;
+                let list = self
+                    .wb
+                    .engine()
+                    .integrations(who)
+                    .await
+                    .map_err(|_| unavailable())?;
                 Ok(json!({ "integrations": list }))
             }
             meta_tools::CONNECT | meta_tools::GET_AUTH_URL => {
                 let a: ConnectArgs = parse(args)?;
-                let name = a.integration.and_then(Arg::ok).ok_or_else(|| invalid("integration must be a string"))?;
+                let name = a
+                    .integration
+                    .and_then(Arg::ok)
+                    .ok_or_else(|| invalid("integration must be a string"))?;
                 match self.wb.engine().connect(who, &name).await {
                     Ok(ConnectOutcome::NoAccountNeeded) => Ok(json!({ "status": "CONNECTED" })),
                     Ok(ConnectOutcome::Pending(p)) => Ok(json!({
@@ -125,7 +154,10 @@ impl McpHandler {
             }
             meta_tools::WAIT_FOR_CONNECTION => {
                 let a: WaitArgs = parse(args)?;
-                let id = a.connection_id.and_then(Arg::ok).ok_or_else(|| invalid("connectionId must be a string"))?;
+                let id = a
+                    .connection_id
+                    .and_then(Arg::ok)
+                    .ok_or_else(|| invalid("connectionId must be a string"))?;
                 let timeout = match a.timeout_sec {
                     None => MAX_WAIT_SECS,
                     Some(v) => v
@@ -133,7 +165,13 @@ impl McpHandler {
                         .filter(|n| (1..=MAX_WAIT_SECS).contains(n))
                         .ok_or_else(|| invalid("timeoutSec must be an integer from 1 to 600"))?,
                 };
-                match self.wb.connections().wait(who, &id, std::time::Duration::from_secs(timeout)).await.map_err(|_| unavailable())? {
+                match self
+                    .wb
+                    .connections()
+                    .wait(who, &id, std::time::Duration::from_secs(timeout))
+                    .await
+                    .map_err(|_| unavailable())?
+                {
                     WaitOutcome::Connected => Ok(json!({ "status": "CONNECTED" })),
                     WaitOutcome::Timeout => Ok(json!({ "status": "TIMEOUT" })),
                     WaitOutcome::Expired => Ok(json!({ "status": "EXPIRED" })),
@@ -142,7 +180,12 @@ impl McpHandler {
             }
             meta_tools::CURL_SESSION => {
                 let req: CurlSessionRequest = parse(args)?;
-                match self.wb.engine().curl_session(self.wb.proxy_tokens(), who, req).await {
+                match self
+                    .wb
+                    .engine()
+                    .curl_session(self.wb.proxy_tokens(), who, req)
+                    .await
+                {
                     Ok(s) => {
                         let base = self.config.public_link("/c");
                         Ok(json!({
@@ -156,7 +199,9 @@ impl McpHandler {
                     Err(_) => Err(unavailable()),
                 }
             }
-            other => Err(json!({ "error": format!("unknown tool {other}; this server offers {}", meta_tools::list().iter().map(|t| t.name.to_string()).collect::<Vec<_>>().join(", ")), "code": "TOOL_NOT_FOUND" })),
+            other => Err(
+                json!({ "error": format!("unknown tool {other}; this server offers {}", meta_tools::list().iter().map(|t| t.name.to_string()).collect::<Vec<_>>().join(", ")), "code": "TOOL_NOT_FOUND" }),
+            ),
         }
     }
 }
@@ -249,7 +294,10 @@ impl ServerHandler for McpHandler {
 
 /// The /mcp service, nested into the main router.
 pub fn routes(state: &AppState) -> Router<AppState> {
-    let handler = McpHandler { wb: state.wb.clone(), config: state.config.clone() };
+    let handler = McpHandler {
+        wb: state.wb.clone(),
+        config: state.config.clone(),
+    };
     let origins: Vec<String> = vec![
         state.config.public_origin.clone(),
         "http://localhost:*".into(),
@@ -263,10 +311,17 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .with_allowed_hosts(state.config.allowed_hosts.clone())
         .with_allowed_origins(origins)
         .with_max_request_body_bytes(MAX_REQUEST_BYTES);
-    let service = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), config);
+    let service = StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
     Router::new()
         .nest_service("/mcp", service)
-        .layer(middleware::from_fn_with_state(state.clone(), fast_path::tools_call))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            fast_path::tools_call,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
 }
 
@@ -277,14 +332,23 @@ async fn authenticate(State(state): State<AppState>, req: Request, next: Next) -
     let (mut parts, body) = req.into_parts();
     let token = crate::api_auth::bearer_token(&parts.headers).map(str::to_owned);
     let outcome = match token.as_deref() {
-        Some(t) if t.starts_with(workbench_core::oauth::ACCESS_TOKEN_PREFIX) => match state.wb.oauth().authenticate(&state.config.oauth_context(), t).await {
+        Some(t) if t.starts_with(workbench_core::oauth::ACCESS_TOKEN_PREFIX) => match state
+            .wb
+            .oauth()
+            .authenticate(&state.config.oauth_context(), t)
+            .await
+        {
             Ok(who) => {
                 parts.extensions.insert(ApiCaller(who));
                 Ok(())
             }
             Err(e) => Err(crate::api_error::ApiError::from(e)),
         },
-        _ => <ApiCaller as axum::extract::FromRequestParts<AppState>>::from_request_parts(&mut parts, &state).await.map(|_| ()),
+        _ => <ApiCaller as axum::extract::FromRequestParts<AppState>>::from_request_parts(
+            &mut parts, &state,
+        )
+        .await
+        .map(|_| ()),
     };
     match outcome {
         Ok(()) => next.run(Request::from_parts(parts, body)).await,
@@ -292,7 +356,10 @@ async fn authenticate(State(state): State<AppState>, req: Request, next: Next) -
             let unauthorized = rejection.status == axum::http::StatusCode::UNAUTHORIZED;
             let mut res = rejection.into_response();
             if unauthorized {
-                res.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, crate::mcp_oauth::www_authenticate(&state, token.is_some()));
+                res.headers_mut().insert(
+                    axum::http::header::WWW_AUTHENTICATE,
+                    crate::mcp_oauth::www_authenticate(&state, token.is_some()),
+                );
             }
             res
         }

@@ -21,10 +21,33 @@ pub struct Filters {
     key: Option<String>,
 }
 
-pub async fn csv(State(state): State<AppState>, ApiCaller(p): ApiCaller, Query(f): Query<Filters>) -> Result<Response, ApiError> {
-    let mut q = AuditQuery { tool: f.tool, status: f.status, api_key_id: f.key, cursor: None };
+pub async fn csv(
+    State(state): State<AppState>,
+    ApiCaller(p): ApiCaller,
+    Query(f): Query<Filters>,
+) -> Result<Response, ApiError> {
+    let mut q = AuditQuery {
+        tool: f.tool,
+        status: f.status,
+        api_key_id: f.key,
+        cursor: None,
+    };
     let mut csv = Csv::default();
-    csv.line(&["at", "action", "tool", "status", "error_code", "duration_ms", "api_key_id", "user_id", "surface", "tool_call_id"].map(String::from));
+    csv.line(
+        &[
+            "at",
+            "action",
+            "tool",
+            "status",
+            "error_code",
+            "duration_ms",
+            "api_key_id",
+            "user_id",
+            "surface",
+            "tool_call_id",
+        ]
+        .map(String::from),
+    );
     let mut rows = 0;
     loop {
         let page = state.wb.audit().page(&p, &q).await?;

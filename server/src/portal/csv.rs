@@ -7,7 +7,11 @@ use axum::response::{IntoResponse, Response};
 /// A CSV field: quoted when it holds a comma, quote or line break; a leading `=`, `+`, `-` or
 /// `@` is prefixed with `'` so a spreadsheet never runs it as a formula.
 pub fn field(s: &str) -> String {
-    let s = if s.starts_with(['=', '+', '-', '@']) { format!("'{s}") } else { s.to_owned() };
+    let s = if s.starts_with(['=', '+', '-', '@']) {
+        format!("'{s}")
+    } else {
+        s.to_owned()
+    };
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
@@ -21,14 +25,26 @@ pub struct Csv(String);
 
 impl Csv {
     pub fn line(&mut self, cells: &[String]) {
-        self.0.push_str(&cells.iter().map(|c| field(c)).collect::<Vec<_>>().join(","));
+        self.0
+            .push_str(&cells.iter().map(|c| field(c)).collect::<Vec<_>>().join(","));
         self.0.push_str("\r\n");
     }
 
     /// The download: `text/csv` as an attachment named `filename`.
     pub fn download(self, filename: &str) -> Response {
-        let disposition = format!("attachment; filename=\"{}\"", filename.replace(['"', '\\', '\r', '\n'], "_"));
-        (StatusCode::OK, [(header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()), (header::CONTENT_DISPOSITION, disposition)], self.0).into_response()
+        let disposition = format!(
+            "attachment; filename=\"{}\"",
+            filename.replace(['"', '\\', '\r', '\n'], "_")
+        );
+        (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
+                (header::CONTENT_DISPOSITION, disposition),
+            ],
+            self.0,
+        )
+            .into_response()
     }
 }
 

@@ -16,7 +16,11 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
         next.run(req).await
     } else {
         tracing::warn!(host = ?req.headers().get(header::HOST), path = %req.uri().path(), "request for an unknown host refused");
-        (StatusCode::MISDIRECTED_REQUEST, "this workbench does not answer to that host name").into_response()
+        (
+            StatusCode::MISDIRECTED_REQUEST,
+            "this workbench does not answer to that host name",
+        )
+            .into_response()
     }
 }
 
@@ -28,7 +32,16 @@ pub fn host_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
     };
     let name = match host.strip_prefix('[') {
         Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => host.rsplit_once(':').map(|(h, port)| if port.chars().all(|c| c.is_ascii_digit()) { h } else { host }).unwrap_or(host),
+        None => host
+            .rsplit_once(':')
+            .map(|(h, port)| {
+                if port.chars().all(|c| c.is_ascii_digit()) {
+                    h
+                } else {
+                    host
+                }
+            })
+            .unwrap_or(host),
     };
     allowed.iter().any(|a| a.eq_ignore_ascii_case(name))
 }
@@ -46,11 +59,24 @@ mod tests {
 
     #[test]
     fn only_our_own_names_pass() {
-        let allowed: Vec<String> = ["localhost", "127.0.0.1", "::1", "wb.example.com"].map(String::from).to_vec();
-        for ok in ["localhost:3000", "127.0.0.1:3000", "[::1]:3000", "WB.example.com", "wb.example.com:443"] {
+        let allowed: Vec<String> = ["localhost", "127.0.0.1", "::1", "wb.example.com"]
+            .map(String::from)
+            .to_vec();
+        for ok in [
+            "localhost:3000",
+            "127.0.0.1:3000",
+            "[::1]:3000",
+            "WB.example.com",
+            "wb.example.com:443",
+        ] {
             assert!(host_allowed(&with_host(ok), &allowed), "{ok}");
         }
-        for bad in ["evil.example", "evil.example:3000", "wb.example.com.evil.example", "127.0.0.1.nip.io:3000"] {
+        for bad in [
+            "evil.example",
+            "evil.example:3000",
+            "wb.example.com.evil.example",
+            "127.0.0.1.nip.io:3000",
+        ] {
             assert!(!host_allowed(&with_host(bad), &allowed), "{bad}");
         }
         assert!(!host_allowed(&HeaderMap::new(), &allowed));

@@ -10,7 +10,10 @@ use crate::api_error::ApiError;
 use crate::state::AppState;
 
 /// `GET /api/integrations`: every integration with what the portal shows of it (D19).
-pub async fn integrations(State(state): State<AppState>, ApiCaller(p): ApiCaller) -> Result<Json<Value>, ApiError> {
+pub async fn integrations(
+    State(state): State<AppState>,
+    ApiCaller(p): ApiCaller,
+) -> Result<Json<Value>, ApiError> {
     let statuses = state.wb.connections().statuses(&p).await?;
     let list: Vec<Value> = state
         .wb

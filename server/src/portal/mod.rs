@@ -7,9 +7,9 @@ mod csv;
 mod gate;
 mod host;
 mod json;
-mod usage_csv;
 mod oauth;
 mod session_store;
+mod usage_csv;
 
 use axum::middleware;
 use axum::routing::get;
@@ -36,14 +36,22 @@ pub fn json_routes(state: &AppState) -> Routes {
     use Credential::Session;
     Routes::new(state)
         .add(M::GET, "/me", Session, Op::Identity, json::me)
-        .add(M::GET, "/api/integrations", Session, Op::IntegrationsRead, json::integrations)
+        .add(
+            M::GET,
+            "/api/integrations",
+            Session,
+            Op::IntegrationsRead,
+            json::integrations,
+        )
         .add(M::GET, "/usage.csv", Session, Op::UsageRead, usage_csv::csv)
         .add(M::GET, "/audit.csv", Session, Op::AuditRead, audit_csv::csv)
 }
 
 pub fn routes(state: &AppState) -> Router<AppState> {
     let wb = state.wb.clone();
-    let portal = workbench_app::PortalConfig { public_url: state.config.public_url.to_string() };
+    let portal = workbench_app::PortalConfig {
+        public_url: state.config.public_url.to_string(),
+    };
     let context = move || {
         provide_context(wb.clone());
         provide_context(portal.clone());
@@ -57,12 +65,18 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route_layer(middleware::from_fn_with_state(state.clone(), gate::layer));
     let secure = state.config.secure_cookies;
     let sessions = SessionManagerLayer::new(DbSessionStore::new(state.wb.clone()))
-        .with_name(if secure { "__Host-wb_session" } else { "wb_session" })
+        .with_name(if secure {
+            "__Host-wb_session"
+        } else {
+            "wb_session"
+        })
         .with_secure(secure)
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
         .with_path("/")
-        .with_expiry(Expiry::OnInactivity(time::Duration::hours(SESSION_IDLE_HOURS)));
+        .with_expiry(Expiry::OnInactivity(time::Duration::hours(
+            SESSION_IDLE_HOURS,
+        )));
     json_routes(state)
         .into_router()
         // Signed out, the OAuth callback sends the person to sign in and back (a page, not JSON).

@@ -53,7 +53,10 @@ impl SessionStore for DbSessionStore {
     async fn create(&self, record: &mut Record) -> session_store::Result<()> {
         loop {
             let row = Self::row(record)?;
-            if sessions::create(self.wb.db().pool(), &row).await.map_err(backend)? {
+            if sessions::create(self.wb.db().pool(), &row)
+                .await
+                .map_err(backend)?
+            {
                 return Ok(());
             }
             record.id = Id::default();
@@ -61,21 +64,34 @@ impl SessionStore for DbSessionStore {
     }
 
     async fn save(&self, record: &Record) -> session_store::Result<()> {
-        sessions::save(self.wb.db().pool(), &Self::row(record)?).await.map_err(backend)
+        sessions::save(self.wb.db().pool(), &Self::row(record)?)
+            .await
+            .map_err(backend)
     }
 
     async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
         let now = self.wb.clock().now_ms();
-        let Some(row) = sessions::load(self.wb.db().pool(), &key(id), now).await.map_err(backend)? else {
+        let Some(row) = sessions::load(self.wb.db().pool(), &key(id), now)
+            .await
+            .map_err(backend)?
+        else {
             return Ok(None);
         };
-        let data = serde_json::from_str(&row.data).map_err(|e| session_store::Error::Decode(e.to_string()))?;
-        let expiry_date = time::OffsetDateTime::from_unix_timestamp_nanos(row.expires_at as i128 * 1_000_000)
+        let data = serde_json::from_str(&row.data)
             .map_err(|e| session_store::Error::Decode(e.to_string()))?;
-        Ok(Some(Record { id: *id, data, expiry_date }))
+        let expiry_date =
+            time::OffsetDateTime::from_unix_timestamp_nanos(row.expires_at as i128 * 1_000_000)
+                .map_err(|e| session_store::Error::Decode(e.to_string()))?;
+        Ok(Some(Record {
+            id: *id,
+            data,
+            expiry_date,
+        }))
     }
 
     async fn delete(&self, id: &Id) -> session_store::Result<()> {
-        sessions::delete(self.wb.db().pool(), &key(id)).await.map_err(backend)
+        sessions::delete(self.wb.db().pool(), &key(id))
+            .await
+            .map_err(backend)
     }
 }

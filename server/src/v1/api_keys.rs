@@ -42,18 +42,40 @@ fn view(k: &ApiKeyInfo) -> Value {
 }
 
 fn shape_error(expected: &str, e: serde_json::Error) -> ApiError {
-    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", format!("expected {expected}: {e}"))
+    ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_request",
+        format!("expected {expected}: {e}"),
+    )
 }
 
-pub async fn create(State(state): State<AppState>, ApiCaller(who): ApiCaller, JsonBody(body): JsonBody) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let req: NewKey = serde_json::from_value(body).map_err(|e| shape_error("{\"name\", \"policy_id\"?, \"rate_limit_per_minute\"?}", e))?;
+pub async fn create(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    JsonBody(body): JsonBody,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let req: NewKey = serde_json::from_value(body)
+        .map_err(|e| shape_error("{\"name\", \"policy_id\"?, \"rate_limit_per_minute\"?}", e))?;
     let limit = req.rate_limit_per_minute;
     if limit.is_some_and(|n| !(1..=workbench_core::auth::MAX_RATE_LIMIT).contains(&n)) {
-        return Err(unprocessable(workbench_core::Error::invalid(format!("rate_limit_per_minute must be 1 to {}", workbench_core::auth::MAX_RATE_LIMIT))));
+        return Err(unprocessable(workbench_core::Error::invalid(format!(
+            "rate_limit_per_minute must be 1 to {}",
+            workbench_core::auth::MAX_RATE_LIMIT
+        ))));
     }
-    let key = state.wb.accounts().create_api_key_with_policy(&who, &req.name, req.policy_id.as_deref()).await.map_err(unprocessable)?;
+    let key = state
+        .wb
+        .accounts()
+        .create_api_key_with_policy(&who, &req.name, req.policy_id.as_deref())
+        .await
+        .map_err(unprocessable)?;
     if limit.is_some() {
-        state.wb.accounts().set_rate_limit(&who, &key.info.id, limit).await.map_err(unprocessable)?;
+        state
+            .wb
+            .accounts()
+            .set_rate_limit(&who, &key.info.id, limit)
+            .await
+            .map_err(unprocessable)?;
     }
     Ok((
         StatusCode::CREATED,
@@ -69,12 +91,22 @@ pub async fn create(State(state): State<AppState>, ApiCaller(who): ApiCaller, Js
     ))
 }
 
-pub async fn list(State(state): State<AppState>, ApiCaller(who): ApiCaller) -> Result<Json<Value>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+) -> Result<Json<Value>, ApiError> {
     let keys = state.wb.accounts().list_api_keys(&who).await?;
-    Ok(Json(json!({ "object": "list", "data": keys.iter().map(view).collect::<Vec<_>>() })))
+    Ok(Json(
+        json!({ "object": "list", "data": keys.iter().map(view).collect::<Vec<_>>() }),
+    ))
 }
 
-pub async fn patch(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>, JsonBody(body): JsonBody) -> Result<Json<Value>, ApiError> {
+pub async fn patch(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<Value>, ApiError> {
     // `policy_id`: a policy to attach, or null to detach; `rate_limit_per_minute`: a number, or
     // null for no limit. At least one, nothing else.
     let expected = || {
@@ -84,8 +116,14 @@ pub async fn patch(State(state): State<AppState>, ApiCaller(who): ApiCaller, Pat
             "expected {\"policy_id\": \"pol_…\"|null} and/or {\"rate_limit_per_minute\": number|null}",
         )
     };
-    let fields = body.as_object().filter(|m| !m.is_empty()).ok_or_else(expected)?;
-    if fields.keys().any(|k| k != "policy_id" && k != "rate_limit_per_minute") {
+    let fields = body
+        .as_object()
+        .filter(|m| !m.is_empty())
+        .ok_or_else(expected)?;
+    if fields
+        .keys()
+        .any(|k| k != "policy_id" && k != "rate_limit_per_minute")
+    {
         return Err(expected());
     }
     let policy_id = match fields.get("policy_id") {
@@ -100,17 +138,34 @@ pub async fn patch(State(state): State<AppState>, ApiCaller(who): ApiCaller, Pat
         Some(v) => Some(Some(v.as_i64().ok_or_else(expected)?)),
     };
     if let Some(policy_id) = policy_id {
-        state.wb.policies().attach(&who, &id, policy_id.as_deref()).await.map_err(unprocessable)?;
+        state
+            .wb
+            .policies()
+            .attach(&who, &id, policy_id.as_deref())
+            .await
+            .map_err(unprocessable)?;
     }
     if let Some(limit) = limit {
-        state.wb.accounts().set_rate_limit(&who, &id, limit).await.map_err(unprocessable)?;
+        state
+            .wb
+            .accounts()
+            .set_rate_limit(&who, &id, limit)
+            .await
+            .map_err(unprocessable)?;
     }
     let keys = state.wb.accounts().list_api_keys(&who).await?;
-    let key = keys.iter().find(|k| k.id == id).ok_or_else(ApiError::not_found)?;
+    let key = keys
+        .iter()
+        .find(|k| k.id == id)
+        .ok_or_else(ApiError::not_found)?;
     Ok(Json(view(key)))
 }
 
-pub async fn revoke(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+pub async fn revoke(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
     state.wb.accounts().revoke_api_key(&who, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -16,26 +16,46 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         match axum::Json::<Value>::from_request(req, state).await {
             Ok(axum::Json(v)) => Ok(JsonBody(v)),
-            Err(JsonRejection::MissingJsonContentType(_)) => {
-                Err(ApiError::bad_request("expected a JSON body; send Content-Type: application/json"))
-            }
-            Err(JsonRejection::JsonSyntaxError(e)) => Err(ApiError::bad_request(format!("malformed JSON: {}", e.body_text()))),
-            Err(JsonRejection::JsonDataError(e)) => Err(ApiError::bad_request(format!("unexpected JSON: {}", e.body_text()))),
-            Err(JsonRejection::BytesRejection(e)) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large",
-                format!("request body larger than {} bytes", super::MAX_BODY_BYTES),
+            Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::bad_request(
+                "expected a JSON body; send Content-Type: application/json",
             )),
-            Err(e) => Err(ApiError::bad_request(format!("cannot read the request body: {}", e.body_text()))),
+            Err(JsonRejection::JsonSyntaxError(e)) => Err(ApiError::bad_request(format!(
+                "malformed JSON: {}",
+                e.body_text()
+            ))),
+            Err(JsonRejection::JsonDataError(e)) => Err(ApiError::bad_request(format!(
+                "unexpected JSON: {}",
+                e.body_text()
+            ))),
+            Err(JsonRejection::BytesRejection(e))
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE =>
+            {
+                Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    format!("request body larger than {} bytes", super::MAX_BODY_BYTES),
+                ))
+            }
+            Err(e) => Err(ApiError::bad_request(format!(
+                "cannot read the request body: {}",
+                e.body_text()
+            ))),
         }
     }
 }
 
 /// Reads a JSON request body (checking the content type and the size limit) as raw bytes, for
 /// handlers that need the exact bytes (idempotency hashes them).
-pub async fn read_json_bytes(headers: &axum::http::HeaderMap, body: axum::body::Body) -> Result<axum::body::Bytes, ApiError> {
+pub async fn read_json_bytes(
+    headers: &axum::http::HeaderMap,
+    body: axum::body::Body,
+) -> Result<axum::body::Bytes, ApiError> {
     read_json_bytes_up_to(headers, body, super::MAX_BODY_BYTES, || {
-        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("request body larger than {} bytes", super::MAX_BODY_BYTES))
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("request body larger than {} bytes", super::MAX_BODY_BYTES),
+        )
     })
     .await
 }
@@ -57,9 +77,13 @@ pub async fn read_json_bytes_up_to(
         })
         .unwrap_or(false);
     if !is_json {
-        return Err(ApiError::bad_request("expected a JSON body; send Content-Type: application/json"));
+        return Err(ApiError::bad_request(
+            "expected a JSON body; send Content-Type: application/json",
+        ));
     }
-    axum::body::to_bytes(body, limit).await.map_err(|_| too_large())
+    axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| too_large())
 }
 
 pub fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {

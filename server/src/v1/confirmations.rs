@@ -22,13 +22,27 @@ pub struct ListQuery {
     status: Option<String>,
 }
 
-pub async fn list(State(state): State<AppState>, ApiCaller(who): ApiCaller, Query(q): Query<ListQuery>) -> Result<Json<Value>, ApiError> {
-    let data = state.wb.engine().confirmations(&who, q.status.as_deref()).await?;
+pub async fn list(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let data = state
+        .wb
+        .engine()
+        .confirmations(&who, q.status.as_deref())
+        .await?;
     Ok(Json(json!({ "object": "list", "data": data })))
 }
 
-pub async fn get_one(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!(state.wb.engine().confirmation(&who, &id).await?)))
+pub async fn get_one(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!(
+        state.wb.engine().confirmation(&who, &id).await?
+    )))
 }
 
 #[derive(Deserialize)]
@@ -39,13 +53,26 @@ struct Decision {
     reason: Option<String>,
 }
 
-pub async fn decide(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>, JsonBody(body): JsonBody) -> Result<Json<Value>, ApiError> {
+pub async fn decide(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<Value>, ApiError> {
     let shape = |m: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", m);
-    let d: Decision = serde_json::from_value(body).map_err(|e| shape(format!("expected {{\"decision\": \"approve\"|\"deny\", \"reason\"?}}: {e}")))?;
+    let d: Decision = serde_json::from_value(body).map_err(|e| {
+        shape(format!(
+            "expected {{\"decision\": \"approve\"|\"deny\", \"reason\"?}}: {e}"
+        ))
+    })?;
     let approve = match d.decision.as_str() {
         "approve" => true,
         "deny" => false,
-        other => return Err(shape(format!("decision must be \"approve\" or \"deny\", not {other:?}"))),
+        other => {
+            return Err(shape(format!(
+                "decision must be \"approve\" or \"deny\", not {other:?}"
+            )))
+        }
     };
     match state.wb.engine().decide(&who, &id, approve, d.reason).await {
         Ok(call) => {
@@ -57,9 +84,14 @@ pub async fn decide(State(state): State<AppState>, ApiCaller(who): ApiCaller, Pa
         Err(DecideError::Forbidden(m)) => Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", m)),
         Err(DecideError::Invalid(m)) => Err(shape(m)),
         Err(e @ DecideError::Closed { .. }) => {
-            let DecideError::Closed { status } = &e else { unreachable!() };
+            let DecideError::Closed { status } = &e else {
+                unreachable!()
+            };
             let status = status.clone();
-            Err(ApiError::new(StatusCode::CONFLICT, "confirmation_closed", e.to_string()).with_meta_field("status", json!(status)))
+            Err(
+                ApiError::new(StatusCode::CONFLICT, "confirmation_closed", e.to_string())
+                    .with_meta_field("status", json!(status)),
+            )
         }
         Err(DecideError::Failed(e)) => Err(e.into()),
     }

@@ -21,35 +21,74 @@ struct NewDomain {
     domain: String,
 }
 
-pub async fn list(State(state): State<AppState>, ApiCaller(who): ApiCaller) -> Result<Json<Value>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+) -> Result<Json<Value>, ApiError> {
     let email = state.wb.email();
-    Ok(Json(json!({ "object": "list", "data": email.list_domains(&who).await?, "sending": email.status(&who).await? })))
+    Ok(Json(
+        json!({ "object": "list", "data": email.list_domains(&who).await?, "sending": email.status(&who).await? }),
+    ))
 }
 
-pub async fn create(State(state): State<AppState>, ApiCaller(who): ApiCaller, JsonBody(body): JsonBody) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let input: NewDomain = serde_json::from_value(body)
-        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", format!("expected {{\"domain\": \"example.com\"}}: {e}")))?;
-    let domain = state.wb.email().add_domain(&who, &input.domain).await.map_err(unprocessable)?;
+pub async fn create(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    JsonBody(body): JsonBody,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let input: NewDomain = serde_json::from_value(body).map_err(|e| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            format!("expected {{\"domain\": \"example.com\"}}: {e}"),
+        )
+    })?;
+    let domain = state
+        .wb
+        .email()
+        .add_domain(&who, &input.domain)
+        .await
+        .map_err(unprocessable)?;
     Ok((StatusCode::CREATED, Json(json!(domain))))
 }
 
-pub async fn get_one(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn get_one(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     match state.wb.email().get_domain(&who, &id).await? {
         Some(d) => Ok(Json(json!(d))),
         None => Err(ApiError::not_found()),
     }
 }
 
-pub async fn verify(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn verify(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     match state.wb.email().verify_domain(&who, &id).await {
         Ok(d) => Ok(Json(json!(d))),
-        Err(VerifyError::NotProven(m)) => Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "verification_failed", m)),
-        Err(VerifyError::Lookup(m)) => Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "dns_unavailable", m)),
+        Err(VerifyError::NotProven(m)) => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "verification_failed",
+            m,
+        )),
+        Err(VerifyError::Lookup(m)) => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "dns_unavailable",
+            m,
+        )),
         Err(VerifyError::Other(e)) => Err(e.into()),
     }
 }
 
-pub async fn delete(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+pub async fn delete(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
     if state.wb.email().delete_domain(&who, &id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {

@@ -19,35 +19,65 @@ use crate::state::AppState;
 /// Registration problems are 422 here (seed 004), not 400.
 fn unprocessable(e: workbench_core::Error) -> ApiError {
     match e {
-        workbench_core::Error::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", m),
+        workbench_core::Error::Invalid(m) => {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", m)
+        }
         other => other.into(),
     }
 }
 
-pub async fn create(State(state): State<AppState>, ApiCaller(who): ApiCaller, JsonBody(body): JsonBody) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let view = state.wb.upstreams().register(&who, &body).await.map_err(unprocessable)?;
+pub async fn create(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    JsonBody(body): JsonBody,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let view = state
+        .wb
+        .upstreams()
+        .register(&who, &body)
+        .await
+        .map_err(unprocessable)?;
     Ok((StatusCode::CREATED, Json(json!(view))))
 }
 
-pub async fn list(State(state): State<AppState>, ApiCaller(who): ApiCaller) -> Result<Json<Value>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+) -> Result<Json<Value>, ApiError> {
     let data = state.wb.upstreams().list(&who).await?;
     Ok(Json(json!({ "object": "list", "data": data })))
 }
 
-pub async fn get_one(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn get_one(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     Ok(Json(json!(state.wb.upstreams().get(&who, &id).await?)))
 }
 
-pub async fn delete(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+pub async fn delete(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
     state.wb.upstreams().delete(&who, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-pub async fn refresh(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn refresh(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     Ok(Json(json!(state.wb.upstreams().refresh(&who, &id).await?)))
 }
 
-pub async fn tools(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn tools(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     let data = state.wb.upstreams().tools(&who, &id).await?;
     Ok(Json(json!({ "object": "list", "data": data })))
 }
@@ -58,9 +88,25 @@ struct Approval {
     tools: Vec<String>,
 }
 
-pub async fn approve(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>, JsonBody(body): JsonBody) -> Result<Json<Value>, ApiError> {
-    let a: Approval = serde_json::from_value(body).map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", format!("expected {{\"tools\": [names]}}: {e}")))?;
-    Ok(Json(json!(state.wb.upstreams().approve(&who, &id, &a.tools).await.map_err(unprocessable)?)))
+pub async fn approve(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<Value>, ApiError> {
+    let a: Approval = serde_json::from_value(body).map_err(|e| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            format!("expected {{\"tools\": [names]}}: {e}"),
+        )
+    })?;
+    Ok(Json(json!(state
+        .wb
+        .upstreams()
+        .approve(&who, &id, &a.tools)
+        .await
+        .map_err(unprocessable)?)))
 }
 
 #[derive(Deserialize)]
@@ -78,5 +124,11 @@ pub async fn patch_tool(
     let o: Override = serde_json::from_value(body).map_err(|e| {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", format!("expected {{\"side_effects\": \"none\"|\"network\"|\"write\"|\"destructive\"|null}}: {e}"))
     })?;
-    Ok(Json(json!(state.wb.upstreams().set_side_effects(&who, &id, &name, o.side_effects).await?)))
+    Ok(Json(json!(
+        state
+            .wb
+            .upstreams()
+            .set_side_effects(&who, &id, &name, o.side_effects)
+            .await?
+    )))
 }

@@ -20,8 +20,8 @@ mod usage;
 use axum::extract::DefaultBodyLimit;
 use axum::http::Method;
 use axum::{Json, Router};
-use workbench_core::auth::Operation;
 use serde_json::{json, Value};
+use workbench_core::auth::Operation;
 
 pub use body::JsonBody;
 
@@ -99,7 +99,9 @@ pub fn routes(state: &AppState) -> Routes {
 
 /// The REST router: the routes above with the body limit.
 pub fn router(state: &AppState) -> Router<AppState> {
-    routes(state).into_router().layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+    routes(state)
+        .into_router()
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
 }
 
 /// The identity behind the key: user, project and key ids.

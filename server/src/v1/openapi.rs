@@ -30,7 +30,8 @@ pub async fn document() -> Json<Value> {
     ]);
     invoke_responses["200"] = json!({ "description": "the finished call", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/ToolCall" } } } });
     invoke_responses["202"] = json!({ "description": "held for a person's confirmation: { id, object: tool_call, tool, status: awaiting_confirmation, confirmation_id, expires_at, url }" });
-    let id_param = json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } });
+    let id_param =
+        json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } });
     let pattern = json!({ "type": "string", "minLength": 1, "maxLength": 64, "description": "a tool name, or a prefix followed by one trailing '*'" });
     let policy_schema = json!({
         "type": "object", "required": ["name", "tool_allowlist"], "additionalProperties": false,

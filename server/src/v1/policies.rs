@@ -18,33 +18,73 @@ const SHAPE: &str = "expected {\"name\", \"tool_allowlist\": {\"mode\": \"allowl
 /// Rule problems are 422 (as every registration's), not 400.
 pub(super) fn unprocessable(e: workbench_core::Error) -> ApiError {
     match e {
-        workbench_core::Error::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", m),
+        workbench_core::Error::Invalid(m) => {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", m)
+        }
         other => other.into(),
     }
 }
 
 fn input(body: Value) -> Result<PolicyInput, ApiError> {
-    serde_json::from_value(body).map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", format!("{SHAPE}: {e}")))
+    serde_json::from_value(body).map_err(|e| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            format!("{SHAPE}: {e}"),
+        )
+    })
 }
 
-pub async fn create(State(state): State<AppState>, ApiCaller(who): ApiCaller, JsonBody(body): JsonBody) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let policy = state.wb.policies().create(&who, &input(body)?).await.map_err(unprocessable)?;
+pub async fn create(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    JsonBody(body): JsonBody,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let policy = state
+        .wb
+        .policies()
+        .create(&who, &input(body)?)
+        .await
+        .map_err(unprocessable)?;
     Ok((StatusCode::CREATED, Json(json!(policy))))
 }
 
-pub async fn list(State(state): State<AppState>, ApiCaller(who): ApiCaller) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({ "object": "list", "data": state.wb.policies().list(&who).await? })))
+pub async fn list(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(
+        json!({ "object": "list", "data": state.wb.policies().list(&who).await? }),
+    ))
 }
 
-pub async fn get_one(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn get_one(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     Ok(Json(json!(state.wb.policies().get(&who, &id).await?)))
 }
 
-pub async fn replace(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>, JsonBody(body): JsonBody) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!(state.wb.policies().replace(&who, &id, &input(body)?).await.map_err(unprocessable)?)))
+pub async fn replace(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!(state
+        .wb
+        .policies()
+        .replace(&who, &id, &input(body)?)
+        .await
+        .map_err(unprocessable)?)))
 }
 
-pub async fn delete(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+pub async fn delete(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
     state.wb.policies().delete(&who, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -21,6 +21,15 @@ pub async fn execute(
         return Err(ApiError::bad_request("compose and return are MCP-only; POST /rest/{integration} runs a plain batch of executions"));
     }
     let req = parse_request(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let out = state.wb.engine().execute_tools(&who, req, &CallOptions::new(Surface::RestBatch), Some(&integration)).await;
+    let out = state
+        .wb
+        .engine()
+        .execute_tools(
+            &who,
+            req,
+            &CallOptions::new(Surface::RestBatch),
+            Some(&integration),
+        )
+        .await;
     Ok(Json(out.into_value()))
 }

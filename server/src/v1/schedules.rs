@@ -20,35 +20,62 @@ pub struct ListQuery {
     cursor: Option<String>,
 }
 
-pub async fn list(State(state): State<AppState>, ApiCaller(who): ApiCaller, Query(q): Query<ListQuery>) -> Result<Json<Value>, ApiError> {
-    let page = state.wb.schedules().page(&who, q.status.as_deref(), q.cursor.as_deref()).await?;
-    Ok(Json(json!({ "object": "list", "data": page.data, "next_cursor": page.next_cursor })))
+pub async fn list(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let page = state
+        .wb
+        .schedules()
+        .page(&who, q.status.as_deref(), q.cursor.as_deref())
+        .await?;
+    Ok(Json(
+        json!({ "object": "list", "data": page.data, "next_cursor": page.next_cursor }),
+    ))
 }
 
-pub async fn get_one(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn get_one(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     match state.wb.schedules().get(&who, &id).await? {
         Some(v) => Ok(Json(json!(v))),
         None => Err(ApiError::not_found()),
     }
 }
 
-pub async fn cancel(State(state): State<AppState>, ApiCaller(who): ApiCaller, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+pub async fn cancel(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
     match state.wb.schedules().cancel(&who, &id).await? {
         Cancelled::Done => Ok(StatusCode::NO_CONTENT),
         Cancelled::NotFound => Err(ApiError::not_found()),
         Cancelled::Finished(status) => Err(ApiError::new(
             StatusCode::CONFLICT,
             "conflict",
-            format!("callback {id} is already {}; only a scheduled callback can be cancelled", status.as_str()),
+            format!(
+                "callback {id} is already {}; only a scheduled callback can be cancelled",
+                status.as_str()
+            ),
         )),
     }
 }
 
-pub async fn signing_secret(State(state): State<AppState>, ApiCaller(who): ApiCaller) -> Result<impl axum::response::IntoResponse, ApiError> {
+pub async fn signing_secret(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+) -> Result<impl axum::response::IntoResponse, ApiError> {
     let secret = state.wb.schedules().signing_secret(&who).await?;
-    Ok(([(axum::http::header::CACHE_CONTROL, "no-store")], Json(json!({
-        "object": "callback_signing_secret",
-        "secret": secret.as_str(),
-        "header": "Workbench-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<raw body>\" under this secret>",
-    }))))
+    Ok((
+        [(axum::http::header::CACHE_CONTROL, "no-store")],
+        Json(json!({
+            "object": "callback_signing_secret",
+            "secret": secret.as_str(),
+            "header": "Workbench-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<raw body>\" under this secret>",
+        })),
+    ))
 }

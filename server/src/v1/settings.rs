@@ -16,7 +16,10 @@ use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
 use crate::state::AppState;
 
-async fn current(state: &AppState, who: &workbench_core::auth::Principal) -> Result<Value, ApiError> {
+async fn current(
+    state: &AppState,
+    who: &workbench_core::auth::Principal,
+) -> Result<Value, ApiError> {
     Ok(json!({
         "object": "project_settings",
         "audit_retention_days": state.wb.audit().retention_days(who).await?,
@@ -26,19 +29,35 @@ async fn current(state: &AppState, who: &workbench_core::auth::Principal) -> Res
     }))
 }
 
-pub async fn get(State(state): State<AppState>, ApiCaller(who): ApiCaller) -> Result<Json<Value>, ApiError> {
+pub async fn get(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+) -> Result<Json<Value>, ApiError> {
     Ok(Json(current(&state, &who).await?))
 }
 
 fn invalid(m: impl Into<String>) -> ApiError {
-    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", m.into())
+    ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_request",
+        m.into(),
+    )
 }
 
-pub async fn patch(State(state): State<AppState>, ApiCaller(who): ApiCaller, JsonBody(body): JsonBody) -> Result<Json<Value>, ApiError> {
+pub async fn patch(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    JsonBody(body): JsonBody,
+) -> Result<Json<Value>, ApiError> {
     let Value::Object(fields) = body else {
         return Err(invalid("expected {\"audit_retention_days\"?: days|null, \"webhook\"?: {\"url\", \"secret_ref\"}|null, \"email_hourly_limit\"?: n|null}"));
     };
-    if let Some(k) = fields.keys().find(|k| !matches!(k.as_str(), "audit_retention_days" | "webhook" | "email_hourly_limit")) {
+    if let Some(k) = fields.keys().find(|k| {
+        !matches!(
+            k.as_str(),
+            "audit_retention_days" | "webhook" | "email_hourly_limit"
+        )
+    }) {
         return Err(invalid(format!("unknown setting {k:?}; settings are audit_retention_days, webhook and email_hourly_limit")));
     }
     // Check everything before changing anything.
@@ -47,14 +66,20 @@ pub async fn patch(State(state): State<AppState>, ApiCaller(who): ApiCaller, Jso
         Some(Value::Null) => Some(None),
         Some(v) => match v.as_i64() {
             Some(d) => Some(Some(d)),
-            None => return Err(invalid("audit_retention_days must be a whole number of days, or null to keep everything")),
+            None => return Err(invalid(
+                "audit_retention_days must be a whole number of days, or null to keep everything",
+            )),
         },
     };
     let webhook = match fields.get("webhook") {
         None => None,
         Some(Value::Null) => Some(None),
         Some(v) => Some(Some(
-            serde_json::from_value::<WebhookConfig>(v.clone()).map_err(|e| invalid(format!("webhook: expected {{\"url\", \"secret_ref\"}}: {e}")))?,
+            serde_json::from_value::<WebhookConfig>(v.clone()).map_err(|e| {
+                invalid(format!(
+                    "webhook: expected {{\"url\", \"secret_ref\"}}: {e}"
+                ))
+            })?,
         )),
     };
     let email_limit = match fields.get("email_hourly_limit") {
@@ -69,20 +94,44 @@ pub async fn patch(State(state): State<AppState>, ApiCaller(who): ApiCaller, Jso
         workbench_core::audit::check_retention_days(days).map_err(unprocessable)?;
     }
     if let Some(limit) = email_limit {
-        state.wb.email().check_hourly_limit(limit).map_err(unprocessable)?;
+        state
+            .wb
+            .email()
+            .check_hourly_limit(limit)
+            .map_err(unprocessable)?;
     }
     if let Some(w) = webhook {
-        state.wb.webhooks().set(&who, w).await.map_err(unprocessable)?;
+        state
+            .wb
+            .webhooks()
+            .set(&who, w)
+            .await
+            .map_err(unprocessable)?;
     }
     if let Some(r) = retention {
-        state.wb.audit().set_retention_days(&who, r).await.map_err(unprocessable)?;
+        state
+            .wb
+            .audit()
+            .set_retention_days(&who, r)
+            .await
+            .map_err(unprocessable)?;
     }
     if let Some(l) = email_limit {
-        state.wb.email().set_hourly_limit(&who, l).await.map_err(unprocessable)?;
+        state
+            .wb
+            .email()
+            .set_hourly_limit(&who, l)
+            .await
+            .map_err(unprocessable)?;
     }
     Ok(Json(current(&state, &who).await?))
 }
 
-pub async fn deliveries(State(state): State<AppState>, ApiCaller(who): ApiCaller) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({ "object": "list", "data": state.wb.webhooks().deliveries(&who).await? })))
+pub async fn deliveries(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(
+        json!({ "object": "list", "data": state.wb.webhooks().deliveries(&who).await? }),
+    ))
 }

@@ -12,7 +12,9 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use workbench_core::args::Arg;
 use workbench_core::catalog::Tool;
-use workbench_core::engine::{Begin, CallOptions, Idempotency, Invocation, Surface, ToolError, MAX_TIMEOUT};
+use workbench_core::engine::{
+    Begin, CallOptions, Idempotency, Invocation, Surface, ToolError, MAX_TIMEOUT,
+};
 
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
@@ -30,14 +32,27 @@ pub fn tool_json(t: &Tool, latency: &HashMap<String, i64>) -> Value {
         m.insert("output_schema".into(), o.clone());
     }
     m.insert("side_effects".into(), json!(t.spec.side_effects.as_str()));
-    m.insert("avg_latency_ms".into(), json!(latency.get(t.name()).copied()));
+    m.insert(
+        "avg_latency_ms".into(),
+        json!(latency.get(t.name()).copied()),
+    );
     m.insert("status".into(), json!(t.current_status()));
     Value::Object(m)
 }
 
-pub async fn list(State(state): State<AppState>, ApiCaller(who): ApiCaller) -> Result<Json<Value>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+) -> Result<Json<Value>, ApiError> {
     let latency = state.wb.metering().average_latency_ms(&who).await?;
-    let data: Vec<Value> = state.wb.engine().tools(&who).await?.iter().map(|t| tool_json(t, &latency)).collect();
+    let data: Vec<Value> = state
+        .wb
+        .engine()
+        .tools(&who)
+        .await?
+        .iter()
+        .map(|t| tool_json(t, &latency))
+        .collect();
     Ok(Json(json!({ "object": "list", "data": data })))
 }
 
@@ -46,13 +61,22 @@ pub async fn get_one(
     ApiCaller(who): ApiCaller,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let tool = state.wb.engine().tool(&who, &name).await?.ok_or_else(|| tool_not_found(&name))?;
+    let tool = state
+        .wb
+        .engine()
+        .tool(&who, &name)
+        .await?
+        .ok_or_else(|| tool_not_found(&name))?;
     let latency = state.wb.metering().average_latency_ms(&who).await?;
     Ok(Json(tool_json(&tool, &latency)))
 }
 
 fn tool_not_found(name: &str) -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "tool_not_found", format!("tool not found: {name}"))
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "tool_not_found",
+        format!("tool not found: {name}"),
+    )
 }
 
 struct InvokeRequest {
@@ -78,34 +102,62 @@ struct InvokeBody {
 }
 
 fn parse_invoke(body: Value) -> Result<InvokeRequest, ApiError> {
-    let body: InvokeBody =
-        serde_json::from_value(body).map_err(|_| ApiError::bad_request("expected a JSON object { tool, arguments }"))?;
+    let body: InvokeBody = serde_json::from_value(body)
+        .map_err(|_| ApiError::bad_request("expected a JSON object { tool, arguments }"))?;
     if let Some(key) = body.unknown.keys().next() {
-        return Err(ApiError::bad_request(format!("unknown field {key:?}; expected tool, arguments, end_user_id, timeout_ms")));
+        return Err(ApiError::bad_request(format!(
+            "unknown field {key:?}; expected tool, arguments, end_user_id, timeout_ms"
+        )));
     }
-    let tool = body.tool.and_then(Arg::ok).filter(|t| !t.is_empty()).ok_or_else(|| ApiError::bad_request("tool must be a tool name"))?;
+    let tool = body
+        .tool
+        .and_then(Arg::ok)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| ApiError::bad_request("tool must be a tool name"))?;
     let arguments = match body.arguments {
         None => Map::new(),
-        Some(a) => a.ok().ok_or_else(|| ApiError::bad_request("arguments must be an object"))?,
+        Some(a) => a
+            .ok()
+            .ok_or_else(|| ApiError::bad_request("arguments must be an object"))?,
     };
     let end_user_id = match body.end_user_id {
         None => None,
-        Some(Arg::Ok(s)) if !s.is_empty() && s.len() <= 256 && !s.chars().any(char::is_control) => Some(s),
-        Some(_) => return Err(ApiError::bad_request("end_user_id must be a string of 1 to 256 printable characters")),
+        Some(Arg::Ok(s)) if !s.is_empty() && s.len() <= 256 && !s.chars().any(char::is_control) => {
+            Some(s)
+        }
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "end_user_id must be a string of 1 to 256 printable characters",
+            ))
+        }
     };
     let max = MAX_TIMEOUT.as_millis() as u64;
     let timeout = match body.timeout_ms {
         None => workbench_core::engine::DEFAULT_TIMEOUT,
         Some(v) => match v.ok() {
             Some(ms) if (1..=max).contains(&ms) => Duration::from_millis(ms),
-            _ => return Err(ApiError::bad_request(format!("timeout_ms must be an integer from 1 to {max}"))),
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "timeout_ms must be an integer from 1 to {max}"
+                )))
+            }
         },
     };
-    Ok(InvokeRequest { tool, arguments: Value::Object(arguments), end_user_id, timeout })
+    Ok(InvokeRequest {
+        tool,
+        arguments: Value::Object(arguments),
+        end_user_id,
+        timeout,
+    })
 }
 
 /// Runs one invoke request and renders the response: status and the exact body bytes.
-async fn run_invoke(state: &AppState, who: &workbench_core::auth::Principal, body: Value, idempotency_key: Option<&str>) -> (StatusCode, String) {
+async fn run_invoke(
+    state: &AppState,
+    who: &workbench_core::auth::Principal,
+    body: Value,
+    idempotency_key: Option<&str>,
+) -> (StatusCode, String) {
     let req = match parse_invoke(body) {
         Ok(r) => r,
         Err(e) => return (e.status, e.body().to_string()),
@@ -117,7 +169,18 @@ async fn run_invoke(state: &AppState, who: &workbench_core::auth::Principal, bod
         rest_result_max_bytes: Some(state.config.rest_result_max_bytes),
         idempotency_key: idempotency_key.map(str::to_owned),
     };
-    let outcome = state.wb.engine().run(who, Invocation { tool: req.tool, args: req.arguments }, &opts).await;
+    let outcome = state
+        .wb
+        .engine()
+        .run(
+            who,
+            Invocation {
+                tool: req.tool,
+                args: req.arguments,
+            },
+            &opts,
+        )
+        .await;
     let usage = json!({ "tool_call": 1, "tool_call_ms": outcome.duration_ms });
     match outcome.result {
         Ok(result) => (
@@ -134,7 +197,11 @@ async fn run_invoke(state: &AppState, who: &workbench_core::auth::Principal, bod
             .to_string(),
         ),
         // Held for a person's confirmation: 202 with the seed's shape (not an error).
-        Err(ToolError::AwaitingConfirmation { confirmation_id, expires_at, url }) => (
+        Err(ToolError::AwaitingConfirmation {
+            confirmation_id,
+            expires_at,
+            url,
+        }) => (
             StatusCode::ACCEPTED,
             json!({
                 "id": outcome.id,
@@ -157,22 +224,44 @@ async fn run_invoke(state: &AppState, who: &workbench_core::auth::Principal, bod
 fn json_response(status: StatusCode, body: String, replayed: bool) -> Response {
     // A rate-limited call says when to come back, in the header too.
     let retry_after = (status == StatusCode::TOO_MANY_REQUESTS)
-        .then(|| serde_json::from_str::<Value>(&body).ok().and_then(|v| v["error"]["meta"]["retry_after_s"].as_u64()))
+        .then(|| {
+            serde_json::from_str::<Value>(&body)
+                .ok()
+                .and_then(|v| v["error"]["meta"]["retry_after_s"].as_u64())
+        })
         .flatten();
-    let mut res = (status, [(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response();
+    let mut res = (
+        status,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response();
     if let Some(s) = retry_after {
-        res.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(s));
+        res.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from(s),
+        );
     }
     if replayed {
-        res.headers_mut().insert("idempotent-replayed", axum::http::HeaderValue::from_static("true"));
+        res.headers_mut().insert(
+            "idempotent-replayed",
+            axum::http::HeaderValue::from_static("true"),
+        );
     }
     res
 }
 
 /// `POST /v1/tools/invoke`, with `Idempotency-Key` (D13): the first request with a key runs
 /// and its response is stored; the same key and body replay it byte for byte.
-pub async fn invoke(State(state): State<AppState>, ApiCaller(who): ApiCaller, req: axum::extract::Request) -> Result<Response, ApiError> {
-    let idempotency_key = req.headers().get("idempotency-key").map(|v| v.to_str().map(str::to_owned));
+pub async fn invoke(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    req: axum::extract::Request,
+) -> Result<Response, ApiError> {
+    let idempotency_key = req
+        .headers()
+        .get("idempotency-key")
+        .map(|v| v.to_str().map(str::to_owned));
     let (parts, body) = req.into_parts();
     let bytes = super::body::read_json_bytes(&parts.headers, body).await?;
     let value: Value = super::body::parse_json(&bytes)?;
@@ -180,8 +269,13 @@ pub async fn invoke(State(state): State<AppState>, ApiCaller(who): ApiCaller, re
         let (status, body) = run_invoke(&state, &who, value, None).await;
         return Ok(json_response(status, body, false));
     };
-    let key = key.map_err(|_| ApiError::bad_request("invalid Idempotency-Key; use visible ASCII characters"))?;
-    let api_key_id = who.api_key_id.clone().ok_or_else(|| ApiError::unauthorized("an api key is required"))?;
+    let key = key.map_err(|_| {
+        ApiError::bad_request("invalid Idempotency-Key; use visible ASCII characters")
+    })?;
+    let api_key_id = who
+        .api_key_id
+        .clone()
+        .ok_or_else(|| ApiError::unauthorized("an api key is required"))?;
     let hash = Idempotency::request_hash("POST /v1/tools/invoke", &bytes);
     match state.wb.idempotency().begin(&api_key_id, &key, &hash).await? {
         Begin::Proceed => {
@@ -228,7 +322,12 @@ pub async fn get_call(
     ApiCaller(who): ApiCaller,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let call = state.wb.engine().get_call(&who, &id).await?.ok_or_else(ApiError::not_found)?;
+    let call = state
+        .wb
+        .engine()
+        .get_call(&who, &id)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
     Ok(Json(call_json(call)))
 }
 

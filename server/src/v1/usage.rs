@@ -20,7 +20,8 @@ pub struct UsageQuery {
 }
 
 fn valid_day(s: &str) -> bool {
-    s.len() == 10 && time::Date::parse(s, time::macros::format_description!("[year]-[month]-[day]")).is_ok()
+    s.len() == 10
+        && time::Date::parse(s, time::macros::format_description!("[year]-[month]-[day]")).is_ok()
 }
 
 pub async fn usage(
@@ -30,13 +31,25 @@ pub async fn usage(
 ) -> Result<Json<Value>, ApiError> {
     let (from, to) = state.wb.metering().range_or_this_month(q.from, q.to);
     if !valid_day(&from) || !valid_day(&to) {
-        return Err(ApiError::bad_request("from and to must be days as YYYY-MM-DD"));
+        return Err(ApiError::bad_request(
+            "from and to must be days as YYYY-MM-DD",
+        ));
     }
     if let Some(by) = q.group_by.as_deref().filter(|s| !s.is_empty()) {
-        let by = GroupBy::parse(by).ok_or_else(|| ApiError::bad_request("group_by must be day, tool, key or integration"))?;
+        let by = GroupBy::parse(by).ok_or_else(|| {
+            ApiError::bad_request("group_by must be day, tool, key or integration")
+        })?;
         let snapshot = state.wb.engine().snapshot(&who);
-        let integration = |tool: &str| integration_of(tool, |t| snapshot.get(t).map(|t| t.spec.integration.clone()));
-        let groups = state.wb.metering().grouped(&who, &from, &to, by, integration).await?;
+        let integration = |tool: &str| {
+            integration_of(tool, |t| {
+                snapshot.get(t).map(|t| t.spec.integration.clone())
+            })
+        };
+        let groups = state
+            .wb
+            .metering()
+            .grouped(&who, &from, &to, by, integration)
+            .await?;
         let data: Vec<Value> = groups
             .into_iter()
             .map(|g| {
@@ -49,7 +62,9 @@ pub async fn usage(
                 })
             })
             .collect();
-        return Ok(Json(json!({ "object": "list", "from": from, "to": to, "group_by": by.as_str(), "data": data })));
+        return Ok(Json(
+            json!({ "object": "list", "from": from, "to": to, "group_by": by.as_str(), "data": data }),
+        ));
     }
     let rows = state.wb.metering().usage(&who, &from, &to).await?;
     let data: Vec<Value> = rows
@@ -62,5 +77,7 @@ pub async fn usage(
             _ => json!({ "day": r.day, "api_key_id": r.api_key_id, "tool": r.tool, "meter": r.meter, "value": r.value }),
         })
         .collect();
-    Ok(Json(json!({ "object": "list", "from": from, "to": to, "data": data })))
+    Ok(Json(
+        json!({ "object": "list", "from": from, "to": to, "data": data }),
+    ))
 }

@@ -35,7 +35,11 @@ pub struct Instance {
 
 impl Instance {
     fn spawn(&mut self) {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log).unwrap();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_workbench"))
             .args(&self.command)
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -57,15 +61,28 @@ impl Instance {
     pub async fn wait_up(&mut self) {
         let http = reqwest::Client::new();
         for _ in 0..300 {
-            if http.get(format!("{}/healthz", self.base())).send().await.is_ok_and(|r| r.status() == 200) {
+            if http
+                .get(format!("{}/healthz", self.base()))
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == 200)
+            {
                 return;
             }
             if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().unwrap()) {
-                panic!("instance {} exited ({status}) while starting:\n{}", self.addr, self.log_text());
+                panic!(
+                    "instance {} exited ({status}) while starting:\n{}",
+                    self.addr,
+                    self.log_text()
+                );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        panic!("instance {} did not start within 30 s:\n{}", self.addr, self.log_text());
+        panic!(
+            "instance {} did not start within 30 s:\n{}",
+            self.addr,
+            self.log_text()
+        );
     }
 
     /// What the process wrote to stderr so far.
@@ -78,7 +95,11 @@ impl Instance {
     }
 
     fn signal(&self, name: &str) {
-        let ok = Command::new("kill").args([&format!("-{name}"), &self.pid().to_string()]).status().unwrap().success();
+        let ok = Command::new("kill")
+            .args([&format!("-{name}"), &self.pid().to_string()])
+            .status()
+            .unwrap()
+            .success();
         assert!(ok, "kill -{name} {}", self.pid());
     }
 
@@ -136,7 +157,11 @@ pub struct Cluster {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// `WB_INTEGRATION_<NAME>_<SETTING>` variables for integration settings.
@@ -170,7 +195,9 @@ impl Cluster {
             WorkbenchOptions {
                 master_keys: keys.master.clone(),
                 proxy_token_key: *keys.jwt.bytes(),
-                object_store_url: url::Url::from_directory_path(data_dir.join("objects")).unwrap().to_string(),
+                object_store_url: url::Url::from_directory_path(data_dir.join("objects"))
+                    .unwrap()
+                    .to_string(),
                 ..Default::default()
             },
         )
@@ -195,7 +222,12 @@ impl Cluster {
             .iter()
             .map(|s| s.to_string())
             .collect();
-            command.extend(["--data-dir".into(), path(&data_dir), "--site-root".into(), path(&data_dir.join("site"))]);
+            command.extend([
+                "--data-dir".into(),
+                path(&data_dir),
+                "--site-root".into(),
+                path(&data_dir.join("site")),
+            ]);
             command.extend(options.args.iter().cloned());
             let mut instance = Instance {
                 addr: SocketAddr::from(([127, 0, 0, 1], *port)),
@@ -210,13 +242,25 @@ impl Cluster {
         for instance in &mut instances {
             instance.wait_up().await;
         }
-        Cluster { wb, database_url: database_url.to_owned(), data_dir, public_url, instances }
+        Cluster {
+            wb,
+            database_url: database_url.to_owned(),
+            data_dir,
+            public_url,
+            instances,
+        }
     }
 
     /// Instance `i` as a `TestApp`: requests go to it directly, and its browser sends the
     /// deployment's public origin, as behind a load balancer.
     pub fn app(&self, i: usize) -> TestApp {
-        TestApp::external(self.instances[i].base(), self.public_url.clone(), self.wb.clone(), self.database_url.clone(), self.data_dir.clone())
+        TestApp::external(
+            self.instances[i].base(),
+            self.public_url.clone(),
+            self.wb.clone(),
+            self.database_url.clone(),
+            self.data_dir.clone(),
+        )
     }
 
     /// Stops every instance with SIGTERM (each drains and exits) and closes the test's own
@@ -229,7 +273,11 @@ impl Cluster {
         }
         for i in &mut self.instances {
             if i.child.is_some() {
-                assert!(i.wait_exit(Duration::from_secs(30)).await.is_some(), "instance {} did not exit", i.addr);
+                assert!(
+                    i.wait_exit(Duration::from_secs(30)).await.is_some(),
+                    "instance {} did not exit",
+                    i.addr
+                );
             }
         }
         self.wb.db().close().await;
@@ -237,7 +285,11 @@ impl Cluster {
 
     /// Every instance's log, for a failure message.
     pub fn logs(&self) -> String {
-        self.instances.iter().map(|i| format!("--- {} ---\n{}", i.addr, i.log_text())).collect::<Vec<_>>().join("\n")
+        self.instances
+            .iter()
+            .map(|i| format!("--- {} ---\n{}", i.addr, i.log_text()))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 }
 

@@ -9,8 +9,16 @@ fn manifest(rel: &str) -> String {
 }
 
 fn help(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_workbench")).args(args).arg("--help").output().unwrap();
-    assert!(out.status.success(), "{args:?} --help: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(env!("CARGO_BIN_EXE_workbench"))
+        .args(args)
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?} --help: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -18,14 +26,24 @@ fn help(args: &[&str]) -> String {
 fn unit(text: &str) -> BTreeMap<String, BTreeMap<String, Vec<String>>> {
     let mut out: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
     let mut section = String::new();
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+    for line in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
         if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
             section = name.to_owned();
             continue;
         }
-        let (k, v) = line.split_once('=').unwrap_or_else(|| panic!("not key=value: {line}"));
+        let (k, v) = line
+            .split_once('=')
+            .unwrap_or_else(|| panic!("not key=value: {line}"));
         assert!(!section.is_empty(), "{line} is outside a section");
-        out.entry(section.clone()).or_default().entry(k.trim().to_owned()).or_default().push(v.trim().to_owned());
+        out.entry(section.clone())
+            .or_default()
+            .entry(k.trim().to_owned())
+            .or_default()
+            .push(v.trim().to_owned());
     }
     out
 }
@@ -39,16 +57,27 @@ fn the_systemd_unit_and_env_file_use_only_what_the_binary_accepts() {
     let service = &u["Service"];
     let exec = &service["ExecStart"][0];
     let words: Vec<&str> = exec.split_whitespace().collect();
-    assert!(words[0].ends_with("/workbench") && words[1] == "serve", "{exec}");
+    assert!(
+        words[0].ends_with("/workbench") && words[1] == "serve",
+        "{exec}"
+    );
     let serve_help = help(&["serve"]);
     for flag in words.iter().filter(|w| w.starts_with("--")) {
-        assert!(serve_help.contains(&format!("{flag} ")), "{flag} is not a flag of `workbench serve`");
+        assert!(
+            serve_help.contains(&format!("{flag} ")),
+            "{flag} is not a flag of `workbench serve`"
+        );
     }
-    let pre = service["ExecStartPre"][0].split_whitespace().collect::<Vec<_>>();
+    let pre = service["ExecStartPre"][0]
+        .split_whitespace()
+        .collect::<Vec<_>>();
     assert_eq!(pre[1], "migrate", "migrations run before each start");
     let stop: u64 = service["TimeoutStopSec"][0].parse().unwrap();
     let drain = (workbench_server::DRAIN_DEADLINE + workbench_server::RECORDS_DEADLINE).as_secs();
-    assert!(stop > drain, "systemd must wait longer ({stop} s) than the drain and record deadlines ({drain} s)");
+    assert!(
+        stop > drain,
+        "systemd must wait longer ({stop} s) than the drain and record deadlines ({drain} s)"
+    );
 
     // Every variable the env file sets is one the binary reads.
     let known_elsewhere = ["WB_LOG", "WB_MASTER_KEY", "WB_JWT_KEY"];
@@ -61,11 +90,17 @@ fn the_systemd_unit_and_env_file_use_only_what_the_binary_accepts() {
         .collect();
     assert!(vars.len() >= 6, "{vars:?}");
     for v in vars {
-        assert!(serve_help.contains(&format!("env: {v}")) || known_elsewhere.contains(&v), "{v} is not read by workbench");
+        assert!(
+            serve_help.contains(&format!("env: {v}")) || known_elsewhere.contains(&v),
+            "{v} is not read by workbench"
+        );
     }
     for v in known_elsewhere {
         let src = [manifest("src/telemetry.rs"), manifest("src/keys.rs")].concat();
-        assert!(src.contains(&format!("\"{v}\"")), "{v} is not read by workbench");
+        assert!(
+            src.contains(&format!("\"{v}\"")),
+            "{v} is not read by workbench"
+        );
     }
     assert!(help(&["admin", "backup"]).contains("--to"));
 }
@@ -74,18 +109,46 @@ fn the_systemd_unit_and_env_file_use_only_what_the_binary_accepts() {
 fn start_up_names_every_configuration_problem_at_once() {
     use clap::Parser;
     let parse = |args: &[&str]| {
-        let cli = workbench_server::cli::Cli::try_parse_from(std::iter::once("workbench").chain(args.iter().copied())).unwrap();
+        let cli = workbench_server::cli::Cli::try_parse_from(
+            std::iter::once("workbench").chain(args.iter().copied()),
+        )
+        .unwrap();
         workbench_server::config::ServerConfig::from_args(&cli.serve)
     };
-    let err = parse(&["--public-url", "ftp://tools.example.com", "--metrics-token", "short", "--smtp-url", "https://mail.example.com", "--searxng-url", "http://169.254.169.254/search"])
-        .unwrap_err()
-        .to_string();
+    let err = parse(&[
+        "--public-url",
+        "ftp://tools.example.com",
+        "--metrics-token",
+        "short",
+        "--smtp-url",
+        "https://mail.example.com",
+        "--searxng-url",
+        "http://169.254.169.254/search",
+    ])
+    .unwrap_err()
+    .to_string();
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 4, "one line per problem: {err}");
-    for needle in ["--public-url", "--metrics-token", "smtps://", "--searxng-url"] {
-        assert!(lines.iter().any(|l| l.contains(needle)), "{needle} not named in {err}");
+    for needle in [
+        "--public-url",
+        "--metrics-token",
+        "smtps://",
+        "--searxng-url",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(needle)),
+            "{needle} not named in {err}"
+        );
     }
     // One problem reads as itself.
-    assert_eq!(parse(&["--metrics-token", "short"]).unwrap_err().to_string(), "--metrics-token must be at least 16 characters (it guards /metrics)");
-    assert!(parse(&["--metrics-token", "0123456789abcdef"]).unwrap().metrics_token.is_some());
+    assert_eq!(
+        parse(&["--metrics-token", "short"])
+            .unwrap_err()
+            .to_string(),
+        "--metrics-token must be at least 16 characters (it guards /metrics)"
+    );
+    assert!(parse(&["--metrics-token", "0123456789abcdef"])
+        .unwrap()
+        .metrics_token
+        .is_some());
 }

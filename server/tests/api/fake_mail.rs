@@ -47,7 +47,10 @@ impl SmtpSink {
     pub async fn start_with(auth: Option<(&str, &str)>) -> SmtpSink {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let state = Arc::new(Mutex::new(SinkState { auth: auth.map(|(u, p)| (u.to_owned(), p.to_owned())), ..Default::default() }));
+        let state = Arc::new(Mutex::new(SinkState {
+            auth: auth.map(|(u, p)| (u.to_owned(), p.to_owned())),
+            ..Default::default()
+        }));
         let s = state.clone();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
@@ -102,10 +105,21 @@ async fn session(stream: tokio::net::TcpStream, state: Arc<Mutex<SinkState>>) {
             "250-sink.test\r\n250-8BITMIME\r\n250-SMTPUTF8\r\n250 AUTH PLAIN LOGIN\r\n".into()
         } else if let Some(rest) = upper.strip_prefix("AUTH PLAIN") {
             let b64 = cmd[cmd.len() - rest.len()..].trim().to_owned();
-            let decoded = base64::engine::general_purpose::STANDARD.decode(b64).unwrap_or_default();
-            let parts: Vec<String> = decoded.split(|b| *b == 0).map(|p| String::from_utf8_lossy(p).into_owned()).collect();
-            let (user, pass) = (parts.get(1).cloned().unwrap_or_default(), parts.get(2).cloned().unwrap_or_default());
-            if required.as_ref().is_none_or(|(u, p)| *u == user && *p == pass) {
+            let decoded = base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .unwrap_or_default();
+            let parts: Vec<String> = decoded
+                .split(|b| *b == 0)
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect();
+            let (user, pass) = (
+                parts.get(1).cloned().unwrap_or_default(),
+                parts.get(2).cloned().unwrap_or_default(),
+            );
+            if required
+                .as_ref()
+                .is_none_or(|(u, p)| *u == user && *p == pass)
+            {
                 authed = Some(user);
                 "235 2.7.0 authenticated\r\n".into()
             } else {
@@ -113,15 +127,29 @@ async fn session(stream: tokio::net::TcpStream, state: Arc<Mutex<SinkState>>) {
             }
         } else if upper.starts_with("AUTH LOGIN") {
             let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-            let _ = write.write_all(format!("334 {}\r\n", b64("Username:")).as_bytes()).await;
+            let _ = write
+                .write_all(format!("334 {}\r\n", b64("Username:")).as_bytes())
+                .await;
             let mut u = String::new();
             let _ = lines.read_line(&mut u).await;
-            let _ = write.write_all(format!("334 {}\r\n", b64("Password:")).as_bytes()).await;
+            let _ = write
+                .write_all(format!("334 {}\r\n", b64("Password:")).as_bytes())
+                .await;
             let mut p = String::new();
             let _ = lines.read_line(&mut p).await;
-            let dec = |s: &str| String::from_utf8_lossy(&base64::engine::general_purpose::STANDARD.decode(s.trim()).unwrap_or_default()).into_owned();
+            let dec = |s: &str| {
+                String::from_utf8_lossy(
+                    &base64::engine::general_purpose::STANDARD
+                        .decode(s.trim())
+                        .unwrap_or_default(),
+                )
+                .into_owned()
+            };
             let (user, pass) = (dec(&u), dec(&p));
-            if required.as_ref().is_none_or(|(ru, rp)| *ru == user && *rp == pass) {
+            if required
+                .as_ref()
+                .is_none_or(|(ru, rp)| *ru == user && *rp == pass)
+            {
                 authed = Some(user);
                 "235 2.7.0 authenticated\r\n".into()
             } else {
@@ -144,7 +172,9 @@ async fn session(stream: tokio::net::TcpStream, state: Arc<Mutex<SinkState>>) {
                 "250 2.1.5 ok\r\n".into()
             }
         } else if upper == "DATA" {
-            let _ = write.write_all(b"354 end data with <CR><LF>.<CR><LF>\r\n").await;
+            let _ = write
+                .write_all(b"354 end data with <CR><LF>.<CR><LF>\r\n")
+                .await;
             let mut data = String::new();
             loop {
                 let mut l = String::new();
@@ -154,7 +184,11 @@ async fn session(stream: tokio::net::TcpStream, state: Arc<Mutex<SinkState>>) {
                 if l == ".\r\n" {
                     break;
                 }
-                data.push_str(l.strip_prefix('.').filter(|_| l.starts_with("..")).unwrap_or(&l));
+                data.push_str(
+                    l.strip_prefix('.')
+                        .filter(|_| l.starts_with(".."))
+                        .unwrap_or(&l),
+                );
             }
             state.lock().unwrap().messages.push(Received {
                 mail_from: from.take().unwrap_or_default(),
@@ -214,12 +248,22 @@ impl DnsResponder {
 
     /// Publishes a TXT record (names compare case-insensitively, without the final dot).
     pub fn publish(&self, name: &str, value: &str) {
-        self.state.lock().unwrap().txt.entry(name.to_ascii_lowercase()).or_default().push(value.to_owned());
+        self.state
+            .lock()
+            .unwrap()
+            .txt
+            .entry(name.to_ascii_lowercase())
+            .or_default()
+            .push(value.to_owned());
     }
 
     /// Answers SERVFAIL for `name` from now on.
     pub fn fail(&self, name: &str) {
-        self.state.lock().unwrap().fail.insert(name.to_ascii_lowercase());
+        self.state
+            .lock()
+            .unwrap()
+            .fail
+            .insert(name.to_ascii_lowercase());
     }
 
     pub fn queries(&self) -> Vec<String> {
@@ -254,8 +298,18 @@ fn answer(query: &[u8], state: &Mutex<DnsState>) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     out.extend_from_slice(&query[0..2]);
     let rd = query[2] & 0x01;
-    let rcode: u8 = if fail { 2 } else if values.is_none() { 3 } else { 0 };
-    let answers: Vec<String> = if qtype == 16 && rcode == 0 { values.unwrap_or_default() } else { Vec::new() };
+    let rcode: u8 = if fail {
+        2
+    } else if values.is_none() {
+        3
+    } else {
+        0
+    };
+    let answers: Vec<String> = if qtype == 16 && rcode == 0 {
+        values.unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     out.push(0x84 | rd); // QR, AA, RD as asked
     out.push(0x80 | rcode); // RA, rcode
     out.extend_from_slice(&1u16.to_be_bytes());

@@ -14,8 +14,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -71,12 +72,20 @@ impl FakeUpstream {
 
     /// Lists `name` with these annotations (JSON as MCP spells them) instead of its read-only flag.
     pub fn set_annotations(&self, name: &str, annotations: Value) {
-        self.state.annotations.lock().unwrap().insert(name.into(), annotations);
+        self.state
+            .annotations
+            .lock()
+            .unwrap()
+            .insert(name.into(), annotations);
     }
 
     /// Offers only the named tools (of those it has).
     pub fn keep_only(&self, names: &[&str]) {
-        self.state.tools.lock().unwrap().retain(|t| names.contains(&t.0.as_str()));
+        self.state
+            .tools
+            .lock()
+            .unwrap()
+            .retain(|t| names.contains(&t.0.as_str()));
     }
 
     pub fn remove_tool(&self, name: &str) {
@@ -100,14 +109,24 @@ impl FakeUpstream {
 
     /// Listens again on the same address, with the same tools and counters (sessions are new).
     pub async fn restart(&self) {
-        let listener = tokio::net::TcpListener::bind(self.addr).await.expect("the fake's port is free again");
+        let listener = tokio::net::TcpListener::bind(self.addr)
+            .await
+            .expect("the fake's port is free again");
         *self.stop.lock().unwrap() = Some(serve(listener, self.state.clone()));
     }
 
     /// Tells the client that listed the tools that the list changed.
     pub async fn notify_tools_changed(&self) {
-        let peer = self.state.peer.lock().unwrap().clone().expect("a client listed the tools");
-        peer.notify_tool_list_changed().await.expect("the notification is sent");
+        let peer = self
+            .state
+            .peer
+            .lock()
+            .unwrap()
+            .clone()
+            .expect("a client listed the tools");
+        peer.notify_tool_list_changed()
+            .await
+            .expect("the notification is sent");
     }
 }
 
@@ -116,10 +135,20 @@ struct Handler(Arc<UpstreamState>);
 
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build()).with_server_info(Implementation::new("fake-upstream", "1.0.0"))
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("fake-upstream", "1.0.0"))
     }
 
-    async fn list_tools(&self, _r: Option<PaginatedRequestParams>, c: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+    async fn list_tools(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        c: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
         *self.0.peer.lock().unwrap() = Some(c.peer.clone());
         let tools = self.0.tools.lock().unwrap().clone();
         let annotations = self.0.annotations.lock().unwrap().clone();
@@ -127,9 +156,12 @@ impl ServerHandler for Handler {
             tools
                 .into_iter()
                 .map(|(name, description, schema, read_only)| {
-                    let Value::Object(m) = schema else { unreachable!("schemas are objects") };
+                    let Value::Object(m) = schema else {
+                        unreachable!("schemas are objects")
+                    };
                     let hints = match annotations.get(&name) {
-                        Some(a) => serde_json::from_value(a.clone()).expect("annotations as MCP spells them"),
+                        Some(a) => serde_json::from_value(a.clone())
+                            .expect("annotations as MCP spells them"),
                         None => ToolAnnotations::new().read_only(read_only),
                     };
                     Tool::new(name, description, Arc::new(m)).with_annotations(hints)
@@ -138,22 +170,41 @@ impl ServerHandler for Handler {
         ))
     }
 
-    async fn call_tool(&self, request: CallToolRequestParams, _c: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let s = &self.0;
         s.calls.fetch_add(1, Ordering::SeqCst);
         let now = s.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         s.max_in_flight.fetch_max(now, Ordering::SeqCst);
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
         let result = match request.name.as_ref() {
-            "echo" => CallToolResult::success(vec![ContentBlock::text(format!("Echo: {}", args["message"].as_str().unwrap_or("")))]),
-            "whoami" => CallToolResult::structured(json!({ "authorization": s.last_authorization.lock().unwrap().clone() })),
-            "add" => CallToolResult::success(vec![ContentBlock::text(json!({ "sum": args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0) }).to_string())]),
+            "echo" => CallToolResult::success(vec![ContentBlock::text(format!(
+                "Echo: {}",
+                args["message"].as_str().unwrap_or("")
+            ))]),
+            "whoami" => CallToolResult::structured(
+                json!({ "authorization": s.last_authorization.lock().unwrap().clone() }),
+            ),
+            "add" => CallToolResult::success(vec![ContentBlock::text(
+                json!({ "sum": args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0) })
+                    .to_string(),
+            )]),
             "slow" => {
                 tokio::time::sleep(Duration::from_millis(s.slow_ms.load(Ordering::SeqCst))).await;
                 CallToolResult::success(vec![ContentBlock::text("done")])
             }
             "boom" => CallToolResult::error(vec![ContentBlock::text("the widget exploded")]),
-            "whoami_error" => CallToolResult::error(vec![ContentBlock::text(format!("refused {}", s.last_authorization.lock().unwrap().clone().unwrap_or_default()))]),
+            "whoami_error" => CallToolResult::error(vec![ContentBlock::text(format!(
+                "refused {}",
+                s.last_authorization
+                    .lock()
+                    .unwrap()
+                    .clone()
+                    .unwrap_or_default()
+            ))]),
             other => CallToolResult::error(vec![ContentBlock::text(format!("no tool {other}"))]),
         };
         s.in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -164,66 +215,132 @@ impl ServerHandler for Handler {
 async fn observe(State(s): State<Arc<UpstreamState>>, req: Request, next: Next) -> Response {
     s.requests.fetch_add(1, Ordering::SeqCst);
     if s.fail.load(Ordering::SeqCst) {
-        return (axum::http::StatusCode::BAD_GATEWAY, "upstream of the upstream is down").into_response();
+        return (
+            axum::http::StatusCode::BAD_GATEWAY,
+            "upstream of the upstream is down",
+        )
+            .into_response();
     }
-    if let Some(a) = req.headers().get("authorization").and_then(|v| v.to_str().ok()) {
+    if let Some(a) = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+    {
         *s.last_authorization.lock().unwrap() = Some(a.to_owned());
     }
     let (parts, body) = req.into_parts();
-    let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap_or_default();
+    let bytes = axum::body::to_bytes(body, 1 << 20)
+        .await
+        .unwrap_or_default();
     if s.echo_auth_in_errors.load(Ordering::SeqCst) {
-        let id = serde_json::from_slice::<Value>(&bytes).ok().and_then(|v| v.get("id").cloned()).unwrap_or(Value::Null);
-        let auth = s.last_authorization.lock().unwrap().clone().unwrap_or_default();
+        let id = serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .and_then(|v| v.get("id").cloned())
+            .unwrap_or(Value::Null);
+        let auth = s
+            .last_authorization
+            .lock()
+            .unwrap()
+            .clone()
+            .unwrap_or_default();
         return axum::Json(json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32000, "message": format!("bad credential {auth}") } })).into_response();
     }
-    let method = serde_json::from_slice::<Value>(&bytes).ok().and_then(|v| v["method"].as_str().map(str::to_owned));
+    let method = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|v| v["method"].as_str().map(str::to_owned));
     if let Some(m) = method {
-        let traceparent = parts.headers.get("traceparent").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let traceparent = parts
+            .headers
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         s.traceparents.lock().unwrap().push((m, traceparent));
     }
     if String::from_utf8_lossy(&bytes).contains("\"initialize\"") {
         s.initializes.fetch_add(1, Ordering::SeqCst);
     }
-    if s.drop_calls.load(Ordering::SeqCst) && String::from_utf8_lossy(&bytes).contains("\"tools/call\"") {
+    if s.drop_calls.load(Ordering::SeqCst)
+        && String::from_utf8_lossy(&bytes).contains("\"tools/call\"")
+    {
         s.calls.fetch_add(1, Ordering::SeqCst);
         let chunks: Vec<Result<axum::body::Bytes, std::io::Error>> = vec![
-            Ok(axum::body::Bytes::from_static(b"event: message\ndata: {\"jsonrpc\":\"2.0\",")),
-            Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "dropped mid-stream")),
+            Ok(axum::body::Bytes::from_static(
+                b"event: message\ndata: {\"jsonrpc\":\"2.0\",",
+            )),
+            Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "dropped mid-stream",
+            )),
         ];
         return Response::builder()
             .header("content-type", "text/event-stream")
             .body(axum::body::Body::from_stream(futures::stream::iter(chunks)))
             .unwrap();
     }
-    next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
 }
 
 /// Starts the fake with an `echo` (read-only), `add`, `slow`, `boom` and `whoami` tool.
 pub async fn start() -> FakeUpstream {
     let state = Arc::new(UpstreamState::default());
     state.slow_ms.store(2000, Ordering::SeqCst);
-    let up = FakeUpstream { addr: "127.0.0.1:0".parse().unwrap(), state: state.clone(), stop: Mutex::new(None) };
+    let up = FakeUpstream {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        state: state.clone(),
+        stop: Mutex::new(None),
+    };
     up.set_tool("echo", "Echo a message back.", json!({ "type": "object", "properties": { "message": { "type": "string" } }, "required": ["message"] }), true);
     up.set_tool("add", "Add two numbers.", json!({ "type": "object", "properties": { "a": { "type": "integer" }, "b": { "type": "integer" } } }), false);
-    up.set_tool("slow", "Take a while.", json!({ "type": "object", "properties": {} }), true);
-    up.set_tool("boom", "Always fails.", json!({ "type": "object", "properties": {} }), false);
-    up.set_tool("whoami", "Show the credential the server received.", json!({ "type": "object", "properties": {} }), true);
+    up.set_tool(
+        "slow",
+        "Take a while.",
+        json!({ "type": "object", "properties": {} }),
+        true,
+    );
+    up.set_tool(
+        "boom",
+        "Always fails.",
+        json!({ "type": "object", "properties": {} }),
+        false,
+    );
+    up.set_tool(
+        "whoami",
+        "Show the credential the server received.",
+        json!({ "type": "object", "properties": {} }),
+        true,
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = serve(listener, state.clone());
-    FakeUpstream { addr, state, stop: Mutex::new(Some(stop)) }
+    FakeUpstream {
+        addr,
+        state,
+        stop: Mutex::new(Some(stop)),
+    }
 }
 
 /// Serves the fake on `listener` until the returned sender fires.
-fn serve(listener: tokio::net::TcpListener, state: Arc<UpstreamState>) -> tokio::sync::oneshot::Sender<()> {
+fn serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<UpstreamState>,
+) -> tokio::sync::oneshot::Sender<()> {
     let handler = Handler(state.clone());
-    let service = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), StreamableHttpServerConfig::default());
-    let app = Router::new().nest_service("/mcp", service).layer(middleware::from_fn_with_state(state, observe));
+    let service = StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let app = Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(state, observe));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
-        let _ = axum::serve(listener, app).with_graceful_shutdown(async move {
-            let _ = stopped.await;
-        }).await;
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+            })
+            .await;
     });
     stop
 }

@@ -52,7 +52,10 @@ struct ToQ {
     code: Option<u16>,
 }
 
-async fn delay(State(s): State<Arc<FakeState>>, Query(q): Query<DelayQ>) -> Json<serde_json::Value> {
+async fn delay(
+    State(s): State<Arc<FakeState>>,
+    Query(q): Query<DelayQ>,
+) -> Json<serde_json::Value> {
     s.requests.fetch_add(1, Ordering::SeqCst);
     let now = s.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     s.max_in_flight.fetch_max(now, Ordering::SeqCst);
@@ -61,7 +64,12 @@ async fn delay(State(s): State<Arc<FakeState>>, Query(q): Query<DelayQ>) -> Json
     Json(json!({ "ms": q.ms }))
 }
 
-async fn echo(State(s): State<Arc<FakeState>>, method: Method, headers: HeaderMap, body: Bytes) -> Json<serde_json::Value> {
+async fn echo(
+    State(s): State<Arc<FakeState>>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Json<serde_json::Value> {
     *s.last.lock().unwrap() = Some((headers.clone(), String::from_utf8_lossy(&body).into_owned()));
     let h: serde_json::Map<String, serde_json::Value> = headers
         .iter()
@@ -74,11 +82,17 @@ async fn echo(State(s): State<Arc<FakeState>>, method: Method, headers: HeaderMa
 async fn reflect(State(s): State<Arc<FakeState>>, headers: HeaderMap) -> Json<serde_json::Value> {
     use base64::Engine as _;
     *s.last.lock().unwrap() = Some((headers.clone(), String::new()));
-    let x = headers.get("x-secret").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let x = headers
+        .get("x-secret")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
     let b64 = base64::engine::general_purpose::STANDARD.encode(&x);
     let basic = base64::engine::general_purpose::STANDARD.encode(format!("user:{x}"));
     let url: String = url::form_urlencoded::byte_serialize(x.as_bytes()).collect();
-    Json(json!({ "raw": x, "b64": b64, "basic": format!("Basic {basic}"), "url": format!("https://x.example/?t={url}"), "json": serde_json::to_string(&json!({ "t": x })).unwrap() }))
+    Json(
+        json!({ "raw": x, "b64": b64, "basic": format!("Basic {basic}"), "url": format!("https://x.example/?t={url}"), "json": serde_json::to_string(&json!({ "t": x })).unwrap() }),
+    )
 }
 
 async fn big(Query(q): Query<SizeQ>) -> String {
@@ -86,7 +100,10 @@ async fn big(Query(q): Query<SizeQ>) -> String {
 }
 
 async fn redirect(Query(q): Query<ToQ>) -> Response {
-    let status = q.code.and_then(|c| StatusCode::from_u16(c).ok()).unwrap_or(StatusCode::FOUND);
+    let status = q
+        .code
+        .and_then(|c| StatusCode::from_u16(c).ok())
+        .unwrap_or(StatusCode::FOUND);
     (status, [("location", q.to)]).into_response()
 }
 

@@ -33,7 +33,8 @@ pub struct Options {
     /// Private addresses http.fetch may reach (the operator setting), e.g. "127.0.0.1".
     pub egress_allow_private: Vec<&'static str>,
     /// Integration settings (base URLs of fakes, OAuth clients).
-    pub integrations: std::collections::BTreeMap<String, workbench_core::integrations::IntegrationSettings>,
+    pub integrations:
+        std::collections::BTreeMap<String, workbench_core::integrations::IntegrationSettings>,
     pub connect_ttl_secs: Option<i64>,
     /// Reuse the data directory (master key, signing key, object storage) of another app: the
     /// second instance of one deployment.
@@ -72,17 +73,23 @@ pub struct TestApp {
 }
 
 pub fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("wb-test-{tag}-{}", workbench_core::crypto::random_base62(10)));
+    let dir = std::env::temp_dir().join(format!(
+        "wb-test-{tag}-{}",
+        workbench_core::crypto::random_base62(10)
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
 fn pg_server_url() -> String {
-    std::env::var("WB_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+    std::env::var("WB_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
 }
 
 fn pg_required() -> bool {
-    std::env::var("WB_TEST_POSTGRES").map(|v| v == "required").unwrap_or(false)
+    std::env::var("WB_TEST_POSTGRES")
+        .map(|v| v == "required")
+        .unwrap_or(false)
 }
 
 /// Creates a fresh PostgreSQL database and returns its URL, or None (skip) when PostgreSQL is
@@ -107,8 +114,14 @@ pub async fn fresh_pg_database() -> Option<String> {
             true
         })
         .await;
-    let name = format!("wbt_{}_{}", std::process::id(), workbench_core::crypto::random_base62(10).to_lowercase());
-    workbench_core::store::testing::create_database(&mut conn, &name).await.expect("create test database");
+    let name = format!(
+        "wbt_{}_{}",
+        std::process::id(),
+        workbench_core::crypto::random_base62(10).to_lowercase()
+    );
+    workbench_core::store::testing::create_database(&mut conn, &name)
+        .await
+        .expect("create test database");
     let mut url = url::Url::parse(&server).unwrap();
     url.set_path(&format!("/{name}"));
     Some(url.to_string())
@@ -116,7 +129,10 @@ pub async fn fresh_pg_database() -> Option<String> {
 
 pub async fn database_url(backend: Backend) -> Option<String> {
     match backend {
-        Backend::Sqlite => Some(format!("sqlite://{}", temp_dir("db").join("wb.db").display())),
+        Backend::Sqlite => Some(format!(
+            "sqlite://{}",
+            temp_dir("db").join("wb.db").display()
+        )),
         Backend::Postgres => fresh_pg_database().await,
     }
 }
@@ -132,7 +148,10 @@ fn init_test_log() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         if let Ok(filter) = std::env::var("WB_TEST_LOG") {
-            let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::new(filter)).with_test_writer().try_init();
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+                .with_test_writer()
+                .try_init();
         }
     });
 }
@@ -150,13 +169,22 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         &database_url,
         WorkbenchOptions {
             clock: Arc::new(clock.clone()),
-            object_store_url: url::Url::from_directory_path(data_dir.join("objects")).unwrap().to_string(),
-            egress_allow_private: options.egress_allow_private.iter().map(|r| r.parse().unwrap()).collect(),
+            object_store_url: url::Url::from_directory_path(data_dir.join("objects"))
+                .unwrap()
+                .to_string(),
+            egress_allow_private: options
+                .egress_allow_private
+                .iter()
+                .map(|r| r.parse().unwrap())
+                .collect(),
             master_keys: keys.master.clone(),
             integrations: options.integrations.clone(),
             proxy_token_key: *keys.jwt.bytes(),
             connect_ttl_secs: options.connect_ttl_secs.unwrap_or(600),
-            confirmations: workbench_core::engine::ConfirmSettings { ttl_secs: options.confirmation_ttl_secs.unwrap_or(900), ..Default::default() },
+            confirmations: workbench_core::engine::ConfirmSettings {
+                ttl_secs: options.confirmation_ttl_secs.unwrap_or(900),
+                ..Default::default()
+            },
             web_search: options.web_search.clone(),
             email: options.email.clone(),
             ..Default::default()
@@ -225,8 +253,24 @@ const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120)
 impl TestApp {
     /// A view of a server this test did not start in-process (a `workbench serve` process at
     /// `base`), with `wb` opened on the same database for setup and inspection.
-    pub fn external(base: String, origin: String, wb: Workbench, database_url: String, data_dir: PathBuf) -> TestApp {
-        TestApp { base, origin, wb, clock: ManualClock::default(), database_url, data_dir, state: None, shutdown: None, server: None }
+    pub fn external(
+        base: String,
+        origin: String,
+        wb: Workbench,
+        database_url: String,
+        data_dir: PathBuf,
+    ) -> TestApp {
+        TestApp {
+            base,
+            origin,
+            wb,
+            clock: ManualClock::default(),
+            database_url,
+            data_dir,
+            state: None,
+            shutdown: None,
+            server: None,
+        }
     }
 
     /// Sends the shutdown signal (as SIGTERM would) and returns the server task, which ends
@@ -249,18 +293,39 @@ impl TestApp {
 
     /// A user created the way the CLI does it; returns their principal.
     pub async fn user(&self, email: &str, role: Role) -> Principal {
-        let (user, _) = self.wb.accounts().create_user(email, PASSWORD, Some("default"), role).await.unwrap();
-        self.wb.accounts().principal_for_user(&user.id).await.unwrap().unwrap()
+        let (user, _) = self
+            .wb
+            .accounts()
+            .create_user(email, PASSWORD, Some("default"), role)
+            .await
+            .unwrap();
+        self.wb
+            .accounts()
+            .principal_for_user(&user.id)
+            .await
+            .unwrap()
+            .unwrap()
     }
 
     pub async fn api_key(&self, who: &Principal) -> String {
-        self.wb.accounts().create_api_key(who, "test").await.unwrap().secret.expose().to_owned()
+        self.wb
+            .accounts()
+            .create_api_key(who, "test")
+            .await
+            .unwrap()
+            .secret
+            .expose()
+            .to_owned()
     }
 
     /// A plain HTTP client: no cookies, no redirects followed. A request unanswered for 120 s
     /// fails with its URL instead of hanging the suite (no test waits that long on purpose).
     pub fn http(&self) -> reqwest::Client {
-        reqwest::Client::builder().redirect(Policy::none()).timeout(REQUEST_TIMEOUT).build().unwrap()
+        reqwest::Client::builder()
+            .redirect(Policy::none())
+            .timeout(REQUEST_TIMEOUT)
+            .build()
+            .unwrap()
     }
 
     /// A browser-like client: keeps cookies, sends our Origin on every request, follows no
@@ -275,7 +340,10 @@ impl TestApp {
             .timeout(REQUEST_TIMEOUT)
             .build()
             .unwrap();
-        Browser { client, base: self.base.clone() }
+        Browser {
+            client,
+            base: self.base.clone(),
+        }
     }
 }
 
@@ -289,7 +357,10 @@ impl Browser {
     pub async fn get(&self, path: &str) -> reqwest::Response {
         self.client
             .get(format!("{}{path}", self.base))
-            .header("accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+            .header(
+                "accept",
+                "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+            )
             .send()
             .await
             .unwrap()
@@ -306,7 +377,8 @@ impl Browser {
     }
 
     pub async fn sign_in(&self, email: &str, password: &str) -> reqwest::Response {
-        self.call("sign_in", &[("email", email), ("password", password)]).await
+        self.call("sign_in", &[("email", email), ("password", password)])
+            .await
     }
 }
 
@@ -352,7 +424,12 @@ macro_rules! app {
 }
 
 /// Calls an MCP method on /mcp with a bearer key and returns the HTTP response.
-pub async fn mcp_request(app: &TestApp, key: &str, method: &str, params: serde_json::Value) -> reqwest::Response {
+pub async fn mcp_request(
+    app: &TestApp,
+    key: &str,
+    method: &str,
+    params: serde_json::Value,
+) -> reqwest::Response {
     app.http()
         .post(app.url("/mcp"))
         .bearer_auth(key)
@@ -364,22 +441,52 @@ pub async fn mcp_request(app: &TestApp, key: &str, method: &str, params: serde_j
 }
 
 /// Calls a meta-tool and returns (structured content, is_error).
-pub async fn mcp_call(app: &TestApp, key: &str, tool: &str, args: serde_json::Value) -> (serde_json::Value, bool) {
-    let res = mcp_request(app, key, "tools/call", serde_json::json!({ "name": tool, "arguments": args })).await;
+pub async fn mcp_call(
+    app: &TestApp,
+    key: &str,
+    tool: &str,
+    args: serde_json::Value,
+) -> (serde_json::Value, bool) {
+    let res = mcp_request(
+        app,
+        key,
+        "tools/call",
+        serde_json::json!({ "name": tool, "arguments": args }),
+    )
+    .await;
     assert_eq!(res.status(), 200);
     let body: serde_json::Value = res.json().await.unwrap();
     let result = &body["result"];
     assert!(result.is_object(), "no result in {body}");
-    let text = result["content"][0]["text"].as_str().expect("JSON text content");
+    let text = result["content"][0]["text"]
+        .as_str()
+        .expect("JSON text content");
     let structured = result["structuredContent"].clone();
-    assert_eq!(serde_json::from_str::<serde_json::Value>(text).unwrap(), structured, "text and structured content agree");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(text).unwrap(),
+        structured,
+        "text and structured content agree"
+    );
     (structured, result["isError"].as_bool().unwrap_or(false))
 }
 
 /// Runs execute_tools and returns the results array.
-pub async fn execute(app: &TestApp, key: &str, executions: serde_json::Value) -> Vec<serde_json::Value> {
-    let (out, _) = mcp_call(app, key, "execute_tools", serde_json::json!({ "executions": executions })).await;
-    out["results"].as_array().unwrap_or_else(|| panic!("no results in {out}")).clone()
+pub async fn execute(
+    app: &TestApp,
+    key: &str,
+    executions: serde_json::Value,
+) -> Vec<serde_json::Value> {
+    let (out, _) = mcp_call(
+        app,
+        key,
+        "execute_tools",
+        serde_json::json!({ "executions": executions }),
+    )
+    .await;
+    out["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no results in {out}"))
+        .clone()
 }
 
 /// An admin with an API key in a fresh project, ready to call tools.

@@ -12,10 +12,16 @@ use crate::{app, db_test};
 /// The `.venv` interpreter when it can import the MCP SDK (and its OAuth client); None (skip)
 /// otherwise, unless the SDK is required.
 pub(crate) fn python() -> Option<std::path::PathBuf> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap();
     let py = root.join(".venv/bin/python");
     let ok = py.exists()
-        && Command::new(&py).args(["-c", "import mcp, mcp.client.auth"]).output().map(|o| o.status.success()).unwrap_or(false);
+        && Command::new(&py)
+            .args(["-c", "import mcp, mcp.client.auth"])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
     if ok {
         return Some(py);
     }
@@ -27,13 +33,26 @@ pub(crate) fn python() -> Option<std::path::PathBuf> {
 }
 
 async fn run_client(url: String, key: String, script: Value) -> Value {
-    let Some(py) = python() else { return Value::Null };
+    let Some(py) = python() else {
+        return Value::Null;
+    };
     let client = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_sdk/client.py");
-    let out = tokio::task::spawn_blocking(move || Command::new(py).arg(client).arg(url).arg(key).arg(script.to_string()).output())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(out.status.success(), "python client failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(py)
+            .arg(client)
+            .arg(url)
+            .arg(key)
+            .arg(script.to_string())
+            .output()
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "python client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -56,16 +75,33 @@ db_test!(the_official_python_sdk_drives_the_meta_tools, |backend| {
         return;
     }
     assert_eq!(report["server"]["name"], "workbench");
-    let names: Vec<&str> = report["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names.len(), 9, "{names:?}");
-    assert_eq!(&names[..4], ["search_tools", "get_tool_schema", "execute_tools", "whoami"]);
+    assert_eq!(
+        &names[..4],
+        ["search_tools", "get_tool_schema", "execute_tools", "whoami"]
+    );
     let calls = report["calls"].as_array().unwrap();
     for c in calls {
-        assert_eq!(c["structured"], c["text"], "structured content equals the JSON text");
+        assert_eq!(
+            c["structured"], c["text"],
+            "structured content equals the JSON text"
+        );
     }
-    assert_eq!(calls[0]["structured"], json!({ "id": ada.user_id, "email": "ada@example.com" }));
+    assert_eq!(
+        calls[0]["structured"],
+        json!({ "id": ada.user_id, "email": "ada@example.com" })
+    );
     assert_eq!(calls[1]["structured"]["tools"][0]["name"], "storage.put");
-    assert_eq!(calls[2]["structured"]["schema"]["required"], json!(["key", "content"]));
+    assert_eq!(
+        calls[2]["structured"]["schema"]["required"],
+        json!(["key", "content"])
+    );
     assert_eq!(calls[3]["structured"]["results"][0]["result"]["size"], 11);
     let results = calls[4]["structured"]["results"].as_array().unwrap();
     assert_eq!(results[0]["result"]["content"], "from python");

@@ -12,7 +12,9 @@ use crate::connections::{location, path_of};
 use crate::fake_provider;
 use crate::fake_upstream;
 use crate::fakes;
-use crate::helpers::{admin_with_key, execute, fresh_pg_database, mcp_call, Browser, TestApp, PASSWORD};
+use crate::helpers::{
+    admin_with_key, execute, fresh_pg_database, mcp_call, Browser, TestApp, PASSWORD,
+};
 
 async fn cluster(options: ClusterOptions) -> Option<Cluster> {
     let url = fresh_pg_database().await?;
@@ -22,7 +24,12 @@ async fn cluster(options: ClusterOptions) -> Option<Cluster> {
 async fn signed_in(app: &TestApp) -> Browser {
     let b = app.browser();
     let res = b.sign_in("ada@example.com", PASSWORD).await;
-    assert!(res.status().is_success(), "sign-in on {}: {}", app.base, res.status());
+    assert!(
+        res.status().is_success(),
+        "sign-in on {}: {}",
+        app.base,
+        res.status()
+    );
     b
 }
 
@@ -30,17 +37,34 @@ async fn signed_in(app: &TestApp) -> Browser {
 async fn a_connection_begun_on_one_instance_completes_on_the_other_and_the_wait_there_answers() {
     let fake = fake_provider::start().await;
     let issuer = fake.url("");
-    let options = ClusterOptions { integrations: fake.settings(Some(&issuer)), ..Default::default() };
-    let Some(c) = cluster(options).await else { return };
+    let options = ClusterOptions {
+        integrations: fake.settings(Some(&issuer)),
+        ..Default::default()
+    };
+    let Some(c) = cluster(options).await else {
+        return;
+    };
     let (a, b) = (c.app(0), c.app(1));
     let (_, key) = admin_with_key(&a).await;
 
     let (link, _) = mcp_call(&a, &key, "connect", json!({ "integration": "github" })).await;
     let id = link["connectionId"].as_str().unwrap().to_owned();
-    assert!(link["url"].as_str().unwrap().starts_with(&c.public_url), "{link}");
+    assert!(
+        link["url"].as_str().unwrap().starts_with(&c.public_url),
+        "{link}"
+    );
     let waiting = {
         let (a, key, id) = (c.app(0), key.clone(), id.clone());
-        tokio::spawn(async move { mcp_call(&a, &key, "wait_for_connection", json!({ "connectionId": id, "timeoutSec": 60 })).await.0 })
+        tokio::spawn(async move {
+            mcp_call(
+                &a,
+                &key,
+                "wait_for_connection",
+                json!({ "connectionId": id, "timeoutSec": 60 }),
+            )
+            .await
+            .0
+        })
     };
 
     // The person opens the link, consents at the provider and comes back, all on B.
@@ -50,35 +74,58 @@ async fn a_connection_begun_on_one_instance_completes_on_the_other_and_the_wait_
     let res = b.http().get(location(&res)).send().await.unwrap();
     assert_eq!(res.status(), 303, "the provider approves");
     let callback = location(&res);
-    assert!(callback.starts_with(&format!("{}/oauth/callback", c.public_url)), "{callback}");
+    assert!(
+        callback.starts_with(&format!("{}/oauth/callback", c.public_url)),
+        "{callback}"
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!waiting.is_finished(), "A's wait is still open before the callback");
+    assert!(
+        !waiting.is_finished(),
+        "A's wait is still open before the callback"
+    );
     let res = browser.get(&path_of(&callback)).await;
     let html = browser.get(&location(&res)).await.text().await.unwrap();
     assert!(html.contains("GitHub is connected"), "{html}");
 
-    let out = tokio::time::timeout(Duration::from_secs(30), waiting).await.expect("A's wait answered").unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("A's wait answered")
+        .unwrap();
     assert_eq!(out, json!({ "status": "CONNECTED" }), "{}", c.logs());
     let got = execute(&a, &key, json!([{ "tool": "github_get_user", "args": {} }])).await;
-    assert_eq!(got[0]["result"]["login"], "octocat", "the token B stored works on A: {}", got[0]);
+    assert_eq!(
+        got[0]["result"]["login"], "octocat",
+        "the token B stored works on A: {}",
+        got[0]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_server_registered_on_one_instance_is_callable_on_the_other_within_15_seconds() {
-    let Some(c) = cluster(ClusterOptions::default()).await else { return };
+    let Some(c) = cluster(ClusterOptions::default()).await else {
+        return;
+    };
     let (a, b) = (c.app(0), c.app(1));
     let (_, key) = admin_with_key(&a).await;
     let up = fake_upstream::start().await;
     let out = execute(&a, &key, json!([{ "tool": "vault_set", "args": { "name": "FAKE_TOKEN", "value": "upstream-token-7f3a9c" } }])).await;
     assert!(out[0].get("result").is_some(), "{out:?}");
     let echo = json!([{ "tool": "fake.echo", "args": { "message": "from B" } }]);
-    assert_eq!(execute(&b, &key, echo.clone()).await[0]["code"], "TOOL_NOT_FOUND", "not registered yet");
+    assert_eq!(
+        execute(&b, &key, echo.clone()).await[0]["code"],
+        "TOOL_NOT_FOUND",
+        "not registered yet"
+    );
 
     let body = json!({ "name": "fake", "transport": "http", "url": up.url(), "auth": { "type": "bearer", "secret_ref": "FAKE_TOKEN" }, "timeout_ms": 5000, "max_concurrency": 4 });
     let (status, server) = post(&a, &key, "/v1/mcp/servers", body).await;
     assert_eq!(status, 201, "{server}");
     let registered = Instant::now();
-    assert_eq!(execute(&a, &key, echo.clone()).await[0]["result"], "Echo: from B", "callable on A at once");
+    assert_eq!(
+        execute(&a, &key, echo.clone()).await[0]["result"],
+        "Echo: from B",
+        "callable on A at once"
+    );
     let last = loop {
         let out = execute(&b, &key, echo.clone()).await.remove(0);
         if out.get("result").is_some() || registered.elapsed() > Duration::from_secs(15) {
@@ -86,55 +133,125 @@ async fn an_mcp_server_registered_on_one_instance_is_callable_on_the_other_withi
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     };
-    assert_eq!(last["result"], "Echo: from B", "B runs the server's tools {:?} after registration: {last}", registered.elapsed());
-    assert_eq!(up.state.last_authorization.lock().unwrap().as_deref(), Some("Bearer upstream-token-7f3a9c"), "B resolved the vault secret");
+    assert_eq!(
+        last["result"],
+        "Echo: from B",
+        "B runs the server's tools {:?} after registration: {last}",
+        registered.elapsed()
+    );
+    assert_eq!(
+        up.state.last_authorization.lock().unwrap().as_deref(),
+        Some("Bearer upstream-token-7f3a9c"),
+        "B resolved the vault secret"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_held_on_one_instance_is_approved_in_the_other_instances_portal_and_its_repeat_gets_the_outcome() {
-    let Some(c) = cluster(ClusterOptions::default()).await else { return };
+async fn a_call_held_on_one_instance_is_approved_in_the_other_instances_portal_and_its_repeat_gets_the_outcome(
+) {
+    let Some(c) = cluster(ClusterOptions::default()).await else {
+        return;
+    };
     let (a, b) = (c.app(0), c.app(1));
     let (_, admin) = admin_with_key(&a).await;
     let rules = json!({ "mode": "open", "require_confirmation": ["storage.put"] });
-    let (status, pol) = post(&a, &admin, "/v1/policies", json!({ "name": "careful", "tool_allowlist": rules })).await;
+    let (status, pol) = post(
+        &a,
+        &admin,
+        "/v1/policies",
+        json!({ "name": "careful", "tool_allowlist": rules }),
+    )
+    .await;
     assert_eq!(status, 201, "{pol}");
-    let (status, agent) = post(&a, &admin, "/v1/api-keys", json!({ "name": "agent", "policy_id": pol["id"] })).await;
+    let (status, agent) = post(
+        &a,
+        &admin,
+        "/v1/api-keys",
+        json!({ "name": "agent", "policy_id": pol["id"] }),
+    )
+    .await;
     assert_eq!(status, 201, "{agent}");
     let agent = agent["key"].as_str().unwrap().to_owned();
-    let put = json!({ "tool": "storage.put", "arguments": { "key": "report", "content": "q3 numbers" } });
+    let put =
+        json!({ "tool": "storage.put", "arguments": { "key": "report", "content": "q3 numbers" } });
 
     let (status, held) = post(&a, &agent, "/v1/tools/invoke", put.clone()).await;
     assert_eq!(status, 202, "{held}");
-    let (call_id, conf) = (held["id"].as_str().unwrap().to_owned(), held["confirmation_id"].as_str().unwrap().to_owned());
+    let (call_id, conf) = (
+        held["id"].as_str().unwrap().to_owned(),
+        held["confirmation_id"].as_str().unwrap().to_owned(),
+    );
 
     let browser = signed_in(&b).await;
     let page = browser.get(&format!("/confirmations/{conf}")).await;
     assert_eq!(page.status(), 200);
-    assert!(page.text().await.unwrap().contains("storage.put"), "B's portal shows the held call");
-    let res = browser.call("decide_confirmation", &[("id", &conf), ("decision", "approve"), ("reason", "ok from B")]).await;
+    assert!(
+        page.text().await.unwrap().contains("storage.put"),
+        "B's portal shows the held call"
+    );
+    let res = browser
+        .call(
+            "decide_confirmation",
+            &[
+                ("id", &conf),
+                ("decision", "approve"),
+                ("reason", "ok from B"),
+            ],
+        )
+        .await;
     assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
 
     let (status, repeat) = post(&a, &agent, "/v1/tools/invoke", put).await;
     assert_eq!(status, 200, "{repeat}");
-    assert_eq!((repeat["id"].as_str(), repeat["status"].as_str()), (Some(call_id.as_str()), Some("succeeded")), "{repeat}");
+    assert_eq!(
+        (repeat["id"].as_str(), repeat["status"].as_str()),
+        (Some(call_id.as_str()), Some("succeeded")),
+        "{repeat}"
+    );
     assert_eq!(repeat["result"]["key"], "report");
-    let out = execute(&a, &agent, json!([{ "tool": "storage.get", "args": { "key": "report" } }])).await;
-    assert_eq!(out[0]["result"]["content"], "q3 numbers", "the approved call ran once, on B: {}", out[0]);
+    let out = execute(
+        &a,
+        &agent,
+        json!([{ "tool": "storage.get", "args": { "key": "report" } }]),
+    )
+    .await;
+    assert_eq!(
+        out[0]["result"]["content"], "q3 numbers",
+        "the approved call ran once, on B: {}",
+        out[0]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_idempotency_key_sent_to_both_instances_at_once_executes_once() {
-    let Some(c) = cluster(ClusterOptions::default()).await else { return };
+    let Some(c) = cluster(ClusterOptions::default()).await else {
+        return;
+    };
     let (admin, key) = admin_with_key(&c.app(0)).await;
     let api = fakes::start().await;
-    c.wb.egress().add(&admin, &format!("127.0.0.1:{}", api.addr.port())).await.unwrap();
+    c.wb.egress()
+        .add(&admin, &format!("127.0.0.1:{}", api.addr.port()))
+        .await
+        .unwrap();
     let body = json!({ "tool": "http.fetch", "arguments": { "url": api.url("/delay?ms=400") } });
     let racers = (0..16).map(|i| {
         let (app, key, body) = (c.app(i % 2), key.clone(), body.clone());
         tokio::spawn(async move {
-            let res = app.http().post(app.url("/v1/tools/invoke")).bearer_auth(&key).header("idempotency-key", "race-7").json(&body).send().await.unwrap();
+            let res = app
+                .http()
+                .post(app.url("/v1/tools/invoke"))
+                .bearer_auth(&key)
+                .header("idempotency-key", "race-7")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
             let replayed = res.headers().get("idempotent-replayed").is_some();
-            (res.status().as_u16(), replayed, res.json::<Value>().await.unwrap())
+            (
+                res.status().as_u16(),
+                replayed,
+                res.json::<Value>().await.unwrap(),
+            )
         })
     });
     let mut fresh = 0;
@@ -147,25 +264,66 @@ async fn one_idempotency_key_sent_to_both_instances_at_once_executes_once() {
             other => panic!("unexpected answer {other:?}: {body}"),
         }
     }
-    assert_eq!(fresh, 1, "one request ran, the rest were refused or replayed");
-    assert_eq!(api.state.requests.load(std::sync::atomic::Ordering::SeqCst), 1, "the API was called once");
+    assert_eq!(
+        fresh, 1,
+        "one request ran, the rest were refused or replayed"
+    );
+    assert_eq!(
+        api.state.requests.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the API was called once"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn signing_out_on_one_instance_ends_the_session_on_the_other() {
-    let Some(c) = cluster(ClusterOptions::default()).await else { return };
+    let Some(c) = cluster(ClusterOptions::default()).await else {
+        return;
+    };
     let (a, b) = (c.app(0), c.app(1));
     admin_with_key(&a).await;
     let on_a = a.browser();
     let res = on_a.sign_in("ada@example.com", PASSWORD).await;
     assert!(res.status().is_success(), "{}", res.status());
-    let cookie = res.headers().get("set-cookie").unwrap().to_str().unwrap().split(';').next().unwrap().to_owned();
+    let cookie = res
+        .headers()
+        .get("set-cookie")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
     // The browser's next request goes to B, with the same session cookie.
-    let me = b.http().get(b.url("/me")).header("cookie", &cookie).send().await.unwrap();
+    let me = b
+        .http()
+        .get(b.url("/me"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(me.status(), 200, "the session from A is valid on B");
-    assert_eq!(me.json::<Value>().await.unwrap()["email"], "ada@example.com");
+    assert_eq!(
+        me.json::<Value>().await.unwrap()["email"],
+        "ada@example.com"
+    );
     let out = on_a.call("sign_out", &[]).await;
-    assert!(out.status().is_success() || out.status().is_redirection(), "{}", out.status());
-    let me = b.http().get(b.url("/me")).header("cookie", &cookie).send().await.unwrap();
-    assert_eq!(me.status(), 401, "signed out on A, the old cookie is refused on B");
+    assert!(
+        out.status().is_success() || out.status().is_redirection(),
+        "{}",
+        out.status()
+    );
+    let me = b
+        .http()
+        .get(b.url("/me"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        me.status(),
+        401,
+        "signed out on A, the old cookie is refused on B"
+    );
 }

@@ -19,40 +19,98 @@ fn b64(v: &Value) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
 }
 
-db_test!(proxy_tokens_unsigned_signed_with_another_key_or_naming_another_user_are_refused, |backend| {
-    let fake = fake_provider::start().await;
-    let app = app!(backend, Options { integrations: fake.settings(None), ..Default::default() });
-    let (admin, key) = admin_with_key(&app).await;
-    let b = app.browser();
-    assert!(b.sign_in("ada@example.com", PASSWORD).await.status().is_success());
-    let (link, _) = mcp_call(&app, &key, "connect", json!({ "integration": "linear" })).await;
-    b.call("submit_connection", &[("id", link["connectionId"].as_str().unwrap()), ("value", LINEAR_KEY)]).await;
-    let (out, _) = mcp_call(&app, &key, "curl_session", json!({ "integrations": ["linear"] })).await;
-    let token = out["token"].as_str().unwrap().to_owned();
-    let proxied = |t: String| app.http().post(app.url("/c/linear/graphql")).bearer_auth(t).json(&json!({ "query": "{ viewer { id } }" })).send();
-    assert_eq!(proxied(token.clone()).await.unwrap().status(), 200, "the genuine token works");
-    let claims: Value = {
-        use base64::Engine as _;
-        serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token.split('.').nth(1).unwrap()).unwrap()).unwrap()
-    };
-    // alg: none, no signature.
-    let unsigned = format!("{}.{}.", b64(&json!({ "alg": "none", "typ": "JWT" })), b64(&claims));
-    assert_eq!(proxied(unsigned).await.unwrap().status(), 401);
-    // Signed, but with another key.
-    let other_key = jsonwebtoken::EncodingKey::from_secret(b"an attacker's key, not workbench's");
-    let forged = jsonwebtoken::encode(&jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256), &claims, &other_key).unwrap();
-    assert_eq!(proxied(forged).await.unwrap().status(), 401);
-    // Signed with the real key (as if it leaked) but naming another user: the token id is bound
-    // to the user it was minted for.
-    let bob = app.user("bob@example.com", workbench_core::auth::Role::Member).await;
-    let keys = workbench_server::keys::Keys::load_or_create(&app.data_dir).unwrap();
-    let mut as_bob = claims.clone();
-    as_bob["sub"] = json!(bob.user_id);
-    let real_key = jsonwebtoken::EncodingKey::from_secret(keys.jwt.bytes());
-    let renamed = jsonwebtoken::encode(&jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256), &as_bob, &real_key).unwrap();
-    assert_eq!(proxied(renamed).await.unwrap().status(), 401);
-    assert_ne!(bob.user_id, admin.user_id);
-});
+db_test!(
+    proxy_tokens_unsigned_signed_with_another_key_or_naming_another_user_are_refused,
+    |backend| {
+        let fake = fake_provider::start().await;
+        let app = app!(
+            backend,
+            Options {
+                integrations: fake.settings(None),
+                ..Default::default()
+            }
+        );
+        let (admin, key) = admin_with_key(&app).await;
+        let b = app.browser();
+        assert!(b
+            .sign_in("ada@example.com", PASSWORD)
+            .await
+            .status()
+            .is_success());
+        let (link, _) = mcp_call(&app, &key, "connect", json!({ "integration": "linear" })).await;
+        b.call(
+            "submit_connection",
+            &[
+                ("id", link["connectionId"].as_str().unwrap()),
+                ("value", LINEAR_KEY),
+            ],
+        )
+        .await;
+        let (out, _) = mcp_call(
+            &app,
+            &key,
+            "curl_session",
+            json!({ "integrations": ["linear"] }),
+        )
+        .await;
+        let token = out["token"].as_str().unwrap().to_owned();
+        let proxied = |t: String| {
+            app.http()
+                .post(app.url("/c/linear/graphql"))
+                .bearer_auth(t)
+                .json(&json!({ "query": "{ viewer { id } }" }))
+                .send()
+        };
+        assert_eq!(
+            proxied(token.clone()).await.unwrap().status(),
+            200,
+            "the genuine token works"
+        );
+        let claims: Value = {
+            use base64::Engine as _;
+            serde_json::from_slice(
+                &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .decode(token.split('.').nth(1).unwrap())
+                    .unwrap(),
+            )
+            .unwrap()
+        };
+        // alg: none, no signature.
+        let unsigned = format!(
+            "{}.{}.",
+            b64(&json!({ "alg": "none", "typ": "JWT" })),
+            b64(&claims)
+        );
+        assert_eq!(proxied(unsigned).await.unwrap().status(), 401);
+        // Signed, but with another key.
+        let other_key =
+            jsonwebtoken::EncodingKey::from_secret(b"an attacker's key, not workbench's");
+        let forged = jsonwebtoken::encode(
+            &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+            &claims,
+            &other_key,
+        )
+        .unwrap();
+        assert_eq!(proxied(forged).await.unwrap().status(), 401);
+        // Signed with the real key (as if it leaked) but naming another user: the token id is bound
+        // to the user it was minted for.
+        let bob = app
+            .user("bob@example.com", workbench_core::auth::Role::Member)
+            .await;
+        let keys = workbench_server::keys::Keys::load_or_create(&app.data_dir).unwrap();
+        let mut as_bob = claims.clone();
+        as_bob["sub"] = json!(bob.user_id);
+        let real_key = jsonwebtoken::EncodingKey::from_secret(keys.jwt.bytes());
+        let renamed = jsonwebtoken::encode(
+            &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+            &as_bob,
+            &real_key,
+        )
+        .unwrap();
+        assert_eq!(proxied(renamed).await.unwrap().status(), 401);
+        assert_ne!(bob.user_id, admin.user_id);
+    }
+);
 
 /// A listener that counts connections and never answers.
 fn counting_listener() -> (String, Arc<AtomicUsize>) {
@@ -78,51 +136,124 @@ fn app_definition(base: &str, path: &str, schema: Value) -> Value {
 }
 
 db_test!(a_custom_apps_schema_never_fetches_a_remote_ref, |backend| {
-    let app = app!(backend, Options { egress_allow_private: vec!["127.0.0.1"], ..Default::default() });
+    let app = app!(
+        backend,
+        Options {
+            egress_allow_private: vec!["127.0.0.1"],
+            ..Default::default()
+        }
+    );
     let (_, key) = admin_with_key(&app).await;
     let (schema_host, fetched) = counting_listener();
     let schema = json!({ "type": "object", "properties": { "x": { "$ref": format!("{schema_host}/schema.json") } } });
-    let res = app.http().post(app.url("/v1/apps")).bearer_auth(&key).json(&app_definition("https://api.example.com", "/x", schema)).send().await.unwrap();
+    let res = app
+        .http()
+        .post(app.url("/v1/apps"))
+        .bearer_auth(&key)
+        .json(&app_definition("https://api.example.com", "/x", schema))
+        .send()
+        .await
+        .unwrap();
     let status = res.status().as_u16();
     assert!(matches!(status, 201 | 400), "{status}");
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    assert_eq!(fetched.load(Ordering::SeqCst), 0, "the remote $ref was never fetched");
+    assert_eq!(
+        fetched.load(Ordering::SeqCst),
+        0,
+        "the remote $ref was never fetched"
+    );
 });
 
-db_test!(the_plugin_client_caps_replies_at_5_mib_and_follows_no_redirects, |backend| {
-    let app = app!(backend, Options { egress_allow_private: vec!["127.0.0.1"], ..Default::default() });
-    let (_, key) = admin_with_key(&app).await;
-    let fake = fakes::start().await;
-    let other = fakes::start().await;
-    let big = json!({ "type": "object", "properties": { "n": { "type": "integer" } }, "required": ["n"] });
-    let mut def = app_definition(&fake.url(""), "/big", big);
-    def["tools"][0]["request"]["query"] = json!({ "n": "{n}" });
-    def["tools"].as_array_mut().unwrap().push(json!({
+db_test!(
+    the_plugin_client_caps_replies_at_5_mib_and_follows_no_redirects,
+    |backend| {
+        let app = app!(
+            backend,
+            Options {
+                egress_allow_private: vec!["127.0.0.1"],
+                ..Default::default()
+            }
+        );
+        let (_, key) = admin_with_key(&app).await;
+        let fake = fakes::start().await;
+        let other = fakes::start().await;
+        let big = json!({ "type": "object", "properties": { "n": { "type": "integer" } }, "required": ["n"] });
+        let mut def = app_definition(&fake.url(""), "/big", big);
+        def["tools"][0]["request"]["query"] = json!({ "n": "{n}" });
+        def["tools"].as_array_mut().unwrap().push(json!({
         "name": "probe_moved", "description": "Follow a moved thing.", "side_effects": "none",
         "input_schema": { "type": "object", "properties": { "to": { "type": "string" } }, "required": ["to"] },
         "request": { "method": "GET", "path": "/redirect", "query": { "to": "{to}" } }
     }));
-    let res = app.http().post(app.url("/v1/apps")).bearer_auth(&key).json(&def).send().await.unwrap();
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    let out = execute(&app, &key, json!([{ "tool": "probe_get", "args": { "n": 6 * 1024 * 1024 } }])).await.remove(0);
-    assert_eq!(out["code"], "TOOL_ERROR", "{}", &out.to_string()[..200.min(out.to_string().len())]);
-    assert!(out["handler_error"].as_str().unwrap().contains("sent more than 5242880 bytes"), "{out}");
-    let ok = execute(&app, &key, json!([{ "tool": "probe_get", "args": { "n": 1000 } }])).await.remove(0);
-    assert!(ok.get("result").is_some(), "a small reply passes");
-    let out = execute(&app, &key, json!([{ "tool": "probe_moved", "args": { "to": other.url("/echo") } }])).await.remove(0);
-    assert!(out["handler_error"].as_str().unwrap_or_default().contains("answered 302"), "{out}");
-    assert!(other.state.last.lock().unwrap().is_none(), "the redirect was not followed");
-});
+        let res = app
+            .http()
+            .post(app.url("/v1/apps"))
+            .bearer_auth(&key)
+            .json(&def)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+        let out = execute(
+            &app,
+            &key,
+            json!([{ "tool": "probe_get", "args": { "n": 6 * 1024 * 1024 } }]),
+        )
+        .await
+        .remove(0);
+        assert_eq!(
+            out["code"],
+            "TOOL_ERROR",
+            "{}",
+            &out.to_string()[..200.min(out.to_string().len())]
+        );
+        assert!(
+            out["handler_error"]
+                .as_str()
+                .unwrap()
+                .contains("sent more than 5242880 bytes"),
+            "{out}"
+        );
+        let ok = execute(
+            &app,
+            &key,
+            json!([{ "tool": "probe_get", "args": { "n": 1000 } }]),
+        )
+        .await
+        .remove(0);
+        assert!(ok.get("result").is_some(), "a small reply passes");
+        let out = execute(
+            &app,
+            &key,
+            json!([{ "tool": "probe_moved", "args": { "to": other.url("/echo") } }]),
+        )
+        .await
+        .remove(0);
+        assert!(
+            out["handler_error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("answered 302"),
+            "{out}"
+        );
+        assert!(
+            other.state.last.lock().unwrap().is_none(),
+            "the redirect was not followed"
+        );
+    }
+);
 
-db_test!(shutdown_answers_open_waits_and_drains_within_the_deadline, |backend| {
-    let mut app = app!(backend);
-    let (_, key) = admin_with_key(&app).await;
-    let (link, _) = mcp_call(&app, &key, "connect", json!({ "integration": "github" })).await;
-    let id = link["connectionId"].as_str().unwrap().to_owned();
-    let (base, key2) = (app.base.clone(), key.clone());
-    let waiting = tokio::spawn(async move {
-        let client = reqwest::Client::new();
-        let res = client
+db_test!(
+    shutdown_answers_open_waits_and_drains_within_the_deadline,
+    |backend| {
+        let mut app = app!(backend);
+        let (_, key) = admin_with_key(&app).await;
+        let (link, _) = mcp_call(&app, &key, "connect", json!({ "integration": "github" })).await;
+        let id = link["connectionId"].as_str().unwrap().to_owned();
+        let (base, key2) = (app.base.clone(), key.clone());
+        let waiting = tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            let res = client
             .post(format!("{base}/mcp"))
             .bearer_auth(key2)
             .header("accept", "application/json, text/event-stream")
@@ -130,20 +261,38 @@ db_test!(shutdown_answers_open_waits_and_drains_within_the_deadline, |backend| {
             .send()
             .await
             .unwrap();
-        res.json::<Value>().await.unwrap()
-    });
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    let started = std::time::Instant::now();
-    let server = app.stop();
-    let answer = tokio::time::timeout(std::time::Duration::from_secs(12), waiting).await.expect("the wait answered").unwrap();
-    assert_eq!(answer["result"]["structuredContent"]["status"], "TIMEOUT", "{answer}");
-    tokio::time::timeout(std::time::Duration::from_secs(12), server).await.expect("the server finished draining").unwrap().unwrap();
-    assert!(started.elapsed() < workbench_server::DRAIN_DEADLINE + std::time::Duration::from_secs(2), "{:?}", started.elapsed());
-});
+            res.json::<Value>().await.unwrap()
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let started = std::time::Instant::now();
+        let server = app.stop();
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(12), waiting)
+            .await
+            .expect("the wait answered")
+            .unwrap();
+        assert_eq!(
+            answer["result"]["structuredContent"]["status"], "TIMEOUT",
+            "{answer}"
+        );
+        tokio::time::timeout(std::time::Duration::from_secs(12), server)
+            .await
+            .expect("the server finished draining")
+            .unwrap()
+            .unwrap();
+        assert!(
+            started.elapsed()
+                < workbench_server::DRAIN_DEADLINE + std::time::Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sqlite_takes_64_concurrent_writers_without_busy_errors() {
-    let Some(app) = crate::helpers::spawn_app(crate::helpers::Backend::Sqlite).await else { return };
+    let Some(app) = crate::helpers::spawn_app(crate::helpers::Backend::Sqlite).await else {
+        return;
+    };
     let (admin, key) = admin_with_key(&app).await;
     let writers = (0..64).map(|i| {
         let (wb, admin, key, app_url, http) = (app.wb.clone(), admin.clone(), key.clone(), app.url("/v1/tools/invoke"), app.http());
@@ -162,6 +311,10 @@ async fn sqlite_takes_64_concurrent_writers_without_busy_errors() {
             failures.push(e);
         }
     }
-    assert!(failures.is_empty(), "{} of 64 writers failed: {failures:?}", failures.len());
+    assert!(
+        failures.is_empty(),
+        "{} of 64 writers failed: {failures:?}",
+        failures.len()
+    );
     assert_eq!(app.wb.vault().list(&admin).await.unwrap().len(), 32);
 }

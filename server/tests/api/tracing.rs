@@ -53,7 +53,12 @@ impl Collector {
     }
 
     fn raw_contains(&self, needle: &str) -> bool {
-        self.got.lock().unwrap().raw.iter().any(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        self.got
+            .lock()
+            .unwrap()
+            .raw
+            .iter()
+            .any(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
     }
 }
 
@@ -67,7 +72,10 @@ fn text(v: &Option<opentelemetry_proto::tonic::common::v1::AnyValue>) -> String 
     }
 }
 
-async fn receive(State(got): State<Arc<Mutex<Collected>>>, body: Bytes) -> ([(&'static str, &'static str); 1], Vec<u8>) {
+async fn receive(
+    State(got): State<Arc<Mutex<Collected>>>,
+    body: Bytes,
+) -> ([(&'static str, &'static str); 1], Vec<u8>) {
     let req = ExportTraceServiceRequest::decode(body.as_ref()).expect("an OTLP protobuf export");
     let mut got = got.lock().unwrap();
     got.raw.push(body.to_vec());
@@ -86,7 +94,11 @@ async fn receive(State(got): State<Arc<Mutex<Collected>>>, body: Bytes) -> ([(&'
                     span_id: hex(&s.span_id),
                     parent_span_id: hex(&s.parent_span_id),
                     name: s.name.clone(),
-                    attributes: s.attributes.iter().map(|a| (a.key.clone(), text(&a.value))).collect(),
+                    attributes: s
+                        .attributes
+                        .iter()
+                        .map(|a| (a.key.clone(), text(&a.value)))
+                        .collect(),
                 });
             }
         }
@@ -100,7 +112,9 @@ fn hex(b: &[u8]) -> String {
 
 async fn start_collector() -> Collector {
     let got = Arc::new(Mutex::new(Collected::default()));
-    let app = Router::new().route("/v1/traces", post(receive)).with_state(got.clone());
+    let app = Router::new()
+        .route("/v1/traces", post(receive))
+        .with_state(got.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -124,27 +138,55 @@ struct Served {
 
 impl Served {
     async fn start(dir: &Path, db: &str, extra: &[&str], env: &[(&str, &str)]) -> Served {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let log = dir.join("stderr.log");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_workbench"));
-        cmd.args(["serve", "--database-url", db, "--bind", &format!("127.0.0.1:{port}"), "--egress-allow-private", "127.0.0.1"])
-            .arg("--data-dir")
-            .arg(dir)
-            .arg("--site-root")
-            .arg(dir.join("site"))
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap());
-        for v in ["WB_DATABASE_URL", "WB_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SERVICE_NAME", "OTEL_BSP_SCHEDULE_DELAY"] {
+        cmd.args([
+            "serve",
+            "--database-url",
+            db,
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+            "--egress-allow-private",
+            "127.0.0.1",
+        ])
+        .arg("--data-dir")
+        .arg(dir)
+        .arg("--site-root")
+        .arg(dir.join("site"))
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+        for v in [
+            "WB_DATABASE_URL",
+            "WB_OTLP_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "OTEL_SERVICE_NAME",
+            "OTEL_BSP_SCHEDULE_DELAY",
+        ] {
             cmd.env_remove(v);
         }
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let served = Served { child: cmd.spawn().unwrap(), base: format!("http://127.0.0.1:{port}"), log };
+        let served = Served {
+            child: cmd.spawn().unwrap(),
+            base: format!("http://127.0.0.1:{port}"),
+            log,
+        };
         let http = reqwest::Client::new();
         for _ in 0..300 {
-            if http.get(served.url("/healthz")).send().await.is_ok_and(|r| r.status() == 200) {
+            if http
+                .get(served.url("/healthz"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == 200)
+            {
                 return served;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -163,7 +205,11 @@ impl Served {
     /// SIGTERM, as systemd stops it, and the wait for it to exit.
     async fn terminate(mut self) -> String {
         let pid = self.child.id().to_string();
-        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
         for _ in 0..600 {
             if self.child.try_wait().unwrap().is_some() {
                 return self.log();
@@ -171,7 +217,10 @@ impl Served {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let _ = self.child.kill();
-        panic!("workbench did not stop within 60 s of SIGTERM: {}", self.log());
+        panic!(
+            "workbench did not stop within 60 s of SIGTERM: {}",
+            self.log()
+        );
     }
 }
 
@@ -202,22 +251,55 @@ fn echo_app(base: &str) -> Value {
 }
 
 /// The app and the fake upstream (as `fake.`) registered in the key's project.
-async fn register_tools(wb: &Served, key: &str, echo: &fakes::FakeApi, up: &fake_upstream::FakeUpstream) {
+async fn register_tools(
+    wb: &Served,
+    key: &str,
+    echo: &fakes::FakeApi,
+    up: &fake_upstream::FakeUpstream,
+) {
     let http = reqwest::Client::new();
-    let res = http.post(wb.url("/v1/apps")).bearer_auth(key).json(&echo_app(&echo.url(""))).send().await.unwrap();
+    let res = http
+        .post(wb.url("/v1/apps"))
+        .bearer_auth(key)
+        .json(&echo_app(&echo.url("")))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
     let server = json!({ "name": "fake", "transport": "http", "url": up.url(), "auth": { "type": "none" }, "timeout_ms": 5000, "max_concurrency": 4 });
-    let res = http.post(wb.url("/v1/mcp/servers")).bearer_auth(key).json(&server).send().await.unwrap();
+    let res = http
+        .post(wb.url("/v1/mcp/servers"))
+        .bearer_auth(key)
+        .json(&server)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
 }
 
 /// `execute_tools` over /mcp with the given `traceparent`; the results. A plain call takes the
 /// fast path (a task of its own); `_meta` sends it through rmcp's service loop.
-async fn execute_traced(wb: &Served, key: &str, traceparent: &str, executions: Value) -> Vec<Value> {
-    execute_traced_with(wb, key, traceparent, json!({ "name": "execute_tools", "arguments": { "executions": executions } })).await
+async fn execute_traced(
+    wb: &Served,
+    key: &str,
+    traceparent: &str,
+    executions: Value,
+) -> Vec<Value> {
+    execute_traced_with(
+        wb,
+        key,
+        traceparent,
+        json!({ "name": "execute_tools", "arguments": { "executions": executions } }),
+    )
+    .await
 }
 
-async fn execute_traced_with(wb: &Served, key: &str, traceparent: &str, params: Value) -> Vec<Value> {
+async fn execute_traced_with(
+    wb: &Served,
+    key: &str,
+    traceparent: &str,
+    params: Value,
+) -> Vec<Value> {
     let res = reqwest::Client::new()
         .post(wb.url("/mcp"))
         .bearer_auth(key)
@@ -229,19 +311,31 @@ async fn execute_traced_with(wb: &Served, key: &str, traceparent: &str, params: 
         .unwrap();
     assert_eq!(res.status(), 200);
     let body: Value = res.json().await.unwrap();
-    body["result"]["structuredContent"]["results"].as_array().unwrap_or_else(|| panic!("no results in {body}")).clone()
+    body["result"]["structuredContent"]["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no results in {body}"))
+        .clone()
 }
 
 /// The `traceparent` the fake API's last `/echo` request carried.
 fn echoed_traceparent(echo: &fakes::FakeApi) -> Option<String> {
     let last = echo.state.last.lock().unwrap();
     let (headers, _) = last.as_ref().expect("the app's API was called");
-    assert!(headers.get_all("traceparent").iter().count() <= 1, "one traceparent at most: {headers:?}");
-    headers.get("traceparent").map(|v| v.to_str().unwrap().to_owned())
+    assert!(
+        headers.get_all("traceparent").iter().count() <= 1,
+        "one traceparent at most: {headers:?}"
+    );
+    headers
+        .get("traceparent")
+        .map(|v| v.to_str().unwrap().to_owned())
 }
 
 /// Polls until `ok` holds for the collected spans (the batch goes out every 100 ms here).
-async fn wait_for_spans(c: &Collector, what: &str, ok: impl Fn(&[Exported]) -> bool) -> Vec<Exported> {
+async fn wait_for_spans(
+    c: &Collector,
+    what: &str,
+    ok: impl Fn(&[Exported]) -> bool,
+) -> Vec<Exported> {
     for _ in 0..300 {
         let spans = c.spans();
         if ok(&spans) {
@@ -255,14 +349,21 @@ async fn wait_for_spans(c: &Collector, what: &str, ok: impl Fn(&[Exported]) -> b
 const CALLER_SPAN: &str = "00f067aa0ba902b7";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_callers_trace_gets_a_span_per_execution_and_reaches_plugin_apis_and_upstreams_without_arguments() {
+async fn a_callers_trace_gets_a_span_per_execution_and_reaches_plugin_apis_and_upstreams_without_arguments(
+) {
     let dir = temp_dir("traces-on");
     let (db, key) = provision(&dir);
     let collector = start_collector().await;
     let echo = fakes::start().await;
     let up = fake_upstream::start().await;
     let endpoint = format!("http://{}", collector.addr);
-    let wb = Served::start(&dir, &db, &["--otlp-endpoint", &endpoint], &[("OTEL_BSP_SCHEDULE_DELAY", "100")]).await;
+    let wb = Served::start(
+        &dir,
+        &db,
+        &["--otlp-endpoint", &endpoint],
+        &[("OTEL_BSP_SCHEDULE_DELAY", "100")],
+    )
+    .await;
     register_tools(&wb, &key, &echo, &up).await;
 
     // REST invoke, inside the caller's trace.
@@ -272,7 +373,9 @@ async fn a_callers_trace_gets_a_span_per_execution_and_reaches_plugin_apis_and_u
         .post(wb.url("/v1/tools/invoke"))
         .bearer_auth(&key)
         .header("traceparent", format!("00-{rest_trace}-{CALLER_SPAN}-01"))
-        .json(&json!({ "tool": "teamecho_echo_message", "arguments": { "message": rest_argument } }))
+        .json(
+            &json!({ "tool": "teamecho_echo_message", "arguments": { "message": rest_argument } }),
+        )
         .send()
         .await
         .unwrap();
@@ -281,72 +384,210 @@ async fn a_callers_trace_gets_a_span_per_execution_and_reaches_plugin_apis_and_u
     assert_eq!(call["status"], "succeeded", "{call}");
     let sent_to_api = echoed_traceparent(&echo).expect("the plugin API got a traceparent");
     let parts: Vec<&str> = sent_to_api.split('-').collect();
-    assert_eq!((parts[0], parts[1], parts[3]), ("00", rest_trace, "01"), "{sent_to_api}");
-    assert_ne!(parts[2], CALLER_SPAN, "the API's parent is workbench's span, not the caller's");
+    assert_eq!(
+        (parts[0], parts[1], parts[3]),
+        ("00", rest_trace, "01"),
+        "{sent_to_api}"
+    );
+    assert_ne!(
+        parts[2], CALLER_SPAN,
+        "the API's parent is workbench's span, not the caller's"
+    );
 
     // A batch over /mcp, inside another trace: an upstream tool, the app's tool, an unknown tool.
     let mcp_trace = "a3ce929d0e0e47364bf92f3577b34da6";
     let mcp_argument = "mcp-argument-value-5e2b8f";
-    let out = execute_traced(&wb, &key, &format!("00-{mcp_trace}-{CALLER_SPAN}-01"), json!([
-        { "tool": "fake.echo", "args": { "message": mcp_argument } },
-        { "tool": "teamecho_echo_message", "args": { "message": mcp_argument } },
-        { "tool": "no_such_tool_anywhere", "args": {} }
-    ]))
+    let out = execute_traced(
+        &wb,
+        &key,
+        &format!("00-{mcp_trace}-{CALLER_SPAN}-01"),
+        json!([
+            { "tool": "fake.echo", "args": { "message": mcp_argument } },
+            { "tool": "teamecho_echo_message", "args": { "message": mcp_argument } },
+            { "tool": "no_such_tool_anywhere", "args": {} }
+        ]),
+    )
     .await;
-    assert!(out[0]["result"] == format!("Echo: {mcp_argument}") && out[1]["result"].is_object() && out[2]["code"] == "TOOL_NOT_FOUND", "{out:?}");
-    let upstream_call = up.state.traceparents.lock().unwrap().iter().rev().find(|(m, _)| m == "tools/call").cloned();
-    let upstream_traceparent = upstream_call.and_then(|(_, t)| t).expect("the upstream's tools/call carried a traceparent");
-    assert_eq!(upstream_traceparent.split('-').nth(1), Some(mcp_trace), "{upstream_traceparent}");
+    assert!(
+        out[0]["result"] == format!("Echo: {mcp_argument}")
+            && out[1]["result"].is_object()
+            && out[2]["code"] == "TOOL_NOT_FOUND",
+        "{out:?}"
+    );
+    let upstream_call = up
+        .state
+        .traceparents
+        .lock()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|(m, _)| m == "tools/call")
+        .cloned();
+    let upstream_traceparent = upstream_call
+        .and_then(|(_, t)| t)
+        .expect("the upstream's tools/call carried a traceparent");
+    assert_eq!(
+        upstream_traceparent.split('-').nth(1),
+        Some(mcp_trace),
+        "{upstream_traceparent}"
+    );
 
     // The same through rmcp (a `_meta` leaves the fast path).
     let rmcp_trace = "e47364bf92f3577b34da6a3ce929d0e0";
     let params = json!({ "name": "execute_tools", "arguments": { "executions": [{ "tool": "teamecho_echo_message", "args": { "message": mcp_argument } }] }, "_meta": { "progressToken": 7 } });
-    let out = execute_traced_with(&wb, &key, &format!("00-{rmcp_trace}-{CALLER_SPAN}-01"), params).await;
+    let out = execute_traced_with(
+        &wb,
+        &key,
+        &format!("00-{rmcp_trace}-{CALLER_SPAN}-01"),
+        params,
+    )
+    .await;
     assert!(out[0]["result"].is_object(), "{out:?}");
 
     let done = |spans: &[Exported]| {
-        let tools = |trace: &str| spans.iter().filter(|s| s.trace_id == trace && s.name == "tool.execute").count();
-        let requests = |trace: &str| spans.iter().filter(|s| s.trace_id == trace && s.parent_span_id == CALLER_SPAN).count();
-        tools(rest_trace) >= 1 && tools(mcp_trace) >= 3 && tools(rmcp_trace) >= 1 && [rest_trace, mcp_trace, rmcp_trace].iter().all(|t| requests(t) == 1)
+        let tools = |trace: &str| {
+            spans
+                .iter()
+                .filter(|s| s.trace_id == trace && s.name == "tool.execute")
+                .count()
+        };
+        let requests = |trace: &str| {
+            spans
+                .iter()
+                .filter(|s| s.trace_id == trace && s.parent_span_id == CALLER_SPAN)
+                .count()
+        };
+        tools(rest_trace) >= 1
+            && tools(mcp_trace) >= 3
+            && tools(rmcp_trace) >= 1
+            && [rest_trace, mcp_trace, rmcp_trace]
+                .iter()
+                .all(|t| requests(t) == 1)
     };
     let spans = wait_for_spans(&collector, "both traces", done).await;
 
     // The REST request: one server span continuing the caller's, with the status.
-    let request = spans.iter().find(|s| s.trace_id == rest_trace && s.parent_span_id == CALLER_SPAN).unwrap();
+    let request = spans
+        .iter()
+        .find(|s| s.trace_id == rest_trace && s.parent_span_id == CALLER_SPAN)
+        .unwrap();
     assert_eq!(request.service, "workbench");
-    assert!(request.name.starts_with("POST /v1/tools/invoke"), "{request:?}");
-    assert_eq!(request.attributes.get("http.response.status_code").map(String::as_str), Some("200"), "{request:?}");
-    assert!(request.attributes.get("request_id").is_some_and(|id| !id.is_empty()), "{request:?}");
-    let execution = spans.iter().find(|s| s.trace_id == rest_trace && s.name == "tool.execute").unwrap();
-    assert_eq!(execution.parent_span_id, request.span_id, "the execution is the request's child");
+    assert!(
+        request.name.starts_with("POST /v1/tools/invoke"),
+        "{request:?}"
+    );
+    assert_eq!(
+        request
+            .attributes
+            .get("http.response.status_code")
+            .map(String::as_str),
+        Some("200"),
+        "{request:?}"
+    );
+    assert!(
+        request
+            .attributes
+            .get("request_id")
+            .is_some_and(|id| !id.is_empty()),
+        "{request:?}"
+    );
+    let execution = spans
+        .iter()
+        .find(|s| s.trace_id == rest_trace && s.name == "tool.execute")
+        .unwrap();
+    assert_eq!(
+        execution.parent_span_id, request.span_id,
+        "the execution is the request's child"
+    );
     let attr = |s: &Exported, k: &str| s.attributes.get(k).cloned().unwrap_or_default();
     assert_eq!(
-        (attr(execution, "tool.name"), attr(execution, "tool.surface"), attr(execution, "tool.outcome"), attr(execution, "tool.status")),
-        ("teamecho_echo_message".into(), "rest".into(), "ok".into(), "succeeded".into())
+        (
+            attr(execution, "tool.name"),
+            attr(execution, "tool.surface"),
+            attr(execution, "tool.outcome"),
+            attr(execution, "tool.status")
+        ),
+        (
+            "teamecho_echo_message".into(),
+            "rest".into(),
+            "ok".into(),
+            "succeeded".into()
+        )
     );
-    assert!(attr(execution, "tool.duration_ms").parse::<u64>().is_ok(), "{execution:?}");
-    assert_eq!(attr(execution, "tool.call_id"), call["id"].as_str().unwrap(), "the span names the call the audit log has");
-    assert_eq!(parts[2], execution.span_id, "the plugin API's parent span is the execution's");
+    assert!(
+        attr(execution, "tool.duration_ms").parse::<u64>().is_ok(),
+        "{execution:?}"
+    );
+    assert_eq!(
+        attr(execution, "tool.call_id"),
+        call["id"].as_str().unwrap(),
+        "the span names the call the audit log has"
+    );
+    assert_eq!(
+        parts[2], execution.span_id,
+        "the plugin API's parent span is the execution's"
+    );
 
     // The batch: one request span, one child per execution, the upstream called inside its own.
-    let request = spans.iter().find(|s| s.trace_id == mcp_trace && s.parent_span_id == CALLER_SPAN).unwrap();
+    let request = spans
+        .iter()
+        .find(|s| s.trace_id == mcp_trace && s.parent_span_id == CALLER_SPAN)
+        .unwrap();
     assert!(request.name.starts_with("POST"), "{request:?}");
-    let executions: Vec<&Exported> = spans.iter().filter(|s| s.trace_id == mcp_trace && s.name == "tool.execute").collect();
-    assert!(executions.iter().all(|e| e.parent_span_id == request.span_id && attr(e, "tool.surface") == "mcp"), "{executions:#?}");
-    let by_tool = |name: &str| *executions.iter().find(|e| attr(e, "tool.name") == name).unwrap_or_else(|| panic!("no span for {name}: {executions:#?}"));
+    let executions: Vec<&Exported> = spans
+        .iter()
+        .filter(|s| s.trace_id == mcp_trace && s.name == "tool.execute")
+        .collect();
+    assert!(
+        executions
+            .iter()
+            .all(|e| e.parent_span_id == request.span_id && attr(e, "tool.surface") == "mcp"),
+        "{executions:#?}"
+    );
+    let by_tool = |name: &str| {
+        *executions
+            .iter()
+            .find(|e| attr(e, "tool.name") == name)
+            .unwrap_or_else(|| panic!("no span for {name}: {executions:#?}"))
+    };
     assert_eq!(attr(by_tool("fake.echo"), "tool.outcome"), "ok");
-    assert_eq!(upstream_traceparent.split('-').nth(2), Some(by_tool("fake.echo").span_id.as_str()), "the upstream's parent span is its execution's");
+    assert_eq!(
+        upstream_traceparent.split('-').nth(2),
+        Some(by_tool("fake.echo").span_id.as_str()),
+        "the upstream's parent span is its execution's"
+    );
     assert_eq!(attr(by_tool("teamecho_echo_message"), "tool.outcome"), "ok");
     let unknown = by_tool("(unknown tool)");
-    assert_eq!((attr(unknown, "tool.outcome"), attr(unknown, "tool.status")), ("TOOL_NOT_FOUND".into(), "failed".into()), "made-up names share one name, as in the metrics");
+    assert_eq!(
+        (attr(unknown, "tool.outcome"), attr(unknown, "tool.status")),
+        ("TOOL_NOT_FOUND".into(), "failed".into()),
+        "made-up names share one name, as in the metrics"
+    );
 
-    let request = spans.iter().find(|s| s.trace_id == rmcp_trace && s.parent_span_id == CALLER_SPAN).unwrap();
-    let execution = spans.iter().find(|s| s.trace_id == rmcp_trace && s.name == "tool.execute").unwrap();
-    assert_eq!(execution.parent_span_id, request.span_id, "rmcp's task keeps the request's span");
+    let request = spans
+        .iter()
+        .find(|s| s.trace_id == rmcp_trace && s.parent_span_id == CALLER_SPAN)
+        .unwrap();
+    let execution = spans
+        .iter()
+        .find(|s| s.trace_id == rmcp_trace && s.name == "tool.execute")
+        .unwrap();
+    assert_eq!(
+        execution.parent_span_id, request.span_id,
+        "rmcp's task keeps the request's span"
+    );
 
     // Never an argument, a made-up tool name, or the API key.
-    for needle in [rest_argument, mcp_argument, "no_such_tool_anywhere", key.as_str()] {
-        assert!(!collector.raw_contains(needle), "{needle} reached the collector");
+    for needle in [
+        rest_argument,
+        mcp_argument,
+        "no_such_tool_anywhere",
+        key.as_str(),
+    ] {
+        assert!(
+            !collector.raw_contains(needle),
+            "{needle} reached the collector"
+        );
     }
     assert!(wb.terminate().await.contains("exporting traces over OTLP"));
     let _ = std::fs::remove_dir_all(&dir);
@@ -359,15 +600,39 @@ async fn spans_still_queued_at_shutdown_are_exported_before_the_process_exits() 
     let collector = start_collector().await;
     let endpoint = format!("http://{}/", collector.addr);
     // A schedule far longer than the test: only the shutdown can send the span.
-    let wb = Served::start(&dir, &db, &["--otlp-endpoint", &endpoint], &[("OTEL_BSP_SCHEDULE_DELAY", "600000"), ("OTEL_SERVICE_NAME", "wb-canary")]).await;
+    let wb = Served::start(
+        &dir,
+        &db,
+        &["--otlp-endpoint", &endpoint],
+        &[
+            ("OTEL_BSP_SCHEDULE_DELAY", "600000"),
+            ("OTEL_SERVICE_NAME", "wb-canary"),
+        ],
+    )
+    .await;
     let trace = "0af7651916cd43dd8448eb211c80319c";
-    let res = reqwest::Client::new().get(wb.url("/healthz")).header("traceparent", format!("00-{trace}-b7ad6b7169203331-01")).send().await.unwrap();
+    let res = reqwest::Client::new()
+        .get(wb.url("/healthz"))
+        .header("traceparent", format!("00-{trace}-b7ad6b7169203331-01"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 200);
-    assert!(collector.spans().is_empty(), "nothing is sent before the schedule or the shutdown");
+    assert!(
+        collector.spans().is_empty(),
+        "nothing is sent before the schedule or the shutdown"
+    );
     let log = wb.terminate().await;
     let spans = collector.spans();
-    let request = spans.iter().find(|s| s.trace_id == trace).unwrap_or_else(|| panic!("not exported at shutdown: {spans:#?}\n{log}"));
-    assert_eq!((request.parent_span_id.as_str(), request.service.as_str()), ("b7ad6b7169203331", "wb-canary"), "OTEL_SERVICE_NAME names the service");
+    let request = spans
+        .iter()
+        .find(|s| s.trace_id == trace)
+        .unwrap_or_else(|| panic!("not exported at shutdown: {spans:#?}\n{log}"));
+    assert_eq!(
+        (request.parent_span_id.as_str(), request.service.as_str()),
+        ("b7ad6b7169203331", "wb-canary"),
+        "OTEL_SERVICE_NAME names the service"
+    );
     assert!(request.name.starts_with("GET /healthz"), "{request:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -391,15 +656,31 @@ async fn with_tracing_off_no_trace_context_leaves_and_nothing_is_exported() {
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
-    assert_eq!(echoed_traceparent(&echo), None, "the caller's trace context is not passed on either");
-    let out = execute_traced(&wb, &key, &traceparent, json!([{ "tool": "fake.echo", "args": { "message": "hello" } }])).await;
+    assert_eq!(
+        echoed_traceparent(&echo),
+        None,
+        "the caller's trace context is not passed on either"
+    );
+    let out = execute_traced(
+        &wb,
+        &key,
+        &traceparent,
+        json!([{ "tool": "fake.echo", "args": { "message": "hello" } }]),
+    )
+    .await;
     assert_eq!(out[0]["result"], "Echo: hello", "{out:?}");
     let sent = up.state.traceparents.lock().unwrap().clone();
     assert!(sent.iter().any(|(m, _)| m == "tools/call"), "{sent:?}");
-    assert!(sent.iter().all(|(_, t)| t.is_none()), "no traceparent to the upstream: {sent:?}");
+    assert!(
+        sent.iter().all(|(_, t)| t.is_none()),
+        "no traceparent to the upstream: {sent:?}"
+    );
     let log = wb.terminate().await;
     assert!(!log.contains("exporting traces"), "{log}");
-    assert!(collector.spans().is_empty() && !collector.raw_contains("workbench"), "nothing was exported");
+    assert!(
+        collector.spans().is_empty() && !collector.raw_contains("workbench"),
+        "nothing was exported"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -407,22 +688,81 @@ async fn with_tracing_off_no_trace_context_leaves_and_nothing_is_exported() {
 fn an_unusable_otlp_endpoint_is_named_at_start_with_the_other_problems() {
     use clap::Parser;
     use workbench_server::config::{otlp_traces_endpoint, ServerConfig};
-    let cli = |args: &[&str]| workbench_server::cli::Cli::try_parse_from(std::iter::once("workbench").chain(args.iter().copied())).unwrap();
-    let err = ServerConfig::from_args(&cli(&["--otlp-endpoint", "ftp://collector:4318", "--metrics-token", "short"]).serve).unwrap_err().to_string();
+    let cli = |args: &[&str]| {
+        workbench_server::cli::Cli::try_parse_from(
+            std::iter::once("workbench").chain(args.iter().copied()),
+        )
+        .unwrap()
+    };
+    let err = ServerConfig::from_args(
+        &cli(&[
+            "--otlp-endpoint",
+            "ftp://collector:4318",
+            "--metrics-token",
+            "short",
+        ])
+        .serve,
+    )
+    .unwrap_err()
+    .to_string();
     assert_eq!(err.lines().count(), 2, "{err}");
-    assert!(err.lines().any(|l| l.starts_with("invalid --otlp-endpoint (WB_OTLP_ENDPOINT)")), "{err}");
-    let err = ServerConfig::from_args(&cli(&["--otlp-endpoint", "http://user:hunter2-secret@collector:4318"]).serve).unwrap_err().to_string();
-    assert!(err.contains("OTEL_EXPORTER_OTLP_HEADERS") && !err.contains("hunter2"), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("invalid --otlp-endpoint (WB_OTLP_ENDPOINT)")),
+        "{err}"
+    );
+    let err = ServerConfig::from_args(
+        &cli(&[
+            "--otlp-endpoint",
+            "http://user:hunter2-secret@collector:4318",
+        ])
+        .serve,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("OTEL_EXPORTER_OTLP_HEADERS") && !err.contains("hunter2"),
+        "{err}"
+    );
     assert!(ServerConfig::from_args(&cli(&["--otlp-endpoint", "not a url"]).serve).is_err());
 
     let none = |_: &str| None;
-    let endpoint = |args: &[&str], env: &dyn Fn(&str) -> Option<String>| otlp_traces_endpoint(&cli(args).serve, env).unwrap().map(|u| u.to_string());
+    let endpoint = |args: &[&str], env: &dyn Fn(&str) -> Option<String>| {
+        otlp_traces_endpoint(&cli(args).serve, env)
+            .unwrap()
+            .map(|u| u.to_string())
+    };
     assert_eq!(endpoint(&[], &none), None, "off by default");
-    assert_eq!(endpoint(&["--otlp-endpoint", "http://collector:4318"], &none).as_deref(), Some("http://collector:4318/v1/traces"));
-    assert_eq!(endpoint(&["--otlp-endpoint", "https://otel.example.com/otlp/v1/traces"], &none).as_deref(), Some("https://otel.example.com/otlp/v1/traces"));
-    let standard = |k: &str| (k == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| "http://agent:4318".to_owned());
-    assert_eq!(endpoint(&[], &standard).as_deref(), Some("http://agent:4318/v1/traces"), "the standard variable is honoured");
-    assert_eq!(endpoint(&["--otlp-endpoint", "http://mine:4318"], &standard).as_deref(), Some("http://mine:4318/v1/traces"), "the flag wins");
-    let per_signal = |k: &str| (k == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").then(|| "http://agent:4318/custom".to_owned());
-    assert_eq!(endpoint(&[], &per_signal).as_deref(), Some("http://agent:4318/custom"), "the per-signal variable is used as is");
+    assert_eq!(
+        endpoint(&["--otlp-endpoint", "http://collector:4318"], &none).as_deref(),
+        Some("http://collector:4318/v1/traces")
+    );
+    assert_eq!(
+        endpoint(
+            &["--otlp-endpoint", "https://otel.example.com/otlp/v1/traces"],
+            &none
+        )
+        .as_deref(),
+        Some("https://otel.example.com/otlp/v1/traces")
+    );
+    let standard =
+        |k: &str| (k == "OTEL_EXPORTER_OTLP_ENDPOINT").then(|| "http://agent:4318".to_owned());
+    assert_eq!(
+        endpoint(&[], &standard).as_deref(),
+        Some("http://agent:4318/v1/traces"),
+        "the standard variable is honoured"
+    );
+    assert_eq!(
+        endpoint(&["--otlp-endpoint", "http://mine:4318"], &standard).as_deref(),
+        Some("http://mine:4318/v1/traces"),
+        "the flag wins"
+    );
+    let per_signal = |k: &str| {
+        (k == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").then(|| "http://agent:4318/custom".to_owned())
+    };
+    assert_eq!(
+        endpoint(&[], &per_signal).as_deref(),
+        Some("http://agent:4318/custom"),
+        "the per-signal variable is used as is"
+    );
 }

@@ -18,15 +18,25 @@ fn end2end() -> PathBuf {
 
 /// Starts server-everything on a free loopback port; None (skip) when it cannot run here.
 async fn start_everything(mode: &str) -> Option<(tokio::process::Child, u16)> {
-    let entry = end2end().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let entry =
+        end2end().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let required = std::env::var("WB_TEST_SERVER_EVERYTHING").is_ok_and(|v| v == "required");
     if !entry.exists() {
-        assert!(!required, "server-everything is required but {} is missing; run scripts/setup.sh --with-browser", entry.display());
+        assert!(
+            !required,
+            "server-everything is required but {} is missing; run scripts/setup.sh --with-browser",
+            entry.display()
+        );
         eprintln!("skipping: server-everything is not installed");
         return None;
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let log = std::fs::File::create(crate::helpers::temp_dir("everything").join("server.log")).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let log =
+        std::fs::File::create(crate::helpers::temp_dir("everything").join("server.log")).unwrap();
     let child = tokio::process::Command::new("node")
         .arg("--import")
         .arg(end2end().join("upstream/bind-loopback.mjs"))
@@ -40,12 +50,18 @@ async fn start_everything(mode: &str) -> Option<(tokio::process::Child, u16)> {
     let child = match child {
         Ok(c) => c,
         Err(e) => {
-            assert!(!required, "server-everything is required but node cannot start: {e}");
+            assert!(
+                !required,
+                "server-everything is required but node cannot start: {e}"
+            );
             return None;
         }
     };
     for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
             return Some((child, port));
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -55,7 +71,14 @@ async fn start_everything(mode: &str) -> Option<(tokio::process::Child, u16)> {
 
 /// Registers an upstream and expects 201; the server object.
 async fn register(app: &crate::helpers::TestApp, key: &str, body: Value) -> Value {
-    let res = app.http().post(app.url("/v1/mcp/servers")).bearer_auth(key).json(&body).send().await.unwrap();
+    let res = app
+        .http()
+        .post(app.url("/v1/mcp/servers"))
+        .bearer_auth(key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     let status = res.status();
     let server: Value = res.json().await.unwrap();
     assert_eq!(status, 201, "{server}");
@@ -63,36 +86,104 @@ async fn register(app: &crate::helpers::TestApp, key: &str, body: Value) -> Valu
 }
 
 db_test!(the_reference_mcp_server_is_a_working_upstream, |backend| {
-    let Some((_child, port)) = start_everything("streamableHttp").await else { return };
-    let app = app!(backend, Options { egress_allow_private: vec!["127.0.0.1"], ..Default::default() });
+    let Some((_child, port)) = start_everything("streamableHttp").await else {
+        return;
+    };
+    let app = app!(
+        backend,
+        Options {
+            egress_allow_private: vec!["127.0.0.1"],
+            ..Default::default()
+        }
+    );
     let (_, key) = admin_with_key(&app).await;
     let server = register(&app, &key, json!({ "name": "everything", "transport": "http", "url": format!("http://127.0.0.1:{port}/mcp"), "tool_prefix": "ev." })).await;
-    let tools: Vec<&str> = server["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    let tools: Vec<&str> = server["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
     assert!(tools.contains(&"ev.echo"), "{tools:?}");
-    let out = execute(&app, &key, json!([{ "tool": "ev.echo", "args": { "message": "hello upstream" } }])).await;
+    let out = execute(
+        &app,
+        &key,
+        json!([{ "tool": "ev.echo", "args": { "message": "hello upstream" } }]),
+    )
+    .await;
     assert_eq!(out[0]["result"], "Echo: hello upstream", "{}", out[0]);
-    let res = app.http().post(app.url("/v1/tools/invoke")).bearer_auth(&key).json(&json!({ "tool": "ev.echo", "arguments": { "message": "via rest" } })).send().await.unwrap();
+    let res = app
+        .http()
+        .post(app.url("/v1/tools/invoke"))
+        .bearer_auth(&key)
+        .json(&json!({ "tool": "ev.echo", "arguments": { "message": "via rest" } }))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 200);
-    assert_eq!(res.json::<Value>().await.unwrap()["result"], "Echo: via rest");
+    assert_eq!(
+        res.json::<Value>().await.unwrap()["result"],
+        "Echo: via rest"
+    );
     // A refused argument is the upstream's validation answer, not a breaker failure.
     let out = execute(&app, &key, json!([{ "tool": "ev.echo", "args": {} }])).await;
-    assert_eq!(out[0]["code"], "INVALID_ARGUMENTS", "our schema check runs first: {}", out[0]);
+    assert_eq!(
+        out[0]["code"], "INVALID_ARGUMENTS",
+        "our schema check runs first: {}",
+        out[0]
+    );
     let id = server["id"].as_str().unwrap();
-    let refreshed: Value = app.http().post(app.url(&format!("/v1/mcp/servers/{id}/refresh"))).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
-    assert_eq!(refreshed["changes"], json!({ "added": [], "removed": [], "changed": [] }), "{refreshed}");
+    let refreshed: Value = app
+        .http()
+        .post(app.url(&format!("/v1/mcp/servers/{id}/refresh")))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        refreshed["changes"],
+        json!({ "added": [], "removed": [], "changed": [] }),
+        "{refreshed}"
+    );
 });
 
-db_test!(the_reference_mcp_server_works_over_the_older_sse_transport_too, |backend| {
-    let Some((_child, port)) = start_everything("sse").await else { return };
-    let app = app!(backend, Options { egress_allow_private: vec!["127.0.0.1"], ..Default::default() });
-    let (_, key) = admin_with_key(&app).await;
-    let server = register(&app, &key, json!({ "name": "legacy", "transport": "sse", "url": format!("http://127.0.0.1:{port}/sse"), "tool_prefix": "old." })).await;
-    assert_eq!(server["transport"], "sse");
-    let out = execute(&app, &key, json!([
-        { "tool": "old.echo", "args": { "message": "one" } },
-        { "tool": "old.echo", "args": { "message": "two" } },
-        { "tool": "old.echo", "args": { "message": "three" } },
-    ])).await;
-    let texts: Vec<&str> = out.iter().map(|o| o["result"].as_str().unwrap_or("")).collect();
-    assert_eq!(texts, ["Echo: one", "Echo: two", "Echo: three"], "answers matched to their requests by id: {out:?}");
-});
+db_test!(
+    the_reference_mcp_server_works_over_the_older_sse_transport_too,
+    |backend| {
+        let Some((_child, port)) = start_everything("sse").await else {
+            return;
+        };
+        let app = app!(
+            backend,
+            Options {
+                egress_allow_private: vec!["127.0.0.1"],
+                ..Default::default()
+            }
+        );
+        let (_, key) = admin_with_key(&app).await;
+        let server = register(&app, &key, json!({ "name": "legacy", "transport": "sse", "url": format!("http://127.0.0.1:{port}/sse"), "tool_prefix": "old." })).await;
+        assert_eq!(server["transport"], "sse");
+        let out = execute(
+            &app,
+            &key,
+            json!([
+                { "tool": "old.echo", "args": { "message": "one" } },
+                { "tool": "old.echo", "args": { "message": "two" } },
+                { "tool": "old.echo", "args": { "message": "three" } },
+            ]),
+        )
+        .await;
+        let texts: Vec<&str> = out
+            .iter()
+            .map(|o| o["result"].as_str().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            texts,
+            ["Echo: one", "Echo: two", "Echo: three"],
+            "answers matched to their requests by id: {out:?}"
+        );
+    }
+);

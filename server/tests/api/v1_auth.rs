@@ -24,7 +24,12 @@ db_test!(v1_refuses_missing_malformed_and_unknown_keys, |backend| {
         "Bearer wb_0123456789012345678901234567890123456789",
         "Bearer wb_0123456789012345678901234567890123456789x",
     ] {
-        let res = http.get(app.url("/v1/me")).header("authorization", header).send().await.unwrap();
+        let res = http
+            .get(app.url("/v1/me"))
+            .header("authorization", header)
+            .send()
+            .await
+            .unwrap();
         assert_unauthorized(res).await;
     }
 });
@@ -33,7 +38,13 @@ db_test!(v1_me_names_the_user_behind_a_valid_key, |backend| {
     let app = app!(backend);
     let ada = app.user("ada@example.com", Role::Admin).await;
     let key = app.api_key(&ada).await;
-    let res = app.http().get(app.url("/v1/me")).bearer_auth(&key).send().await.unwrap();
+    let res = app
+        .http()
+        .get(app.url("/v1/me"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 200);
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["id"], ada.user_id.as_str());
@@ -45,22 +56,41 @@ db_test!(a_revoked_key_gets_401, |backend| {
     let app = app!(backend);
     let ada = app.user("ada@example.com", Role::Admin).await;
     let key = app.wb.accounts().create_api_key(&ada, "ci").await.unwrap();
-    app.wb.accounts().revoke_api_key(&ada, &key.info.id).await.unwrap();
-    let res = app.http().get(app.url("/v1/me")).bearer_auth(key.secret.expose()).send().await.unwrap();
+    app.wb
+        .accounts()
+        .revoke_api_key(&ada, &key.info.id)
+        .await
+        .unwrap();
+    let res = app
+        .http()
+        .get(app.url("/v1/me"))
+        .bearer_auth(key.secret.expose())
+        .send()
+        .await
+        .unwrap();
     assert_unauthorized(res).await;
 });
 
-db_test!(unknown_v1_paths_need_a_key_then_answer_404_json, |backend| {
-    let app = app!(backend);
-    let res = app.http().get(app.url("/v1/nope")).send().await.unwrap();
-    assert_eq!(res.status(), 401);
-    let ada = app.user("ada@example.com", Role::Admin).await;
-    let key = app.api_key(&ada).await;
-    let res = app.http().post(app.url("/v1/nope/deeper")).bearer_auth(&key).send().await.unwrap();
-    assert_eq!(res.status(), 404);
-    let body: Value = res.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "not_found");
-});
+db_test!(
+    unknown_v1_paths_need_a_key_then_answer_404_json,
+    |backend| {
+        let app = app!(backend);
+        let res = app.http().get(app.url("/v1/nope")).send().await.unwrap();
+        assert_eq!(res.status(), 401);
+        let ada = app.user("ada@example.com", Role::Admin).await;
+        let key = app.api_key(&ada).await;
+        let res = app
+            .http()
+            .post(app.url("/v1/nope/deeper"))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 404);
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "not_found");
+    }
+);
 
 db_test!(key_use_is_recorded_as_last_used, |backend| {
     let app = app!(backend);
@@ -68,7 +98,13 @@ db_test!(key_use_is_recorded_as_last_used, |backend| {
     let key = app.api_key(&ada).await;
     let before = app.wb.accounts().list_api_keys(&ada).await.unwrap();
     assert_eq!(before[0].last_used_at, None);
-    let res = app.http().get(app.url("/v1/me")).bearer_auth(&key).send().await.unwrap();
+    let res = app
+        .http()
+        .get(app.url("/v1/me"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 200);
     let after = app.wb.accounts().list_api_keys(&ada).await.unwrap();
     assert!(after[0].last_used_at.is_some());

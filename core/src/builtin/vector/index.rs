@@ -40,8 +40,15 @@ impl Filter {
                         _ => return Err((pointer, "a condition is a value for equality or {\"$in\": [...]}".into())),
                     }
                 }
-                Value::Array(_) => return Err((pointer, "use {\"$in\": [...]} to match any of several values".into())),
-                Value::Null => return Err((pointer, "null cannot be matched; leave the key out".into())),
+                Value::Array(_) => {
+                    return Err((
+                        pointer,
+                        "use {\"$in\": [...]} to match any of several values".into(),
+                    ))
+                }
+                Value::Null => {
+                    return Err((pointer, "null cannot be matched; leave the key out".into()))
+                }
                 scalar => Condition::Eq(scalar.clone()),
             };
             out.push((key.clone(), c));
@@ -51,7 +58,9 @@ impl Filter {
 
     pub fn matches(&self, metadata: Option<&Map<String, Value>>) -> bool {
         self.0.iter().all(|(key, cond)| {
-            let Some(v) = metadata.and_then(|m| m.get(key)) else { return false };
+            let Some(v) = metadata.and_then(|m| m.get(key)) else {
+                return false;
+            };
             match cond {
                 Condition::Eq(want) => same(v, want),
                 Condition::In(list) => list.iter().any(|want| same(v, want)),
@@ -99,12 +108,18 @@ pub struct Match<'a> {
 
 impl Index {
     pub fn new(generation: i64, dimension: usize) -> Index {
-        Index { generation, dimension, ..Index::default() }
+        Index {
+            generation,
+            dimension,
+            ..Index::default()
+        }
     }
 
     /// Bytes this index holds, roughly (for the cache's budget).
     pub fn bytes(&self) -> usize {
-        self.values.len() * 4 + self.ids.iter().map(|i| i.len() + 64).sum::<usize>() + self.metadata.len() * 32
+        self.values.len() * 4
+            + self.ids.iter().map(|i| i.len() + 64).sum::<usize>()
+            + self.metadata.len() * 32
     }
 
     /// Adds or replaces a vector. `values` has `dimension` entries and a non-zero norm (the
@@ -130,7 +145,9 @@ impl Index {
 
     /// Removes a vector (the last one takes its place); whether it was there.
     pub fn remove(&mut self, id: &str) -> bool {
-        let Some(i) = self.positions.remove(id) else { return false };
+        let Some(i) = self.positions.remove(id) else {
+            return false;
+        };
         let last = self.ids.len() - 1;
         if i != last {
             let d = self.dimension;
@@ -158,7 +175,11 @@ impl Index {
             let full = heap.len() >= top_k;
             // The product is cheaper than the filter: a vector that would not make the top k
             // is never checked against it.
-            if full && heap.peek().is_some_and(|worst| !better(score, i, worst.score, worst.i, &self.ids)) {
+            if full
+                && heap
+                    .peek()
+                    .is_some_and(|worst| !better(score, i, worst.score, worst.i, &self.ids))
+            {
                 continue;
             }
             if !filter.is_empty() && !filter.matches(self.metadata[i].as_ref()) {
@@ -167,7 +188,11 @@ impl Index {
             if full {
                 heap.pop();
             }
-            heap.push(Worst { score, i, ids: &self.ids });
+            heap.push(Worst {
+                score,
+                i,
+                ids: &self.ids,
+            });
         }
         let mut found: Vec<Worst> = heap.into_vec();
         found.sort();
@@ -255,8 +280,16 @@ mod tests {
 
     fn index() -> Index {
         let mut ix = Index::new(1, 3);
-        ix.put("x", &[1.0, 0.0, 0.0], meta(json!({ "lang": "en", "year": 2024 })));
-        ix.put("y", &[0.0, 1.0, 0.0], meta(json!({ "lang": "de", "year": 2023 })));
+        ix.put(
+            "x",
+            &[1.0, 0.0, 0.0],
+            meta(json!({ "lang": "en", "year": 2024 })),
+        );
+        ix.put(
+            "y",
+            &[0.0, 1.0, 0.0],
+            meta(json!({ "lang": "de", "year": 2023 })),
+        );
         ix.put("xy", &[1.0, 1.0, 0.0], meta(json!({ "lang": "en" })));
         ix.put("neg", &[-2.0, 0.0, 0.0], None);
         ix
@@ -282,7 +315,11 @@ mod tests {
             ix.put(id, &[1.0, 1.0], None);
         }
         ix.put("e", &[0.0, 1.0], None);
-        let ids: Vec<_> = ix.query(&[1.0, 1.0], 2, &Filter::default()).iter().map(|m| m.id).collect();
+        let ids: Vec<_> = ix
+            .query(&[1.0, 1.0], 2, &Filter::default())
+            .iter()
+            .map(|m| m.id)
+            .collect();
         assert_eq!(ids, ["a", "b"]);
     }
 
@@ -302,8 +339,15 @@ mod tests {
         assert!(ix.remove("x"));
         assert!(!ix.remove("x"));
         let m = ix.query(&[1.0, 0.0, 0.0], 10, &Filter::default());
-        assert_eq!(m.iter().map(|m| m.id).collect::<Vec<_>>(), ["xy", "y", "neg"]);
-        assert_eq!(m[2].values, [-2.0, 0.0, 0.0], "the moved vector kept its values");
+        assert_eq!(
+            m.iter().map(|m| m.id).collect::<Vec<_>>(),
+            ["xy", "y", "neg"]
+        );
+        assert_eq!(
+            m[2].values,
+            [-2.0, 0.0, 0.0],
+            "the moved vector kept its values"
+        );
         assert!(ix.remove("neg"), "the last one");
         ix.put("x", &[1.0, 0.0, 0.0], None);
         assert_eq!(ix.query(&[1.0, 0.0, 0.0], 1, &Filter::default())[0].id, "x");
@@ -313,20 +357,40 @@ mod tests {
     fn filters_match_equality_and_in_and_numbers_by_value() {
         let ix = index();
         let f = |v: Value| Filter::parse(v.as_object().unwrap()).unwrap();
-        let ids = |f: &Filter| ix.query(&[1.0, 0.0, 0.0], 10, f).iter().map(|m| m.id.to_owned()).collect::<Vec<_>>();
+        let ids = |f: &Filter| {
+            ix.query(&[1.0, 0.0, 0.0], 10, f)
+                .iter()
+                .map(|m| m.id.to_owned())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(ids(&f(json!({ "lang": "en" }))), ["x", "xy"]);
         assert_eq!(ids(&f(json!({ "lang": { "$in": ["de", "fr"] } }))), ["y"]);
         assert_eq!(ids(&f(json!({ "year": 2024.0 }))), ["x"]);
-        assert_eq!(ids(&f(json!({ "lang": "en", "year": 2023 }))), Vec::<String>::new());
+        assert_eq!(
+            ids(&f(json!({ "lang": "en", "year": 2023 }))),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
     fn a_filter_that_excludes_the_best_still_fills_the_top_k_with_the_next_best() {
         let ix = index();
         let f = Filter::parse(json!({ "lang": "de" }).as_object().unwrap()).unwrap();
-        let ids: Vec<_> = ix.query(&[1.0, 0.0, 0.0], 1, &f).iter().map(|m| m.id).collect();
+        let ids: Vec<_> = ix
+            .query(&[1.0, 0.0, 0.0], 1, &f)
+            .iter()
+            .map(|m| m.id)
+            .collect();
         assert_eq!(ids, ["y"], "x and xy score higher but are not German");
-        let none: Vec<_> = ix.query(&[1.0, 0.0, 0.0], 2, &Filter::parse(json!({ "lang": "en" }).as_object().unwrap()).unwrap()).iter().map(|m| m.id).collect();
+        let none: Vec<_> = ix
+            .query(
+                &[1.0, 0.0, 0.0],
+                2,
+                &Filter::parse(json!({ "lang": "en" }).as_object().unwrap()).unwrap(),
+            )
+            .iter()
+            .map(|m| m.id)
+            .collect();
         assert_eq!(none, ["x", "xy"]);
     }
 
@@ -334,9 +398,13 @@ mod tests {
     fn bad_filters_name_the_key() {
         let err = |v: Value| Filter::parse(v.as_object().unwrap()).unwrap_err();
         assert_eq!(err(json!({ "a/b": { "$gt": 1 } })).0, "/filter/a~1b");
-        assert!(err(json!({ "k": { "$gt": 1 } })).1.contains("unknown filter operator \"$gt\""));
+        assert!(err(json!({ "k": { "$gt": 1 } }))
+            .1
+            .contains("unknown filter operator \"$gt\""));
         assert!(err(json!({ "k": [1, 2] })).1.contains("$in"));
-        assert!(err(json!({ "k": { "$in": [{ "x": 1 }] } })).1.contains("strings, numbers or booleans"));
+        assert!(err(json!({ "k": { "$in": [{ "x": 1 }] } }))
+            .1
+            .contains("strings, numbers or booleans"));
     }
 
     #[test]

@@ -149,15 +149,36 @@ pub struct VectorDelete(pub Arc<Namespaces>);
 impl ToolHandler for VectorDelete {
     async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
         let namespace = args["namespace"].as_str().unwrap_or_default();
-        let ids = match (args.get("ids").and_then(Value::as_array), args["all"].as_bool()) {
-            (Some(_), Some(true)) => return Err(HandlerError::invalid("", "give ids or all, not both")),
-            (Some(list), _) => Some(list.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect::<Vec<_>>()),
+        let ids = match (
+            args.get("ids").and_then(Value::as_array),
+            args["all"].as_bool(),
+        ) {
+            (Some(_), Some(true)) => {
+                return Err(HandlerError::invalid("", "give ids or all, not both"))
+            }
+            (Some(list), _) => Some(
+                list.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect::<Vec<_>>(),
+            ),
             (None, Some(true)) => None,
-            (None, _) => return Err(HandlerError::invalid("", "say what to delete: ids (a list) or all: true")),
+            (None, _) => {
+                return Err(HandlerError::invalid(
+                    "",
+                    "say what to delete: ids (a list) or all: true",
+                ))
+            }
         };
-        let done = self.0.delete(&ctx.principal.project_id, namespace, ids).await.map_err(unavailable)?;
+        let done = self
+            .0
+            .delete(&ctx.principal.project_id, namespace, ids)
+            .await
+            .map_err(unavailable)?;
         let Some((deleted, left)) = done else {
-            return Err(HandlerError::failed(format!("namespace {} has no vectors in this project", ctx.quote("namespace", namespace))));
+            return Err(HandlerError::failed(format!(
+                "namespace {} has no vectors in this project",
+                ctx.quote("namespace", namespace)
+            )));
         };
         Ok(json!({ "deleted": deleted, "namespace": namespace, "vector_count": left }))
     }
@@ -165,17 +186,28 @@ impl ToolHandler for VectorDelete {
 
 /// The numbers of `v` as float32, or why not (`pointer` names the argument).
 fn floats(v: &Value, pointer: &str) -> Result<Vec<f32>, HandlerError> {
-    let list = v.as_array().ok_or_else(|| HandlerError::invalid(pointer, "must be a list of numbers"))?;
+    let list = v
+        .as_array()
+        .ok_or_else(|| HandlerError::invalid(pointer, "must be a list of numbers"))?;
     let mut out = Vec::with_capacity(list.len());
     for (i, x) in list.iter().enumerate() {
-        let f = x.as_f64().ok_or_else(|| HandlerError::invalid(format!("{pointer}/{i}"), "must be a number"))? as f32;
+        let f = x
+            .as_f64()
+            .ok_or_else(|| HandlerError::invalid(format!("{pointer}/{i}"), "must be a number"))?
+            as f32;
         if !f.is_finite() {
-            return Err(HandlerError::invalid(format!("{pointer}/{i}"), "is too large for a 32-bit float"));
+            return Err(HandlerError::invalid(
+                format!("{pointer}/{i}"),
+                "is too large for a 32-bit float",
+            ));
         }
         out.push(f);
     }
     if index::norm(&out) == 0.0 || !index::norm(&out).is_finite() {
-        return Err(HandlerError::invalid(pointer, "a vector whose values are all zero has no direction; cosine similarity needs one"));
+        return Err(HandlerError::invalid(
+            pointer,
+            "a vector whose values are all zero has no direction; cosine similarity needs one",
+        ));
     }
     Ok(out)
 }
@@ -187,7 +219,12 @@ fn unavailable(e: crate::Error) -> HandlerError {
 
 /// A float32 as the shortest decimal that reads back as it (0.1, not 0.10000000149011612).
 fn number(x: f32) -> Value {
-    x.to_string().parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number).unwrap_or(Value::Null)
+    x.to_string()
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map(Value::Number)
+        .unwrap_or(Value::Null)
 }
 
 pub struct VectorUpsert(pub Arc<Namespaces>);
@@ -196,7 +233,10 @@ pub struct VectorUpsert(pub Arc<Namespaces>);
 impl ToolHandler for VectorUpsert {
     async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
         let namespace = args["namespace"].as_str().unwrap_or_default();
-        let list = args["vectors"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let list = args["vectors"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         let mut vectors: Vec<VectorIn> = Vec::with_capacity(list.len());
         // A later vector with the same id replaces an earlier one of the same call.
         let mut at: HashMap<String, usize> = HashMap::new();
@@ -215,13 +255,20 @@ impl ToolHandler for VectorUpsert {
                 Some(Value::Object(m)) => {
                     let size = Value::Object(m.clone()).to_string().len();
                     if size > MAX_METADATA_BYTES {
-                        return Err(HandlerError::invalid(format!("/vectors/{i}/metadata"), format!("is {size} bytes of JSON; at most {MAX_METADATA_BYTES}")));
+                        return Err(HandlerError::invalid(
+                            format!("/vectors/{i}/metadata"),
+                            format!("is {size} bytes of JSON; at most {MAX_METADATA_BYTES}"),
+                        ));
                     }
                     Some(m.clone())
                 }
                 _ => None,
             };
-            let vector = VectorIn { id: id.clone(), values, metadata };
+            let vector = VectorIn {
+                id: id.clone(),
+                values,
+                metadata,
+            };
             match at.get(&id) {
                 Some(&j) => vectors[j] = vector,
                 None => {
@@ -243,7 +290,9 @@ impl ToolHandler for VectorUpsert {
             )),
             UpsertError::Store(e) => unavailable(e),
         })?;
-        Ok(json!({ "upserted": upserted, "namespace": namespace, "dimension": dimension, "vector_count": count }))
+        Ok(
+            json!({ "upserted": upserted, "namespace": namespace, "dimension": dimension, "vector_count": count }),
+        )
     }
 }
 
@@ -256,30 +305,55 @@ impl ToolHandler for VectorQuery {
         let vector = floats(&args["vector"], "/vector")?;
         let top_k = args["top_k"].as_u64().unwrap_or(10).clamp(1, MAX_TOP_K) as usize;
         let filter = match args.get("filter") {
-            Some(Value::Object(f)) => Filter::parse(f).map_err(|(path, message)| HandlerError::invalid(path, message))?,
+            Some(Value::Object(f)) => {
+                Filter::parse(f).map_err(|(path, message)| HandlerError::invalid(path, message))?
+            }
             _ => Filter::default(),
         };
         let include_values = args["include_values"].as_bool().unwrap_or(false);
-        let found = self.0.query(&ctx.principal.project_id, namespace, vector, top_k, filter, include_values).await.map_err(|e| match e {
-            QueryError::NoNamespace => HandlerError::failed(format!(
-                "namespace {} has no vectors in this project yet; vector.upsert creates it",
-                ctx.quote("namespace", namespace)
-            )),
-            QueryError::Dimension { namespace: have, query } => HandlerError::invalid(
-                "/vector",
-                format!("namespace {} holds vectors of {have} dimensions; this vector has {query}", ctx.quote("namespace", namespace)),
-            ),
-            QueryError::Store(e) => unavailable(e),
-        })?;
+        let found = self
+            .0
+            .query(
+                &ctx.principal.project_id,
+                namespace,
+                vector,
+                top_k,
+                filter,
+                include_values,
+            )
+            .await
+            .map_err(|e| match e {
+                QueryError::NoNamespace => HandlerError::failed(format!(
+                    "namespace {} has no vectors in this project yet; vector.upsert creates it",
+                    ctx.quote("namespace", namespace)
+                )),
+                QueryError::Dimension {
+                    namespace: have,
+                    query,
+                } => HandlerError::invalid(
+                    "/vector",
+                    format!(
+                        "namespace {} holds vectors of {have} dimensions; this vector has {query}",
+                        ctx.quote("namespace", namespace)
+                    ),
+                ),
+                QueryError::Store(e) => unavailable(e),
+            })?;
         let matches: Vec<Value> = found
             .into_iter()
             .map(|m| {
                 let mut o = Map::new();
                 o.insert("id".into(), Value::String(m.id));
                 o.insert("score".into(), number(m.score));
-                o.insert("metadata".into(), Value::Object(m.metadata.unwrap_or_default()));
+                o.insert(
+                    "metadata".into(),
+                    Value::Object(m.metadata.unwrap_or_default()),
+                );
                 if let Some(values) = m.values {
-                    o.insert("values".into(), Value::Array(values.into_iter().map(number).collect()));
+                    o.insert(
+                        "values".into(),
+                        Value::Array(values.into_iter().map(number).collect()),
+                    );
                 }
                 Value::Object(o)
             })

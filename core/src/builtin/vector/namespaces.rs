@@ -58,7 +58,10 @@ pub struct Found {
 pub enum QueryError {
     /// No vector was ever upserted into this namespace.
     NoNamespace,
-    Dimension { namespace: usize, query: usize },
+    Dimension {
+        namespace: usize,
+        query: usize,
+    },
     Store(Error),
 }
 
@@ -77,7 +80,12 @@ pub struct Namespaces {
 
 impl Namespaces {
     pub fn new(db: Db, clock: Arc<dyn Clock>) -> Namespaces {
-        Namespaces { db, clock, cache: Mutex::default(), budget: CACHE_BUDGET_BYTES }
+        Namespaces {
+            db,
+            clock,
+            cache: Mutex::default(),
+            budget: CACHE_BUDGET_BYTES,
+        }
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
@@ -86,24 +94,57 @@ impl Namespaces {
 
     /// Writes the vectors (ids unique, every one of the same dimension, checked by the caller)
     /// and answers the namespace's vector count after it.
-    pub async fn upsert(&self, project_id: &str, namespace: &str, vectors: Vec<VectorIn>) -> std::result::Result<i64, UpsertError> {
+    pub async fn upsert(
+        &self,
+        project_id: &str,
+        namespace: &str,
+        vectors: Vec<VectorIn>,
+    ) -> std::result::Result<i64, UpsertError> {
         let dimension = vectors.first().map(|v| v.values.len()).unwrap_or(0) as i64;
         let rows: Vec<NewVector<'_>> = vectors
             .iter()
             .map(|v| NewVector {
                 id: &v.id,
-                vals: STANDARD.encode(v.values.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()),
-                metadata: v.metadata.as_ref().map(|m| Value::Object(m.clone()).to_string()),
+                vals: STANDARD.encode(
+                    v.values
+                        .iter()
+                        .flat_map(|x| x.to_le_bytes())
+                        .collect::<Vec<u8>>(),
+                ),
+                metadata: v
+                    .metadata
+                    .as_ref()
+                    .map(|m| Value::Object(m.clone()).to_string()),
             })
             .collect();
         let limit = MAX_NAMESPACE_VALUES / dimension.max(1);
-        let outcome = store::vectors::upsert(&self.db, project_id, namespace, dimension, &rows, limit, self.clock.now_ms())
-            .await
-            .map_err(UpsertError::Store)?;
+        let outcome = store::vectors::upsert(
+            &self.db,
+            project_id,
+            namespace,
+            dimension,
+            &rows,
+            limit,
+            self.clock.now_ms(),
+        )
+        .await
+        .map_err(UpsertError::Store)?;
         let (generation, count) = match outcome {
-            Upserted::Done { generation, vector_count } => (generation, vector_count),
-            Upserted::DimensionMismatch { dimension: namespace } => return Err(UpsertError::Dimension { namespace, given: dimension }),
-            Upserted::TooMany { would_hold } => return Err(UpsertError::Full { would_hold, limit }),
+            Upserted::Done {
+                generation,
+                vector_count,
+            } => (generation, vector_count),
+            Upserted::DimensionMismatch {
+                dimension: namespace,
+            } => {
+                return Err(UpsertError::Dimension {
+                    namespace,
+                    given: dimension,
+                })
+            }
+            Upserted::TooMany { would_hold } => {
+                return Err(UpsertError::Full { would_hold, limit })
+            }
         };
         drop(rows);
         // This instance's copy follows the write when it held the generation just before it;
@@ -129,8 +170,21 @@ impl Namespaces {
 
     /// Deletes the vectors with `ids`, or all of them with `None` (the namespace goes with
     /// them); `(deleted, left)`, or None when the namespace does not exist.
-    pub async fn delete(&self, project_id: &str, namespace: &str, ids: Option<Vec<String>>) -> Result<Option<(i64, i64)>> {
-        let Some(d) = store::vectors::delete(&self.db, project_id, namespace, ids.as_deref(), self.clock.now_ms()).await? else {
+    pub async fn delete(
+        &self,
+        project_id: &str,
+        namespace: &str,
+        ids: Option<Vec<String>>,
+    ) -> Result<Option<(i64, i64)>> {
+        let Some(d) = store::vectors::delete(
+            &self.db,
+            project_id,
+            namespace,
+            ids.as_deref(),
+            self.clock.now_ms(),
+        )
+        .await?
+        else {
             return Ok(None);
         };
         let key = (project_id.to_owned(), namespace.to_owned());
@@ -171,9 +225,20 @@ impl Namespaces {
             .filter(|r| r.vector_count > 0)
             .ok_or(QueryError::NoNamespace)?;
         if row.dimension as usize != vector.len() {
-            return Err(QueryError::Dimension { namespace: row.dimension as usize, query: vector.len() });
+            return Err(QueryError::Dimension {
+                namespace: row.dimension as usize,
+                query: vector.len(),
+            });
         }
-        let index = self.index(project_id, namespace, row.generation, row.dimension as usize).await.map_err(QueryError::Store)?;
+        let index = self
+            .index(
+                project_id,
+                namespace,
+                row.generation,
+                row.dimension as usize,
+            )
+            .await
+            .map_err(QueryError::Store)?;
         let scan = move || {
             let ix = index.read().expect("vector index lock");
             ix.query(&vector, top_k, &filter)
@@ -186,8 +251,11 @@ impl Namespaces {
                 })
                 .collect::<Vec<_>>()
         };
-        if (row.vector_count as usize).saturating_mul(row.dimension as usize) > BLOCKING_SCAN_VALUES {
-            tokio::task::spawn_blocking(scan).await.map_err(|e| QueryError::Store(Error::internal(format!("vector scan failed: {e}"))))
+        if (row.vector_count as usize).saturating_mul(row.dimension as usize) > BLOCKING_SCAN_VALUES
+        {
+            tokio::task::spawn_blocking(scan)
+                .await
+                .map_err(|e| QueryError::Store(Error::internal(format!("vector scan failed: {e}"))))
         } else {
             Ok(scan())
         }
@@ -195,7 +263,13 @@ impl Namespaces {
 
     /// The namespace's in-memory copy at `generation` or later, loaded if needed (one load at a
     /// time per namespace; concurrent queries wait for it).
-    async fn index(&self, project_id: &str, namespace: &str, generation: i64, dimension: usize) -> Result<Arc<RwLock<Index>>> {
+    async fn index(
+        &self,
+        project_id: &str,
+        namespace: &str,
+        generation: i64,
+        dimension: usize,
+    ) -> Result<Arc<RwLock<Index>>> {
         let key = (project_id.to_owned(), namespace.to_owned());
         let loader = {
             let mut cache = self.cache();
@@ -217,15 +291,27 @@ impl Namespaces {
             }
         }
         // Read the generation before the rows: rows newer than the label only cause a reload.
-        let current = store::vectors::namespace(self.db.pool(), project_id, namespace).await?.map(|r| r.generation).unwrap_or(generation);
+        let current = store::vectors::namespace(self.db.pool(), project_id, namespace)
+            .await?
+            .map(|r| r.generation)
+            .unwrap_or(generation);
         let rows = store::vectors::all_vectors(self.db.pool(), project_id, namespace).await?;
         let mut ix = Index::new(current, dimension);
         for r in rows {
-            let bytes = STANDARD.decode(&r.vals).map_err(|_| Error::internal(format!("vector {:?} has unreadable values", r.id)))?;
+            let bytes = STANDARD
+                .decode(&r.vals)
+                .map_err(|_| Error::internal(format!("vector {:?} has unreadable values", r.id)))?;
             if bytes.len() != dimension * 4 {
-                return Err(Error::internal(format!("vector {:?} has {} values, not {dimension}", r.id, bytes.len() / 4)));
+                return Err(Error::internal(format!(
+                    "vector {:?} has {} values, not {dimension}",
+                    r.id,
+                    bytes.len() / 4
+                )));
             }
-            let values: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            let values: Vec<f32> = bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
             let metadata = match r.metadata {
                 Some(text) => serde_json::from_str::<Map<String, Value>>(&text).ok(),
                 None => None,
@@ -245,9 +331,16 @@ impl Namespaces {
 /// Drops the least recently used copies (never `keep`) while the copies exceed `budget`.
 fn evict(cache: &mut Cache, keep: &Key, budget: usize) {
     // Namespaces without a copy and without a load in progress keep no slot.
-    cache.slots.retain(|k, s| k == keep || s.index.is_some() || Arc::strong_count(&s.loader) > 1);
+    cache
+        .slots
+        .retain(|k, s| k == keep || s.index.is_some() || Arc::strong_count(&s.loader) > 1);
     loop {
-        let total: usize = cache.slots.values().filter_map(|s| s.index.as_ref()).map(|ix| ix.read().expect("vector index lock").bytes()).sum();
+        let total: usize = cache
+            .slots
+            .values()
+            .filter_map(|s| s.index.as_ref())
+            .map(|ix| ix.read().expect("vector index lock").bytes())
+            .sum();
         if total <= budget {
             return;
         }

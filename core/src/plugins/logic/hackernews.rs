@@ -4,19 +4,33 @@ use futures::stream::{self, StreamExt};
 use serde_json::{json, Value};
 
 use super::get;
-use crate::plugins::client::Client;
 use crate::catalog::{CallContext, HandlerError};
 use crate::integrations::request;
+use crate::plugins::client::Client;
 
 /// Hacker News lists ids only; fetch the first `limit` items (8 at a time) and keep the fields
 /// an agent reads.
-pub async fn top_stories(tool: &Client, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
-    let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(10).clamp(1, 30) as usize;
+pub async fn top_stories(
+    tool: &Client,
+    ctx: &CallContext<'_>,
+    args: Value,
+) -> Result<Value, HandlerError> {
+    let limit = args
+        .get("limit")
+        .and_then(Value::as_u64)
+        .unwrap_or(10)
+        .clamp(1, 30) as usize;
     let list = args.get("list").and_then(Value::as_str).unwrap_or("top");
     let base = tool.integration.base_url.clone();
     let ids_path = format!("/v0/{list}stories.json");
-    let ids = tool.body_of(tool.send_authorized(ctx, || request::prepare(&base, &get(&ids_path), &args)).await?)?;
-    let ids: Vec<u64> = ids.as_array().map(|a| a.iter().filter_map(Value::as_u64).take(limit).collect()).unwrap_or_default();
+    let ids = tool.body_of(
+        tool.send_authorized(ctx, || request::prepare(&base, &get(&ids_path), &args))
+            .await?,
+    )?;
+    let ids: Vec<u64> = ids
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_u64).take(limit).collect())
+        .unwrap_or_default();
     let items = stream::iter(ids)
         .map(|id| {
             let base = base.clone();

@@ -11,18 +11,29 @@ use super::client::Client;
 use crate::catalog::{CallContext, HandlerError};
 use crate::integrations::definition::RequestDef;
 
-const HANDLERS: &[&str] = &["hackernews_top_stories", "google_drive_upload", "gmail_send_email"];
+const HANDLERS: &[&str] = &[
+    "hackernews_top_stories",
+    "google_drive_upload",
+    "gmail_send_email",
+];
 
 pub fn exists(name: &str) -> bool {
     HANDLERS.contains(&name)
 }
 
-pub async fn run(name: &str, tool: &Client, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
+pub async fn run(
+    name: &str,
+    tool: &Client,
+    ctx: &CallContext<'_>,
+    args: Value,
+) -> Result<Value, HandlerError> {
     match name {
         "hackernews_top_stories" => hackernews::top_stories(tool, ctx, args).await,
         "google_drive_upload" => google::drive_upload(tool, ctx, args).await,
         "gmail_send_email" => google::gmail_send(tool, ctx, args).await,
-        other => Err(HandlerError::Unavailable(format!("no handler named {other}"))),
+        other => Err(HandlerError::Unavailable(format!(
+            "no handler named {other}"
+        ))),
     }
 }
 

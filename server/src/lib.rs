@@ -18,6 +18,7 @@ mod metrics;
 mod otel;
 pub mod portal;
 pub mod proxy;
+mod proxy_slots;
 mod request_id;
 pub mod routes;
 pub mod state;
@@ -75,6 +76,17 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// Every route of the server, declared: the REST and portal JSON routes as mounted, then the
+/// ones mounted elsewhere (`routes::DECLARED`). The router mounts from the same builders, the
+/// route-by-principal and OpenAPI tests walk this list.
+pub fn route_table(state: &AppState) -> Vec<routes::RouteSpec> {
+    let mut out = v1::routes(state).specs().to_vec();
+    out.extend(health_routes(state).specs());
+    out.extend(portal::json_routes(state).specs());
+    out.extend_from_slice(routes::DECLARED);
+    out
+}
+
 /// The probes: public, no credential.
 pub fn health_routes(state: &AppState) -> routes::Routes {
     use workbench_core::auth::Operation;
@@ -111,10 +123,10 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let upkeep = tokio::spawn(upkeep(state.wb.clone(), state.config.apps_reload_every));
-    let (stop_callbacks, callbacks_stopped) = tokio::sync::watch::channel(false);
-    let callbacks = state.config.callback_worker.then(|| {
-        let schedules = state.wb.schedules().clone();
-        tokio::spawn(async move { schedules.run_worker(callbacks_stopped).await })
+    let (stop_deliveries, deliveries_stopped) = tokio::sync::watch::channel(false);
+    let deliveries = state.config.callback_worker.then(|| {
+        let outbox = state.wb.deliveries().clone();
+        tokio::spawn(async move { outbox.run_worker(deliveries_stopped).await })
     });
     let wb = state.wb.clone();
     let state_wb = state.wb.clone();
@@ -145,15 +157,13 @@ pub async fn serve(
         }
     };
     upkeep.abort();
-    // The delivery pass under way finishes (each attempt is bounded); a callback cut off here
+    // The delivery pass under way finishes (each attempt is bounded); a delivery cut off here
     // is delivered again once its lease runs out.
-    let _ = stop_callbacks.send(true);
-    if let Some(worker) = callbacks {
-        let limit = workbench_core::schedule::ATTEMPT_TIMEOUT + Duration::from_secs(2);
+    let _ = stop_deliveries.send(true);
+    if let Some(worker) = deliveries {
+        let limit = workbench_core::delivery::ATTEMPT_TIMEOUT + Duration::from_secs(2);
         if tokio::time::timeout(limit, worker).await.is_err() {
-            tracing::warn!(
-                "a callback delivery was still running at shutdown; it will be delivered again"
-            );
+            tracing::warn!("a delivery was still running at shutdown; it will be delivered again");
         }
     }
     // Records of the last calls are queued, not yet written: write them before exiting.

@@ -81,13 +81,16 @@ pub fn shutdown(provider: SdkTracerProvider) {
     }
 }
 
+/// The target of the request span `request_id` opens; the trace layer keeps spans of it.
+pub const REQUEST_SPAN_TARGET: &str = "workbench_server::request_id";
+
 /// What the OpenTelemetry layer sees: the request span and core's trace spans, no events
 /// (log lines can quote errors; a trace holds only what the spans record).
 pub fn span_filter() -> FilterFn<impl Fn(&tracing::Metadata<'_>) -> bool> {
     filter_fn(|m: &tracing::Metadata<'_>| {
         m.is_span()
             && (m.target() == workbench_core::engine::TRACE_TARGET
-                || m.target() == crate::request_id::SPAN_TARGET)
+                || m.target() == REQUEST_SPAN_TARGET)
     })
     .with_max_level_hint(LevelFilter::INFO)
 }

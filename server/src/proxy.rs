@@ -27,6 +27,7 @@ use workbench_core::integrations::{request, SendError};
 use workbench_core::vault::StreamScrubber;
 
 use crate::api_error::ApiError;
+use crate::proxy_slots::ProxySlot;
 use crate::state::AppState;
 
 /// Largest request body forwarded.
@@ -180,7 +181,7 @@ async fn handle(
             format!("the proxy forwards {} only", METHODS.join(", ")),
         ));
     }
-    if !claims.integrations.iter().any(|i| *i == integration_name) {
+    if !claims.integrations.contains(&integration_name) {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "forbidden",
@@ -467,46 +468,6 @@ impl Metered {
 impl Drop for Metered {
     fn drop(&mut self) {
         self.record();
-    }
-}
-
-/// Proxy requests in flight per user, capped (`--proxy-max-concurrent-per-user`).
-#[derive(Default)]
-pub struct ProxySlots {
-    in_flight: std::sync::Mutex<std::collections::HashMap<String, usize>>,
-}
-
-impl ProxySlots {
-    /// A slot for `user_id` if fewer than `max` are taken; it is given back when dropped.
-    fn take(self: &Arc<Self>, user_id: &str, max: usize) -> Option<ProxySlot> {
-        let mut map = self.in_flight.lock().expect("proxy slots lock");
-        let n = map.entry(user_id.to_owned()).or_default();
-        if *n >= max {
-            return None;
-        }
-        *n += 1;
-        Some(ProxySlot {
-            slots: self.clone(),
-            user_id: user_id.to_owned(),
-        })
-    }
-}
-
-/// One proxy request in flight.
-struct ProxySlot {
-    slots: Arc<ProxySlots>,
-    user_id: String,
-}
-
-impl Drop for ProxySlot {
-    fn drop(&mut self) {
-        let mut map = self.slots.in_flight.lock().expect("proxy slots lock");
-        if let Some(n) = map.get_mut(&self.user_id) {
-            *n -= 1;
-            if *n == 0 {
-                map.remove(&self.user_id);
-            }
-        }
     }
 }
 

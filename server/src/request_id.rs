@@ -13,8 +13,8 @@ use tracing::Instrument;
 
 pub static HEADER: HeaderName = HeaderName::from_static("x-request-id");
 
-/// The target of the request span.
-pub const SPAN_TARGET: &str = module_path!();
+/// The target of the request span (declared by `otel`, whose trace layer keeps it).
+pub use crate::otel::REQUEST_SPAN_TARGET as SPAN_TARGET;
 
 /// The request's span, for rmcp's handlers: they run inside rmcp's own spans, and enter this
 /// one again so their log lines and traces hang off the request.
@@ -70,6 +70,15 @@ pub async fn layer(mut req: Request, next: Next) -> Response {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_request_span_target_is_this_modules_path() {
+        // Log filters written as `workbench_server::request_id=…` keep matching the span.
+        assert_eq!(
+            super::SPAN_TARGET,
+            module_path!().trim_end_matches("::tests")
+        );
+    }
+
     #[test]
     fn only_plain_tokens_are_taken_from_the_caller() {
         assert!(super::usable("4bf92f3577b34da6-a3ce929d0e0e4736"));

@@ -281,16 +281,6 @@ impl Routes {
     }
 }
 
-/// Every route of the server, declared: the REST and portal JSON routes as mounted, then the
-/// ones mounted elsewhere.
-pub fn table(state: &AppState) -> Vec<RouteSpec> {
-    let mut out = crate::v1::routes(state).specs().to_vec();
-    out.extend(crate::health_routes(state).specs());
-    out.extend(crate::portal::json_routes(state).specs());
-    out.extend_from_slice(DECLARED);
-    out
-}
-
 /// The principal behind a request's credential, or the 401 for its absence.
 async fn principal(
     state: &AppState,

@@ -22,7 +22,7 @@ pub struct AppState {
     /// How Leptos renders the portal and where its assets live.
     pub leptos: LeptosOptions,
     /// Curl proxy requests in flight per user.
-    pub proxy_slots: Arc<crate::proxy::ProxySlots>,
+    pub proxy_slots: Arc<crate::proxy_slots::ProxySlots>,
     /// Caches "the first admin exists" once true (it never becomes false again).
     set_up: Arc<AtomicBool>,
 }

@@ -248,7 +248,7 @@ pub async fn document() -> Json<Value> {
                     "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "additionalProperties": false, "properties": {
                         "audit_retention_days": { "type": ["integer", "null"], "minimum": 1, "maximum": 3650 },
                         "email_hourly_limit": { "type": ["integer", "null"], "minimum": 1, "description": "messages email.send may send per rolling hour, at most the operator's --email-hourly-limit; null: that limit" },
-                        "webhook": { "oneOf": [{ "type": "null" }, { "type": "object", "required": ["url", "secret_ref"], "additionalProperties": false, "properties": { "url": { "type": "string", "format": "uri" }, "secret_ref": { "type": "string", "description": "a vault secret (name or sec_ id) the body is signed with: Workbench-Signature: sha256=<hex HMAC-SHA256>" } } }] }
+                        "webhook": { "oneOf": [{ "type": "null" }, { "type": "object", "required": ["url", "secret_ref"], "additionalProperties": false, "properties": { "url": { "type": "string", "format": "uri" }, "secret_ref": { "type": "string", "description": "a vault secret (name or sec_ id) deliveries are signed with: Workbench-Signature: t=<unix>,v1=<hex HMAC-SHA256 of \"<t>.<body>\"> (docs/deliveries.md)" } } }] }
                     } } } } },
                     "responses": { "200": { "description": "the settings" }, "403": error_response("forbidden"), "422": error_response("invalid_request") }
                 }

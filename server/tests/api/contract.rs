@@ -613,10 +613,7 @@ fn multipart_parts(content_type: &str, body: &[u8]) -> Vec<(String, Vec<u8>)> {
     let text = body.to_vec();
     let mut parts = Vec::new();
     let mut rest: &[u8] = &text;
-    loop {
-        let Some(i) = find(rest, delim.as_bytes()) else {
-            break;
-        };
+    while let Some(i) = find(rest, delim.as_bytes()) {
         rest = &rest[i + delim.len()..];
         if rest.starts_with(b"--") {
             break;

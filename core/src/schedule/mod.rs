@@ -1,13 +1,12 @@
 //! Scheduled callbacks (`schedule.callback`): an agent asks to be called back at a URL later,
-//! with a payload. Callbacks are rows in the database, so they survive restarts and any
-//! instance may deliver them; `deliver.rs` claims due rows under a lease and POSTs them, signed,
-//! with retries for up to 24 hours. Delivery is at least once: a process that dies mid-delivery
-//! leaves a lease that runs out, and the callback goes again under the same event id.
+//! with a payload. A callback is a row of its own (who asked, the agent's templates) and a
+//! delivery in the outbox (`delivery`) due at the time asked, so it survives restarts, any
+//! instance may deliver it, and it is signed, retried and recorded like every delivery. Delivery
+//! is at least once: a process that dies mid-delivery leaves a lease that runs out, and the
+//! callback goes again under the same event id.
 //!
 //! What is delivered (the URL and payload after `{{vault:…}}` substitution) is sealed with the
 //! vault's master key; what people are shown is the agent's template, scrubbed.
-
-mod deliver;
 
 use std::sync::Arc;
 
@@ -17,14 +16,16 @@ use zeroize::Zeroizing;
 
 use crate::auth::Principal;
 use crate::clock::{rfc3339, Clock};
+use crate::delivery::{Deliveries, DeliveryKind, NewDelivery};
 use crate::egress::{FetchError, GuardedClient};
 use crate::ids::new_id;
-use crate::store::schedules::{AttemptRow, CallbackRow, CallbackStatus, SigningSecretRow};
+use crate::store::deliveries::AttemptRow;
+use crate::store::schedules::{CallbackRow, NewCallbackRow};
 use crate::store::{self, Db};
-use crate::vault::{Sealed, Vault};
+use crate::vault::Vault;
 use crate::{Error, Result};
 
-pub use deliver::{signature, ATTEMPT_TIMEOUT, GIVE_UP_AFTER_MS, LEASE_MS};
+pub use workbench_model::delivery::CallbackStatus;
 
 /// The furthest ahead a callback may be scheduled.
 pub const MAX_AHEAD_MS: i64 = 30 * 24 * 3600 * 1000;
@@ -120,18 +121,23 @@ pub struct Schedules {
     clock: Arc<dyn Clock>,
     vault: Vault,
     http: GuardedClient,
+    deliveries: Deliveries,
 }
 
-const PAYLOAD_CONTEXT: &str = "callback";
-const SECRET_CONTEXT: &str = "callback-signing-secret";
-
 impl Schedules {
-    pub fn new(db: Db, clock: Arc<dyn Clock>, vault: Vault, http: GuardedClient) -> Schedules {
+    pub fn new(
+        db: Db,
+        clock: Arc<dyn Clock>,
+        vault: Vault,
+        http: GuardedClient,
+        deliveries: Deliveries,
+    ) -> Schedules {
         Schedules {
             db,
             clock,
             vault,
             http,
+            deliveries,
         }
     }
 
@@ -154,26 +160,35 @@ impl Schedules {
         self.http
             .check_url(&url, &patterns)
             .map_err(ScheduleError::Url)?;
-        if store::schedules::count_scheduled(self.db.pool(), &who.project_id)
-            .await
-            .map_err(ScheduleError::Store)?
+        if store::deliveries::count_unfinished(
+            self.db.pool(),
+            &who.project_id,
+            DeliveryKind::Callback,
+        )
+        .await
+        .map_err(ScheduleError::Store)?
             >= MAX_SCHEDULED_PER_PROJECT
         {
             return Err(ScheduleError::TooMany);
         }
         let id = new_id("sched");
-        let target =
-            Zeroizing::new(serde_json::json!({ "url": c.url, "payload": c.payload }).to_string());
-        let sealed = self
-            .vault
-            .seal(
-                &who.project_id,
-                &format!("{PAYLOAD_CONTEXT}:{id}"),
-                target.as_bytes(),
-            )
+        let delivery = self
+            .deliveries
+            .row(NewDelivery {
+                id: id.clone(),
+                project_id: who.project_id.clone(),
+                kind: DeliveryKind::Callback,
+                event: "callback".into(),
+                subject_id: id.clone(),
+                url: c.url,
+                url_shown: c.url_shown.clone(),
+                method: c.method.clone(),
+                secret_ref: None,
+                payload: c.payload,
+                due_at: c.scheduled_for,
+            })
             .map_err(ScheduleError::Store)?;
-        let now = self.clock.now_ms();
-        let row = CallbackRow {
+        let row = NewCallbackRow {
             id: id.clone(),
             project_id: who.project_id.clone(),
             user_id: who.user_id.clone(),
@@ -181,23 +196,17 @@ impl Schedules {
             url: c.url_shown,
             method: c.method,
             payload_shown: Some(c.payload_shown.to_string()),
-            ciphertext: sealed.ciphertext,
-            nonce: sealed.nonce,
-            key_version: sealed.key_version,
             scheduled_for: c.scheduled_for,
-            status: CallbackStatus::Scheduled,
-            attempts: 0,
-            next_attempt_at: c.scheduled_for,
-            lease_until: None,
-            response_status: None,
-            error: None,
-            delivered_at: None,
-            created_at: now,
-            updated_at: now,
+            created_at: delivery.created_at,
         };
-        store::schedules::insert(self.db.pool(), &row)
-            .await
-            .map_err(ScheduleError::Store)?;
+        let stored = async {
+            let mut tx = self.db.begin_write().await?;
+            store::deliveries::insert(&mut *tx, &delivery).await?;
+            store::schedules::insert(&mut *tx, &row).await?;
+            tx.commit().await?;
+            Ok::<_, Error>(())
+        };
+        stored.await.map_err(ScheduleError::Store)?;
         tracing::info!(callback = %id, project = %who.project_id, scheduled_for = %rfc3339(c.scheduled_for), "callback scheduled");
         Ok((id, c.scheduled_for))
     }
@@ -231,11 +240,15 @@ impl Schedules {
         deliveries: bool,
     ) -> Result<CallbackPage> {
         let status = match status.filter(|s| !s.is_empty()) {
-            Some(s) => Some(CallbackStatus::parse(s).ok_or_else(|| {
-                Error::invalid(format!(
-                    "unknown status {s:?}; use scheduled, delivered, failed or cancelled"
-                ))
-            })?),
+            Some(s) => Some(
+                store::deliveries::parse::<CallbackStatus>(s)
+                    .ok_or_else(|| {
+                        Error::invalid(format!(
+                            "unknown status {s:?}; use scheduled, delivered, failed or cancelled"
+                        ))
+                    })?
+                    .deliveries(),
+            ),
             None => None,
         };
         let before = cursor
@@ -257,7 +270,7 @@ impl Schedules {
         let rows: Vec<CallbackRow> = rows.into_iter().take(PAGE as usize).collect();
         let mut attempts = if deliveries {
             let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
-            store::schedules::attempts_of(self.db.pool(), &ids).await?
+            store::deliveries::attempts_of(self.db.pool(), &ids).await?
         } else {
             Vec::new()
         };
@@ -268,7 +281,7 @@ impl Schedules {
             let mine = deliveries.then(|| {
                 let (of, rest): (Vec<AttemptRow>, Vec<AttemptRow>) = std::mem::take(&mut attempts)
                     .into_iter()
-                    .partition(|a| a.callback_id == r.id);
+                    .partition(|a| a.delivery_id == r.id);
                 attempts = rest;
                 of.into_iter().map(AttemptView::from).collect()
             });
@@ -290,7 +303,8 @@ impl Schedules {
         if !who.sees_project_records() && row.user_id != who.user_id {
             return Ok(None);
         }
-        let attempts = store::schedules::attempts(self.db.pool(), &row.id).await?;
+        let attempts =
+            store::deliveries::attempts_of(self.db.pool(), std::slice::from_ref(&row.id)).await?;
         let mut v = view(
             row,
             Some(attempts.into_iter().map(AttemptView::from).collect()),
@@ -307,7 +321,7 @@ impl Schedules {
         if !who.sees_project_records() && row.user_id != who.user_id {
             return Ok(Cancelled::NotFound);
         }
-        if store::schedules::cancel(self.db.pool(), &who.project_id, id, self.clock.now_ms())
+        if store::deliveries::cancel(self.db.pool(), &who.project_id, id, self.clock.now_ms())
             .await?
         {
             tracing::info!(callback = %id, by = %who.user_id, "callback cancelled");
@@ -317,126 +331,13 @@ impl Schedules {
             .await?
             .map(|r| r.status)
             .unwrap_or(row.status);
-        Ok(Cancelled::Finished(now))
+        Ok(Cancelled::Finished(now.into()))
     }
 
     /// The project's signing secret (made on first use), for admins to configure receivers.
     pub async fn signing_secret(&self, admin: &Principal) -> Result<Zeroizing<String>> {
         admin.require(crate::auth::Operation::SigningSecretRead)?;
-        self.secret_of(&admin.project_id).await
-    }
-
-    async fn secret_of(&self, project_id: &str) -> Result<Zeroizing<String>> {
-        if store::schedules::signing_secret(self.db.pool(), project_id)
-            .await?
-            .is_none()
-        {
-            let fresh = Zeroizing::new(format!("wbcs_{}", crate::crypto::random_base62(40)));
-            let sealed = self
-                .vault
-                .seal(project_id, SECRET_CONTEXT, fresh.as_bytes())?;
-            let row = SigningSecretRow {
-                project_id: project_id.to_owned(),
-                ciphertext: sealed.ciphertext,
-                nonce: sealed.nonce,
-                key_version: sealed.key_version,
-                created_at: self.clock.now_ms(),
-            };
-            store::schedules::insert_signing_secret(self.db.pool(), &row).await?;
-        }
-        // Whichever instance's secret was stored first is the project's.
-        let row = store::schedules::signing_secret(self.db.pool(), project_id)
-            .await?
-            .ok_or_else(|| Error::internal("signing secret vanished"))?;
-        let sealed = Sealed {
-            ciphertext: row.ciphertext,
-            nonce: row.nonce,
-            key_version: row.key_version,
-        };
-        let plain = self.vault.open(project_id, SECRET_CONTEXT, &sealed)?;
-        Ok(Zeroizing::new(String::from_utf8(plain.to_vec()).map_err(
-            |_| Error::internal("signing secret is not UTF-8"),
-        )?))
-    }
-
-    /// Re-seals payloads and signing secrets not under the vault's newest key version (part of
-    /// `rotate-master-key`); re-runnable. Returns how many were re-sealed.
-    pub async fn reseal_all(&self) -> Result<u64> {
-        let version = self
-            .vault
-            .current_key_version()
-            .ok_or_else(|| Error::internal("no master key configured"))?;
-        let payloads = crate::vault::reseal_in_batches(|| self.reseal_payloads(version)).await?;
-        let secrets = crate::vault::reseal_in_batches(|| self.reseal_secrets(version)).await?;
-        Ok(payloads + secrets)
-    }
-
-    async fn reseal_payloads(&self, version: i64) -> Result<u64> {
-        let mut done = 0;
-        for r in
-            store::schedules::not_on_version(self.db.pool(), version, crate::vault::RESEAL_BATCH)
-                .await?
-        {
-            let context = format!("{PAYLOAD_CONTEXT}:{}", r.id);
-            let plain = self.vault.open(
-                &r.project_id,
-                &context,
-                &Sealed {
-                    ciphertext: r.ciphertext.clone(),
-                    nonce: r.nonce.clone(),
-                    key_version: r.key_version,
-                },
-            )?;
-            let s = self.vault.seal(&r.project_id, &context, &plain)?;
-            if store::schedules::reseal(
-                self.db.pool(),
-                &r.id,
-                &r.ciphertext,
-                &s.ciphertext,
-                &s.nonce,
-                s.key_version,
-            )
-            .await?
-            {
-                done += 1;
-            }
-        }
-        Ok(done)
-    }
-
-    async fn reseal_secrets(&self, version: i64) -> Result<u64> {
-        let mut done = 0;
-        for r in store::schedules::signing_secrets_not_on_version(
-            self.db.pool(),
-            version,
-            crate::vault::RESEAL_BATCH,
-        )
-        .await?
-        {
-            let plain = self.vault.open(
-                &r.project_id,
-                SECRET_CONTEXT,
-                &Sealed {
-                    ciphertext: r.ciphertext.clone(),
-                    nonce: r.nonce.clone(),
-                    key_version: r.key_version,
-                },
-            )?;
-            let s = self.vault.seal(&r.project_id, SECRET_CONTEXT, &plain)?;
-            if store::schedules::reseal_signing_secret(
-                self.db.pool(),
-                &r.project_id,
-                &r.ciphertext,
-                &s.ciphertext,
-                &s.nonce,
-                s.key_version,
-            )
-            .await?
-            {
-                done += 1;
-            }
-        }
-        Ok(done)
+        self.deliveries.project_secret(&admin.project_id).await
     }
 }
 
@@ -446,16 +347,16 @@ fn view(r: CallbackRow, deliveries: Option<Vec<AttemptView>>) -> CallbackView {
         .as_deref()
         .and_then(|p| serde_json::from_str(p).ok())
         .unwrap_or(Value::Null);
+    let status = CallbackStatus::from(r.status);
     CallbackView {
-        next_attempt_at: (r.status == CallbackStatus::Scheduled)
-            .then(|| rfc3339(r.next_attempt_at)),
+        next_attempt_at: (status == CallbackStatus::Scheduled).then(|| rfc3339(r.next_attempt_at)),
         id: r.id,
         object: "scheduled_callback",
         url: r.url,
         method: r.method,
         payload,
         scheduled_for: rfc3339(r.scheduled_for),
-        status: r.status,
+        status,
         attempts: r.attempts,
         last_response_status: r.response_status,
         last_error: r.error,

@@ -1,6 +1,7 @@
-//! The confirmation webhook (D15): a held call is POSTed to the project's webhook, signed with
-//! HMAC-SHA256 under a vault secret, in the background and with retries; the URL passes the
-//! egress rules when set and at every connection; nothing secret is in the body.
+//! The confirmation webhook (D15): a held call is POSTed to the project's webhook through the
+//! delivery outbox, signed `t=…,v1=…` under a vault secret (and, for the transition, the old
+//! `sha256=` value under `Workbench-Signature-Legacy`), at once and then with retries; the URL
+//! passes the egress rules when set and at every connection; nothing secret is in the body.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -87,6 +88,27 @@ async fn settled_delivery(app: &TestApp, key: &str) -> Value {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("no delivery settled within 30 s");
+}
+
+/// The newest delivery once `ok` says so.
+async fn newest_delivery_when(app: &TestApp, key: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..300 {
+        let (_, list) = send(
+            app,
+            key,
+            reqwest::Method::GET,
+            "/v1/webhooks/deliveries",
+            Value::Null,
+        )
+        .await;
+        if let Some(d) = list["data"].get(0) {
+            if ok(d) {
+                return d.clone();
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no delivery as expected within 30 s");
 }
 
 /// An agent key whose policy holds storage.put for a confirmation.
@@ -181,15 +203,29 @@ db_test!(
             headers["workbench-delivery"].to_str().unwrap(),
             delivery["id"].as_str().unwrap()
         );
-        let expected = workbench_core::notify::signature(SIGNING.as_bytes(), &body);
+        // One signature format for every delivery: the timestamp is signed with the body.
+        let sig = headers["workbench-signature"].to_str().unwrap();
+        let t: i64 = sig
+            .strip_prefix("t=")
+            .and_then(|s| s.split(',').next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(t, app.wb.clock().now_ms() / 1000);
         assert_eq!(
-            headers["workbench-signature"].to_str().unwrap(),
-            expected,
-            "HMAC-SHA256 of the exact body under the vault secret"
+            sig,
+            workbench_core::delivery::signature(SIGNING.as_bytes(), t, &body),
+            "HMAC-SHA256 of \"<t>.<body>\" under the vault secret"
         );
-        assert_ne!(
-            workbench_core::notify::signature(b"another secret", &body),
-            expected
+        assert_eq!(
+            workbench_core::delivery::verify(SIGNING.as_bytes(), sig, &body, t + 10),
+            Ok(())
+        );
+        assert!(workbench_core::delivery::verify(b"another secret", sig, &body, t).is_err());
+        // The old untimed value, for receivers not yet moved, under its own header.
+        assert_eq!(
+            headers["workbench-signature-legacy"].to_str().unwrap(),
+            workbench_core::delivery::legacy_signature(SIGNING.as_bytes(), &body)
         );
         let text = String::from_utf8(body.to_vec()).unwrap();
         assert!(
@@ -296,6 +332,22 @@ db_test!(
             status, 202,
             "the call is answered without waiting for the webhook"
         );
+        // The first attempt is made at once and fails; the delivery waits in the outbox.
+        let d = newest_delivery_when(&app, &key, |d| d["attempts"] == 1 && d["error"].is_string())
+            .await;
+        assert_eq!(
+            (d["status"].as_str(), d["response_status"].as_i64()),
+            (Some("pending"), Some(503)),
+            "a 503 is retried: {d}"
+        );
+        assert_eq!(
+            app.wb.deliveries().run_due().await.unwrap(),
+            0,
+            "not before its wait"
+        );
+        // The first retry waits 10 s (and up to 10% more).
+        app.clock.advance_ms(11_100);
+        assert_eq!(app.wb.deliveries().run_due().await.unwrap(), 1);
         let d = settled_delivery(&app, &key).await;
         assert_eq!(
             (

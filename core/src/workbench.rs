@@ -9,6 +9,7 @@ use crate::builtin::{self, BuiltinServices, ObjectStorage};
 use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
 use crate::connections::{Connections, ProxyTokens, DEFAULT_CONNECT_TTL_SECS};
+use crate::delivery::Deliveries;
 use crate::egress::{AddrRange, EgressRules, GuardedClient, PrivateAllowance};
 use crate::email::{Email, EmailSettings};
 use crate::engine::{ConfirmSettings, Engine, EngineParts, Idempotency};
@@ -83,6 +84,7 @@ pub struct Workbench {
     policies: Policies,
     webhooks: Webhooks,
     schedules: Schedules,
+    deliveries: Deliveries,
     email: Arc<Email>,
 }
 
@@ -108,7 +110,20 @@ impl Workbench {
         let allowance = PrivateAllowance(options.egress_allow_private);
         let guarded = GuardedClient::new(allowance.clone());
         let vectors = Arc::new(builtin::VectorNamespaces::new(db.clone(), clock.clone()));
-        let schedules = Schedules::new(db.clone(), clock.clone(), vault.clone(), guarded.clone());
+        let deliveries = Deliveries::new(
+            db.clone(),
+            clock.clone(),
+            vault.clone(),
+            guarded.clone(),
+            allowance.clone(),
+        );
+        let schedules = Schedules::new(
+            db.clone(),
+            clock.clone(),
+            vault.clone(),
+            guarded.clone(),
+            deliveries.clone(),
+        );
         let email = Arc::new(Email::new(db.clone(), clock.clone(), options.email)?);
         let services = BuiltinServices {
             db: db.clone(),
@@ -149,7 +164,7 @@ impl Workbench {
             db.clone(),
             clock.clone(),
             vault.clone(),
-            guarded.reqwest(),
+            deliveries.clone(),
             allowance.clone(),
         );
         let apps = Apps::new(
@@ -188,6 +203,7 @@ impl Workbench {
             policies,
             webhooks,
             schedules,
+            deliveries,
             email,
             metering: Metering::new(db.clone(), recorder.clone(), clock.clone()),
             proxy_tokens: ProxyTokens::new(db.clone(), clock.clone(), options.proxy_token_key),
@@ -207,7 +223,7 @@ impl Workbench {
 
     /// Everything /metrics shows, in the Prometheus text format: calls and their latency
     /// since this process started, then gauges read now (upstream breakers and in-flight
-    /// calls, the database pool, pending confirmations, callbacks due, record write failures).
+    /// calls, the database pool, pending confirmations, deliveries due, record write failures).
     pub async fn metrics_text(&self) -> Result<String> {
         use crate::metrics::{escape, gauge};
         let mut out = String::new();
@@ -222,7 +238,7 @@ impl Workbench {
                 escape(&u.server_id),
                 escape(&u.name)
             );
-            for s in ["closed", "open", "half_open"] {
+            for &s in crate::upstream::BreakerState::ALL {
                 states.push((
                     format!("{labels},state=\"{s}\""),
                     if u.breaker == s { 1.0 } else { 0.0 },
@@ -260,11 +276,11 @@ impl Workbench {
             "Held calls waiting for a person's decision.",
             &[(String::new(), pending as f64)],
         );
-        let due = crate::store::schedules::count_due(&self.db, now).await?;
+        let due = crate::store::deliveries::count_due(&self.db, now).await?;
         gauge(
             &mut out,
             "workbench_callbacks_due",
-            "Scheduled callbacks due now and not yet being delivered.",
+            "Outbound deliveries (scheduled callbacks and webhook events) due now and not being delivered.",
             &[(String::new(), due as f64)],
         );
         let failures =
@@ -290,6 +306,11 @@ impl Workbench {
 
     pub fn schedules(&self) -> &Schedules {
         &self.schedules
+    }
+
+    /// The outbox every outbound delivery (webhook events, callbacks) goes through.
+    pub fn deliveries(&self) -> &Deliveries {
+        &self.deliveries
     }
 
     pub fn email(&self) -> &Email {

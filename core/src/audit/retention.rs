@@ -1,5 +1,6 @@
-//! Audit retention: a project keeps its audit rows, call records, confirmations, webhook
-//! deliveries and finished callbacks (with their attempts) for a number of days an admin sets (none: forever). The upkeep loop of every
+//! Audit retention: a project keeps its audit rows, call records, confirmations and finished
+//! deliveries (webhook events and callbacks, with their attempts) for a number of days an admin
+//! sets (none: forever); deliveries still waiting are kept whatever their age. The upkeep loop of every
 //! instance deletes older rows in small batches, so a large backlog never holds the database's
 //! write lock for long; deleting is idempotent, so instances sharing a database may overlap.
 //! Usage counters are not touched: they are the meters, kept whatever the retention.
@@ -9,6 +10,7 @@ use serde::Serialize;
 use super::AuditLog;
 use crate::auth::Principal;
 use crate::store;
+use crate::store::delivery_status::DeliveryKind;
 use crate::{Error, Result};
 
 /// Rows one DELETE removes at most.
@@ -84,11 +86,23 @@ impl AuditLog {
             })
             .await?;
             report.webhook_deliveries += drain(|| {
-                store::webhook_deliveries::delete_older(pool, &project_id, before, RETENTION_BATCH)
+                store::deliveries::delete_finished_older(
+                    pool,
+                    &project_id,
+                    DeliveryKind::Webhook,
+                    before,
+                    RETENTION_BATCH,
+                )
             })
             .await?;
             report.callbacks += drain(|| {
-                store::schedules::delete_finished_older(pool, &project_id, before, RETENTION_BATCH)
+                store::deliveries::delete_finished_older(
+                    pool,
+                    &project_id,
+                    DeliveryKind::Callback,
+                    before,
+                    RETENTION_BATCH,
+                )
             })
             .await?;
         }

@@ -151,6 +151,9 @@ async fn write_all(db: &Db, records: &[Record]) {
     }
 }
 
+/// A usage counter's key: (project, api key, tool, day).
+type UsageKey<'a> = (&'a str, &'a str, &'a str, &'a str);
+
 async fn commit(db: &Db, records: &[Record]) -> Result<()> {
     // Write-only: a deferred transaction takes the write lock at its first statement.
     let mut tx = db.pool().begin().await?;
@@ -159,8 +162,8 @@ async fn commit(db: &Db, records: &[Record]) -> Result<()> {
     // batch is summed per counter first: one statement per project, key, tool, day.
     let (mut new_calls, mut done_calls, mut new_audit, mut done_audit) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut usage: BTreeMap<(&str, &str, &str, &str), BTreeMap<&'static str, (Meter, i64)>> =
-        BTreeMap::new();
+    // (project, key, tool, day) → meter name → (meter, sum)
+    let mut usage: BTreeMap<UsageKey<'_>, BTreeMap<&'static str, (Meter, i64)>> = BTreeMap::new();
     for r in records {
         match &r.call {
             Some((c, Write::Insert)) => new_calls.push(c),

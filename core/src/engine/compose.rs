@@ -7,12 +7,10 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{json, Map, Value};
 
 use super::batch::{entry, ExecuteRequest};
+use super::scope::{CallScope, Chain};
 use super::template::{self, Context, TemplateError};
-use super::{
-    CallOptions, Engine, EntryContext, Invocation, Prepared, Steps, ToolError, RESULT_CAP_CHARS,
-};
+use super::{CallOptions, Engine, EntryContext, Invocation, ToolError, RESULT_CAP_CHARS};
 use crate::auth::Principal;
-use crate::catalog::Snapshot;
 
 /// What execute_tools answers: a response, or a failure of the whole call (a compose step, a
 /// bad `return`), which MCP marks as an error result.
@@ -72,10 +70,11 @@ impl Engine {
         opts: &CallOptions,
         only_integration: Option<&str>,
     ) -> ExecuteOutcome {
-        // One catalog snapshot for the whole request, whatever registers meanwhile.
-        let snapshot = self.snapshot(who);
+        // The request's context, once: one catalog snapshot, whatever registers meanwhile, and
+        // one scrubber and policy for every execution.
+        let scope = self.scope(who, opts).await;
         if req.compose {
-            return self.compose(&snapshot, who, req, opts).await;
+            return scope.compose(req).await;
         }
         let n = req.executions.len();
         let mut slots: Vec<Option<Result<Value, ToolError>>> = vec![None; n];
@@ -84,9 +83,10 @@ impl Engine {
             req.executions.iter().map(|e| e.ref_id.clone()).collect();
         for (i, e) in req.executions.into_iter().enumerate() {
             if let Some(integration) = only_integration {
-                if !snapshot
+                if scope
+                    .snapshot
                     .get(&e.tool)
-                    .is_some_and(|t| t.spec.integration == integration)
+                    .is_none_or(|t| t.spec.integration != integration)
                 {
                     slots[i] = Some(Err(ToolError::NotFound {
                         tool: e.tool,
@@ -104,7 +104,7 @@ impl Engine {
             ));
         }
         let (indexes, invocations): (Vec<usize>, Vec<Invocation>) = runnable.into_iter().unzip();
-        let outcomes = self.run_batch_on(&snapshot, who, invocations, opts).await;
+        let outcomes = scope.run_all(invocations).await;
         for (i, outcome) in indexes.into_iter().zip(outcomes) {
             slots[i] = Some(outcome.result);
         }
@@ -161,44 +161,31 @@ impl Engine {
             },
         }
     }
+}
 
+impl CallScope<'_> {
     /// Compose: steps in order, each through the whole pipeline with earlier results available
     /// to its references; the first failure ends the run and is the answer.
-    async fn compose(
-        &self,
-        snapshot: &Snapshot,
-        who: &Principal,
-        req: ExecuteRequest,
-        opts: &CallOptions,
-    ) -> ExecuteOutcome {
+    async fn compose(&self, req: ExecuteRequest) -> ExecuteOutcome {
         let mut results: HashMap<String, Value> = HashMap::new();
         let no_failures = HashSet::new();
         let mut last = Value::Null;
-        let Prepared {
-            mut scrubber,
-            policy,
-        } = match self.prepare(who).await {
-            Ok(p) => p,
-            Err(err) => {
+        // The run's scrubber: every secret any step uses joins it.
+        let mut scrubber = match &self.base {
+            Ok(base) => base.scrubber.clone(),
+            Err(_) => {
+                // Nothing runs: the first step is refused and recorded, and is the answer.
                 let first = req
                     .executions
                     .into_iter()
                     .next()
                     .map(|e| e.tool)
                     .unwrap_or_default();
-                let err = self
-                    .refuse(
-                        who,
-                        Invocation {
-                            tool: first,
-                            args: Value::Null,
-                        },
-                        opts,
-                        err,
-                    )
-                    .await
-                    .result
-                    .unwrap_err();
+                let inv = Invocation {
+                    tool: first,
+                    args: Value::Null,
+                };
+                let err = self.run(inv, None).await.result.unwrap_err();
                 return ExecuteOutcome::Failed(err.to_mcp_at(EntryContext {
                     index: Some(0),
                     ..Default::default()
@@ -207,26 +194,15 @@ impl Engine {
         };
         for (i, e) in req.executions.into_iter().enumerate() {
             let ref_id = e.ref_id.clone().unwrap_or_default();
-            let steps = Steps {
-                results: Some(&results),
-                failed: &no_failures,
+            let inv = Invocation {
+                tool: e.tool,
+                args: e.args,
             };
-            let outcome = self
-                .run_step(
-                    snapshot,
-                    who,
-                    Invocation {
-                        tool: e.tool,
-                        args: e.args,
-                    },
-                    opts,
-                    &steps,
-                    false,
-                    &mut scrubber,
-                    &policy,
-                    None,
-                )
-                .await;
+            let chain = Chain {
+                results: &results,
+                scrubber: &mut scrubber,
+            };
+            let outcome = self.run(inv, Some(chain)).await;
             match outcome.result {
                 Ok(v) => {
                     last = v.clone();

@@ -7,10 +7,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::record::Rows;
-use super::{
-    CallOptions, CallOutcome, Engine, Invocation, Prepared, Steps, Surface, ToolCallView, ToolError,
-};
+use super::record::{self, Rows};
+use super::scope::{CallScope, Held};
+use super::{CallOptions, CallOutcome, Engine, Invocation, Surface, ToolCallView, ToolError};
 use crate::auth::Principal;
 use crate::clock::rfc3339;
 use crate::ids::new_id;
@@ -43,13 +42,6 @@ impl Default for ConfirmSettings {
             ttl_secs: DEFAULT_CONFIRMATION_TTL_SECS,
         }
     }
-}
-
-/// An approved call being run: the ids it was held under.
-#[derive(Debug, Clone)]
-pub struct Held {
-    pub tool_call_id: String,
-    pub confirmation_id: String,
 }
 
 /// A confirmation as the API and the portal show it. `arguments` is the agent's template,
@@ -151,33 +143,34 @@ impl Engine {
         outcome.rows = Rows::Replay;
         outcome.confirmation_id = Some(held.id.clone());
     }
+}
 
+impl CallScope<'_> {
     /// Holds a gated call, or answers what the identical held call came to. `template` is what
     /// the agent sent. Sets `outcome`'s id and rows: a new hold is a new call; a repeat
     /// answers under the held call's id and writes only an audit row.
     pub(super) async fn hold(
         &self,
-        who: &Principal,
         tool: &str,
         template: &Value,
-        opts: &CallOptions,
         rule: Rule,
         outcome: &mut CallOutcome,
     ) -> std::result::Result<Value, ToolError> {
+        let (engine, who, opts) = (self.engine, self.who, self.opts);
         let unavailable = |e: Error| {
             tracing::error!(error = ?e, "confirmations cannot be stored");
             ToolError::Unavailable {
                 reason: "confirmations cannot be stored right now".into(),
             }
         };
-        let now = self.clock.now_ms();
+        let now = engine.clock.now_ms();
         let fp = fingerprint(who, tool, template);
         let live =
-            store::confirmations::live_by_fingerprint(self.db.pool(), &who.project_id, &fp, now)
+            store::confirmations::live_by_fingerprint(engine.db.pool(), &who.project_id, &fp, now)
                 .await
                 .map_err(unavailable)?;
         if let Some(row) = live {
-            Self::answer_as_repeat(outcome, &row);
+            Engine::answer_as_repeat(outcome, &row);
             return match (row.status, row.outcome.as_deref()) {
                 (ConfirmationStatus::Denied, _) => Err(ToolError::Denied {
                     tool: tool.to_owned(),
@@ -194,7 +187,7 @@ impl Engine {
                     }
                 }
                 // Pending, or approved and still running: the same confirmation.
-                _ => Err(self.awaiting(&row)),
+                _ => Err(engine.awaiting(&row)),
             };
         }
         let row = ConfirmationRow {
@@ -215,23 +208,23 @@ impl Engine {
             decided_by: None,
             decided_at: None,
             outcome: None,
-            expires_at: now + self.confirm.ttl_secs * 1000,
+            expires_at: now + engine.confirm.ttl_secs * 1000,
             created_at: now,
             oauth_grant_id: who.oauth_grant_id.clone(),
         };
         // At most one pending confirmation per identical call (a unique index): an expired one
         // steps aside first; losing a race to another instance answers the winner's.
         store::confirmations::expire_fingerprint(
-            self.db.pool(),
+            engine.db.pool(),
             &who.project_id,
             &row.fingerprint,
             now,
         )
         .await
         .map_err(unavailable)?;
-        if let Err(e) = store::confirmations::insert(self.db.pool(), &row).await {
+        if let Err(e) = store::confirmations::insert(engine.db.pool(), &row).await {
             return match store::confirmations::live_by_fingerprint(
-                self.db.pool(),
+                engine.db.pool(),
                 &who.project_id,
                 &row.fingerprint,
                 now,
@@ -239,29 +232,37 @@ impl Engine {
             .await
             {
                 Ok(Some(winner)) => {
-                    Self::answer_as_repeat(outcome, &winner);
-                    Err(self.awaiting(&winner))
+                    Engine::answer_as_repeat(outcome, &winner);
+                    Err(engine.awaiting(&winner))
                 }
                 _ => Err(unavailable(e)),
             };
         }
         outcome.confirmation_id = Some(row.id.clone());
         tracing::info!(confirmation_id = %row.id, tool, "call held for confirmation");
-        // Approvers are told through the project's webhook, if one is set (in the background).
-        match self.view(who, row.clone(), now).await {
-            Ok(view) => self.webhooks.notify(
-                &who.project_id,
-                crate::notify::CONFIRMATION_CREATED,
-                &view.id,
-                serde_json::to_value(&view).unwrap_or(Value::Null),
-            ),
+        // Approvers are told through the project's webhook, if one is set: the delivery is in the
+        // outbox before the call is answered and is sent in the background.
+        match engine.view(who, row.clone(), now).await {
+            Ok(view) => {
+                engine
+                    .webhooks
+                    .notify(
+                        &who.project_id,
+                        crate::notify::CONFIRMATION_CREATED,
+                        &view.id,
+                        serde_json::to_value(&view).unwrap_or(Value::Null),
+                    )
+                    .await
+            }
             Err(e) => {
                 tracing::warn!(error = %e, confirmation_id = %row.id, "the webhook is not told of a held call")
             }
         }
-        Err(self.awaiting(&row))
+        Err(engine.awaiting(&row))
     }
+}
 
+impl Engine {
     async fn view(
         &self,
         who: &Principal,
@@ -451,35 +452,12 @@ impl Engine {
             .await
         } else if let Some(caller) = caller {
             let template: Value = serde_json::from_str(&row.arguments).unwrap_or(Value::Null);
-            let snapshot = self.snapshot(&caller);
-            let outcome = match self.prepare(&caller).await {
-                Ok(Prepared {
-                    mut scrubber,
-                    policy,
-                }) => {
-                    self.run_step(
-                        &snapshot,
-                        &caller,
-                        Invocation {
-                            tool: row.tool.clone(),
-                            args: template,
-                        },
-                        &opts,
-                        &Steps::none(),
-                        true,
-                        &mut scrubber,
-                        &policy,
-                        Some(&held),
-                    )
-                    .await
-                }
-                Err(e) => {
-                    let mut o = CallOutcome::new(held.tool_call_id.clone(), row.tool.clone());
-                    o.result = Err(e);
-                    o
-                }
+            let inv = Invocation {
+                tool: row.tool.clone(),
+                args: template,
             };
-            outcome.result
+            let scope = self.scope(&caller, &opts).await.held(held);
+            scope.run(inv, None).await.result
         } else {
             let e = ToolError::Unavailable { reason: "the API key or authorization that made this call was revoked, so it does not run".into() };
             self.finish_unrun(&held, &row, who, &opts, e).await
@@ -514,7 +492,13 @@ impl Engine {
         o.confirmation_id = Some(held.confirmation_id.clone());
         o.result = Err(e);
         let args: Value = serde_json::from_str(&row.arguments).unwrap_or(Value::Null);
-        super::record::write(&self.recorder, who, &args, opts, &o, self.clock.now_ms()).await;
+        let call = record::Call {
+            who,
+            opts,
+            args: &args,
+            at: self.clock.now_ms(),
+        };
+        record::write(&self.recorder, &call, &o).await;
         o.result
     }
 

@@ -50,17 +50,29 @@ pub(crate) enum Rows {
     Replay,
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The call a record is written for: who made it and how, the arguments to keep (the agent's
+/// template, scrubbed) and when it started.
+pub(super) struct Call<'a> {
+    pub who: &'a Principal,
+    pub opts: &'a CallOptions,
+    pub args: &'a Value,
+    pub at: i64,
+}
+
+/// The rows of `c` with call id `id` as `status`, finished with `o` when it has ended.
 fn rows(
-    who: &Principal,
-    args: &Value,
-    opts: &CallOptions,
+    c: &Call<'_>,
     id: &str,
     tool: &str,
     status: &str,
     o: Option<&CallOutcome>,
-    now: i64,
 ) -> (ToolCallRow, AuditRow) {
+    let Call {
+        who,
+        opts,
+        args,
+        at: now,
+    } = *c;
     let (result, error) = match o.map(|o| &o.result) {
         Some(Ok(v)) => (Some(v.to_string()), None),
         Some(Err(e)) => (None, Some(e.to_mcp().to_string())),
@@ -116,18 +128,14 @@ fn rows(
 /// Records a call as `running` before its handler runs (tools that change things: no record,
 /// no call); `existing` when its rows exist already (a held call, now approved). The rows are
 /// finished by `write`.
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn begin(
     db: &Db,
-    who: &Principal,
-    args: &Value,
-    opts: &CallOptions,
+    c: &Call<'_>,
     id: &str,
     tool: &str,
-    now: i64,
     existing: bool,
 ) -> Result<()> {
-    let (call, audit) = rows(who, args, opts, id, tool, "running", None, now);
+    let (call, audit) = rows(c, id, tool, "running", None);
     let mut tx = db.pool().begin().await?;
     if existing {
         store::tool_calls::finish(&mut *tx, &call).await?;
@@ -160,15 +168,11 @@ pub(super) fn outcome_label(o: &CallOutcome) -> &'static str {
 
 /// Queues the tool_calls row, the audit row and the usage counters of an execution (one
 /// transaction when written), as `o.rows` says.
-pub(super) async fn write(
-    recorder: &Recorder,
-    who: &Principal,
-    args: &Value,
-    opts: &CallOptions,
-    o: &CallOutcome,
-    now: i64,
-) {
-    let (call, audit) = rows(who, args, opts, &o.id, &o.tool, o.status(), Some(o), now);
+pub(super) async fn write(recorder: &Recorder, c: &Call<'_>, o: &CallOutcome) {
+    let (call, audit) = rows(c, &o.id, &o.tool, o.status(), Some(o));
+    let Call {
+        who, opts, at: now, ..
+    } = *c;
     // Calls to unknown tools count too (D17), under one name.
     let metered_tool = metered_tool(o).to_owned();
     let usage = Some(()).map(|()| {

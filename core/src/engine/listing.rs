@@ -1,0 +1,82 @@
+//! What the caller's policy lets it see of the catalog (D2, D14): search_tools, tool and the
+//! tool listings show only tools the policy lets the caller run, now or after a confirmation.
+
+use std::sync::Arc;
+
+use super::Engine;
+use crate::auth::Principal;
+use crate::catalog::Tool;
+use crate::Result;
+
+/// Most results search_tools returns.
+pub const SEARCH_LIMIT_MAX: usize = 50;
+pub const SEARCH_LIMIT_DEFAULT: usize = 10;
+
+/// One search_tools match.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SearchResult {
+    pub name: String,
+    pub description: String,
+    pub integration: String,
+    pub score: f32,
+}
+
+impl Engine {
+    /// The tools `who` can run that best match `query` (D2), best first; `limit` is 1..=50.
+    pub async fn search(
+        &self,
+        who: &Principal,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<SearchResult>> {
+        if !(1..=SEARCH_LIMIT_MAX).contains(&limit) {
+            return Err(crate::Error::invalid(format!(
+                "limit must be between 1 and {SEARCH_LIMIT_MAX}"
+            )));
+        }
+        if query.trim().is_empty() {
+            return Err(crate::Error::invalid(
+                "query is empty; describe what you want to do, e.g. \"send email\"",
+            ));
+        }
+        if query.len() > 1000 {
+            return Err(crate::Error::invalid(
+                "query too long; use at most 1000 characters",
+            ));
+        }
+        let policy = self.policies.applied(who).await?;
+        let snapshot = self.snapshot(who);
+        Ok(snapshot
+            .search(query, limit, |t| policy.decide(t.name()).visible())
+            .into_iter()
+            .map(|(t, score)| SearchResult {
+                name: t.spec.name.to_string(),
+                description: t.spec.description.clone(),
+                integration: t.spec.integration.clone(),
+                score,
+            })
+            .collect())
+    }
+
+    /// A tool `who` can run (now or after a confirmation), by name (D2: others are "not found").
+    pub async fn tool(&self, who: &Principal, name: &str) -> Result<Option<Arc<Tool>>> {
+        let policy = self.policies.applied(who).await?;
+        Ok(self
+            .snapshot(who)
+            .get(name)
+            .filter(|t| policy.decide(t.name()).visible())
+            .cloned())
+    }
+
+    /// Every tool `who` can run (now or after a confirmation), in catalog order.
+    pub async fn tools(&self, who: &Principal) -> Result<Vec<Arc<Tool>>> {
+        let policy = self.policies.applied(who).await?;
+        Ok(self
+            .snapshot(who)
+            .tools()
+            .iter()
+            .filter(|t| policy.decide(t.name()).visible())
+            .cloned()
+            .collect())
+    }
+}

@@ -1,5 +1,6 @@
-//! Building blocks shared by the pages: the signed-in layout with its navigation, and small
-//! presentational pieces (error notes, cards, buttons).
+//! Building blocks shared by the pages: the signed-in layout with its navigation, the page kit
+//! (`Loaded`: the load/suspense/error skeleton every page repeats; `AddCard`: an admin's add
+//! form; `ListCard` and `Table`: the list shells), and small presentational pieces (error notes, cards, buttons).
 
 use leptos::prelude::*;
 
@@ -131,6 +132,87 @@ pub fn Centered(children: Children) -> impl IntoView {
             <p class="mb-8 text-xl font-semibold tracking-tight">"workbench"</p>
             <div class="w-full max-w-md rounded-lg border border-slate-200 bg-white p-8 shadow-sm">{children()}</div>
         </div>
+    }
+}
+
+/// A page's data: "Loading…" while it loads, the error note if it failed, else `content` of it.
+#[component]
+pub fn Loaded<T, F>(data: Resource<Result<T, AppError>>, content: F) -> impl IntoView
+where
+    T: Clone + Send + Sync + 'static,
+    F: Fn(T) -> AnyView + Clone + Send + Sync + 'static,
+{
+    view! {
+        <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
+            {move || {
+                let content = content.clone();
+                Suspend::new(async move {
+                    match data.await {
+                        Err(error) => view! { <LoadError error/> }.into_any(),
+                        Ok(d) => content(d),
+                    }
+                })
+            }}
+        </Suspense>
+    }
+}
+
+/// An admin's form above a list: a card shown only to whoever may manage (`show`).
+#[component]
+pub fn AddCard(
+    show: bool,
+    /// A max-width class, e.g. `max-w-xl`.
+    #[prop(optional)]
+    width: &'static str,
+    children: Children,
+) -> impl IntoView {
+    let class = if width.is_empty() {
+        format!("{CARD} mb-6")
+    } else {
+        format!("{CARD} mb-6 {width}")
+    };
+    show.then(|| view! { <section class=class>{children()}</section> })
+}
+
+/// A list's card: `empty_text` when there is nothing to list, else the list (children).
+#[component]
+pub fn ListCard(
+    empty: bool,
+    /// A max-width class, e.g. `max-w-xl`.
+    width: &'static str,
+    empty_text: &'static str,
+    children: Children,
+) -> impl IntoView {
+    view! {
+        <section class=format!("{CARD} {width}")>
+            {if empty {
+                view! { <p class="text-sm text-slate-600">{empty_text}</p> }.into_any()
+            } else {
+                children().into_any()
+            }}
+        </section>
+    }
+}
+
+/// A list table: its column headings, and the rows as children.
+#[component]
+pub fn Table(headers: &'static [&'static str], children: Children) -> impl IntoView {
+    let last = headers.len().saturating_sub(1);
+    let heads = headers
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let class = if i == last { "pb-2" } else { "pb-2 pr-4" };
+            view! { <th class=class>{*h}</th> }
+        })
+        .collect_view();
+    view! {
+        <table class="w-full text-left text-sm">
+            <thead class="text-xs uppercase tracking-wide text-slate-500">
+                <tr>{heads}</tr>
+            </thead>
+            <tbody>{children()}</tbody>
+        </table>
     }
 }
 

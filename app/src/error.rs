@@ -26,6 +26,14 @@ impl FromServerFnError for AppError {
     }
 }
 
+/// A status word core handed over that the model does not know: a bug, reported generically.
+#[cfg(feature = "ssr")]
+impl From<workbench_model::UnknownText> for AppError {
+    fn from(e: workbench_model::UnknownText) -> Self {
+        workbench_core::Error::internal(e.to_string()).into()
+    }
+}
+
 #[cfg(feature = "ssr")]
 impl From<workbench_core::Error> for AppError {
     /// Also gives the response the error's HTTP status (401 for a wrong password, 429 with

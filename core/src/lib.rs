@@ -1,11 +1,16 @@
 //! workbench-core: the domain of workbench and its storage. No web framework lives here: the
 //! surfaces in `server` and `app` only translate shapes and call into this crate.
 //!
+//! Statuses (call, confirmation, connection, breaker, review, …) and the views the portal shows
+//! are declared in `workbench-model`, below this crate, re-exported as `model` and where each
+//! enum used to live.
+//!
 //! Modules are layered and import only modules below them (checked by `tests/layers.rs`; the
 //! picture is in `core/README.md`), bottom first:
 //! - foundation: `error`, `crypto`, `ids`, `clock`, `args`, `store` (all SQL), `auth`, `vault`,
 //!   `egress`, `audit` (reading the log, and the record writer), `metering`, `policy` (tool
-//!   allowlists), `notify` (the project webhook);
+//!   allowlists), `delivery` (the outbox every outbound delivery goes through: signing, retries,
+//!   history), `notify` (the project webhook);
 //! - `catalog`: tool specs, names, search, and the handler seam (`ToolHandler`, `CallContext`,
 //!   `HandlerError`, `ConnectionSource`, `Credential`);
 //! - `integrations`: integrations as data (definitions, request templates, the outbound
@@ -25,6 +30,7 @@ pub mod catalog;
 pub mod clock;
 pub mod connections;
 pub mod crypto;
+pub mod delivery;
 pub mod egress;
 pub mod email;
 pub mod engine;
@@ -45,3 +51,5 @@ mod workbench;
 
 pub use error::{Error, Result};
 pub use workbench::{Workbench, WorkbenchOptions};
+/// The vocabulary core shares with the portal: typed statuses and the portal's views.
+pub use workbench_model as model;

@@ -1,42 +1,12 @@
 //! Server functions of the API keys page: list, create (secret shown once) and revoke keys.
 
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::AppError;
+pub use workbench_model::accounts::{ApiKeyView, ApiKeysData, NewApiKeyView};
 
 #[cfg(feature = "ssr")]
 use crate::ssr;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApiKeyView {
-    pub id: String,
-    pub name: String,
-    pub prefix: String,
-    pub owner: String,
-    pub created: String,
-    pub last_used: Option<String>,
-    pub revoked: Option<String>,
-    /// The attached policy's id (None: the project's default applies).
-    pub policy_id: Option<String>,
-}
-
-/// A key just created: the only time its secret is shown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NewApiKeyView {
-    pub name: String,
-    pub secret: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApiKeysData {
-    pub keys: Vec<ApiKeyView>,
-    /// The project's policies `(id, name)`, for admins who may attach them.
-    pub policies: Vec<(String, String)>,
-    pub can_manage_policies: bool,
-    /// A key created by a plain form post (no JavaScript), carried once through the session.
-    pub just_created: Option<NewApiKeyView>,
-}
 
 #[cfg(feature = "ssr")]
 const NEW_KEY_FLASH: &str = "flash_new_api_key";
@@ -63,22 +33,7 @@ pub async fn api_keys_page() -> Result<ApiKeysData, AppError> {
         .collect();
     let can_manage_policies = p.allows(workbench_core::auth::Operation::PoliciesManage);
     let policies = if can_manage_policies {
-        ssr::wb()?
-            .policies()
-            .list(&p)
-            .await?
-            .into_iter()
-            .map(|pol| {
-                (
-                    pol.id,
-                    if pol.default {
-                        format!("{} (default)", pol.name)
-                    } else {
-                        pol.name
-                    },
-                )
-            })
-            .collect()
+        ssr::wb()?.policies().choices(&p).await?
     } else {
         Vec::new()
     };

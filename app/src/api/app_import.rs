@@ -2,34 +2,12 @@
 //! or fetched from its URL) becomes, then create the app from the operations picked.
 
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::AppError;
+pub use workbench_model::apps::{ImportOperation, ImportPreviewView};
 
 #[cfg(feature = "ssr")]
 use crate::ssr;
-
-/// One operation of the document and what it became.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ImportOperation {
-    pub operation_id: Option<String>,
-    pub method: String,
-    pub path: String,
-    pub summary: Option<String>,
-    pub tool: Option<String>,
-    pub side_effects: Option<String>,
-    pub selected: bool,
-    pub skipped: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ImportPreviewView {
-    pub display_name: Option<String>,
-    pub base_url: Option<String>,
-    pub operations: Vec<ImportOperation>,
-    pub warnings: Vec<String>,
-    pub problem: Option<String>,
-}
 
 #[cfg(feature = "ssr")]
 async fn run_import(
@@ -85,10 +63,7 @@ pub async fn preview_app_import(
     let side_effects = |tool: &Option<String>| {
         let def = preview.definition.as_ref()?;
         let t = def.tools.iter().find(|t| Some(&t.name) == tool.as_ref())?;
-        serde_json::to_value(t.side_effects)
-            .ok()?
-            .as_str()
-            .map(str::to_owned)
+        Some(t.side_effects)
     };
     Ok(ImportPreviewView {
         display_name: preview.definition.as_ref().map(|d| d.display_name.clone()),

@@ -1,33 +1,12 @@
 //! Server functions of the Apps page: list, create and delete custom apps.
 
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::AppError;
+pub use workbench_model::apps::{AppView, AppsData};
 
 #[cfg(feature = "ssr")]
 use crate::ssr;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AppView {
-    pub id: String,
-    pub name: String,
-    pub display_name: String,
-    pub auth_type: String,
-    pub base_url: String,
-    pub tools: Vec<String>,
-    pub created_at: String,
-    /// Why the stored app is not loaded (its tools are not in the catalog).
-    pub load_error: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AppsData {
-    pub apps: Vec<AppView>,
-    pub can_manage: bool,
-    /// What an OAuth app registers at its provider as redirect URI.
-    pub redirect_uri: String,
-}
 
 #[server(endpoint = "apps_page")]
 pub async fn apps_page() -> Result<AppsData, AppError> {

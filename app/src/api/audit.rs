@@ -2,39 +2,12 @@
 //! and the project's retention setting.
 
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::AppError;
+pub use workbench_model::audit::{AuditData, AuditDetailView, AuditRowView};
 
 #[cfg(feature = "ssr")]
 use crate::ssr;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuditRowView {
-    pub id: String,
-    pub at: String,
-    pub action: String,
-    pub tool: String,
-    pub status: String,
-    pub error_code: String,
-    pub duration_ms: Option<i64>,
-    pub key: String,
-    pub surface: String,
-    pub call_id: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuditData {
-    pub rows: Vec<AuditRowView>,
-    pub next: Option<String>,
-    /// (id, label) of the keys the filter offers.
-    pub keys: Vec<(String, String)>,
-    pub is_admin: bool,
-    /// Days rows are kept (None: forever).
-    pub retention_days: Option<i64>,
-    /// May change the retention (an admin whose key has no policy).
-    pub can_manage: bool,
-}
 
 /// A page of the audit log, newest first; admins see the project, members their own calls.
 #[server(endpoint = "audit_page")]
@@ -72,19 +45,21 @@ pub async fn audit_page(
     let rows = page
         .entries
         .into_iter()
-        .map(|e| AuditRowView {
-            id: e.id,
-            at: display_time(e.at_ms),
-            key: label(&e.api_key_id),
-            action: e.action,
-            tool: e.tool.unwrap_or_default(),
-            status: e.status,
-            error_code: e.error_code.unwrap_or_default(),
-            duration_ms: e.duration_ms,
-            surface: e.surface,
-            call_id: e.tool_call_id.unwrap_or_default(),
+        .map(|e| {
+            Ok(AuditRowView {
+                id: e.id,
+                at: display_time(e.at_ms),
+                key: label(&e.api_key_id),
+                action: e.action,
+                tool: e.tool.unwrap_or_default(),
+                status: e.status.parse()?,
+                error_code: e.error_code.unwrap_or_default(),
+                duration_ms: e.duration_ms,
+                surface: e.surface,
+                call_id: e.tool_call_id.unwrap_or_default(),
+            })
         })
-        .collect();
+        .collect::<Result<_, AppError>>()?;
     Ok(AuditData {
         rows,
         next: page.next,
@@ -96,35 +71,6 @@ pub async fn audit_page(
         retention_days: wb.audit().retention_days(&p).await?,
         can_manage: p.allows(workbench_core::auth::Operation::AuditManage),
     })
-}
-
-/// One audit row in full, as the detail page shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuditDetailView {
-    pub id: String,
-    pub at: String,
-    pub action: String,
-    pub tool: String,
-    pub status: String,
-    pub error_code: String,
-    pub duration_ms: Option<i64>,
-    pub surface: String,
-    pub user: String,
-    pub key: String,
-    pub end_user_id: Option<String>,
-    pub detail: Option<String>,
-    pub tool_call_id: Option<String>,
-    /// Pretty JSON of the agent's arguments (references kept, secrets redacted).
-    pub arguments: Option<String>,
-    /// Pretty JSON of the error the caller got.
-    pub error: Option<String>,
-    pub result_bytes: Option<i64>,
-    pub idempotency_key: Option<String>,
-    pub confirmation_id: Option<String>,
-    pub confirmation_status: Option<String>,
-    pub decided_by: Option<String>,
-    pub decided_at: Option<String>,
-    pub decision_reason: Option<String>,
 }
 
 #[server(endpoint = "audit_detail")]
@@ -146,7 +92,7 @@ pub async fn audit_detail(id: String) -> Result<AuditDetailView, AppError> {
         at: d.at.clone(),
         action: d.action.clone(),
         tool: d.tool.clone().unwrap_or_default(),
-        status: d.status.clone(),
+        status: d.status.parse()?,
         error_code: d.error_code.clone().unwrap_or_default(),
         duration_ms: d.duration_ms,
         surface: d.surface.clone(),
@@ -168,7 +114,7 @@ pub async fn audit_detail(id: String) -> Result<AuditDetailView, AppError> {
         result_bytes,
         idempotency_key,
         confirmation_id: c.map(|c| c.id.clone()),
-        confirmation_status: c.map(|c| c.status.clone()),
+        confirmation_status: c.map(|c| c.status.parse()).transpose()?,
         decided_by: c.and_then(|c| c.decided_by_email.clone().or(c.decided_by.clone())),
         decided_at: c.and_then(|c| c.decided_at.clone()),
         decision_reason: c.and_then(|c| c.reason.clone()),

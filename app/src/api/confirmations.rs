@@ -6,38 +6,12 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::AppError;
+pub use workbench_model::calls::{
+    CallStatus, ConfirmationItem, ConfirmationStatus, ConfirmationsData,
+};
 
 #[cfg(feature = "ssr")]
 use crate::ssr;
-
-/// One held call as the pages show it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ConfirmationItem {
-    pub id: String,
-    pub tool: String,
-    pub side_effects: String,
-    pub status: String,
-    /// The agent's arguments, pretty JSON; vault references as references, secrets redacted.
-    pub arguments: String,
-    pub api_key: String,
-    pub requested_by: String,
-    pub end_user_id: Option<String>,
-    pub surface: String,
-    pub created_at: String,
-    pub expires_at: String,
-    pub expires_at_ms: i64,
-    pub decided_by: Option<String>,
-    pub decided_at: Option<String>,
-    pub reason: Option<String>,
-    pub tool_call_id: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ConfirmationsData {
-    pub pending: Vec<ConfirmationItem>,
-    pub history: Vec<ConfirmationItem>,
-    pub now_ms: i64,
-}
 
 #[cfg(feature = "ssr")]
 async fn items(
@@ -55,37 +29,36 @@ async fn items(
             .unwrap_or_else(|| user_id.to_owned())
     };
     let snapshot = wb.engine().snapshot(who);
-    Ok(views
+    views
         .into_iter()
-        .map(|c| ConfirmationItem {
-            side_effects: snapshot
-                .get(&c.tool)
-                .map(|t| t.spec.side_effects.as_str().to_owned())
-                .unwrap_or_else(|| "unknown".into()),
-            arguments: serde_json::to_string_pretty(&c.arguments).unwrap_or_default(),
-            api_key: match &c.api_key_id {
-                Some(id) => keys
-                    .iter()
-                    .find(|k| &k.id == id)
-                    .map(|k| format!("{} ({})", k.name, k.prefix))
-                    .unwrap_or_else(|| id.clone()),
-                None => "portal".into(),
-            },
-            requested_by: email(&c.user_id),
-            decided_by: c.decided_by.as_deref().map(email),
-            id: c.id,
-            tool: c.tool,
-            status: c.status,
-            end_user_id: c.end_user_id,
-            surface: c.surface,
-            created_at: c.created_at,
-            expires_at: c.expires_at,
-            expires_at_ms: c.expires_at_ms,
-            decided_at: c.decided_at,
-            reason: c.reason,
-            tool_call_id: c.tool_call_id,
+        .map(|c| {
+            Ok(ConfirmationItem {
+                side_effects: snapshot.get(&c.tool).map(|t| t.spec.side_effects),
+                arguments: serde_json::to_string_pretty(&c.arguments).unwrap_or_default(),
+                api_key: match &c.api_key_id {
+                    Some(id) => keys
+                        .iter()
+                        .find(|k| &k.id == id)
+                        .map(|k| format!("{} ({})", k.name, k.prefix))
+                        .unwrap_or_else(|| id.clone()),
+                    None => "portal".into(),
+                },
+                requested_by: email(&c.user_id),
+                decided_by: c.decided_by.as_deref().map(email),
+                id: c.id,
+                tool: c.tool,
+                status: c.status.parse()?,
+                end_user_id: c.end_user_id,
+                surface: c.surface,
+                created_at: c.created_at,
+                expires_at: c.expires_at,
+                expires_at_ms: c.expires_at_ms,
+                decided_at: c.decided_at,
+                reason: c.reason,
+                tool_call_id: c.tool_call_id,
+            })
         })
-        .collect())
+        .collect()
 }
 
 #[server(endpoint = "confirmations_page")]
@@ -93,10 +66,13 @@ pub async fn confirmations_page() -> Result<ConfirmationsData, AppError> {
     let p = ssr::principal().await?;
     let wb = ssr::wb()?;
     let all = wb.engine().confirmations(&p, None).await?;
-    let (pending, history): (Vec<_>, Vec<_>) = all.into_iter().partition(|c| c.status == "pending");
+    let (pending, history): (Vec<_>, Vec<_>) = items(&wb, &p, all)
+        .await?
+        .into_iter()
+        .partition(|c| c.status == ConfirmationStatus::Pending);
     Ok(ConfirmationsData {
-        pending: items(&wb, &p, pending).await?,
-        history: items(&wb, &p, history).await?,
+        pending,
+        history,
         now_ms: wb.clock().now_ms(),
     })
 }
@@ -123,7 +99,7 @@ pub async fn decide_confirmation(
     id: String,
     decision: String,
     reason: Option<String>,
-) -> Result<String, AppError> {
+) -> Result<CallStatus, AppError> {
     use workbench_core::engine::DecideError;
     let p = ssr::principal().await?;
     let approve = match decision.as_str() {
@@ -132,7 +108,7 @@ pub async fn decide_confirmation(
         _ => return Err(AppError::Message("choose approve or deny".into())),
     };
     match ssr::wb()?.engine().decide(&p, &id, approve, reason).await {
-        Ok(call) => Ok(call.status),
+        Ok(call) => Ok(call.status.parse()?),
         Err(DecideError::NotFound) => Err(workbench_core::Error::NotFound.into()),
         Err(DecideError::Forbidden(m)) => Err(workbench_core::Error::Forbidden(m).into()),
         Err(DecideError::Invalid(m)) => Err(workbench_core::Error::Invalid(m).into()),
@@ -148,7 +124,7 @@ pub async fn decide_confirmation(
 pub struct DeliveryItem {
     pub id: String,
     pub subject_id: String,
-    pub status: String,
+    pub status: workbench_model::delivery::DeliveryStatus,
     pub attempts: i64,
     pub response_status: Option<i64>,
     pub error: Option<String>,
@@ -210,7 +186,7 @@ pub async fn webhook_settings() -> Result<Option<WebhookData>, AppError> {
 pub async fn save_webhook(url: String, secret_ref: String) -> Result<(), AppError> {
     use workbench_core::notify::WebhookConfig;
     let p = ssr::principal().await?;
-    let config = (!url.trim().is_empty()).then(|| WebhookConfig { url, secret_ref });
+    let config = (!url.trim().is_empty()).then_some(WebhookConfig { url, secret_ref });
     ssr::wb()?.webhooks().set(&p, config).await?;
     Ok(())
 }

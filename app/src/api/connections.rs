@@ -1,33 +1,12 @@
 //! Server functions of the Connections page and connect links: list, start, redeem, submit and disconnect.
 
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::AppError;
+pub use workbench_model::connections::{AccountState, ConnectView, IntegrationView};
 
 #[cfg(feature = "ssr")]
 use crate::ssr;
-
-/// What /connect/<id> shows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ConnectView {
-    /// Not this user's, unknown or expired: all look the same.
-    NotFound,
-    /// Off to the provider (OAuth).
-    Redirecting {
-        display_name: String,
-    },
-    /// A key or cookie form.
-    Form {
-        display_name: String,
-        auth_type: String,
-        label: String,
-        help: Option<String>,
-    },
-    Connected {
-        display_name: String,
-    },
-}
 
 /// Redeems a connect link: the same signed-in user only. OAuth redirects to the provider with
 /// PKCE and a fresh single-use state; API key and cookie integrations show a form.
@@ -94,18 +73,6 @@ pub async fn submit_connection(id: String, value: String) -> Result<String, AppE
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IntegrationView {
-    pub name: String,
-    pub display_name: String,
-    pub description: String,
-    pub logo: Option<String>,
-    pub auth_type: String,
-    pub tool_count: usize,
-    /// connected, expired, revoked, not connected, or "no account needed".
-    pub status: String,
-}
-
 #[server(endpoint = "connections_page")]
 pub async fn connections_page() -> Result<Vec<IntegrationView>, AppError> {
     let p = ssr::principal().await?;
@@ -122,16 +89,25 @@ pub async fn connections_page() -> Result<Vec<IntegrationView>, AppError> {
             logo: i.def.logo.clone(),
             auth_type: i.def.auth.kind().to_owned(),
             tool_count: i.def.tools.len(),
-            status: if !i.needs_connection() {
-                "no account needed".into()
-            } else {
-                mine.iter()
-                    .find(|c| c.integration == i.name())
-                    .map(|c| c.status.as_str().to_owned())
-                    .unwrap_or_else(|| "not connected".into())
-            },
+            status: account_state(i, &mine),
         })
         .collect())
+}
+
+/// The person's account at integration `i`, given their connections `mine`.
+#[cfg(feature = "ssr")]
+pub(crate) fn account_state(
+    i: &workbench_core::integrations::Integration,
+    mine: &[workbench_core::connections::ConnectionInfo],
+) -> AccountState {
+    if !i.needs_connection() {
+        return AccountState::NoAccountNeeded;
+    }
+    AccountState::of(
+        mine.iter()
+            .find(|c| c.integration == i.name())
+            .map(|c| c.status),
+    )
 }
 
 /// Starts connecting from the portal: a pending connection, then its connect page.

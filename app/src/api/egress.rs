@@ -1,18 +1,12 @@
 //! Server functions of the Egress page: list, add and remove allowed host patterns.
 
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::AppError;
+pub use workbench_model::accounts::EgressData;
 
 #[cfg(feature = "ssr")]
 use crate::ssr;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EgressData {
-    pub patterns: Vec<String>,
-    pub can_manage: bool,
-}
 
 #[server(endpoint = "egress_page")]
 pub async fn egress_page() -> Result<EgressData, AppError> {

@@ -3,34 +3,12 @@
 //! verify and remove domains.
 
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::AppError;
+pub use workbench_model::email::{DomainStatus, EmailData, EmailDomain};
 
 #[cfg(feature = "ssr")]
 use crate::ssr;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EmailDomain {
-    pub id: String,
-    pub domain: String,
-    pub status: String,
-    pub record_name: String,
-    pub record_value: String,
-    pub created_at: String,
-    pub verified_at: Option<String>,
-    pub last_checked_at: Option<String>,
-    pub last_error: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EmailData {
-    pub domains: Vec<EmailDomain>,
-    pub configured: bool,
-    pub sent_last_hour: i64,
-    pub hourly_limit: u32,
-    pub can_manage: bool,
-}
 
 #[server(endpoint = "email_page")]
 pub async fn email_page() -> Result<EmailData, AppError> {
@@ -44,7 +22,7 @@ pub async fn email_page() -> Result<EmailData, AppError> {
         .map(|d| EmailDomain {
             id: d.id,
             domain: d.domain,
-            status: d.status.to_owned(),
+            status: d.status,
             record_name: d.dns_record.name,
             record_value: d.dns_record.value,
             created_at: d.created_at,

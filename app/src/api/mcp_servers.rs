@@ -3,36 +3,16 @@
 //! (approve a changed or new tool, override side effects).
 
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::AppError;
+pub use workbench_model::catalog::SideEffects;
+pub use workbench_model::upstream::{
+    BreakerState, McpServerDetail, McpServerView, McpServersData, McpToolView, ServerState,
+    ToolState,
+};
 
 #[cfg(feature = "ssr")]
 use crate::ssr;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct McpServerView {
-    pub id: String,
-    pub name: String,
-    pub url: String,
-    pub auth_type: String,
-    pub tool_prefix: String,
-    pub state: String,
-    pub breaker: String,
-    pub available: usize,
-    pub unavailable: usize,
-    pub pending_review: usize,
-    pub last_refresh_at: Option<String>,
-    pub last_error: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct McpServersData {
-    pub servers: Vec<McpServerView>,
-    /// Vault secret names, for the credential picker.
-    pub secrets: Vec<String>,
-    pub can_manage: bool,
-}
 
 #[cfg(feature = "ssr")]
 fn view_of(s: workbench_core::upstream::ServerView) -> McpServerView {
@@ -42,8 +22,8 @@ fn view_of(s: workbench_core::upstream::ServerView) -> McpServerView {
         url: s.url,
         auth_type: s.auth_type.to_owned(),
         tool_prefix: s.tool_prefix,
-        state: s.state.to_owned(),
-        breaker: s.breaker.to_owned(),
+        state: s.state,
+        breaker: s.breaker,
         available: s.tool_counts.available,
         unavailable: s.tool_counts.unavailable,
         pending_review: s.tool_counts.pending_review,
@@ -126,28 +106,6 @@ pub async fn delete_mcp_server(id: String) -> Result<(), AppError> {
     Ok(())
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct McpToolView {
-    pub name: String,
-    pub catalog_name: String,
-    pub status: String,
-    pub side_effects: String,
-    pub side_effects_overridden: bool,
-    pub description: String,
-    pub input_schema: String,
-    pub approved_description: Option<String>,
-    pub approved_input_schema: Option<String>,
-    /// Why the tool is held although nothing of it changed: its name belongs to another server.
-    pub collision: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct McpServerDetail {
-    pub server: McpServerView,
-    pub tools: Vec<McpToolView>,
-    pub can_manage: bool,
-}
-
 #[server(endpoint = "mcp_server_page")]
 pub async fn mcp_server_page(id: String) -> Result<McpServerDetail, AppError> {
     let p = ssr::principal().await?;
@@ -169,8 +127,8 @@ pub async fn mcp_server_page(id: String) -> Result<McpServerDetail, AppError> {
         .map(|t| McpToolView {
             name: t.name,
             catalog_name: t.catalog_name,
-            status: t.status.as_str().to_owned(),
-            side_effects: t.side_effects.as_str().to_owned(),
+            status: t.status,
+            side_effects: t.side_effects,
             side_effects_overridden: t.side_effects_overridden,
             description: t.description,
             input_schema: pretty(&t.input_schema),
@@ -206,11 +164,9 @@ pub async fn set_mcp_tool_side_effects(
     let p = ssr::principal().await?;
     let value = match side_effects.as_str() {
         "" => None,
-        other => Some(
-            serde_json::from_value(serde_json::json!(other)).map_err(|_| {
-                AppError::Message("side effects must be none, network, write or destructive".into())
-            })?,
-        ),
+        other => Some(SideEffects::parse(other).ok_or_else(|| {
+            AppError::Message("side effects must be none, network, write or destructive".into())
+        })?),
     };
     ssr::wb()?
         .upstreams()

@@ -2,72 +2,12 @@
 //! clients a person approved: check the request, record the decision, revoke an approval.
 
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::AppError;
+pub use workbench_model::oauth::{AuthorizeQuery, AuthorizedClientView, ClientKind, ConsentView};
 
 #[cfg(feature = "ssr")]
 use crate::ssr;
-
-/// The authorization request's parameters, as the client put them in the URL.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuthorizeQuery {
-    pub response_type: Option<String>,
-    pub client_id: Option<String>,
-    pub redirect_uri: Option<String>,
-    pub code_challenge: Option<String>,
-    pub code_challenge_method: Option<String>,
-    pub state: Option<String>,
-    pub resource: Option<String>,
-    pub scope: Option<String>,
-}
-
-/// What the consent page shows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ConsentView {
-    /// Ask the person.
-    Ask {
-        client_name: String,
-        client_id: String,
-        redirect_host: String,
-        /// "registered" or "metadata".
-        kind: String,
-        client_uri: Option<String>,
-        /// The project's policies `(id, name)`, for an admin to choose from.
-        policies: Vec<(String, String)>,
-        /// An admin may choose the policy and a rate limit.
-        admin: bool,
-        project_name: String,
-    },
-    /// The client or its redirect URI cannot be trusted: shown, never redirected.
-    Refused { reason: String },
-}
-
-/// An approved client, as the MCP clients page lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuthorizedClientView {
-    pub id: String,
-    pub client_name: String,
-    pub client_id: String,
-    pub redirect_host: String,
-    pub policy: String,
-    pub approved: String,
-    pub last_used: Option<String>,
-}
-
-#[cfg(feature = "ssr")]
-fn params(q: AuthorizeQuery) -> workbench_core::oauth::AuthorizeParams {
-    workbench_core::oauth::AuthorizeParams {
-        response_type: q.response_type,
-        client_id: q.client_id,
-        redirect_uri: q.redirect_uri,
-        code_challenge: q.code_challenge,
-        code_challenge_method: q.code_challenge_method,
-        state: q.state,
-        resource: q.resource,
-        scope: q.scope,
-    }
-}
 
 #[cfg(feature = "ssr")]
 fn context() -> Result<workbench_core::oauth::OAuthContext, AppError> {
@@ -86,26 +26,12 @@ pub async fn oauth_consent(query: AuthorizeQuery) -> Result<ConsentView, AppErro
     tracing::debug!("consent: checking the request");
     let p = ssr::principal().await?;
     let wb = ssr::wb()?;
-    let checked = wb.oauth().check(&context()?, &params(query)).await;
+    let checked = wb.oauth().check(&context()?, &query).await;
     tracing::debug!(ok = checked.is_ok(), "consent: checked");
     match checked {
         Ok(c) => {
             let policies = if p.is_unrestricted_admin() {
-                wb.policies()
-                    .list(&p)
-                    .await?
-                    .into_iter()
-                    .map(|pol| {
-                        (
-                            pol.id,
-                            if pol.default {
-                                format!("{} (default)", pol.name)
-                            } else {
-                                pol.name
-                            },
-                        )
-                    })
-                    .collect()
+                wb.policies().choices(&p).await?
             } else {
                 Vec::new()
             };
@@ -114,7 +40,7 @@ pub async fn oauth_consent(query: AuthorizeQuery) -> Result<ConsentView, AppErro
                 client_name: c.client_name,
                 client_id: c.client_id,
                 redirect_host: c.redirect_host,
-                kind: c.kind,
+                kind: c.kind.parse()?,
                 client_uri: c.client_uri,
                 policies,
                 admin,
@@ -132,7 +58,9 @@ pub async fn oauth_consent(query: AuthorizeQuery) -> Result<ConsentView, AppErro
 }
 
 /// The person's decision: approve (with a policy an admin chose, or the project default) or
-/// deny; either way the browser goes back to the client.
+/// deny; either way the browser goes back to the client. Its arguments are the consent form's
+/// fields, named as the browser posts them (a struct would rename them `form[…]`).
+#[allow(clippy::too_many_arguments)]
 #[server(endpoint = "oauth_decide")]
 pub async fn oauth_decide(
     response_type: Option<String>,
@@ -175,9 +103,9 @@ pub async fn oauth_decide(
                     )
                 })?),
             };
-            oauth.approve(&ctx, &p, &params(q), policy_id, limit).await
+            oauth.approve(&ctx, &p, &q, policy_id, limit).await
         }
-        "deny" => oauth.deny(&ctx, &params(q)).await,
+        "deny" => oauth.deny(&ctx, &q).await,
         _ => return Err(AppError::Message("choose approve or deny".into())),
     };
     match outcome {

@@ -29,7 +29,7 @@ pub struct CallbackItem {
     /// Pretty JSON of the agent's payload, secrets redacted.
     pub payload: String,
     pub scheduled_for: String,
-    pub status: String,
+    pub status: workbench_model::delivery::CallbackStatus,
     pub attempts: i64,
     pub next_attempt_at: Option<String>,
     pub last_response_status: Option<i64>,
@@ -64,7 +64,7 @@ pub async fn callbacks_page() -> Result<CallbacksData, AppError> {
         .map(|c| CallbackItem {
             created_by: email(&c.created_by),
             payload: serde_json::to_string_pretty(&c.payload).unwrap_or_default(),
-            status: c.status.as_str().to_owned(),
+            status: c.status,
             deliveries: c
                 .deliveries
                 .unwrap_or_default()

@@ -1,20 +1,12 @@
 //! Server functions of sign-in and the layout: who is signed in, sign in, sign out, first-admin set-up.
 
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::AppError;
+pub use workbench_model::accounts::ViewerInfo;
 
 #[cfg(feature = "ssr")]
 use crate::ssr;
-
-/// The signed-in person as the layout shows them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ViewerInfo {
-    pub email: String,
-    pub project: String,
-    pub is_admin: bool,
-}
 
 #[server(endpoint = "viewer")]
 pub async fn viewer() -> Result<Option<ViewerInfo>, AppError> {

@@ -3,50 +3,19 @@
 //! connection state, or searched with the ranking agents get from search_tools.
 
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::AppError;
+pub use workbench_model::catalog::{ToolGroupView, ToolStatus, ToolView, ToolsData};
+#[cfg(feature = "ssr")]
+use workbench_model::{catalog::SideEffects, connections::AccountState};
+
+/// The `connection` filter: tools usable now.
+pub const READY: &str = "ready";
+/// The `connection` filter: tools waiting for a connection.
+pub const NEEDS_CONNECTION: &str = "needs_connection";
 
 #[cfg(feature = "ssr")]
 use crate::ssr;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolView {
-    pub name: String,
-    pub integration: String,
-    pub source: String,
-    pub description: String,
-    pub side_effects: String,
-    pub status: String,
-    /// The person's connection to the tool's integration: connected, not connected, expired,
-    /// revoked, or "no account needed".
-    pub connection: String,
-    pub avg_latency_ms: Option<i64>,
-    pub input_schema: String,
-    pub score: Option<f32>,
-}
-
-/// One integration's heading on the page.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolGroupView {
-    pub integration: String,
-    pub display_name: String,
-    pub logo: Option<String>,
-    pub connection: String,
-    /// Tools of this integration shown (after filters).
-    pub count: usize,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolsData {
-    pub tools: Vec<ToolView>,
-    /// Integrations with at least one tool shown, by display name (built-ins first).
-    pub groups: Vec<ToolGroupView>,
-    /// Every tool the project has, before filters.
-    pub total: usize,
-}
-
-pub const NO_ACCOUNT: &str = "no account needed";
 
 /// The catalog as the signed-in person's project sees it. `effects` keeps one side-effects
 /// class (none, network, write, destructive); `connection` keeps the tools usable now
@@ -68,14 +37,7 @@ pub async fn tools_page(
     let mine = wb.connections().list(&p).await?;
     let mut heads: HashMap<String, ToolGroupView> = HashMap::new();
     for i in wb.connections().all_for(&p.project_id) {
-        let connection = if !i.needs_connection() {
-            NO_ACCOUNT.to_owned()
-        } else {
-            mine.iter()
-                .find(|c| c.integration == i.name())
-                .map(|c| c.status.as_str().to_owned())
-                .unwrap_or_else(|| "not connected".into())
-        };
+        let connection = super::connections::account_state(&i, &mine);
         heads.insert(
             i.name().to_owned(),
             ToolGroupView {
@@ -92,7 +54,7 @@ pub async fn tools_page(
             integration: name.to_owned(),
             display_name: name.to_owned(),
             logo: None,
-            connection: NO_ACCOUNT.to_owned(),
+            connection: AccountState::NoAccountNeeded,
             count: 0,
         })
     };
@@ -101,12 +63,8 @@ pub async fn tools_page(
         integration: t.spec.integration.clone(),
         source: t.spec.source.to_string(),
         description: t.spec.description.clone(),
-        side_effects: t.spec.side_effects.as_str().to_owned(),
-        status: if t.current_status() == workbench_core::catalog::ToolStatus::Available {
-            "available".into()
-        } else {
-            "unavailable".into()
-        },
+        side_effects: t.spec.side_effects,
+        status: t.current_status(),
         connection: head(&t.spec.integration).connection,
         avg_latency_ms: latency.get(t.name()).copied(),
         input_schema: serde_json::to_string_pretty(&t.spec.input_schema).unwrap_or_default(),
@@ -125,16 +83,19 @@ pub async fn tools_page(
             .collect(),
         None => all.iter().map(|t| view(t, None)).collect(),
     };
-    let effects = effects.filter(|e| !e.is_empty());
-    let connection = connection.filter(|c| !c.is_empty());
+    // An unknown class matches no tool.
+    let effects = effects
+        .filter(|e| !e.is_empty())
+        .map(|e| SideEffects::parse(&e));
+    let ready = match connection.as_deref() {
+        Some(READY) => Some(true),
+        Some(NEEDS_CONNECTION) => Some(false),
+        _ => None,
+    };
     let tools: Vec<ToolView> = tools
         .into_iter()
-        .filter(|t| effects.as_deref().is_none_or(|e| t.side_effects == e))
-        .filter(|t| match connection.as_deref() {
-            Some("ready") => t.connection == "connected" || t.connection == NO_ACCOUNT,
-            Some("needs_connection") => t.connection != "connected" && t.connection != NO_ACCOUNT,
-            _ => true,
-        })
+        .filter(|t| effects.is_none_or(|e| e == Some(t.side_effects)))
+        .filter(|t| ready.is_none_or(|r| t.connection.is_ready() == r))
         .collect();
     let mut groups: Vec<ToolGroupView> = Vec::new();
     for t in &tools {

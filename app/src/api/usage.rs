@@ -4,47 +4,10 @@
 use leptos::prelude::*;
 
 use crate::AppError;
+pub use workbench_model::usage::{DayBar, LatencyBar, TopRow, UsageData};
 
 #[cfg(feature = "ssr")]
 use crate::ssr;
-
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DayBar {
-    pub day: String,
-    pub succeeded: i64,
-    pub failed: i64,
-    pub denied: i64,
-    pub other: i64,
-    pub egress_bytes: i64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LatencyBar {
-    pub tool: String,
-    pub calls: i64,
-    pub p50_ms: i64,
-    pub p95_ms: i64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TopRow {
-    pub name: String,
-    pub calls: i64,
-    pub total_ms: i64,
-    pub egress_bytes: i64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UsageData {
-    pub from: String,
-    pub to: String,
-    pub days: Vec<DayBar>,
-    pub latency: Vec<LatencyBar>,
-    pub top_tools: Vec<TopRow>,
-    pub top_keys: Vec<TopRow>,
-}
 
 #[server(endpoint = "usage_page")]
 pub async fn usage_page(from: Option<String>, to: Option<String>) -> Result<UsageData, AppError> {

@@ -1,20 +1,12 @@
 //! Server functions of the Vault page: list names, set and delete secrets.
 
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::AppError;
+pub use workbench_model::accounts::SecretView;
 
 #[cfg(feature = "ssr")]
 use crate::ssr;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SecretView {
-    pub name: String,
-    pub id: String,
-    pub created: String,
-    pub updated: String,
-}
 
 /// The project's vault as the portal lists it: names and times, never values.
 #[server(endpoint = "vault_page")]

@@ -8,7 +8,7 @@ use crate::api::{
     api_keys_page, ApiKeyView, CreateApiKey, NewApiKeyView, RevokeApiKey, SetKeyPolicy,
 };
 use crate::components::{
-    ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+    ActionError, Layout, Loaded, PageHeader, Table, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
 };
 
 #[component]
@@ -121,44 +121,24 @@ pub fn ApiKeys() -> impl IntoView {
                 <ActionError value=set_policy.value()/>
             </section>
             {move || fresh().map(|key| view! { <NewKeyNotice key/> })}
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match page.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok(data) => {
-                            let flash = data.just_created.filter(|_| fresh().is_none());
-                            let empty = data.keys.is_empty();
-                            let (policies, can_manage) = (data.policies.clone(), data.can_manage_policies);
-                            let rows = data.keys.into_iter().map(|key| view! { <KeyRow key revoke set_policy policies=policies.clone() can_manage/> }).collect_view();
+            <Loaded data=page content=move |data| {
+                let flash = data.just_created.filter(|_| fresh().is_none());
+                let empty = data.keys.is_empty();
+                let (policies, can_manage) = (data.policies.clone(), data.can_manage_policies);
+                let rows = data.keys.into_iter().map(|key| view! { <KeyRow key revoke set_policy policies=policies.clone() can_manage/> }).collect_view();
+                view! {
+                    {flash.map(|key| view! { <NewKeyNotice key/> })}
+                    <section class=CARD>
+                        {if empty {
+                            view! { <p class="text-sm text-slate-600">"No keys yet."</p> }.into_any()
+                        } else {
                             view! {
-                                {flash.map(|key| view! { <NewKeyNotice key/> })}
-                                <section class=CARD>
-                                    {if empty {
-                                        view! { <p class="text-sm text-slate-600">"No keys yet."</p> }.into_any()
-                                    } else {
-                                        view! {
-                                            <table class="w-full text-left text-sm">
-                                                <thead class="text-xs uppercase tracking-wide text-slate-500">
-                                                    <tr>
-                                                        <th class="pb-2 pr-4">"Name"</th>
-                                                        <th class="pb-2 pr-4">"Key"</th>
-                                                        <th class="pb-2 pr-4">"Owner"</th>
-                                                        <th class="pb-2 pr-4">"Created"</th>
-                                                        <th class="pb-2 pr-4">"Last used"</th>
-                                                        <th class="pb-2 pr-4">"Policy"</th>
-                                                        <th class="pb-2"></th>
-                                                    </tr>
-                                                </thead>
-                                                <tbody>{rows}</tbody>
-                                            </table>
-                                        }.into_any()
-                                    }}
-                                </section>
+                                <Table headers=&["Name", "Key", "Owner", "Created", "Last used", "Policy", ""]>{rows}</Table>
                             }.into_any()
-                        }
-                    }
-                })}
-            </Suspense>
+                        }}
+                    </section>
+                }.into_any()
+            }/>
         </Layout>
     }
 }

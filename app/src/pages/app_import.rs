@@ -113,7 +113,7 @@ pub fn AppImport(state: ImportState) -> impl IntoView {
                         <td class="py-1 pr-2 font-mono text-xs">{o.method.clone()}</td>
                         <td class="py-1 pr-2 font-mono text-xs">{o.path.clone()}</td>
                         <td class="py-1 pr-2 font-mono text-xs" data-testid="import-tool">{o.tool.clone().unwrap_or_default()}</td>
-                        <td class="py-1 pr-2 text-xs">{o.side_effects.clone().unwrap_or_default()}</td>
+                        <td class="py-1 pr-2 text-xs">{o.side_effects.map(|s| s.as_str()).unwrap_or_default()}</td>
                         <td class="py-1 text-xs text-slate-600">
                             {o.summary.clone().unwrap_or_default()}
                             {o.skipped.clone().map(|s| view! { <span class="block text-amber-700" data-testid="import-skipped">{format!("Not imported: {s}")}</span> })}

@@ -7,7 +7,7 @@ use leptos_meta::Title;
 use super::app_import::{AppImport, ImportState};
 use crate::api::{apps_page, CreateApp, DeleteApp};
 use crate::components::{
-    ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, LABEL,
+    ActionError, AddCard, Layout, Loaded, PageHeader, BUTTON, BUTTON_DANGER, CARD, LABEL,
 };
 
 const EXAMPLE: &str = r#"{
@@ -44,64 +44,55 @@ pub fn Apps() -> impl IntoView {
         <Title text="Apps"/>
         <Layout current="/apps">
             <PageHeader title="Apps" subtitle="Your project's own integrations. Their tools appear in search_tools like any plugin's."/>
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok(d) => {
-                            let can_manage = d.can_manage;
-                            let redirect_uri = d.redirect_uri.clone();
+            <Loaded data=data content=move |d| {
+                let can_manage = d.can_manage;
+                let redirect_uri = d.redirect_uri.clone();
+                view! {
+                    {can_manage.then(|| view! { <AppImport state=import/> })}
+                    <AddCard show=can_manage width="max-w-3xl">
+                        <ActionForm action=create attr:class="space-y-3">
+                            <label for="definition" class=LABEL>"Definition (JSON)"</label>
+                            <textarea id="definition" name="definition" rows="14" required class="block w-full rounded-md border border-slate-300 p-3 font-mono text-xs">{EXAMPLE}</textarea>
+                            <p class="text-xs text-slate-500">
+                                "The plugin format: auth "<code>"none"</code>", "<code>"api_key"</code>" or "<code>"cookie"</code>" (with a "<code>"probe"</code>" request), or "<code>"oauth2"</code>" with "<code>"client_id"</code>" and "<code>"client_secret_vault"</code>", the name of a Vault secret holding the client secret. Redirect URI to register at the provider: "<code data-testid="redirect-uri">{redirect_uri}</code>". Tools take a JSON Schema input and a request template: "<code>"{arg}"</code>" in path and query, "<code>"\"$arg\""</code>" in the body."
+                            </p>
+                            <button type="submit" class=BUTTON>"Create app"</button>
+                        </ActionForm>
+                        <ActionError value=create.value()/>
+                        <ActionError value=delete.value()/>
+                    </AddCard>
+                    <section class=format!("{CARD} max-w-3xl")>
+                        {if d.apps.is_empty() {
+                            view! { <p class="text-sm text-slate-600">"No apps yet."</p> }.into_any()
+                        } else {
                             view! {
-                                {can_manage.then(|| view! { <AppImport state=import/> })}
-                                {can_manage.then(|| view! {
-                                    <section class=format!("{CARD} mb-6 max-w-3xl")>
-                                        <ActionForm action=create attr:class="space-y-3">
-                                            <label for="definition" class=LABEL>"Definition (JSON)"</label>
-                                            <textarea id="definition" name="definition" rows="14" required class="block w-full rounded-md border border-slate-300 p-3 font-mono text-xs">{EXAMPLE}</textarea>
-                                            <p class="text-xs text-slate-500">
-                                                "The plugin format: auth "<code>"none"</code>", "<code>"api_key"</code>" or "<code>"cookie"</code>" (with a "<code>"probe"</code>" request), or "<code>"oauth2"</code>" with "<code>"client_id"</code>" and "<code>"client_secret_vault"</code>", the name of a Vault secret holding the client secret. Redirect URI to register at the provider: "<code data-testid="redirect-uri">{redirect_uri}</code>". Tools take a JSON Schema input and a request template: "<code>"{arg}"</code>" in path and query, "<code>"\"$arg\""</code>" in the body."
-                                            </p>
-                                            <button type="submit" class=BUTTON>"Create app"</button>
-                                        </ActionForm>
-                                        <ActionError value=create.value()/>
-                                        <ActionError value=delete.value()/>
-                                    </section>
-                                })}
-                                <section class=format!("{CARD} max-w-3xl")>
-                                    {if d.apps.is_empty() {
-                                        view! { <p class="text-sm text-slate-600">"No apps yet."</p> }.into_any()
-                                    } else {
-                                        view! {
-                                            <ul class="divide-y divide-slate-100">
-                                                {d.apps.into_iter().map(|a| view! {
-                                                    <li class="py-3" data-testid="app-row">
-                                                        <div class="flex items-center justify-between">
-                                                            <div>
-                                                                <p class="font-medium">{a.display_name.clone()} <span class="font-mono text-xs text-slate-500">{format!(" {} · {}", a.name, a.id)}</span></p>
-                                                                <p class="text-xs text-slate-500">{format!("{} · auth {} · {}", a.base_url, a.auth_type, a.created_at)}</p>
-                                                            </div>
-                                                            {can_manage.then(|| view! {
-                                                                <ActionForm action=delete>
-                                                                    <input type="hidden" name="id" value=a.id.clone()/>
-                                                                    <button type="submit" class=BUTTON_DANGER aria-label=format!("Delete {}", a.name)>"Delete"</button>
-                                                                </ActionForm>
-                                                            })}
-                                                        </div>
-                                                        <p class="mt-1 font-mono text-xs text-slate-600">{a.tools.join(", ")}</p>
-                                                        {a.load_error.clone().map(|e| view! {
-                                                            <p class="mt-1 text-xs text-red-700" role="alert" data-testid="app-load-error">{format!("Not loaded: {e}. Its tools are unavailable; delete the app and create it again with a fixed definition.")}</p>
-                                                        })}
-                                                    </li>
-                                                }).collect_view()}
-                                            </ul>
-                                        }.into_any()
-                                    }}
-                                </section>
+                                <ul class="divide-y divide-slate-100">
+                                    {d.apps.into_iter().map(|a| view! {
+                                        <li class="py-3" data-testid="app-row">
+                                            <div class="flex items-center justify-between">
+                                                <div>
+                                                    <p class="font-medium">{a.display_name.clone()} <span class="font-mono text-xs text-slate-500">{format!(" {} · {}", a.name, a.id)}</span></p>
+                                                    <p class="text-xs text-slate-500">{format!("{} · auth {} · {}", a.base_url, a.auth_type, a.created_at)}</p>
+                                                </div>
+                                                {can_manage.then(|| view! {
+                                                    <ActionForm action=delete>
+                                                        <input type="hidden" name="id" value=a.id.clone()/>
+                                                        <button type="submit" class=BUTTON_DANGER aria-label=format!("Delete {}", a.name)>"Delete"</button>
+                                                    </ActionForm>
+                                                })}
+                                            </div>
+                                            <p class="mt-1 font-mono text-xs text-slate-600">{a.tools.join(", ")}</p>
+                                            {a.load_error.clone().map(|e| view! {
+                                                <p class="mt-1 text-xs text-red-700" role="alert" data-testid="app-load-error">{format!("Not loaded: {e}. Its tools are unavailable; delete the app and create it again with a fixed definition.")}</p>
+                                            })}
+                                        </li>
+                                    }).collect_view()}
+                                </ul>
                             }.into_any()
-                        }
-                    }
-                })}
-            </Suspense>
+                        }}
+                    </section>
+                }.into_any()
+            }/>
         </Layout>
     }
 }

@@ -4,22 +4,31 @@
 
 use leptos::prelude::*;
 use leptos_meta::Title;
+use workbench_model::delivery::CallbackStatus;
 
 use crate::api::{callbacks_page, CallbackItem, CallbackSigningSecret, CancelCallback};
 use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD};
 
-fn status_badge(status: &str) -> &'static str {
+fn status_badge(status: CallbackStatus) -> &'static str {
     match status {
-        "delivered" => "rounded bg-emerald-100 px-1.5 py-0.5 text-xs font-medium text-emerald-800",
-        "failed" => "rounded bg-red-100 px-1.5 py-0.5 text-xs font-medium text-red-800",
-        "scheduled" => "rounded bg-indigo-100 px-1.5 py-0.5 text-xs font-medium text-indigo-800",
-        _ => "rounded bg-slate-100 px-1.5 py-0.5 text-xs font-medium text-slate-700",
+        CallbackStatus::Delivered => {
+            "rounded bg-emerald-100 px-1.5 py-0.5 text-xs font-medium text-emerald-800"
+        }
+        CallbackStatus::Failed => {
+            "rounded bg-red-100 px-1.5 py-0.5 text-xs font-medium text-red-800"
+        }
+        CallbackStatus::Scheduled => {
+            "rounded bg-indigo-100 px-1.5 py-0.5 text-xs font-medium text-indigo-800"
+        }
+        CallbackStatus::Cancelled => {
+            "rounded bg-slate-100 px-1.5 py-0.5 text-xs font-medium text-slate-700"
+        }
     }
 }
 
 #[component]
 fn Callback(c: CallbackItem, cancel: ServerAction<CancelCallback>) -> impl IntoView {
-    let waiting = c.status == "scheduled";
+    let waiting = c.status == CallbackStatus::Scheduled;
     let deliveries = c.deliveries.clone();
     let none_yet = deliveries.is_empty();
     let id = c.id.clone();
@@ -27,7 +36,7 @@ fn Callback(c: CallbackItem, cancel: ServerAction<CancelCallback>) -> impl IntoV
         <article class=format!("{CARD} mb-4") data-testid="callback" data-id=c.id.clone()>
             <div class="flex flex-wrap items-center gap-2">
                 <span class="font-mono text-sm font-semibold">{c.method.clone()} " " {c.url.clone()}</span>
-                <span class=status_badge(&c.status) data-testid="callback-status">{c.status.clone()}</span>
+                <span class=status_badge(c.status) data-testid="callback-status">{c.status.as_str()}</span>
                 {waiting.then(|| view! {
                     <ActionForm action=cancel attr:class="ml-auto">
                         <input type="hidden" name="id" value=id.clone()/>
@@ -41,7 +50,7 @@ fn Callback(c: CallbackItem, cancel: ServerAction<CancelCallback>) -> impl IntoV
                 <dt class="text-slate-500">"Id"</dt><dd class="font-mono text-xs">{c.id.clone()}</dd>
                 {c.next_attempt_at.clone().filter(|_| c.attempts > 0).map(|t| view! { <dt class="text-slate-500">"Next attempt"</dt><dd>{t}</dd> })}
                 {c.delivered_at.clone().map(|t| view! { <dt class="text-slate-500">"Delivered"</dt><dd>{t}</dd> })}
-                {c.last_error.clone().filter(|_| c.status == "failed").map(|e| view! { <dt class="text-slate-500">"Why"</dt><dd class="text-red-700">{e}</dd> })}
+                {c.last_error.clone().filter(|_| c.status == CallbackStatus::Failed).map(|e| view! { <dt class="text-slate-500">"Why"</dt><dd class="text-red-700">{e}</dd> })}
             </dl>
             <details class="mt-2">
                 <summary class="cursor-pointer text-sm text-slate-600">"Payload"</summary>
@@ -82,7 +91,7 @@ pub fn Callbacks() -> impl IntoView {
         <Layout current="/callbacks">
             <PageHeader
                 title="Callbacks"
-                subtitle="Calls back agents scheduled with schedule.callback: retried for up to 24 hours until the receiver answers 2xx, each request signed."
+                subtitle="Calls back agents scheduled with schedule.callback: retried for about a day (408, 429, 5xx and network errors) until the receiver answers 2xx, each request signed."
             />
             <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
                 {move || Suspend::new(async move {

@@ -9,11 +9,11 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{
-    confirmation_page, confirmations_page, webhook_settings, ConfirmationItem, DecideConfirmation,
-    SaveWebhook, WebhookData,
+    confirmation_page, confirmations_page, webhook_settings, ConfirmationItem, ConfirmationStatus,
+    DecideConfirmation, SaveWebhook, SideEffects, WebhookData,
 };
 use crate::components::{
-    ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+    ActionError, Layout, LoadError, Loaded, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
 };
 
 fn time_left(expires_at_ms: i64, now_ms: i64) -> String {
@@ -25,10 +25,14 @@ fn time_left(expires_at_ms: i64, now_ms: i64) -> String {
     }
 }
 
-fn badge(side_effects: &str) -> &'static str {
+fn badge(side_effects: Option<SideEffects>) -> &'static str {
     match side_effects {
-        "destructive" => "rounded bg-red-100 px-1.5 py-0.5 text-xs font-medium text-red-800",
-        "write" => "rounded bg-amber-100 px-1.5 py-0.5 text-xs font-medium text-amber-800",
+        Some(SideEffects::Destructive) => {
+            "rounded bg-red-100 px-1.5 py-0.5 text-xs font-medium text-red-800"
+        }
+        Some(SideEffects::Write) => {
+            "rounded bg-amber-100 px-1.5 py-0.5 text-xs font-medium text-amber-800"
+        }
         _ => "rounded bg-slate-100 px-1.5 py-0.5 text-xs font-medium text-slate-700",
     }
 }
@@ -56,13 +60,13 @@ fn Held(
     now_ms: i64,
     action: Option<ServerAction<DecideConfirmation>>,
 ) -> impl IntoView {
-    let pending = c.status == "pending";
+    let pending = c.status == ConfirmationStatus::Pending;
     view! {
         <article class=format!("{CARD} mb-4") data-testid="confirmation" data-id=c.id.clone()>
             <div class="flex flex-wrap items-center gap-2">
                 <a href=format!("/confirmations/{}", c.id) class="font-mono text-sm font-semibold text-indigo-700 underline">{c.tool.clone()}</a>
-                <span class=badge(&c.side_effects)>{c.side_effects.clone()}</span>
-                <span class="text-xs text-slate-500" data-testid="confirmation-status">{c.status.clone()}</span>
+                <span class=badge(c.side_effects)>{c.side_effects_text()}</span>
+                <span class="text-xs text-slate-500" data-testid="confirmation-status">{c.status.as_str()}</span>
                 {pending.then(|| view! { <span class="ml-auto text-xs text-slate-500">{time_left(c.expires_at_ms, now_ms)}</span> })}
             </div>
             <dl class="mt-2 grid grid-cols-[10rem_1fr] gap-x-3 gap-y-1 text-sm">
@@ -98,12 +102,12 @@ fn Webhook(w: WebhookData, save: ServerAction<SaveWebhook>) -> impl IntoView {
                 (_, Some(e)) => e.clone(),
                 _ => String::new(),
             };
-            let state = d.status.clone();
+            let state = d.status.as_str();
             view! {
                 <tr class="border-t border-slate-100" data-testid="delivery" data-status=state>
                     <td class="py-1 pr-3 text-xs text-slate-600">{d.at}</td>
                     <td class="py-1 pr-3 font-mono text-xs">{d.subject_id}</td>
-                    <td class="py-1 pr-3 text-xs">{d.status}</td>
+                    <td class="py-1 pr-3 text-xs">{d.status.as_str()}</td>
                     <td class="py-1 pr-3 text-xs">{format!("{} attempt(s)", d.attempts)}</td>
                     <td class="py-1 text-xs text-slate-600">{outcome}</td>
                 </tr>
@@ -114,7 +118,7 @@ fn Webhook(w: WebhookData, save: ServerAction<SaveWebhook>) -> impl IntoView {
         <section class=format!("{CARD} mt-8") data-testid="webhook">
             <h2 class="mb-1 text-base font-semibold">"Webhook"</h2>
             <p class="mb-3 text-sm text-slate-600">
-                "When a call is held, workbench POSTs it (event confirmation.created) to this URL, signed with HMAC-SHA256 of the body under the vault secret you choose, in the Workbench-Signature header (sha256=<hex>)."
+                "When a call is held, workbench POSTs it (event confirmation.created) to this URL, signed under the vault secret you choose: Workbench-Signature: t=<unix>,v1=<hex HMAC-SHA256 of \"<t>.<body>\">; refuse a t more than 300 s old. The old sha256=<hex> value is sent as Workbench-Signature-Legacy until 2027-03-31."
             </p>
             {if w.can_manage {
                 view! {
@@ -166,29 +170,22 @@ pub fn Confirmations() -> impl IntoView {
                 subtitle="Calls an agent's policy holds until a person approves them. Approving runs the call once, as the key that made it; the agent's identical call then gets the outcome."
             />
             <ActionError value=decide.value()/>
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok(d) => {
-                            let now = d.now_ms;
-                            let empty = d.pending.is_empty();
-                            let pending = d.pending.into_iter().map(|c| view! { <Held c now_ms=now action=Some(decide)/> }).collect_view();
-                            let history = d.history.into_iter().map(|c| view! { <Held c now_ms=now action=None/> }).collect_view();
-                            view! {
-                                <h2 class="mb-3 text-lg font-semibold">"Waiting"</h2>
-                                {if empty {
-                                    view! { <p class="mb-6 text-sm text-slate-600" data-testid="no-pending">"Nothing is waiting for a decision."</p> }.into_any()
-                                } else {
-                                    view! { <div data-testid="pending">{pending}</div> }.into_any()
-                                }}
-                                <h2 class="mb-3 mt-8 text-lg font-semibold">"History"</h2>
-                                <div data-testid="history">{history}</div>
-                            }.into_any()
-                        }
-                    }
-                })}
-            </Suspense>
+            <Loaded data=data content=move |d| {
+                let now = d.now_ms;
+                let empty = d.pending.is_empty();
+                let pending = d.pending.into_iter().map(|c| view! { <Held c now_ms=now action=Some(decide)/> }).collect_view();
+                let history = d.history.into_iter().map(|c| view! { <Held c now_ms=now action=None/> }).collect_view();
+                view! {
+                    <h2 class="mb-3 text-lg font-semibold">"Waiting"</h2>
+                    {if empty {
+                        view! { <p class="mb-6 text-sm text-slate-600" data-testid="no-pending">"Nothing is waiting for a decision."</p> }.into_any()
+                    } else {
+                        view! { <div data-testid="pending">{pending}</div> }.into_any()
+                    }}
+                    <h2 class="mb-3 mt-8 text-lg font-semibold">"History"</h2>
+                    <div data-testid="history">{history}</div>
+                }.into_any()
+            }/>
             <ActionError value=save_webhook.value()/>
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
@@ -217,14 +214,7 @@ pub fn ConfirmationPage() -> impl IntoView {
         <Layout current="/confirmations">
             <PageHeader title="Confirm a call" subtitle="An agent asked to run this tool; its policy needs a person to say yes first."/>
             <ActionError value=decide.value()/>
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok((c, now)) => view! { <Held c now_ms=now action=Some(decide)/> }.into_any(),
-                    }
-                })}
-            </Suspense>
+            <Loaded data=data content=move |(c, now)| view! { <Held c now_ms=now action=Some(decide)/> }.into_any()/>
             <a href="/confirmations" class="text-sm text-indigo-600 underline">"All confirmations"</a>
         </Layout>
     }

@@ -6,17 +6,18 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::api::{
-    connections_page, open_connect_link, ConnectView, Disconnect, StartConnection, SubmitConnection,
+    connections_page, open_connect_link, AccountState, ConnectView, Disconnect, StartConnection,
+    SubmitConnection,
 };
 use crate::components::{
-    ActionError, Centered, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+    ActionError, Centered, Layout, Loaded, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
 };
 
-fn status_class(status: &str) -> &'static str {
+fn status_class(status: AccountState) -> &'static str {
     match status {
-        "connected" | "no account needed" => "text-emerald-700",
-        "expired" => "text-amber-700",
-        _ => "text-slate-500",
+        AccountState::Connected | AccountState::NoAccountNeeded => "text-emerald-700",
+        AccountState::Expired => "text-amber-700",
+        AccountState::Revoked | AccountState::NotConnected => "text-slate-500",
     }
 }
 
@@ -31,59 +32,52 @@ pub fn ConnectionsPage() -> impl IntoView {
             <PageHeader title="Connections" subtitle="Accounts your agents act as. Credentials are encrypted and never shown."/>
             <ActionError value=start.value()/>
             <ActionError value=disconnect.value()/>
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok(list) => view! {
-                            <ul class="grid max-w-4xl gap-4 md:grid-cols-2">
-                                {list.into_iter().map(|i| {
-                                    let connected = i.status == "connected";
-                                    let needs = i.status != "no account needed";
-                                    let (name2, display2) = (i.name.clone(), i.display_name.clone());
-                                    view! {
-                                        <li class=format!("{CARD} !p-4") data-testid="integration-row">
-                                            <div class="flex items-center gap-3">
-                                                {match i.logo.clone() {
-                                                    Some(src) => view! { <img src=src alt="" class="h-8 w-8"/> }.into_any(),
-                                                    // Custom apps usually have no logo: a monogram keeps the rows aligned.
-                                                    None => view! {
-                                                        <span aria-hidden="true" class="flex h-8 w-8 items-center justify-center rounded-md bg-slate-200 text-sm font-semibold text-slate-600">
-                                                            {i.display_name.chars().next().map(|c| c.to_uppercase().to_string()).unwrap_or_default()}
-                                                        </span>
-                                                    }.into_any(),
-                                                }}
-                                                <div class="flex-1">
-                                                    <p class="font-medium">{i.display_name.clone()}</p>
-                                                    <p class="text-xs text-slate-500">{format!("{} · {} {} · {}", i.name, i.tool_count, if i.tool_count == 1 { "tool" } else { "tools" }, i.auth_type)}</p>
-                                                </div>
-                                                <span class=format!("text-sm {}", status_class(&i.status)) data-testid="integration-status">{i.status.clone()}</span>
-                                            </div>
-                                            <p class="mt-2 text-sm text-slate-600">{i.description.clone()}</p>
-                                            {needs.then(|| view! {
-                                                <div class="mt-3 flex gap-2">
-                                                    <ActionForm action=start>
-                                                        <input type="hidden" name="integration" value=i.name.clone()/>
-                                                        <button type="submit" class=BUTTON aria-label=format!("Connect {}", i.display_name)>
-                                                            {if connected { "Reconnect" } else { "Connect" }}
-                                                        </button>
-                                                    </ActionForm>
-                                                    {connected.then(|| view! {
-                                                        <ActionForm action=disconnect>
-                                                            <input type="hidden" name="integration" value=name2.clone()/>
-                                                            <button type="submit" class=BUTTON_DANGER aria-label=format!("Disconnect {display2}")>"Disconnect"</button>
-                                                        </ActionForm>
-                                                    })}
-                                                </div>
-                                            })}
-                                        </li>
-                                    }
-                                }).collect_view()}
-                            </ul>
-                        }.into_any(),
-                    }
-                })}
-            </Suspense>
+            <Loaded data=data content=move |list| view! {
+                <ul class="grid max-w-4xl gap-4 md:grid-cols-2">
+                    {list.into_iter().map(|i| {
+                        let connected = i.status == AccountState::Connected;
+                        let needs = i.status != AccountState::NoAccountNeeded;
+                        let (name2, display2) = (i.name.clone(), i.display_name.clone());
+                        view! {
+                            <li class=format!("{CARD} !p-4") data-testid="integration-row">
+                                <div class="flex items-center gap-3">
+                                    {match i.logo.clone() {
+                                        Some(src) => view! { <img src=src alt="" class="h-8 w-8"/> }.into_any(),
+                                        // Custom apps usually have no logo: a monogram keeps the rows aligned.
+                                        None => view! {
+                                            <span aria-hidden="true" class="flex h-8 w-8 items-center justify-center rounded-md bg-slate-200 text-sm font-semibold text-slate-600">
+                                                {i.display_name.chars().next().map(|c| c.to_uppercase().to_string()).unwrap_or_default()}
+                                            </span>
+                                        }.into_any(),
+                                    }}
+                                    <div class="flex-1">
+                                        <p class="font-medium">{i.display_name.clone()}</p>
+                                        <p class="text-xs text-slate-500">{format!("{} · {} {} · {}", i.name, i.tool_count, if i.tool_count == 1 { "tool" } else { "tools" }, i.auth_type)}</p>
+                                    </div>
+                                    <span class=format!("text-sm {}", status_class(i.status)) data-testid="integration-status">{i.status.as_str()}</span>
+                                </div>
+                                <p class="mt-2 text-sm text-slate-600">{i.description.clone()}</p>
+                                {needs.then(|| view! {
+                                    <div class="mt-3 flex gap-2">
+                                        <ActionForm action=start>
+                                            <input type="hidden" name="integration" value=i.name.clone()/>
+                                            <button type="submit" class=BUTTON aria-label=format!("Connect {}", i.display_name)>
+                                                {if connected { "Reconnect" } else { "Connect" }}
+                                            </button>
+                                        </ActionForm>
+                                        {connected.then(|| view! {
+                                            <ActionForm action=disconnect>
+                                                <input type="hidden" name="integration" value=name2.clone()/>
+                                                <button type="submit" class=BUTTON_DANGER aria-label=format!("Disconnect {display2}")>"Disconnect"</button>
+                                            </ActionForm>
+                                        })}
+                                    </div>
+                                })}
+                            </li>
+                        }
+                    }).collect_view()}
+                </ul>
+            }.into_any()/>
         </Layout>
     }
 }
@@ -140,24 +134,19 @@ pub fn Connect() -> impl IntoView {
     view! {
         <Title text="Connect"/>
         <Centered>
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match view_data.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok(ConnectView::NotFound) => view! { <NotFoundCard/> }.into_any(),
-                        Ok(ConnectView::Redirecting { display_name }) => view! {
-                            <p class="text-sm">"Taking you to " {display_name} " to approve the connection…"</p>
-                        }.into_any(),
-                        Ok(ConnectView::Connected { display_name }) => view! {
-                            <h1 class="text-lg font-semibold" data-testid="connect-done">{format!("{display_name} is connected")}</h1>
-                            <p class="mt-2 text-sm text-slate-600">"You can close this window; your agent continues on its own."</p>
-                        }.into_any(),
-                        Ok(ConnectView::Form { display_name, auth_type, label, help }) => view! {
-                            <SecretForm id=id() display_name auth_type label help submit/>
-                        }.into_any(),
-                    }
-                })}
-            </Suspense>
+            <Loaded data=view_data content=move |value| match value {
+                ConnectView::NotFound => view! { <NotFoundCard/> }.into_any(),
+                ConnectView::Redirecting { display_name } => view! {
+                    <p class="text-sm">"Taking you to " {display_name} " to approve the connection…"</p>
+                }.into_any(),
+                ConnectView::Connected { display_name } => view! {
+                    <h1 class="text-lg font-semibold" data-testid="connect-done">{format!("{display_name} is connected")}</h1>
+                    <p class="mt-2 text-sm text-slate-600">"You can close this window; your agent continues on its own."</p>
+                }.into_any(),
+                ConnectView::Form { display_name, auth_type, label, help } => view! {
+                    <SecretForm id=id() display_name auth_type label help submit/>
+                }.into_any(),
+            }/>
         </Centered>
     }
 }

@@ -6,7 +6,7 @@ use leptos_meta::Title;
 
 use crate::api::{egress_page, AddEgressRule, RemoveEgressRule};
 use crate::components::{
-    ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+    ActionError, AddCard, Layout, ListCard, Loaded, PageHeader, BUTTON, BUTTON_DANGER, INPUT, LABEL,
 };
 
 #[component]
@@ -24,50 +24,37 @@ pub fn Egress() -> impl IntoView {
                 title="Egress allowlist"
                 subtitle="Hosts the http.fetch tool may call. Private, loopback, link-local and cloud metadata addresses are refused even when listed."
             />
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok(d) => {
-                            let can_manage = d.can_manage;
-                            let empty = d.patterns.is_empty();
-                            let rows = d.patterns.into_iter().map(|p| view! {
-                                <li class="flex items-center justify-between border-t border-slate-100 py-2" data-testid="egress-row">
-                                    <span class="font-mono text-sm">{p.clone()}</span>
-                                    {can_manage.then(|| view! {
-                                        <ActionForm action=remove>
-                                            <input type="hidden" name="pattern" value=p.clone()/>
-                                            <button type="submit" class=BUTTON_DANGER aria-label=format!("Remove {p}")>"Remove"</button>
-                                        </ActionForm>
-                                    })}
-                                </li>
-                            }).collect_view();
-                            view! {
-                                {can_manage.then(|| view! {
-                                    <section class=format!("{CARD} mb-6 max-w-xl")>
-                                        <ActionForm action=add attr:class="flex items-end gap-3">
-                                            <div class="flex-1">
-                                                <label for="pattern" class=LABEL>"Host pattern"</label>
-                                                <input id="pattern" name="pattern" type="text" required placeholder="api.example.com, *.example.com, host:8443" class=INPUT/>
-                                            </div>
-                                            <button type="submit" class=BUTTON>"Allow"</button>
-                                        </ActionForm>
-                                        <ActionError value=add.value()/>
-                                        <ActionError value=remove.value()/>
-                                    </section>
-                                })}
-                                <section class=format!("{CARD} max-w-xl")>
-                                    {if empty {
-                                        view! { <p class="text-sm text-slate-600">"Nothing is allowed yet: http.fetch refuses every host."</p> }.into_any()
-                                    } else {
-                                        view! { <ul>{rows}</ul> }.into_any()
-                                    }}
-                                </section>
-                            }.into_any()
-                        }
-                    }
-                })}
-            </Suspense>
+            <Loaded data=data content=move |d| {
+                let can_manage = d.can_manage;
+                let empty = d.patterns.is_empty();
+                let rows = d.patterns.into_iter().map(|p| view! {
+                    <li class="flex items-center justify-between border-t border-slate-100 py-2" data-testid="egress-row">
+                        <span class="font-mono text-sm">{p.clone()}</span>
+                        {can_manage.then(|| view! {
+                            <ActionForm action=remove>
+                                <input type="hidden" name="pattern" value=p.clone()/>
+                                <button type="submit" class=BUTTON_DANGER aria-label=format!("Remove {p}")>"Remove"</button>
+                            </ActionForm>
+                        })}
+                    </li>
+                }).collect_view();
+                view! {
+                    <AddCard show=can_manage width="max-w-xl">
+                        <ActionForm action=add attr:class="flex items-end gap-3">
+                            <div class="flex-1">
+                                <label for="pattern" class=LABEL>"Host pattern"</label>
+                                <input id="pattern" name="pattern" type="text" required placeholder="api.example.com, *.example.com, host:8443" class=INPUT/>
+                            </div>
+                            <button type="submit" class=BUTTON>"Allow"</button>
+                        </ActionForm>
+                        <ActionError value=add.value()/>
+                        <ActionError value=remove.value()/>
+                    </AddCard>
+                    <ListCard empty=empty width="max-w-xl" empty_text="Nothing is allowed yet: http.fetch refuses every host.">
+                        <ul>{rows}</ul>
+                    </ListCard>
+                }.into_any()
+            }/>
         </Layout>
     }
 }

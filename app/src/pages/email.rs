@@ -5,15 +5,21 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::api::{email_page, AddEmailDomain, EmailDomain, RemoveEmailDomain, VerifyEmailDomain};
+use crate::api::{
+    email_page, AddEmailDomain, DomainStatus, EmailDomain, RemoveEmailDomain, VerifyEmailDomain,
+};
 use crate::components::{
-    ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+    ActionError, AddCard, Layout, ListCard, Loaded, PageHeader, BUTTON, BUTTON_DANGER, INPUT, LABEL,
 };
 
-fn badge(status: &str) -> &'static str {
+fn badge(status: DomainStatus) -> &'static str {
     match status {
-        "verified" => "rounded bg-emerald-100 px-2 py-0.5 text-xs font-medium text-emerald-800",
-        _ => "rounded bg-amber-100 px-2 py-0.5 text-xs font-medium text-amber-800",
+        DomainStatus::Verified => {
+            "rounded bg-emerald-100 px-2 py-0.5 text-xs font-medium text-emerald-800"
+        }
+        DomainStatus::Pending => {
+            "rounded bg-amber-100 px-2 py-0.5 text-xs font-medium text-amber-800"
+        }
     }
 }
 
@@ -24,7 +30,7 @@ fn DomainRow(
     verify: ServerAction<VerifyEmailDomain>,
     remove: ServerAction<RemoveEmailDomain>,
 ) -> impl IntoView {
-    let pending = d.status != "verified";
+    let pending = d.status != DomainStatus::Verified;
     let confirm = format!(
         "return confirm('Remove {}? email.send stops sending from it at once.')",
         d.domain
@@ -39,7 +45,7 @@ fn DomainRow(
             <div class="flex items-center justify-between">
                 <div>
                     <span class="font-medium">{d.domain.clone()}</span>
-                    <span class=format!("ml-2 {}", badge(&d.status))>{d.status.clone()}</span>
+                    <span class=format!("ml-2 {}", badge(d.status))>{d.status.as_str()}</span>
                     {d.verified_at.clone().map(|t| view! { <span class="ml-2 text-xs text-slate-500">{format!("since {t}")}</span> })}
                 </div>
                 {can_manage.then(|| view! {
@@ -94,47 +100,34 @@ pub fn Email() -> impl IntoView {
                 title="Email"
                 subtitle="Sender domains email.send may send from. A domain is ready once its TXT record proves this project controls it."
             />
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok(d) => {
-                            let can_manage = d.can_manage;
-                            let status = if d.configured {
-                                format!("{} of {} messages sent in the last hour.", d.sent_last_hour, d.hourly_limit)
-                            } else {
-                                "Sending is not set up on this workbench: the operator sets --smtp-url (WB_SMTP_URL).".to_owned()
-                            };
-                            let empty = d.domains.is_empty();
-                            let rows = d.domains.into_iter().map(|dom| view! { <DomainRow d=dom can_manage verify remove/> }).collect_view();
-                            view! {
-                                <p class="mb-4 text-sm text-slate-600" data-testid="email-status">{status}</p>
-                                {can_manage.then(|| view! {
-                                    <section class=format!("{CARD} mb-6 max-w-3xl")>
-                                        <ActionForm action=add attr:class="flex items-end gap-3">
-                                            <div class="flex-1">
-                                                <label for="domain" class=LABEL>"Sender domain"</label>
-                                                <input id="domain" name="domain" type="text" required placeholder="example.com" class=INPUT/>
-                                            </div>
-                                            <button type="submit" class=BUTTON>"Add domain"</button>
-                                        </ActionForm>
-                                        <ActionError value=add.value()/>
-                                        <ActionError value=verify.value()/>
-                                        <ActionError value=remove.value()/>
-                                    </section>
-                                })}
-                                <section class=format!("{CARD} max-w-3xl")>
-                                    {if empty {
-                                        view! { <p class="text-sm text-slate-600">"No sender domains yet: email.send refuses every sender."</p> }.into_any()
-                                    } else {
-                                        view! { <ul class="divide-y divide-slate-100">{rows}</ul> }.into_any()
-                                    }}
-                                </section>
-                            }.into_any()
-                        }
-                    }
-                })}
-            </Suspense>
+            <Loaded data=data content=move |d| {
+                let can_manage = d.can_manage;
+                let status = if d.configured {
+                    format!("{} of {} messages sent in the last hour.", d.sent_last_hour, d.hourly_limit)
+                } else {
+                    "Sending is not set up on this workbench: the operator sets --smtp-url (WB_SMTP_URL).".to_owned()
+                };
+                let empty = d.domains.is_empty();
+                let rows = d.domains.into_iter().map(|dom| view! { <DomainRow d=dom can_manage verify remove/> }).collect_view();
+                view! {
+                    <p class="mb-4 text-sm text-slate-600" data-testid="email-status">{status}</p>
+                    <AddCard show=can_manage width="max-w-3xl">
+                        <ActionForm action=add attr:class="flex items-end gap-3">
+                            <div class="flex-1">
+                                <label for="domain" class=LABEL>"Sender domain"</label>
+                                <input id="domain" name="domain" type="text" required placeholder="example.com" class=INPUT/>
+                            </div>
+                            <button type="submit" class=BUTTON>"Add domain"</button>
+                        </ActionForm>
+                        <ActionError value=add.value()/>
+                        <ActionError value=verify.value()/>
+                        <ActionError value=remove.value()/>
+                    </AddCard>
+                    <ListCard empty=empty width="max-w-3xl" empty_text="No sender domains yet: email.send refuses every sender.">
+                        <ul class="divide-y divide-slate-100">{rows}</ul>
+                    </ListCard>
+                }.into_any()
+            }/>
         </Layout>
     }
 }

@@ -8,22 +8,39 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{
-    mcp_server_page, mcp_servers_page, ApproveMcpTool, DeleteMcpServer, RefreshMcpServer,
-    RegisterMcpServer, SetMcpToolSideEffects,
+    mcp_server_page, mcp_servers_page, ApproveMcpTool, BreakerState, DeleteMcpServer,
+    RefreshMcpServer, RegisterMcpServer, ServerState, SetMcpToolSideEffects, SideEffects,
+    ToolState,
 };
 use crate::components::{
-    ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+    ActionError, AddCard, Layout, Loaded, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
 };
 
-fn badge(kind: &str) -> &'static str {
-    match kind {
-        "available" | "closed" | "connected" => {
-            "rounded bg-emerald-50 px-2 py-0.5 text-xs font-medium text-emerald-700"
-        }
-        "pending_review" | "half_open" | "degraded" => {
-            "rounded bg-amber-50 px-2 py-0.5 text-xs font-medium text-amber-800"
-        }
-        _ => "rounded bg-red-50 px-2 py-0.5 text-xs font-medium text-red-700",
+const GOOD: &str = "rounded bg-emerald-50 px-2 py-0.5 text-xs font-medium text-emerald-700";
+const WARN: &str = "rounded bg-amber-50 px-2 py-0.5 text-xs font-medium text-amber-800";
+const BAD: &str = "rounded bg-red-50 px-2 py-0.5 text-xs font-medium text-red-700";
+
+fn server_badge(state: ServerState) -> &'static str {
+    match state {
+        ServerState::Connected => GOOD,
+        ServerState::Degraded => WARN,
+        ServerState::Error => BAD,
+    }
+}
+
+fn breaker_badge(state: BreakerState) -> &'static str {
+    match state {
+        BreakerState::Closed => GOOD,
+        BreakerState::HalfOpen => WARN,
+        BreakerState::Open => BAD,
+    }
+}
+
+fn tool_badge(state: ToolState) -> &'static str {
+    match state {
+        ToolState::Available => GOOD,
+        ToolState::PendingReview => WARN,
+        ToolState::Unavailable => BAD,
     }
 }
 
@@ -46,80 +63,71 @@ pub fn McpServers() -> impl IntoView {
         <Title text="MCP servers"/>
         <Layout current="/mcp-servers">
             <PageHeader title="MCP servers" subtitle="Upstream MCP servers whose tools join this project's catalog, behind a timeout, a concurrency ceiling and a circuit breaker."/>
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok(d) => {
-                            let can_manage = d.can_manage;
+            <Loaded data=data content=move |d| {
+                let can_manage = d.can_manage;
+                view! {
+                    <AddCard show=can_manage width="max-w-3xl">
+                        <h2 class="mb-3 text-base font-semibold">"Register a server"</h2>
+                        <ActionForm action=register attr:class="grid grid-cols-2 gap-3">
+                            <div><label for="mcp-name" class=LABEL>"Name"</label><input id="mcp-name" name="name" required class=INPUT placeholder="crm"/></div>
+                            <div><label for="mcp-url" class=LABEL>"Streamable HTTP URL"</label><input id="mcp-url" name="url" type="url" required class=INPUT placeholder="https://mcp.example.com/mcp"/></div>
+                            <div>
+                                <label for="mcp-secret" class=LABEL>"Bearer credential (vault secret)"</label>
+                                <select id="mcp-secret" name="secret" class=INPUT>
+                                    <option value="">"None"</option>
+                                    {d.secrets.iter().map(|s| view! { <option value=s.clone()>{s.clone()}</option> }).collect_view()}
+                                </select>
+                            </div>
+                            <div><label for="mcp-prefix" class=LABEL>"Tool prefix"</label><input id="mcp-prefix" name="tool_prefix" class=INPUT placeholder="<name>."/></div>
+                            <div><label for="mcp-timeout" class=LABEL>"Timeout (ms)"</label><input id="mcp-timeout" name="timeout_ms" inputmode="numeric" class=INPUT placeholder="30000"/></div>
+                            <div><label for="mcp-conc" class=LABEL>"Max concurrency"</label><input id="mcp-conc" name="max_concurrency" inputmode="numeric" class=INPUT placeholder="10"/></div>
+                            <div class="col-span-2"><button type="submit" class=BUTTON>"Register"</button></div>
+                        </ActionForm>
+                        <ActionError value=register.value()/>
+                        <ActionError value=refresh.value()/>
+                        <ActionError value=delete.value()/>
+                    </AddCard>
+                    <section class=format!("{CARD} max-w-4xl")>
+                        {if d.servers.is_empty() {
+                            view! { <p class="text-sm text-slate-600">"No MCP servers yet."</p> }.into_any()
+                        } else {
                             view! {
-                                {can_manage.then(|| view! {
-                                    <section class=format!("{CARD} mb-6 max-w-3xl")>
-                                        <h2 class="mb-3 text-base font-semibold">"Register a server"</h2>
-                                        <ActionForm action=register attr:class="grid grid-cols-2 gap-3">
-                                            <div><label for="mcp-name" class=LABEL>"Name"</label><input id="mcp-name" name="name" required class=INPUT placeholder="crm"/></div>
-                                            <div><label for="mcp-url" class=LABEL>"Streamable HTTP URL"</label><input id="mcp-url" name="url" type="url" required class=INPUT placeholder="https://mcp.example.com/mcp"/></div>
-                                            <div>
-                                                <label for="mcp-secret" class=LABEL>"Bearer credential (vault secret)"</label>
-                                                <select id="mcp-secret" name="secret" class=INPUT>
-                                                    <option value="">"None"</option>
-                                                    {d.secrets.iter().map(|s| view! { <option value=s.clone()>{s.clone()}</option> }).collect_view()}
-                                                </select>
-                                            </div>
-                                            <div><label for="mcp-prefix" class=LABEL>"Tool prefix"</label><input id="mcp-prefix" name="tool_prefix" class=INPUT placeholder="<name>."/></div>
-                                            <div><label for="mcp-timeout" class=LABEL>"Timeout (ms)"</label><input id="mcp-timeout" name="timeout_ms" inputmode="numeric" class=INPUT placeholder="30000"/></div>
-                                            <div><label for="mcp-conc" class=LABEL>"Max concurrency"</label><input id="mcp-conc" name="max_concurrency" inputmode="numeric" class=INPUT placeholder="10"/></div>
-                                            <div class="col-span-2"><button type="submit" class=BUTTON>"Register"</button></div>
-                                        </ActionForm>
-                                        <ActionError value=register.value()/>
-                                        <ActionError value=refresh.value()/>
-                                        <ActionError value=delete.value()/>
-                                    </section>
-                                })}
-                                <section class=format!("{CARD} max-w-4xl")>
-                                    {if d.servers.is_empty() {
-                                        view! { <p class="text-sm text-slate-600">"No MCP servers yet."</p> }.into_any()
-                                    } else {
+                                <ul class="divide-y divide-slate-100">
+                                    {d.servers.into_iter().map(|s| {
+                                        let confirm = format!("return confirm('Delete {}? Its tools leave the catalog at once.')", s.name);
+                                        let (refresh_id, delete_id) = (s.id.clone(), s.id.clone());
+                                        let (refresh_label, delete_label) = (format!("Refresh {}", s.name), format!("Delete {}", s.name));
                                         view! {
-                                            <ul class="divide-y divide-slate-100">
-                                                {d.servers.into_iter().map(|s| {
-                                                    let confirm = format!("return confirm('Delete {}? Its tools leave the catalog at once.')", s.name);
-                                                    let (refresh_id, delete_id) = (s.id.clone(), s.id.clone());
-                                                    let (refresh_label, delete_label) = (format!("Refresh {}", s.name), format!("Delete {}", s.name));
-                                                    view! {
-                                                        <li class="flex items-center justify-between py-3" data-testid="mcp-server-row">
-                                                            <div>
-                                                                <a href=format!("/mcp-servers/{}", s.id) class="font-medium text-indigo-700 underline">{s.name.clone()}</a>
-                                                                <span class="ml-2 font-mono text-xs text-slate-500">{s.tool_prefix.clone()}</span>
-                                                                <span class=format!("ml-2 {}", badge(&s.state))>{s.state.clone()}</span>
-                                                                <span class=format!("ml-1 {}", badge(&s.breaker))>{format!("breaker {}", s.breaker)}</span>
-                                                                <p class="text-xs text-slate-500">{format!("{} · auth {} · {} available, {} unavailable, {} to review", s.url, s.auth_type, s.available, s.unavailable, s.pending_review)}</p>
-                                                                {s.last_error.clone().map(|e| view! { <p class="text-xs text-red-700">{format!("Last refresh failed: {e}")}</p> })}
-                                                            </div>
-                                                            {can_manage.then(move || view! {
-                                                                <div class="flex gap-2">
-                                                                    <ActionForm action=refresh>
-                                                                        <input type="hidden" name="id" value=refresh_id/>
-                                                                        <button type="submit" class="inline-flex items-center rounded-md border border-slate-300 bg-white px-3 py-1 text-xs font-medium" aria-label=refresh_label>"Refresh"</button>
-                                                                    </ActionForm>
-                                                                    <ActionForm action=delete attr:onsubmit=confirm>
-                                                                        <input type="hidden" name="id" value=delete_id/>
-                                                                        <button type="submit" class=BUTTON_DANGER aria-label=delete_label>"Delete"</button>
-                                                                    </ActionForm>
-                                                                </div>
-                                                            })}
-                                                        </li>
-                                                    }
-                                                }).collect_view()}
-                                            </ul>
-                                        }.into_any()
-                                    }}
-                                </section>
+                                            <li class="flex items-center justify-between py-3" data-testid="mcp-server-row">
+                                                <div>
+                                                    <a href=format!("/mcp-servers/{}", s.id) class="font-medium text-indigo-700 underline">{s.name.clone()}</a>
+                                                    <span class="ml-2 font-mono text-xs text-slate-500">{s.tool_prefix.clone()}</span>
+                                                    <span class=format!("ml-2 {}", server_badge(s.state))>{s.state.as_str()}</span>
+                                                    <span class=format!("ml-1 {}", breaker_badge(s.breaker))>{format!("breaker {}", s.breaker)}</span>
+                                                    <p class="text-xs text-slate-500">{format!("{} · auth {} · {} available, {} unavailable, {} to review", s.url, s.auth_type, s.available, s.unavailable, s.pending_review)}</p>
+                                                    {s.last_error.clone().map(|e| view! { <p class="text-xs text-red-700">{format!("Last refresh failed: {e}")}</p> })}
+                                                </div>
+                                                {can_manage.then(move || view! {
+                                                    <div class="flex gap-2">
+                                                        <ActionForm action=refresh>
+                                                            <input type="hidden" name="id" value=refresh_id/>
+                                                            <button type="submit" class="inline-flex items-center rounded-md border border-slate-300 bg-white px-3 py-1 text-xs font-medium" aria-label=refresh_label>"Refresh"</button>
+                                                        </ActionForm>
+                                                        <ActionForm action=delete attr:onsubmit=confirm>
+                                                            <input type="hidden" name="id" value=delete_id/>
+                                                            <button type="submit" class=BUTTON_DANGER aria-label=delete_label>"Delete"</button>
+                                                        </ActionForm>
+                                                    </div>
+                                                })}
+                                            </li>
+                                        }
+                                    }).collect_view()}
+                                </ul>
                             }.into_any()
-                        }
-                    }
-                })}
-            </Suspense>
+                        }}
+                    </section>
+                }.into_any()
+            }/>
         </Layout>
     }
 }
@@ -137,73 +145,63 @@ pub fn McpServerPage() -> impl IntoView {
     view! {
         <Title text="MCP server"/>
         <Layout current="/mcp-servers">
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok(d) => {
-                            let can_manage = d.can_manage;
-                            let server_id = d.server.id.clone();
+            <Loaded data=data content=move |d| {
+                let can_manage = d.can_manage;
+                let server_id = d.server.id.clone();
+                view! {
+                    <PageHeader title=d.server.name.clone() subtitle=format!("{} · breaker {} · tools appear as {}<name>", d.server.url, d.server.breaker, d.server.tool_prefix)/>
+                    <ActionError value=approve.value()/>
+                    <ActionError value=side.value()/>
+                    <ul class="space-y-4">
+                        {d.tools.into_iter().map(|t| {
+                            let changed = t.approved_description.is_some() || t.approved_input_schema.is_some();
+                            let pending = t.status == ToolState::PendingReview;
+                            let (approve_id, side_id) = (server_id.clone(), server_id.clone());
+                            let (approve_tool, side_tool) = (t.name.clone(), t.name.clone());
+                            let (approve_label, side_label) = (format!("Approve {}", t.name), format!("Side effects of {}", t.name));
                             view! {
-                                <PageHeader title=d.server.name.clone() subtitle=format!("{} · breaker {} · tools appear as {}<name>", d.server.url, d.server.breaker, d.server.tool_prefix)/>
-                                <ActionError value=approve.value()/>
-                                <ActionError value=side.value()/>
-                                <ul class="space-y-4">
-                                    {d.tools.into_iter().map(|t| {
-                                        let changed = t.approved_description.is_some() || t.approved_input_schema.is_some();
-                                        let pending = t.status == "pending_review";
-                                        let (approve_id, side_id) = (server_id.clone(), server_id.clone());
-                                        let (approve_tool, side_tool) = (t.name.clone(), t.name.clone());
-                                        let (approve_label, side_label) = (format!("Approve {}", t.name), format!("Side effects of {}", t.name));
+                                <li class=CARD data-testid="mcp-tool">
+                                    <div class="flex items-center justify-between">
+                                        <p><span class="font-mono text-sm font-medium">{t.catalog_name.clone()}</span><span class=format!("ml-2 {}", tool_badge(t.status))>{t.status.as_str().replace('_', " ")}</span></p>
+                                        {(can_manage && pending).then(move || view! {
+                                            <ActionForm action=approve>
+                                                <input type="hidden" name="id" value=approve_id/>
+                                                <input type="hidden" name="tool" value=approve_tool/>
+                                                <button type="submit" class=BUTTON aria-label=approve_label>"Approve"</button>
+                                            </ActionForm>
+                                        })}
+                                    </div>
+                                    {t.collision.clone().map(|c| view! { <p class="mt-2 text-sm text-amber-800" data-testid="mcp-tool-collision">{c}</p> })}
+                                    {if changed {
                                         view! {
-                                            <li class=CARD data-testid="mcp-tool">
-                                                <div class="flex items-center justify-between">
-                                                    <p><span class="font-mono text-sm font-medium">{t.catalog_name.clone()}</span><span class=format!("ml-2 {}", badge(&t.status))>{t.status.replace('_', " ")}</span></p>
-                                                    {(can_manage && pending).then(move || view! {
-                                                        <ActionForm action=approve>
-                                                            <input type="hidden" name="id" value=approve_id/>
-                                                            <input type="hidden" name="tool" value=approve_tool/>
-                                                            <button type="submit" class=BUTTON aria-label=approve_label>"Approve"</button>
-                                                        </ActionForm>
-                                                    })}
-                                                </div>
-                                                {t.collision.clone().map(|c| view! { <p class="mt-2 text-sm text-amber-800" data-testid="mcp-tool-collision">{c}</p> })}
-                                                {if changed {
-                                                    view! {
-                                                        <div class="mt-3 grid grid-cols-2 gap-4 text-xs" data-testid="mcp-tool-diff">
-                                                            <div><p class="mb-1 font-semibold text-slate-600">"Approved"</p><p class="whitespace-pre-wrap">{t.approved_description.clone().unwrap_or_default()}</p><pre class="mt-2 overflow-x-auto rounded bg-slate-50 p-2">{t.approved_input_schema.clone().unwrap_or_default()}</pre></div>
-                                                            <div><p class="mb-1 font-semibold text-amber-800">"Now"</p><p class="whitespace-pre-wrap">{t.description.clone()}</p><pre class="mt-2 overflow-x-auto rounded bg-amber-50 p-2">{t.input_schema.clone()}</pre></div>
-                                                        </div>
-                                                    }.into_any()
-                                                } else {
-                                                    view! { <p class="mt-2 text-sm text-slate-700">{t.description.clone()}</p> }.into_any()
-                                                }}
-                                                <div class="mt-3 flex items-center gap-2 text-xs text-slate-600">
-                                                    <span>{format!("side effects: {}{}", t.side_effects, if t.side_effects_overridden { " (set by an admin)" } else { " (from the server's hints)" })}</span>
-                                                    {can_manage.then(move || view! {
-                                                        <ActionForm action=side attr:class="flex items-center gap-1">
-                                                            <input type="hidden" name="id" value=side_id/>
-                                                            <input type="hidden" name="tool" value=side_tool/>
-                                                            <select name="side_effects" class="rounded border border-slate-300 px-1 py-0.5" aria-label=side_label>
-                                                                <option value="">"from hints"</option>
-                                                                <option value="none">"none"</option>
-                                                                <option value="network">"network"</option>
-                                                                <option value="write">"write"</option>
-                                                                <option value="destructive">"destructive"</option>
-                                                            </select>
-                                                            <button type="submit" class="rounded border border-slate-300 px-2 py-0.5">"Set"</button>
-                                                        </ActionForm>
-                                                    })}
-                                                </div>
-                                            </li>
-                                        }
-                                    }).collect_view()}
-                                </ul>
-                            }.into_any()
-                        }
-                    }
-                })}
-            </Suspense>
+                                            <div class="mt-3 grid grid-cols-2 gap-4 text-xs" data-testid="mcp-tool-diff">
+                                                <div><p class="mb-1 font-semibold text-slate-600">"Approved"</p><p class="whitespace-pre-wrap">{t.approved_description.clone().unwrap_or_default()}</p><pre class="mt-2 overflow-x-auto rounded bg-slate-50 p-2">{t.approved_input_schema.clone().unwrap_or_default()}</pre></div>
+                                                <div><p class="mb-1 font-semibold text-amber-800">"Now"</p><p class="whitespace-pre-wrap">{t.description.clone()}</p><pre class="mt-2 overflow-x-auto rounded bg-amber-50 p-2">{t.input_schema.clone()}</pre></div>
+                                            </div>
+                                        }.into_any()
+                                    } else {
+                                        view! { <p class="mt-2 text-sm text-slate-700">{t.description.clone()}</p> }.into_any()
+                                    }}
+                                    <div class="mt-3 flex items-center gap-2 text-xs text-slate-600">
+                                        <span>{format!("side effects: {}{}", t.side_effects, if t.side_effects_overridden { " (set by an admin)" } else { " (from the server's hints)" })}</span>
+                                        {can_manage.then(move || view! {
+                                            <ActionForm action=side attr:class="flex items-center gap-1">
+                                                <input type="hidden" name="id" value=side_id/>
+                                                <input type="hidden" name="tool" value=side_tool/>
+                                                <select name="side_effects" class="rounded border border-slate-300 px-1 py-0.5" aria-label=side_label>
+                                                    <option value="">"from hints"</option>
+                                                    {SideEffects::ALL.iter().map(|s| view! { <option value=s.as_str()>{s.as_str()}</option> }).collect_view()}
+                                                </select>
+                                                <button type="submit" class="rounded border border-slate-300 px-2 py-0.5">"Set"</button>
+                                            </ActionForm>
+                                        })}
+                                    </div>
+                                </li>
+                            }
+                        }).collect_view()}
+                    </ul>
+                }.into_any()
+            }/>
         </Layout>
     }
 }

@@ -5,7 +5,9 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::api::{members_page, AddMember};
-use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, CARD, INPUT, LABEL};
+use crate::components::{
+    ActionError, Layout, Loaded, PageHeader, Table, BUTTON, CARD, INPUT, LABEL,
+};
 
 #[component]
 pub fn Members() -> impl IntoView {
@@ -15,56 +17,44 @@ pub fn Members() -> impl IntoView {
         <Title text="Members"/>
         <Layout current="/members">
             <PageHeader title="Members" subtitle="People who can sign in to this project."/>
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match page.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok(data) => {
-                            let rows = data.members.into_iter().map(|m| view! {
-                                <tr class="border-t border-slate-100" data-testid="member-row">
-                                    <td class="py-2 pr-4 font-medium">{m.email} {m.is_you.then_some(" (you)")}</td>
-                                    <td class="py-2 pr-4 text-slate-600">{m.role}</td>
-                                    <td class="py-2 text-slate-600">{m.joined}</td>
-                                </tr>
-                            }).collect_view();
-                            view! {
-                                {data.can_manage.then(|| view! {
-                                    <section class=format!("{CARD} mb-6 max-w-2xl")>
-                                        <h2 class="mb-4 font-medium">"Add a member"</h2>
-                                        <ActionForm action=add attr:class="grid grid-cols-2 gap-4">
-                                            <div>
-                                                <label for="member-email" class=LABEL>"Email"</label>
-                                                <input id="member-email" name="email" type="email" required class=INPUT/>
-                                            </div>
-                                            <div>
-                                                <label for="member-password" class=LABEL>"Initial password"</label>
-                                                <input id="member-password" name="password" type="password" minlength="10" autocomplete="new-password" required class=INPUT/>
-                                            </div>
-                                            <div>
-                                                <label for="member-role" class=LABEL>"Role"</label>
-                                                <select id="member-role" name="role" class=INPUT>
-                                                    <option value="member" selected>"member"</option>
-                                                    <option value="admin">"admin"</option>
-                                                </select>
-                                            </div>
-                                            <div class="flex items-end"><button type="submit" class=BUTTON>"Add member"</button></div>
-                                        </ActionForm>
-                                        <ActionError value=add.value()/>
-                                    </section>
-                                })}
-                                <section class=CARD>
-                                    <table class="w-full text-left text-sm">
-                                        <thead class="text-xs uppercase tracking-wide text-slate-500">
-                                            <tr><th class="pb-2 pr-4">"Email"</th><th class="pb-2 pr-4">"Role"</th><th class="pb-2">"Joined"</th></tr>
-                                        </thead>
-                                        <tbody>{rows}</tbody>
-                                    </table>
-                                </section>
-                            }.into_any()
-                        }
-                    }
-                })}
-            </Suspense>
+            <Loaded data=page content=move |data| {
+                let rows = data.members.into_iter().map(|m| view! {
+                    <tr class="border-t border-slate-100" data-testid="member-row">
+                        <td class="py-2 pr-4 font-medium">{m.email} {m.is_you.then_some(" (you)")}</td>
+                        <td class="py-2 pr-4 text-slate-600">{m.role.as_str()}</td>
+                        <td class="py-2 text-slate-600">{m.joined}</td>
+                    </tr>
+                }).collect_view();
+                view! {
+                    {data.can_manage.then(|| view! {
+                        <section class=format!("{CARD} mb-6 max-w-2xl")>
+                            <h2 class="mb-4 font-medium">"Add a member"</h2>
+                            <ActionForm action=add attr:class="grid grid-cols-2 gap-4">
+                                <div>
+                                    <label for="member-email" class=LABEL>"Email"</label>
+                                    <input id="member-email" name="email" type="email" required class=INPUT/>
+                                </div>
+                                <div>
+                                    <label for="member-password" class=LABEL>"Initial password"</label>
+                                    <input id="member-password" name="password" type="password" minlength="10" autocomplete="new-password" required class=INPUT/>
+                                </div>
+                                <div>
+                                    <label for="member-role" class=LABEL>"Role"</label>
+                                    <select id="member-role" name="role" class=INPUT>
+                                        <option value="member" selected>"member"</option>
+                                        <option value="admin">"admin"</option>
+                                    </select>
+                                </div>
+                                <div class="flex items-end"><button type="submit" class=BUTTON>"Add member"</button></div>
+                            </ActionForm>
+                            <ActionError value=add.value()/>
+                        </section>
+                    })}
+                    <section class=CARD>
+                        <Table headers=&["Email", "Role", "Joined"]>{rows}</Table>
+                    </section>
+                }.into_any()
+            }/>
         </Layout>
     }
 }

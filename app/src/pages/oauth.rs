@@ -7,11 +7,11 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::{
-    authorized_clients, oauth_consent, AuthorizeQuery, AuthorizedClientView, ConsentView,
-    OauthDecide, RevokeAuthorizedClient,
+    authorized_clients, oauth_consent, AuthorizeQuery, AuthorizedClientView, ClientKind,
+    ConsentView, OauthDecide, RevokeAuthorizedClient,
 };
 use crate::components::{
-    ActionError, Centered, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, LABEL,
+    ActionError, Centered, Layout, Loaded, PageHeader, Table, BUTTON, BUTTON_DANGER, CARD, LABEL,
 };
 
 const FIELDS: [&str; 8] = [
@@ -47,61 +47,56 @@ pub fn OAuthAuthorize() -> impl IntoView {
     view! {
         <Title text="Authorize an MCP client"/>
         <Centered>
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match consent.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok(ConsentView::Refused { reason }) => view! {
-                            <h1 class="text-lg font-semibold">"This request cannot be approved"</h1>
-                            <p class="mt-2 text-sm text-slate-700" data-testid="oauth-refused">{reason}</p>
-                            <p class="mt-4 text-xs text-slate-500">"Nothing was shared. Return to the application and try connecting again."</p>
-                        }.into_any(),
-                        Ok(ConsentView::Ask { client_name, client_id, redirect_host, kind, client_uri, policies, admin, project_name }) => {
-                            let hidden = {
-                                let q = query.read();
-                                FIELDS.iter().map(|k| view! { <input type="hidden" name=*k value=q.get(k).unwrap_or_default()/> }).collect_view()
-                            };
-                            let hidden_deny = {
-                                let q = query.read();
-                                FIELDS.iter().map(|k| view! { <input type="hidden" name=*k value=q.get(k).unwrap_or_default()/> }).collect_view()
-                            };
-                            let identity = if kind == "metadata" { format!("identified by {client_id}") } else { "registered itself with workbench".to_string() };
-                            let chooser = admin.then(|| {
-                                let options = policies.into_iter().map(|(id, name)| view! { <option value=id>{name}</option> }).collect_view();
-                                view! {
-                                    <label for="oauth-policy" class=format!("{LABEL} mt-4")>"Policy the client acts under"</label>
-                                    <select id="oauth-policy" name="policy_id" class="block w-full rounded-md border border-slate-300 px-3 py-2 text-sm">
-                                        <option value="">"project default"</option>
-                                        {options}
-                                    </select>
-                                    <label for="oauth-rate-limit" class=format!("{LABEL} mt-4")>"Calls per minute (empty: no limit)"</label>
-                                    <input id="oauth-rate-limit" name="rate_limit_per_minute" type="number" min="1" inputmode="numeric" class="block w-full rounded-md border border-slate-300 px-3 py-2 text-sm"/>
-                                }
-                            });
-                            view! {
-                                <h1 class="text-lg font-semibold" data-testid="oauth-client-name">{format!("{client_name} wants to use workbench")}</h1>
-                                <p class="mt-1 text-xs text-slate-500">{identity}{client_uri.map(|u| format!(" · {u}"))}</p>
-                                <div class="mt-4 rounded-md bg-slate-50 p-3 text-sm text-slate-700">
-                                    <p>"If you approve, it may "<strong>"act as you on /mcp with your project's policies"</strong>" in "{project_name}": find and run the tools you may use, until you revoke it on the MCP clients page."</p>
-                                    <p class="mt-2">"You will be sent back to "<strong data-testid="oauth-redirect-host">{redirect_host}</strong>"."</p>
-                                </div>
-                                <ActionForm action=decide attr:class="mt-4">
-                                    {hidden}
-                                    <input type="hidden" name="decision" value="approve"/>
-                                    {chooser}
-                                    <button type="submit" class=format!("{BUTTON} mt-4 w-full justify-center") data-testid="oauth-approve">"Approve"</button>
-                                </ActionForm>
-                                <ActionForm action=decide attr:class="mt-2">
-                                    {hidden_deny}
-                                    <input type="hidden" name="decision" value="deny"/>
-                                    <button type="submit" class="w-full rounded-md border border-slate-300 px-4 py-2 text-sm text-slate-700 hover:bg-slate-50" data-testid="oauth-deny">"Deny"</button>
-                                </ActionForm>
-                                <ActionError value=decide.value()/>
-                            }.into_any()
+            <Loaded data=consent content=move |value| match value {
+                ConsentView::Refused { reason } => view! {
+                    <h1 class="text-lg font-semibold">"This request cannot be approved"</h1>
+                    <p class="mt-2 text-sm text-slate-700" data-testid="oauth-refused">{reason}</p>
+                    <p class="mt-4 text-xs text-slate-500">"Nothing was shared. Return to the application and try connecting again."</p>
+                }.into_any(),
+                ConsentView::Ask { client_name, client_id, redirect_host, kind, client_uri, policies, admin, project_name } => {
+                    let hidden = {
+                        let q = query.read();
+                        FIELDS.iter().map(|k| view! { <input type="hidden" name=*k value=q.get(k).unwrap_or_default()/> }).collect_view()
+                    };
+                    let hidden_deny = {
+                        let q = query.read();
+                        FIELDS.iter().map(|k| view! { <input type="hidden" name=*k value=q.get(k).unwrap_or_default()/> }).collect_view()
+                    };
+                    let identity = if kind == ClientKind::Metadata { format!("identified by {client_id}") } else { "registered itself with workbench".to_string() };
+                    let chooser = admin.then(|| {
+                        let options = policies.into_iter().map(|(id, name)| view! { <option value=id>{name}</option> }).collect_view();
+                        view! {
+                            <label for="oauth-policy" class=format!("{LABEL} mt-4")>"Policy the client acts under"</label>
+                            <select id="oauth-policy" name="policy_id" class="block w-full rounded-md border border-slate-300 px-3 py-2 text-sm">
+                                <option value="">"project default"</option>
+                                {options}
+                            </select>
+                            <label for="oauth-rate-limit" class=format!("{LABEL} mt-4")>"Calls per minute (empty: no limit)"</label>
+                            <input id="oauth-rate-limit" name="rate_limit_per_minute" type="number" min="1" inputmode="numeric" class="block w-full rounded-md border border-slate-300 px-3 py-2 text-sm"/>
                         }
-                    }
-                })}
-            </Suspense>
+                    });
+                    view! {
+                        <h1 class="text-lg font-semibold" data-testid="oauth-client-name">{format!("{client_name} wants to use workbench")}</h1>
+                        <p class="mt-1 text-xs text-slate-500">{identity}{client_uri.map(|u| format!(" · {u}"))}</p>
+                        <div class="mt-4 rounded-md bg-slate-50 p-3 text-sm text-slate-700">
+                            <p>"If you approve, it may "<strong>"act as you on /mcp with your project's policies"</strong>" in "{project_name}": find and run the tools you may use, until you revoke it on the MCP clients page."</p>
+                            <p class="mt-2">"You will be sent back to "<strong data-testid="oauth-redirect-host">{redirect_host}</strong>"."</p>
+                        </div>
+                        <ActionForm action=decide attr:class="mt-4">
+                            {hidden}
+                            <input type="hidden" name="decision" value="approve"/>
+                            {chooser}
+                            <button type="submit" class=format!("{BUTTON} mt-4 w-full justify-center") data-testid="oauth-approve">"Approve"</button>
+                        </ActionForm>
+                        <ActionForm action=decide attr:class="mt-2">
+                            {hidden_deny}
+                            <input type="hidden" name="decision" value="deny"/>
+                            <button type="submit" class="w-full rounded-md border border-slate-300 px-4 py-2 text-sm text-slate-700 hover:bg-slate-50" data-testid="oauth-deny">"Deny"</button>
+                        </ActionForm>
+                        <ActionError value=decide.value()/>
+                    }.into_any()
+                }
+            }/>
         </Centered>
     }
 }
@@ -138,36 +133,19 @@ pub fn McpClients() -> impl IntoView {
         <Layout current="/mcp-clients">
             <PageHeader title="MCP clients" subtitle="MCP clients you let act as you on /mcp. Revoking one ends its access at once."/>
             <ActionError value=revoke.value()/>
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match list.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok(clients) if clients.is_empty() => view! {
-                            <section class=CARD><p class="text-sm text-slate-600">"No MCP client is authorized. Clients that sign in with OAuth appear here once you approve them."</p></section>
-                        }.into_any(),
-                        Ok(clients) => {
-                            let rows = clients.into_iter().map(|client| view! { <ClientRow client revoke/> }).collect_view();
-                            view! {
-                                <section class=CARD>
-                                    <table class="w-full text-left text-sm">
-                                        <thead class="text-xs uppercase tracking-wide text-slate-500">
-                                            <tr>
-                                                <th class="pb-2 pr-4">"Client"</th>
-                                                <th class="pb-2 pr-4">"Returns to"</th>
-                                                <th class="pb-2 pr-4">"Policy"</th>
-                                                <th class="pb-2 pr-4">"Approved"</th>
-                                                <th class="pb-2 pr-4">"Last used"</th>
-                                                <th class="pb-2"></th>
-                                            </tr>
-                                        </thead>
-                                        <tbody>{rows}</tbody>
-                                    </table>
-                                </section>
-                            }.into_any()
-                        }
-                    }
-                })}
-            </Suspense>
+            <Loaded data=list content=move |value| match value {
+                clients if clients.is_empty() => view! {
+                    <section class=CARD><p class="text-sm text-slate-600">"No MCP client is authorized. Clients that sign in with OAuth appear here once you approve them."</p></section>
+                }.into_any(),
+                clients => {
+                    let rows = clients.into_iter().map(|client| view! { <ClientRow client revoke/> }).collect_view();
+                    view! {
+                        <section class=CARD>
+                            <Table headers=&["Client", "Returns to", "Policy", "Approved", "Last used", ""]>{rows}</Table>
+                        </section>
+                    }.into_any()
+                }
+            }/>
         </Layout>
     }
 }

@@ -9,11 +9,12 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::{
-    check_patterns, policies_page, policy_preview, DeletePolicy, PatternCheck, PolicyItem,
+    check_patterns, policies_page, policy_preview, DeletePolicy, Mode, PatternCheck, PolicyItem,
     SavePolicy,
 };
 use crate::components::{
-    ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+    ActionError, AddCard, Layout, LoadError, Loaded, PageHeader, BUTTON, BUTTON_DANGER, CARD,
+    INPUT, LABEL,
 };
 
 const TEXTAREA: &str = "block w-full rounded-md border border-slate-300 p-2 font-mono text-xs";
@@ -71,9 +72,7 @@ fn PolicyForm(policy: Option<PolicyItem>, save: ServerAction<SavePolicy>) -> imp
     let joined = |v: &Option<Vec<String>>| v.clone().unwrap_or_default().join("\n");
     let (name, mode, allow, deny, confirm, default) = (
         p.as_ref().map(|p| p.name.clone()).unwrap_or_default(),
-        p.as_ref()
-            .map(|p| p.mode.clone())
-            .unwrap_or_else(|| "allowlist".into()),
+        p.as_ref().map_or(Mode::Allowlist, |p| p.mode),
         joined(&p.as_ref().map(|p| p.allow.clone())),
         joined(&p.as_ref().map(|p| p.deny.clone())),
         joined(&p.as_ref().map(|p| p.require_confirmation.clone())),
@@ -89,8 +88,8 @@ fn PolicyForm(policy: Option<PolicyItem>, save: ServerAction<SavePolicy>) -> imp
             <div>
                 <label for=field("mode") class=LABEL>"Mode"</label>
                 <select id=field("mode") name="mode" class=INPUT>
-                    <option value="allowlist" selected=mode == "allowlist">"allowlist: only listed tools run"</option>
-                    <option value="open" selected=mode == "open">"open: all but denied tools run"</option>
+                    <option value=Mode::Allowlist.as_str() selected=mode == Mode::Allowlist>"allowlist: only listed tools run"</option>
+                    <option value=Mode::Open.as_str() selected=mode == Mode::Open>"open: all but denied tools run"</option>
                 </select>
             </div>
             <PatternField id=field("allow") name="allow" label="Allow" value=allow placeholder="crm.contact.get\nticket.*"/>
@@ -132,73 +131,64 @@ pub fn Policies() -> impl IntoView {
             />
             <ActionError value=save.value()/>
             <ActionError value=delete.value()/>
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok(d) => {
-                            let can_manage = d.can_manage;
-                            let keys = d.keys.clone();
-                            let list = d.policies.into_iter().map(|p| {
-                                let id = p.id.clone();
-                                let (card_id, delete_id) = (id.clone(), id.clone());
-                                let used = if p.keys.is_empty() { "no keys".to_owned() } else { p.keys.join(", ") };
+            <Loaded data=data content=move |d| {
+                let can_manage = d.can_manage;
+                let keys = d.keys.clone();
+                let list = d.policies.into_iter().map(|p| {
+                    let id = p.id.clone();
+                    let (card_id, delete_id) = (id.clone(), id.clone());
+                    let used = if p.keys.is_empty() { "no keys".to_owned() } else { p.keys.join(", ") };
+                    view! {
+                        <article class=format!("{CARD} mb-4") data-testid="policy" data-id=card_id>
+                            <div class="mb-3 flex items-center gap-2">
+                                <h2 class="font-semibold">{p.name.clone()}</h2>
+                                <span class="font-mono text-xs text-slate-500">{id.clone()}</span>
+                                {p.default.then(|| view! { <span class="rounded bg-indigo-50 px-1.5 py-0.5 text-xs font-medium text-indigo-700">"default"</span> })}
+                                <span class="ml-auto text-xs text-slate-500">"used by " {used}</span>
+                            </div>
+                            {if can_manage {
                                 view! {
-                                    <article class=format!("{CARD} mb-4") data-testid="policy" data-id=card_id>
-                                        <div class="mb-3 flex items-center gap-2">
-                                            <h2 class="font-semibold">{p.name.clone()}</h2>
-                                            <span class="font-mono text-xs text-slate-500">{id.clone()}</span>
-                                            {p.default.then(|| view! { <span class="rounded bg-indigo-50 px-1.5 py-0.5 text-xs font-medium text-indigo-700">"default"</span> })}
-                                            <span class="ml-auto text-xs text-slate-500">"used by " {used}</span>
-                                        </div>
-                                        {if can_manage {
-                                            view! {
-                                                <PolicyForm policy=Some(p.clone()) save/>
-                                                <ActionForm action=delete attr:class="mt-2 text-right">
-                                                    <input type="hidden" name="id" value=delete_id/>
-                                                    <button type="submit" class=BUTTON_DANGER aria-label=format!("Delete {}", p.name)>"Delete"</button>
-                                                </ActionForm>
-                                            }.into_any()
-                                        } else {
-                                            view! {
-                                                <p class="text-sm">"mode " <strong>{p.mode.clone()}</strong></p>
-                                                <p class="font-mono text-xs">"allow: " {p.allow.join(", ")}</p>
-                                                <p class="font-mono text-xs">"deny: " {p.deny.join(", ")}</p>
-                                                <p class="font-mono text-xs">"require_confirmation: " {p.require_confirmation.join(", ")}</p>
-                                            }.into_any()
-                                        }}
-                                    </article>
-                                }
-                            }).collect_view();
-                            view! {
-                                {can_manage.then(|| view! {
-                                    <section class=format!("{CARD} mb-6")>
-                                        <h2 class="mb-3 text-base font-semibold">"New policy"</h2>
-                                        <PolicyForm policy=None save/>
-                                    </section>
-                                })}
-                                {list}
-                                <section class=format!("{CARD} mt-6")>
-                                    <h2 class="mb-3 text-base font-semibold">"What would this key see?"</h2>
-                                    <form method="get" action="/policies" class="flex items-end gap-3">
-                                        <div class="flex-1">
-                                            <label for="preview-key" class=LABEL>"API key"</label>
-                                            <select id="preview-key" name="key" class=INPUT>
-                                                <option value="">"Choose a key"</option>
-                                                {keys.into_iter().map(|k| {
-                                                    let selected = k.id == key();
-                                                    view! { <option value=k.id selected=selected>{k.label}</option> }
-                                                }).collect_view()}
-                                            </select>
-                                        </div>
-                                        <button type="submit" class=BUTTON>"Preview"</button>
-                                    </form>
-                                </section>
-                            }.into_any()
-                        }
+                                    <PolicyForm policy=Some(p.clone()) save/>
+                                    <ActionForm action=delete attr:class="mt-2 text-right">
+                                        <input type="hidden" name="id" value=delete_id/>
+                                        <button type="submit" class=BUTTON_DANGER aria-label=format!("Delete {}", p.name)>"Delete"</button>
+                                    </ActionForm>
+                                }.into_any()
+                            } else {
+                                view! {
+                                    <p class="text-sm">"mode " <strong>{p.mode.as_str()}</strong></p>
+                                    <p class="font-mono text-xs">"allow: " {p.allow.join(", ")}</p>
+                                    <p class="font-mono text-xs">"deny: " {p.deny.join(", ")}</p>
+                                    <p class="font-mono text-xs">"require_confirmation: " {p.require_confirmation.join(", ")}</p>
+                                }.into_any()
+                            }}
+                        </article>
                     }
-                })}
-            </Suspense>
+                }).collect_view();
+                view! {
+                    <AddCard show=can_manage>
+                        <h2 class="mb-3 text-base font-semibold">"New policy"</h2>
+                        <PolicyForm policy=None save/>
+                    </AddCard>
+                    {list}
+                    <section class=format!("{CARD} mt-6")>
+                        <h2 class="mb-3 text-base font-semibold">"What would this key see?"</h2>
+                        <form method="get" action="/policies" class="flex items-end gap-3">
+                            <div class="flex-1">
+                                <label for="preview-key" class=LABEL>"API key"</label>
+                                <select id="preview-key" name="key" class=INPUT>
+                                    <option value="">"Choose a key"</option>
+                                    {keys.into_iter().map(|k| {
+                                        let selected = k.id == key();
+                                        view! { <option value=k.id selected=selected>{k.label}</option> }
+                                    }).collect_view()}
+                                </select>
+                            </div>
+                            <button type="submit" class=BUTTON>"Preview"</button>
+                        </form>
+                    </section>
+                }.into_any()
+            }/>
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
                     match preview.await {
@@ -206,11 +196,11 @@ pub fn Policies() -> impl IntoView {
                         Ok(None) => ().into_any(),
                         Ok(Some(pv)) => {
                             let rows = pv.rows.into_iter().map(|r| {
-                                let decision = r.decision.clone();
+                                let decision = r.decision.as_str();
                                 view! {
                                 <tr class="border-t border-slate-100" data-testid="preview-row" data-decision=decision>
                                     <td class="py-1 pr-4 font-mono text-xs">{r.tool}</td>
-                                    <td class="py-1 pr-4 text-xs">{r.decision}</td>
+                                    <td class="py-1 pr-4 text-xs">{decision}</td>
                                     <td class="py-1 font-mono text-xs text-slate-500">{r.rule}</td>
                                 </tr>
                                 }

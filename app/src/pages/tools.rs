@@ -8,15 +8,18 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 use serde_json::Value;
 
-use crate::api::{tools_page, ToolGroupView, ToolView, NO_ACCOUNT};
-use crate::components::{Layout, LoadError, PageHeader, BUTTON, CARD, INPUT};
+use crate::api::{
+    tools_page, AccountState, SideEffects, ToolGroupView, ToolStatus, ToolView, NEEDS_CONNECTION,
+    READY,
+};
+use crate::components::{Layout, Loaded, PageHeader, BUTTON, CARD, INPUT};
 
-fn effects_class(effects: &str) -> &'static str {
+fn effects_class(effects: SideEffects) -> &'static str {
     match effects {
-        "none" => "bg-slate-100 text-slate-700",
-        "network" => "bg-sky-100 text-sky-800",
-        "write" => "bg-amber-100 text-amber-800",
-        _ => "bg-red-100 text-red-800",
+        SideEffects::None => "bg-slate-100 text-slate-700",
+        SideEffects::Network => "bg-sky-100 text-sky-800",
+        SideEffects::Write => "bg-amber-100 text-amber-800",
+        SideEffects::Destructive => "bg-red-100 text-red-800",
     }
 }
 
@@ -122,7 +125,7 @@ fn ToolCard(tool: ToolView) -> impl IntoView {
         .avg_latency_ms
         .map(|ms| format!("{ms} ms avg"))
         .unwrap_or_else(|| "not run yet".into());
-    let needs = tool.connection != "connected" && tool.connection != NO_ACCOUNT;
+    let needs = !tool.connection.is_ready();
     view! {
         <li class=format!("{CARD} !p-4") data-testid="tool-row">
             <div class="flex items-start justify-between gap-4">
@@ -131,13 +134,13 @@ fn ToolCard(tool: ToolView) -> impl IntoView {
                     <p class="mt-1 text-sm text-slate-600">{tool.description.clone()}</p>
                 </div>
                 <div class="flex shrink-0 flex-col items-end gap-1 text-xs">
-                    <span class=format!("rounded px-2 py-0.5 font-medium {}", effects_class(&tool.side_effects)) title="side effects">
-                        {tool.side_effects.clone()}
+                    <span class=format!("rounded px-2 py-0.5 font-medium {}", effects_class(tool.side_effects)) title="side effects">
+                        {tool.side_effects.as_str()}
                     </span>
                     <span class="text-slate-500">{tool.integration.clone()} " · " {tool.source.clone()}</span>
                     <span class="text-slate-500">{latency}</span>
-                    {needs.then(|| view! { <span class="text-amber-700">{tool.connection.clone()}</span> })}
-                    {(tool.status != "available").then(|| view! { <span class="font-medium text-red-700">{tool.status.clone()}</span> })}
+                    {needs.then(|| view! { <span class="text-amber-700">{tool.connection.as_str()}</span> })}
+                    {(tool.status != ToolStatus::Available).then(|| view! { <span class="font-medium text-red-700">{tool.status.as_str()}</span> })}
                     {tool.score.map(|s| view! { <span class="text-slate-400">"score " {format!("{s:.3}")}</span> })}
                 </div>
             </div>
@@ -155,9 +158,9 @@ fn ToolCard(tool: ToolView) -> impl IntoView {
 
 #[component]
 fn GroupHeading(group: ToolGroupView) -> impl IntoView {
-    let badge = match group.connection.as_str() {
-        "connected" => "text-emerald-700",
-        NO_ACCOUNT => "text-slate-500",
+    let badge = match group.connection {
+        AccountState::Connected => "text-emerald-700",
+        AccountState::NoAccountNeeded => "text-slate-500",
         _ => "text-amber-700",
     };
     view! {
@@ -165,22 +168,22 @@ fn GroupHeading(group: ToolGroupView) -> impl IntoView {
             {group.logo.clone().map(|src| view! { <img src=src alt="" width="20" height="20" class="h-5 w-5"/> })}
             <span>{group.display_name.clone()}</span>
             <span class="text-xs font-normal text-slate-500">{format!("{} tools", group.count)}</span>
-            <span class=format!("text-xs font-normal {badge}")>{group.connection.clone()}</span>
+            <span class=format!("text-xs font-normal {badge}")>{group.connection.as_str()}</span>
         </h2>
     }
 }
 
 const EFFECTS: &[(&str, &str)] = &[
     ("", "Any side effects"),
-    ("none", "Reads only (none)"),
-    ("network", "Network"),
-    ("write", "Writes"),
-    ("destructive", "Destructive"),
+    (SideEffects::None.as_str(), "Reads only (none)"),
+    (SideEffects::Network.as_str(), "Network"),
+    (SideEffects::Write.as_str(), "Writes"),
+    (SideEffects::Destructive.as_str(), "Destructive"),
 ];
 const CONNECTION: &[(&str, &str)] = &[
     ("", "Any connection"),
-    ("ready", "Ready to run"),
-    ("needs_connection", "Needs a connection"),
+    (READY, "Ready to run"),
+    (NEEDS_CONNECTION, "Needs a connection"),
 ];
 
 #[component]
@@ -217,47 +220,40 @@ pub fn Tools() -> impl IntoView {
                 {move || select("connection", "Connection", CONNECTION)}
                 <button type="submit" class=BUTTON>"Search"</button>
             </form>
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok(d) => {
-                            let searching = !param("q").is_empty();
-                            let filtered = !param("effects").is_empty() || !param("connection").is_empty();
-                            let summary = match (searching, filtered) {
-                                (false, false) => format!("{} tools in {} integrations", d.total, d.groups.len()),
-                                (false, true) => format!("{} of {} tools, in {} integrations", d.tools.len(), d.total, d.groups.len()),
-                                (true, _) => format!("{} matches among {} tools", d.tools.len(), d.total),
-                            };
-                            let empty = d.tools.is_empty();
-                            let body = if searching {
-                                view! { <ul class="space-y-3">{d.tools.into_iter().map(|tool| view! { <ToolCard tool/> }).collect_view()}</ul> }.into_any()
-                            } else {
-                                let mut tools = d.tools;
-                                d.groups
-                                    .into_iter()
-                                    .map(|group| {
-                                        let (mine, rest): (Vec<ToolView>, Vec<ToolView>) = tools.drain(..).partition(|t| t.integration == group.integration);
-                                        tools = rest;
-                                        view! {
-                                            <section>
-                                                <GroupHeading group/>
-                                                <ul class="space-y-3">{mine.into_iter().map(|tool| view! { <ToolCard tool/> }).collect_view()}</ul>
-                                            </section>
-                                        }
-                                    })
-                                    .collect_view()
-                                    .into_any()
-                            };
+            <Loaded data=data content=move |d| {
+                let searching = !param("q").is_empty();
+                let filtered = !param("effects").is_empty() || !param("connection").is_empty();
+                let summary = match (searching, filtered) {
+                    (false, false) => format!("{} tools in {} integrations", d.total, d.groups.len()),
+                    (false, true) => format!("{} of {} tools, in {} integrations", d.tools.len(), d.total, d.groups.len()),
+                    (true, _) => format!("{} matches among {} tools", d.tools.len(), d.total),
+                };
+                let empty = d.tools.is_empty();
+                let body = if searching {
+                    view! { <ul class="space-y-3">{d.tools.into_iter().map(|tool| view! { <ToolCard tool/> }).collect_view()}</ul> }.into_any()
+                } else {
+                    let mut tools = d.tools;
+                    d.groups
+                        .into_iter()
+                        .map(|group| {
+                            let (mine, rest): (Vec<ToolView>, Vec<ToolView>) = tools.drain(..).partition(|t| t.integration == group.integration);
+                            tools = rest;
                             view! {
-                                <p class="mb-3 text-sm text-slate-500" data-testid="tools-summary">{summary}</p>
-                                {empty.then(|| view! { <p class="text-sm text-slate-600">"No tool matches; try other words or filters."</p> })}
-                                {body}
-                            }.into_any()
-                        }
-                    }
-                })}
-            </Suspense>
+                                <section>
+                                    <GroupHeading group/>
+                                    <ul class="space-y-3">{mine.into_iter().map(|tool| view! { <ToolCard tool/> }).collect_view()}</ul>
+                                </section>
+                            }
+                        })
+                        .collect_view()
+                        .into_any()
+                };
+                view! {
+                    <p class="mb-3 text-sm text-slate-500" data-testid="tools-summary">{summary}</p>
+                    {empty.then(|| view! { <p class="text-sm text-slate-600">"No tool matches; try other words or filters."</p> })}
+                    {body}
+                }.into_any()
+            }/>
         </Layout>
     }
 }

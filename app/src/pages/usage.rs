@@ -7,7 +7,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::{usage_page, DayBar, LatencyBar, TopRow};
-use crate::components::{Layout, LoadError, PageHeader, BUTTON, CARD, INPUT, LABEL};
+use crate::components::{Layout, Loaded, PageHeader, BUTTON, CARD, INPUT, LABEL};
 
 const W: f64 = 720.0;
 const H: f64 = 160.0;
@@ -153,45 +153,38 @@ pub fn Usage() -> impl IntoView {
         <Title text="Usage"/>
         <Layout current="/usage">
             <PageHeader title="Usage" subtitle="What this project's keys ran: every call, success or failure, its handler time, and the bytes built-in tools and the curl proxy sent and received."/>
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok(d) => {
-                            let (from, to) = (d.from.clone(), d.to.clone());
-                            view! {
-                                <form method="get" action="/usage" class=format!("{CARD} mb-6 flex items-end gap-3")>
-                                    <div><label for="from" class=LABEL>"From"</label><input id="from" name="from" type="date" value=from.clone() class=INPUT/></div>
-                                    <div><label for="to" class=LABEL>"To"</label><input id="to" name="to" type="date" value=to.clone() class=INPUT/></div>
-                                    <button type="submit" class=BUTTON>"Show"</button>
-                                </form>
-                                <section class=format!("{CARD} mb-6")>
-                                    <div class="mb-2 flex items-center justify-between"><h2 class="font-semibold">"Calls per day by outcome"</h2>{csv_link("calls", &from, &to)}</div>
-                                    <CallsChart days=d.days.clone()/>
-                                </section>
-                                <section class=format!("{CARD} mb-6")>
-                                    <div class="mb-2 flex items-center justify-between"><h2 class="font-semibold">"Handler time per tool"</h2>{csv_link("latency", &from, &to)}</div>
-                                    <LatencyChart rows=d.latency.clone()/>
-                                </section>
-                                <section class=format!("{CARD} mb-6")>
-                                    <div class="mb-2 flex items-center justify-between"><h2 class="font-semibold">"Egress per day"</h2>{csv_link("egress", &from, &to)}</div>
-                                    <EgressChart days=d.days.clone()/>
-                                </section>
-                                <div class="grid grid-cols-2 gap-6">
-                                    <section class=CARD>
-                                        <div class="mb-2 flex items-center justify-between"><h2 class="font-semibold">"Top tools"</h2>{csv_link("tools", &from, &to)}</div>
-                                        <TopTable rows=d.top_tools.clone() what="tool"/>
-                                    </section>
-                                    <section class=CARD>
-                                        <div class="mb-2 flex items-center justify-between"><h2 class="font-semibold">"Top keys"</h2>{csv_link("keys", &from, &to)}</div>
-                                        <TopTable rows=d.top_keys.clone() what="key"/>
-                                    </section>
-                                </div>
-                            }.into_any()
-                        }
-                    }
-                })}
-            </Suspense>
+            <Loaded data=data content=move |d| {
+                let (from, to) = (d.from.clone(), d.to.clone());
+                view! {
+                    <form method="get" action="/usage" class=format!("{CARD} mb-6 flex items-end gap-3")>
+                        <div><label for="from" class=LABEL>"From"</label><input id="from" name="from" type="date" value=from.clone() class=INPUT/></div>
+                        <div><label for="to" class=LABEL>"To"</label><input id="to" name="to" type="date" value=to.clone() class=INPUT/></div>
+                        <button type="submit" class=BUTTON>"Show"</button>
+                    </form>
+                    <section class=format!("{CARD} mb-6")>
+                        <div class="mb-2 flex items-center justify-between"><h2 class="font-semibold">"Calls per day by outcome"</h2>{csv_link("calls", &from, &to)}</div>
+                        <CallsChart days=d.days.clone()/>
+                    </section>
+                    <section class=format!("{CARD} mb-6")>
+                        <div class="mb-2 flex items-center justify-between"><h2 class="font-semibold">"Handler time per tool"</h2>{csv_link("latency", &from, &to)}</div>
+                        <LatencyChart rows=d.latency.clone()/>
+                    </section>
+                    <section class=format!("{CARD} mb-6")>
+                        <div class="mb-2 flex items-center justify-between"><h2 class="font-semibold">"Egress per day"</h2>{csv_link("egress", &from, &to)}</div>
+                        <EgressChart days=d.days.clone()/>
+                    </section>
+                    <div class="grid grid-cols-2 gap-6">
+                        <section class=CARD>
+                            <div class="mb-2 flex items-center justify-between"><h2 class="font-semibold">"Top tools"</h2>{csv_link("tools", &from, &to)}</div>
+                            <TopTable rows=d.top_tools.clone() what="tool"/>
+                        </section>
+                        <section class=CARD>
+                            <div class="mb-2 flex items-center justify-between"><h2 class="font-semibold">"Top keys"</h2>{csv_link("keys", &from, &to)}</div>
+                            <TopTable rows=d.top_keys.clone() what="key"/>
+                        </section>
+                    </div>
+                }.into_any()
+            }/>
         </Layout>
     }
 }

@@ -6,7 +6,7 @@ use leptos_meta::Title;
 
 use crate::api::{vault_page, DeleteSecret, SetSecret};
 use crate::components::{
-    ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+    ActionError, Layout, Loaded, PageHeader, Table, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
 };
 
 #[component]
@@ -51,42 +51,32 @@ pub fn Vault() -> impl IntoView {
                 <ActionError value=set.value()/>
                 <ActionError value=delete.value()/>
             </section>
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok(secrets) if secrets.is_empty() => view! {
-                            <section class=CARD><p class="text-sm text-slate-600">"No secrets yet."</p></section>
-                        }.into_any(),
-                        Ok(secrets) => {
-                            let rows = secrets.into_iter().map(|s| view! {
-                                <tr class="border-t border-slate-100" data-testid="secret-row">
-                                    <td class="py-2 pr-4 font-mono text-sm font-medium">{s.name.clone()}</td>
-                                    <td class="py-2 pr-4 font-mono text-xs text-slate-500">{s.id.clone()}</td>
-                                    <td class="py-2 pr-4 text-slate-600">{s.created.clone()}</td>
-                                    <td class="py-2 pr-4 text-slate-600">{s.updated.clone()}</td>
-                                    <td class="py-2 text-right">
-                                        <ActionForm action=delete>
-                                            <input type="hidden" name="name" value=s.name.clone()/>
-                                            <button type="submit" class=BUTTON_DANGER aria-label=format!("Delete {}", s.name)>"Delete"</button>
-                                        </ActionForm>
-                                    </td>
-                                </tr>
-                            }).collect_view();
-                            view! {
-                                <section class=CARD>
-                                    <table class="w-full text-left text-sm">
-                                        <thead class="text-xs uppercase tracking-wide text-slate-500">
-                                            <tr><th class="pb-2 pr-4">"Name"</th><th class="pb-2 pr-4">"Id"</th><th class="pb-2 pr-4">"Created"</th><th class="pb-2 pr-4">"Updated"</th><th class="pb-2"></th></tr>
-                                        </thead>
-                                        <tbody>{rows}</tbody>
-                                    </table>
-                                </section>
-                            }.into_any()
-                        }
-                    }
-                })}
-            </Suspense>
+            <Loaded data=data content=move |value| match value {
+                secrets if secrets.is_empty() => view! {
+                    <section class=CARD><p class="text-sm text-slate-600">"No secrets yet."</p></section>
+                }.into_any(),
+                secrets => {
+                    let rows = secrets.into_iter().map(|s| view! {
+                        <tr class="border-t border-slate-100" data-testid="secret-row">
+                            <td class="py-2 pr-4 font-mono text-sm font-medium">{s.name.clone()}</td>
+                            <td class="py-2 pr-4 font-mono text-xs text-slate-500">{s.id.clone()}</td>
+                            <td class="py-2 pr-4 text-slate-600">{s.created.clone()}</td>
+                            <td class="py-2 pr-4 text-slate-600">{s.updated.clone()}</td>
+                            <td class="py-2 text-right">
+                                <ActionForm action=delete>
+                                    <input type="hidden" name="name" value=s.name.clone()/>
+                                    <button type="submit" class=BUTTON_DANGER aria-label=format!("Delete {}", s.name)>"Delete"</button>
+                                </ActionForm>
+                            </td>
+                        </tr>
+                    }).collect_view();
+                    view! {
+                        <section class=CARD>
+                            <Table headers=&["Name", "Id", "Created", "Updated", ""]>{rows}</Table>
+                        </section>
+                    }.into_any()
+                }
+            }/>
         </Layout>
     }
 }

@@ -16,29 +16,7 @@ pub use redirect::safe_next;
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Admin,
-    Member,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Admin => "admin",
-            Role::Member => "member",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Role> {
-        match s {
-            "admin" => Some(Role::Admin),
-            "member" => Some(Role::Member),
-            _ => None,
-        }
-    }
-}
+pub use workbench_model::accounts::Role;
 
 /// The credential a request came through (D21): what a principal may do depends on it as
 /// much as on the person's role.

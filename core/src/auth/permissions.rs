@@ -202,10 +202,10 @@ mod tests {
     use super::*;
     use crate::auth::Role;
 
-    /// The README's permission table is this table, generated: `WB_WRITE_README=1` rewrites it.
+    /// The permission table in docs/security.md is this table, generated: `WB_WRITE_README=1` rewrites it.
     #[test]
     fn readme_lists_the_permission_table_as_generated() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/security.md");
         let readme = std::fs::read_to_string(path).unwrap();
         let (begin, end) = ("<!-- permissions:begin -->\n", "<!-- permissions:end -->");
         let start = readme
@@ -224,7 +224,7 @@ mod tests {
             .unwrap();
             return;
         }
-        assert_eq!(&readme[start..stop], generated, "the README's permission table drifted; run WB_WRITE_README=1 cargo test -p workbench-core readme");
+        assert_eq!(&readme[start..stop], generated, "docs/security.md's permission table drifted; run WB_WRITE_README=1 cargo test -p workbench-core readme");
     }
 
     fn principal(role: Role, via: Via, policy: Option<&str>) -> Principal {

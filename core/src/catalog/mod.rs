@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, RwLock};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{Error, Result};
@@ -21,36 +20,7 @@ pub use handler::{CallContext, ConnectionSource, HandlerError, ToolHandler};
 pub use names::{ToolName, MAX_TOOL_NAME_CHARS};
 use search::{Hit, SearchDoc, SearchIndex};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SideEffects {
-    /// Reads only; safe to retry.
-    None,
-    /// Talks to the network but changes nothing of ours.
-    Network,
-    /// Changes stored state.
-    Write,
-    /// Hard or impossible to undo (sends, deletes, pays).
-    Destructive,
-}
-
-impl SideEffects {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SideEffects::None => "none",
-            SideEffects::Network => "network",
-            SideEffects::Write => "write",
-            SideEffects::Destructive => "destructive",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ToolStatus {
-    Available,
-    Unavailable,
-}
+pub use workbench_model::catalog::{SideEffects, ToolStatus};
 
 /// Where a tool comes from; rendered as `builtin`, `plugin:<integration>`, `mcp:<server id>`,
 /// `app:<app id>`.

@@ -43,6 +43,9 @@ pub const OAUTH_STATE_TTL_MS: i64 = 10 * 60 * 1000;
 const REFRESH_MARGIN_MS: i64 = 60 * 1000;
 pub const MAX_WAIT_SECS: u64 = 600;
 
+/// (project id, user id).
+type ProjectUser = (String, String);
+
 /// Why a tool of an integration cannot run for this user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConnectionProblem {
@@ -94,7 +97,7 @@ pub struct Connections {
     stopping: Arc<tokio::sync::watch::Sender<bool>>,
     /// Per (project, user): the credentials generation the copy was read at, and the user's
     /// live credential values, for scrubbing without a query per request.
-    credential_cache: Arc<std::sync::RwLock<HashMap<(String, String), (i64, CredentialSecrets)>>>,
+    credential_cache: Arc<std::sync::RwLock<HashMap<ProjectUser, (i64, CredentialSecrets)>>>,
 }
 
 /// A user's live credential values, named `<integration>_credential`.

@@ -117,26 +117,6 @@ fn expiry(now: i64, d: std::time::Duration) -> i64 {
     now.saturating_add(d.as_millis().min(MAX_TOKEN_LIFETIME_MS) as i64)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_huge_expires_in_is_clamped_instead_of_overflowing() {
-        let now = 1_764_000_000_000;
-        assert_eq!(
-            expiry(now, std::time::Duration::from_secs(3600)),
-            now + 3_600_000
-        );
-        let far = expiry(now, std::time::Duration::from_secs(u64::MAX));
-        assert_eq!(far, now + MAX_TOKEN_LIFETIME_MS as i64);
-        assert_eq!(
-            expiry(i64::MAX - 5, std::time::Duration::from_secs(60)),
-            i64::MAX
-        );
-    }
-}
-
 pub async fn exchange(
     http: &reqwest::Client,
     cfg: &OAuthConfig,
@@ -195,8 +175,7 @@ fn describe<RE: std::error::Error + 'static, T: oauth2::ErrorResponse + 'static>
     }
 }
 
-/// Sends the integration's probe with the credential; Ok for a 2xx answer, else why not
-
+/// Sends the integration's probe with the credential; Ok for a 2xx answer, else why not.
 pub async fn probe(
     i: &Integration,
     probe: &Probe,
@@ -225,5 +204,25 @@ pub async fn probe(
         Ok(())
     } else {
         Err(ProbeError::Rejected(res.status().as_u16()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_huge_expires_in_is_clamped_instead_of_overflowing() {
+        let now = 1_764_000_000_000;
+        assert_eq!(
+            expiry(now, std::time::Duration::from_secs(3600)),
+            now + 3_600_000
+        );
+        let far = expiry(now, std::time::Duration::from_secs(u64::MAX));
+        assert_eq!(far, now + MAX_TOKEN_LIFETIME_MS as i64);
+        assert_eq!(
+            expiry(i64::MAX - 5, std::time::Duration::from_secs(60)),
+            i64::MAX
+        );
     }
 }

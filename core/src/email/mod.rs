@@ -73,7 +73,7 @@ pub struct DomainView {
     pub id: String,
     pub object: &'static str,
     pub domain: String,
-    pub status: &'static str,
+    pub status: DomainStatus,
     pub dns_record: DnsRecord,
     pub created_at: String,
     pub verified_at: Option<String>,
@@ -87,7 +87,7 @@ fn view(r: DomainRow) -> DomainView {
         id: r.id,
         object: "email_domain",
         domain: r.domain,
-        status: r.status.as_str(),
+        status: r.status,
         dns_record: DnsRecord {
             kind: "TXT",
             name,
@@ -375,13 +375,15 @@ impl Email {
         let (_, limit) = self.limits(&who.project_id).await?;
         let reserved = rows::reserve_send(
             self.db.pool(),
-            &id,
-            &who.project_id,
-            &domain,
-            recipients.len() as i64,
-            now,
-            window,
-            limit.into(),
+            &rows::SendReservation {
+                id: &id,
+                project_id: &who.project_id,
+                domain: &domain,
+                recipients: recipients.len() as i64,
+                now,
+                window_start: window,
+                limit: limit.into(),
+            },
         )
         .await?;
         if !reserved {

@@ -71,7 +71,7 @@ pub fn parse(text: &str, bounds: Bounds) -> Result<Value, ParseError> {
 /// `8 MiB`, or the bytes when they are not whole MiB.
 fn size(bytes: usize) -> String {
     const MIB: usize = 1024 * 1024;
-    if bytes % MIB == 0 {
+    if bytes.is_multiple_of(MIB) {
         format!("{} MiB", bytes / MIB)
     } else {
         format!("{bytes} bytes")

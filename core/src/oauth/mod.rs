@@ -58,18 +58,9 @@ pub struct OAuthServer {
     http: GuardedClient,
 }
 
-/// The query of `GET /oauth/authorize`, as the client sent it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct AuthorizeParams {
-    pub response_type: Option<String>,
-    pub client_id: Option<String>,
-    pub redirect_uri: Option<String>,
-    pub code_challenge: Option<String>,
-    pub code_challenge_method: Option<String>,
-    pub state: Option<String>,
-    pub resource: Option<String>,
-    pub scope: Option<String>,
-}
+/// The query of `GET /oauth/authorize`, as the client sent it (declared in the model crate,
+/// which the consent page shares).
+pub use workbench_model::oauth::AuthorizeQuery as AuthorizeParams;
 
 /// Why an authorization request cannot go on.
 #[derive(Debug, Clone, PartialEq, Eq)]

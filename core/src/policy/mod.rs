@@ -3,7 +3,10 @@
 //! rules themselves are in rules.rs; the engine asks `decide` for every execution and every
 //! listing. Policies are cached per project and reloaded when the project's policy generation
 //! (read with the API key) moves, so a change made on any instance applies to the next request.
+//! preview.rs answers what a policy does with the project's tools (a key's preview, a pattern
+//! list's check).
 
+mod preview;
 mod rules;
 
 use std::collections::HashMap;
@@ -11,6 +14,7 @@ use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 
+pub use preview::{check_patterns, lines};
 pub use rules::{
     pattern_matches, pattern_problem, Decision, Mode, Rule, ToolAllowlist, MAX_PATTERNS,
     MAX_PATTERN_CHARS,
@@ -98,11 +102,15 @@ impl Applied {
     }
 }
 
+/// A project's policies with the generation they were read at.
+type Cached = (i64, Arc<ProjectPolicies>);
+
 #[derive(Clone)]
 pub struct Policies {
     db: Db,
     clock: Arc<dyn Clock>,
-    cache: Arc<RwLock<HashMap<String, (i64, Arc<ProjectPolicies>)>>>,
+    /// Per project: the policies generation the copy was read at, and the policies.
+    cache: Arc<RwLock<HashMap<String, Cached>>>,
 }
 
 fn clean_name(raw: &str) -> Result<String> {

@@ -12,14 +12,7 @@ pub const MAX_PATTERN_CHARS: usize = 64;
 /// Most patterns in one list.
 pub const MAX_PATTERNS: usize = 500;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Only tools matching `allow` (or `require_confirmation`) run.
-    Allowlist,
-    /// Every tool not denied runs.
-    Open,
-}
+pub use workbench_model::policy::Mode;
 
 /// A policy's rules, as the API shows and takes them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

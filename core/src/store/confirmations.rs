@@ -6,15 +6,7 @@ use sqlx::FromRow;
 use super::Exec;
 use crate::Result;
 
-text_enum! {
-    /// Where a held call stands.
-    pub enum ConfirmationStatus ("confirmation status") {
-        Pending = "pending",
-        Approved = "approved",
-        Denied = "denied",
-        Expired = "expired",
-    }
-}
+pub use workbench_model::calls::ConfirmationStatus;
 
 #[derive(Debug, Clone, FromRow)]
 pub struct ConfirmationRow {

@@ -5,16 +5,7 @@ use sqlx::FromRow;
 use super::Exec;
 use crate::Result;
 
-text_enum! {
-    /// A stored connection's state.
-    pub enum ConnectionStatus ("connection status") {
-        Connected = "connected",
-        /// The refresh failed or was impossible: the user must connect again.
-        Expired = "expired",
-        /// Disconnected by the user.
-        Revoked = "revoked",
-    }
-}
+pub use workbench_model::connections::ConnectionStatus;
 
 #[derive(Debug, Clone, FromRow)]
 pub struct ConnectionRow {

@@ -6,13 +6,7 @@ use sqlx::FromRow;
 use super::Exec;
 use crate::Result;
 
-text_enum! {
-    /// Whether a sender domain may be sent from yet.
-    pub enum DomainStatus ("email domain status") {
-        Pending = "pending",
-        Verified = "verified",
-    }
-}
+pub use workbench_model::email::DomainStatus;
 
 #[derive(Debug, Clone, FromRow, PartialEq, Eq)]
 pub struct DomainRow {
@@ -125,19 +119,37 @@ pub async fn delete_domain<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) ->
     Ok(r.rows_affected() == 1)
 }
 
+/// One message's claim on its project's hourly allowance.
+#[derive(Debug, Clone, Copy)]
+pub struct SendReservation<'a> {
+    pub id: &'a str,
+    pub project_id: &'a str,
+    pub domain: &'a str,
+    pub recipients: i64,
+    /// When the message is sent, ms.
+    pub now: i64,
+    /// Rows older than this are forgotten (the hour before `now`), ms.
+    pub window_start: i64,
+    /// Messages allowed in the window.
+    pub limit: i64,
+}
+
 /// Reserves one message of the project's hourly allowance: inserts its row, forgets rows
 /// older than the window, then counts. Over the limit, the row is taken back and false is
 /// answered. Two racing senders may both be refused at the edge, never both let through.
 pub async fn reserve_send<'e, E: Exec<'e> + Copy>(
     ex: E,
-    id: &str,
-    project_id: &str,
-    domain: &str,
-    recipients: i64,
-    now: i64,
-    window_start: i64,
-    limit: i64,
+    send: &SendReservation<'_>,
 ) -> Result<bool> {
+    let SendReservation {
+        id,
+        project_id,
+        domain,
+        recipients,
+        now,
+        window_start,
+        limit,
+    } = *send;
     sqlx::query("DELETE FROM email_sends WHERE project_id = $1 AND created_at < $2")
         .bind(project_id)
         .bind(window_start)

@@ -29,16 +29,7 @@ const SERVER_COLUMNS: &str =
     "id, project_id, name, transport, url, auth, tool_prefix, timeout_ms, max_concurrency, \
     auto_approve, last_refresh_at, last_error, created_at, updated_at";
 
-text_enum! {
-    /// Whether agents may run an upstream tool.
-    pub enum ToolState ("mcp tool status") {
-        Available = "available",
-        /// Vanished from the upstream's list (kept, never removed).
-        Unavailable = "unavailable",
-        /// New, or changed since an admin last approved it: not runnable, not shown to agents.
-        PendingReview = "pending_review",
-    }
-}
+pub use workbench_model::upstream::ToolState;
 
 #[derive(Debug, Clone, FromRow)]
 pub struct ToolRow {

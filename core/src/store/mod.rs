@@ -2,56 +2,14 @@
 //! migrations folder, and one module of inline SQL per aggregate. No SQL lives outside this
 //! module tree.
 
-/// A closed set of words kept in a TEXT column: an enum with `as_str` for binding and
-/// `TryFrom<String>` for `#[sqlx(try_from = "String")]`, so rows are typed where they are read.
-macro_rules! text_enum {
-    ($(#[$meta:meta])* pub enum $name:ident ($what:literal) { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)+ }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $($(#[$vmeta])* $variant,)+
-        }
-
-        impl $name {
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text,)+
-                }
-            }
-
-            /// The value this text names, if any.
-            pub fn parse(s: &str) -> Option<Self> {
-                match s {
-                    $($text => Some($name::$variant),)+
-                    _ => None,
-                }
-            }
-        }
-
-        impl serde::Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-                s.serialize_str(self.as_str())
-            }
-        }
-
-        impl TryFrom<String> for $name {
-            type Error = crate::Error;
-            fn try_from(s: String) -> crate::Result<Self> {
-                match s.as_str() {
-                    $($text => Ok($name::$variant),)+
-                    other => Err(crate::Error::internal(format!(concat!("unknown ", $what, " {:?} in the database"), other))),
-                }
-            }
-        }
-    };
-}
-
 pub mod api_keys;
 pub mod apps;
 pub mod audit;
 pub mod backup;
 pub mod confirmations;
 pub mod connections;
+pub mod deliveries;
+pub mod delivery_status;
 pub mod egress;
 pub mod email;
 pub mod idempotency;
@@ -74,7 +32,6 @@ pub mod usage;
 pub mod users;
 pub mod vault;
 pub mod vectors;
-pub mod webhook_deliveries;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -284,26 +241,6 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
-/// Deletes at most `limit` of a project's rows of `table` created before `before`, oldest first;
-/// how many. For retention, which calls it in small batches.
-pub(crate) async fn delete_oldest<'e>(
-    ex: impl Exec<'e>,
-    table: &'static str,
-    project_id: &str,
-    before: i64,
-    limit: i64,
-) -> Result<u64> {
-    let r = sqlx::query(&format!(
-        "DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE project_id = $1 AND created_at < $2 ORDER BY created_at LIMIT $3)"
-    ))
-    .bind(project_id)
-    .bind(before)
-    .bind(limit)
-    .execute(ex)
-    .await?;
-    Ok(r.rows_affected())
-}
-
 /// A re-sealed row (master key rotation): new ciphertext, nonce and key version.
 pub struct Resealed<'a> {
     pub old_ciphertext: &'a str,
@@ -314,7 +251,7 @@ pub struct Resealed<'a> {
 
 /// Replaces the sealing of the row of `table` whose `key_column` is `key`, only if its
 /// ciphertext is still what the caller read (no lost update); whether it did. Every sealed
-/// table (vault secrets, connections, callbacks, callback signing secrets) has these columns.
+/// table (vault secrets, connections, deliveries, callback signing secrets) has these columns.
 pub(crate) async fn reseal_row<'e>(
     ex: impl Exec<'e>,
     table: &'static str,

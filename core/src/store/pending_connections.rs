@@ -6,15 +6,7 @@ use sqlx::FromRow;
 use super::Exec;
 use crate::Result;
 
-text_enum! {
-    /// Where a pending connection stands.
-    pub enum PendingStatus ("pending connection status") {
-        /// Waiting for the user to open the link and finish.
-        Pending = "pending",
-        /// The user finished; wait_for_connection answers CONNECTED.
-        Connected = "connected",
-    }
-}
+pub use workbench_model::connections::PendingStatus;
 
 #[derive(Debug, Clone, FromRow)]
 pub struct PendingRow {

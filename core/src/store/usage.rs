@@ -3,17 +3,7 @@
 use super::Exec;
 use crate::Result;
 
-text_enum! {
-    /// What a counter measures (D17).
-    pub enum Meter ("meter") {
-        /// Every invocation, success or failure.
-        ToolCall = "tool_call",
-        /// Handler wall time in ms.
-        ToolCallMs = "tool_call_ms",
-        /// Bytes sent and received by handlers and the curl proxy.
-        EgressBytes = "egress_bytes",
-    }
-}
+pub use workbench_model::usage::Meter;
 
 /// One stored counter.
 #[derive(Debug, Clone, sqlx::FromRow)]

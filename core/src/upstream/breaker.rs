@@ -5,6 +5,8 @@
 
 use std::sync::Mutex;
 
+pub use workbench_model::upstream::BreakerState;
+
 pub const FAILURES_TO_OPEN: u32 = 5;
 pub const OPEN_FOR_MS: i64 = 30_000;
 
@@ -77,17 +79,17 @@ impl Breaker {
         };
     }
 
-    /// `closed`, `open` or `half_open`, as the API shows it.
-    pub fn state(&self, now_ms: i64) -> &'static str {
+    /// Closed, open or half-open, as the API shows it.
+    pub fn state(&self, now_ms: i64) -> BreakerState {
         match *self.state.lock().expect("breaker lock") {
-            State::Closed { .. } => "closed",
-            State::Open { until_ms } if now_ms < until_ms => "open",
-            State::Open { .. } | State::HalfOpen { .. } => "half_open",
+            State::Closed { .. } => BreakerState::Closed,
+            State::Open { until_ms } if now_ms < until_ms => BreakerState::Open,
+            State::Open { .. } | State::HalfOpen { .. } => BreakerState::HalfOpen,
         }
     }
 
     pub fn is_open(&self, now_ms: i64) -> bool {
-        self.state(now_ms) == "open"
+        self.state(now_ms) == BreakerState::Open
     }
 }
 
@@ -102,12 +104,12 @@ mod tests {
             assert_eq!(b.admit(0), Admission::Go);
             b.record(Admission::Go, true, 0);
         }
-        assert_eq!(b.state(0), "closed");
+        assert_eq!(b.state(0), BreakerState::Closed);
         b.record(Admission::Go, false, 0);
         for _ in 0..5 {
             b.record(Admission::Go, true, 0);
         }
-        assert_eq!(b.state(1), "open");
+        assert_eq!(b.state(1), BreakerState::Open);
         assert!(matches!(b.admit(29_999), Admission::Refused { .. }));
         assert_eq!(b.admit(30_000), Admission::Probe);
         assert!(
@@ -121,7 +123,7 @@ mod tests {
         );
         assert_eq!(b.admit(60_002), Admission::Probe);
         b.record(Admission::Probe, false, 60_003);
-        assert_eq!(b.state(60_004), "closed");
+        assert_eq!(b.state(60_004), BreakerState::Closed);
         assert_eq!(b.admit(60_004), Admission::Go);
     }
 }

@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 pub use client::{RpcError, Session, PROTOCOL_VERSION};
 pub use connection::Connection;
 pub use live::AuthConfig;
+pub use workbench_model::upstream::{BreakerState, ServerState};
 
 use crate::auth::{Operation, Principal};
 use crate::catalog::{
@@ -78,8 +79,8 @@ pub struct ServerView {
     pub url: String,
     pub auth_type: &'static str,
     pub tool_prefix: String,
-    pub state: &'static str,
-    pub breaker: &'static str,
+    pub state: ServerState,
+    pub breaker: BreakerState,
     pub tools_discovered: usize,
     pub tools: Vec<String>,
     /// The available ones among `tools`: what whoever may not review sees.
@@ -413,9 +414,13 @@ fn build_tool(
     Ok(tool)
 }
 
-fn breaker_note(live: Option<&Arc<Live>>, now: i64) -> &'static str {
-    live.map(|l| l.breaker.state(now)).unwrap_or("closed")
+fn breaker_note(live: Option<&Arc<Live>>, now: i64) -> BreakerState {
+    live.map(|l| l.breaker.state(now))
+        .unwrap_or(BreakerState::Closed)
 }
+
+/// (server id, its `updated_at`): the version of a server a catalog was built from.
+type ServerVersion = (String, i64);
 
 #[derive(Clone)]
 pub struct Upstreams {
@@ -430,7 +435,7 @@ pub struct Upstreams {
     /// Servers that said their tool list changed: (project, server id), refreshed in turn.
     changed: tokio::sync::mpsc::UnboundedSender<(String, String)>,
     /// Per project: the (server id, updated_at) its catalog tools were built from.
-    loaded: Arc<RwLock<HashMap<String, Vec<(String, i64)>>>>,
+    loaded: Arc<RwLock<HashMap<String, Vec<ServerVersion>>>>,
     reloading: Arc<tokio::sync::Mutex<()>>,
 }
 
@@ -439,8 +444,7 @@ pub struct Upstreams {
 pub struct UpstreamGauge {
     pub server_id: String,
     pub name: String,
-    /// closed, open or half_open.
-    pub breaker: &'static str,
+    pub breaker: BreakerState,
     pub in_flight: usize,
 }
 
@@ -837,11 +841,11 @@ impl Upstreams {
             auth_type: auth.kind(),
             tool_prefix: row.tool_prefix.clone(),
             state: if row.last_error.is_some() {
-                "error"
-            } else if breaker == "open" {
-                "degraded"
+                ServerState::Error
+            } else if breaker == BreakerState::Open {
+                ServerState::Degraded
             } else {
-                "connected"
+                ServerState::Connected
             },
             breaker,
             tools_discovered: tools.len(),

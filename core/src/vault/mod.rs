@@ -70,6 +70,9 @@ impl From<&SecretRow> for SecretInfo {
     }
 }
 
+/// A value cached with the generation it was built at.
+type Generation<T> = (i64, T);
+
 #[derive(Clone)]
 pub struct Vault {
     db: Db,
@@ -77,7 +80,7 @@ pub struct Vault {
     ring: Arc<RwLock<KeyRing>>,
     /// Per project: the vault generation the patterns were built at, and the patterns of
     /// every live secret (rebuilt when another set or delete bumps the generation).
-    patterns: Arc<RwLock<HashMap<String, (i64, Arc<Needles>)>>>,
+    patterns: Arc<RwLock<HashMap<String, Generation<Arc<Needles>>>>>,
 }
 
 impl Vault {

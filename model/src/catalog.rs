@@ -1,0 +1,63 @@
+//! The catalog's words (side effects, tool status) and the Tools page's views.
+
+use serde::{Deserialize, Serialize};
+
+use crate::connections::AccountState;
+
+text_enum! {
+    /// What running a tool may do (seed 004).
+    pub enum SideEffects ("side effects") {
+        /// Reads only; safe to retry.
+        None = "none",
+        /// Talks to the network but changes nothing of ours.
+        Network = "network",
+        /// Changes stored state.
+        Write = "write",
+        /// Hard or impossible to undo (sends, deletes, pays).
+        Destructive = "destructive",
+    }
+}
+
+text_enum! {
+    /// Whether a catalog tool can run now.
+    pub enum ToolStatus ("tool status") {
+        Available = "available",
+        Unavailable = "unavailable",
+    }
+}
+
+/// One tool as the Tools page lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolView {
+    pub name: String,
+    pub integration: String,
+    pub source: String,
+    pub description: String,
+    pub side_effects: SideEffects,
+    pub status: ToolStatus,
+    /// The person's account at the tool's integration.
+    pub connection: AccountState,
+    pub avg_latency_ms: Option<i64>,
+    pub input_schema: String,
+    pub score: Option<f32>,
+}
+
+/// One integration's heading on the Tools page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolGroupView {
+    pub integration: String,
+    pub display_name: String,
+    pub logo: Option<String>,
+    pub connection: AccountState,
+    /// Tools of this integration shown (after filters).
+    pub count: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolsData {
+    pub tools: Vec<ToolView>,
+    /// Integrations with at least one tool shown, by display name (built-ins first).
+    pub groups: Vec<ToolGroupView>,
+    /// Every tool the project has, before filters.
+    pub total: usize,
+}

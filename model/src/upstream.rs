@@ -1,0 +1,86 @@
+//! Upstream MCP servers' words (server state, breaker state, a tool's review status) and the
+//! MCP servers pages' views.
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::SideEffects;
+
+text_enum! {
+    /// A registered server's health as the API shows it.
+    pub enum ServerState ("mcp server state") {
+        Connected = "connected",
+        /// Its circuit breaker is open.
+        Degraded = "degraded",
+        /// The last refresh failed.
+        Error = "error",
+    }
+}
+
+text_enum! {
+    /// A server's circuit breaker (D16).
+    pub enum BreakerState ("breaker state") {
+        Closed = "closed",
+        Open = "open",
+        /// Open time is over: one probe call decides.
+        HalfOpen = "half_open",
+    }
+}
+
+text_enum! {
+    /// Whether agents may run an upstream tool: its review status.
+    pub enum ToolState ("mcp tool status") {
+        Available = "available",
+        /// Vanished from the upstream's list (kept, never removed).
+        Unavailable = "unavailable",
+        /// New, or changed since an admin last approved it: not runnable, not shown to agents.
+        PendingReview = "pending_review",
+    }
+}
+
+/// One server as the MCP servers pages show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpServerView {
+    pub id: String,
+    pub name: String,
+    pub url: String,
+    pub auth_type: String,
+    pub tool_prefix: String,
+    pub state: ServerState,
+    pub breaker: BreakerState,
+    pub available: usize,
+    pub unavailable: usize,
+    pub pending_review: usize,
+    pub last_refresh_at: Option<String>,
+    pub last_error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpServersData {
+    pub servers: Vec<McpServerView>,
+    /// Vault secret names, for the credential picker.
+    pub secrets: Vec<String>,
+    pub can_manage: bool,
+}
+
+/// One upstream tool on a server's review page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpToolView {
+    pub name: String,
+    pub catalog_name: String,
+    pub status: ToolState,
+    pub side_effects: SideEffects,
+    pub side_effects_overridden: bool,
+    pub description: String,
+    pub input_schema: String,
+    pub approved_description: Option<String>,
+    pub approved_input_schema: Option<String>,
+    /// Why the tool is held although nothing of it changed: its name belongs to another server.
+    pub collision: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpServerDetail {
+    pub server: McpServerView,
+    pub tools: Vec<McpToolView>,
+    pub can_manage: bool,
+}

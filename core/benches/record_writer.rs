@@ -133,7 +133,7 @@ async fn run(engine: &str, db: Db, n: usize) {
     recorder.flush().await;
     let finish_rate = n as f64 / start.elapsed().as_secs_f64();
 
-    let usage = store::usage::rows(db.pool(), &project, "2027-01-15", "2027-01-15")
+    let usage = store::usage::rows(db.pool(), &project, "2027-01-15", "2027-01-15", None)
         .await
         .unwrap();
     let calls: i64 = usage

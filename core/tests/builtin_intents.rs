@@ -2,8 +2,8 @@
 //! people ask for the task (written before the descriptions were tuned, never edited to fit),
 //! each expecting its tool among search_tools' first three.
 
-use workbench_core::auth::Role;
-use workbench_core::{Workbench, WorkbenchOptions};
+#[path = "support/instance.rs"]
+mod instance;
 
 const INTENTS: &[(&str, &str)] = &[
     ("search the web", "search.web"),
@@ -35,34 +35,7 @@ const INTENTS: &[(&str, &str)] = &[
 
 #[tokio::test]
 async fn each_builtin_is_found_by_the_way_people_ask_for_it() {
-    let dir = std::env::temp_dir().join(format!(
-        "wb-intents-{}-{}",
-        std::process::id(),
-        workbench_core::crypto::random_base62(6)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let wb = Workbench::open(
-        &format!("sqlite://{}", dir.join("wb.db").display()),
-        WorkbenchOptions::default(),
-    )
-    .await
-    .unwrap();
-    let (user, _) = wb
-        .accounts()
-        .create_user(
-            "ada@example.com",
-            "correct horse battery staple",
-            Some("default"),
-            Role::Admin,
-        )
-        .await
-        .unwrap();
-    let who = wb
-        .accounts()
-        .principal_for_user(&user.id)
-        .await
-        .unwrap()
-        .unwrap();
+    let (wb, who) = instance::with_admin("intents").await;
     let mut misses = Vec::new();
     let mut first = 0;
     for (query, expected) in INTENTS {
@@ -80,6 +53,5 @@ async fn each_builtin_is_found_by_the_way_people_ask_for_it() {
         INTENTS.len(),
         misses.len()
     );
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(misses.is_empty(), "{misses:#?}");
 }

@@ -1,16 +1,17 @@
 //! A tool handler that panics fails its own call with TOOL_ERROR, recorded like any failure: the
 //! caller gets an answer, the batch's other calls run, and the next call works.
 
+#[path = "support/instance.rs"]
+mod instance;
+
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
-use workbench_core::auth::Role;
 use workbench_core::catalog::{
     CallContext, HandlerError, SideEffects, Tool, ToolHandler, ToolName, ToolSource, ToolSpec,
 };
 use workbench_core::engine::{CallOptions, Invocation, Surface, ToolError};
-use workbench_core::{Workbench, WorkbenchOptions};
 
 struct Panics;
 
@@ -26,34 +27,7 @@ impl ToolHandler for Panics {
 
 #[tokio::test]
 async fn a_panicking_handler_fails_only_its_own_call() {
-    let dir = std::env::temp_dir().join(format!(
-        "wb-panic-{}-{}",
-        std::process::id(),
-        workbench_core::crypto::random_base62(6)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let wb = Workbench::open(
-        &format!("sqlite://{}", dir.join("wb.db").display()),
-        WorkbenchOptions::default(),
-    )
-    .await
-    .unwrap();
-    let (user, _) = wb
-        .accounts()
-        .create_user(
-            "ada@example.com",
-            "correct horse battery staple",
-            Some("default"),
-            Role::Admin,
-        )
-        .await
-        .unwrap();
-    let who = wb
-        .accounts()
-        .principal_for_user(&user.id)
-        .await
-        .unwrap()
-        .unwrap();
+    let (wb, who) = instance::with_admin("panic").await;
     let spec = ToolSpec {
         name: ToolName::parse("buggy.tool").unwrap(),
         source: ToolSource::Mcp("mcps_test".into()),

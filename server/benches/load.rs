@@ -57,6 +57,13 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// One measured surface: its label, the request of call `i`, and what a good answer is.
+type Phase = (
+    &'static str,
+    Arc<dyn Fn(usize) -> reqwest::RequestBuilder + Send + Sync>,
+    fn(u16, &Value) -> bool,
+);
+
 struct Server {
     child: Child,
     base: String,
@@ -97,6 +104,9 @@ async fn serve(database_url: &str, data_dir: &std::path::Path) -> Server {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let mut child = child;
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("workbench did not start");
 }
 
@@ -130,10 +140,8 @@ async fn drive(
                     let status = res.status().as_u16();
                     let body: Value = res.json().await.unwrap_or(Value::Null);
                     let ms = t.elapsed().as_secs_f64() * 1000.0;
-                    if !check(status, &body) {
-                        if failures.fetch_add(1, Ordering::Relaxed) < 3 {
-                            eprintln!("unexpected answer {status}: {body}");
-                        }
+                    if !check(status, &body) && failures.fetch_add(1, Ordering::Relaxed) < 3 {
+                        eprintln!("unexpected answer {status}: {body}");
                     }
                     latencies.lock().unwrap().push(ms);
                 }
@@ -235,11 +243,7 @@ async fn run(engine: &str, calls: usize, concurrency: usize) {
         "{:<28} {:>10} {:>9} {:>9} {:>9} {:>12} {:>10}",
         "surface", "calls/s", "p50 ms", "p99 ms", "max ms", "CPU ms/call", "RSS MiB"
     );
-    let phases: [(
-        &str,
-        Arc<dyn Fn(usize) -> reqwest::RequestBuilder + Send + Sync>,
-        fn(u16, &Value) -> bool,
-    ); 2] = [
+    let phases: [Phase; 2] = [
         (
             "execute_tools over /mcp",
             {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets everything up (plus chromium) and runs every test: unit tests, the API tests on SQLite
-# and PostgreSQL, and the Playwright browser tests against the release binary. PostgreSQL is
+# Sets everything up (plus chromium), checks formatting and clippy (no warnings allowed), and
+# runs every test: unit tests, the API tests on SQLite and PostgreSQL, the MCP SDK clients, the
+# conformance suite and the Playwright browser tests against the release binary. PostgreSQL is
 # required: set WB_TEST_POSTGRES_URL to point elsewhere than postgres://postgres@127.0.0.1:5432/test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,7 @@ scripts/setup.sh --with-browser
 export WB_TEST_POSTGRES=required
 export WB_TEST_MCP_SDK=required
 export WB_TEST_SERVER_EVERYTHING=required
+export WB_TEST_FAULTS=required
 export WB_TEST_POSTGRES_URL="${WB_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
 pg_up() { pg_isready -q -d "$WB_TEST_POSTGRES_URL" 2>/dev/null; }
 if ! pg_up && command -v pg_ctlcluster >/dev/null && [ -d /etc/postgresql ]; then
@@ -22,7 +24,22 @@ if ! pg_up; then
   exit 1
 fi
 
+# Style gates first: they take a minute and a red one fails the run before the long part.
+echo "==> cargo fmt --check" >&2
+if ! cargo fmt --all --check >/dev/null; then
+  echo "test.sh: code is not formatted; run: cargo fmt --all" >&2
+  exit 1
+fi
+echo "==> cargo clippy --all-targets -D warnings" >&2
+if ! cargo clippy --all-targets -p workbench-core -p workbench-server -- -D warnings; then
+  echo "test.sh: clippy found warnings (above); fix them, the gate allows none" >&2
+  exit 1
+fi
+
 log=$(mktemp)
+# Every test that skips itself writes "<test>\t<reason>" here (tests/api/helpers.rs `skipped`).
+export WB_TEST_SKIP_LOG="$log.skips"
+: > "$WB_TEST_SKIP_LOG"
 echo "==> cargo test (core, server: unit + API tests on SQLite and PostgreSQL)" >&2
 set +e
 cargo test -p workbench-core -p workbench-server 2>&1 | tee "$log"
@@ -50,22 +67,60 @@ fi
 count() { # sum of the numbers in field $2 of lines matching $1
   { grep -Eo "$1" "$log" || true; } | awk -v f="$2" '{s+=$f} END {print s+0}'
 }
-passed=$(count 'test result: [a-zA-Z]+\. [0-9]+ passed' 4)
-failed=$(count '[0-9]+ failed;' 1)
+# Per Rust suite: how many ran (passed + failed), how many skipped themselves and why. A test's
+# suite comes from its name: the SDK tests (Python MCP SDK, server-everything), then the
+# PostgreSQL halves of the API tests, then everything else (unit, core, API on SQLite).
+rust_suites() {
+  awk -F'\t' -v skips="$WB_TEST_SKIP_LOG" '
+    function suite(name) {
+      if (name ~ /^(mcp_sdk|mcp_oauth_sdk|upstream_everything)::/) return "sdk"
+      if (name ~ /::postgres$/) return "postgres"
+      return "sqlite"
+    }
+    BEGIN {
+      while ((getline line < skips) > 0) {
+        split(line, f, "\t"); s = suite(f[1]); skipped[s]++; why[s "\t" f[2]]++
+      }
+    }
+    /^test .* \.\.\. (ok|FAILED|ignored)$/ {
+      name = $0; sub(/^test /, "", name); sub(/ \.\.\. [a-zA-Z]+$/, "", name)
+      s = suite(name)
+      if ($0 ~ /ok$/) ok[s]++
+      else if ($0 ~ /FAILED$/) failed[s]++
+      else { ignored[s]++; why[s "\t#[ignore]"]++ }
+    }
+    END {
+      split("sqlite postgres sdk", order, " ")
+      label["sqlite"] = "rust on SQLite (unit, core, API):"
+      label["postgres"] = "rust on PostgreSQL (API):"
+      label["sdk"] = "MCP SDK clients (Python SDK, server-everything):"
+      for (i = 1; i <= 3; i++) {
+        s = order[i]; sk = skipped[s] + ignored[s]
+        printf "%-50s %d ran (%d passed, %d failed), %d skipped\n", label[s], ok[s] + failed[s] - skipped[s], ok[s] - skipped[s], failed[s], sk
+        for (k in why) { split(k, p, "\t"); if (p[1] == s) printf "%52s skipped %d: %s\n", "", why[k], p[2] }
+      }
+    }' "$log"
+}
 e2e_passed=$(count '^ +[0-9]+ passed' 1)
 e2e_failed=$(count '^ +[0-9]+ failed' 1)
+e2e_skipped=$(count '^ +[0-9]+ skipped' 1)
 echo
 echo "==================== test summary ===================="
-echo "rust (unit + API, SQLite + PostgreSQL): ${passed} passed, ${failed} failed"
+rust_suites
 if [ "$rust_status" = 0 ]; then
-  echo "browser (Playwright, chromium):         ${e2e_passed} passed, ${e2e_failed} failed"
+  printf '%-50s %d ran (%d passed, %d failed), %d skipped\n' "browser (Playwright, chromium):" \
+    $((e2e_passed + e2e_failed)) "$e2e_passed" "$e2e_failed" "$e2e_skipped"
 else
-  echo "browser (Playwright, chromium):         not run (rust tests failed)"
+  printf '%-50s not run: the Rust tests failed\n' "browser (Playwright, chromium):"
 fi
 if [ -f "$log.conformance" ]; then
-  echo "MCP conformance suite:                  $conformance_status ($(grep -Eo 'Total: [0-9]+ passed' "$log.conformance" | grep -Eo '[0-9]+' || echo 0) checks passed; the rest are listed with reasons in end2end/conformance/expected-failures.yml)"
+  printf '%-50s %s: %s checks passed; expected failures are listed with reasons in end2end/conformance/expected-failures.yml\n' \
+    "MCP conformance suite (server scenarios):" "$conformance_status" \
+    "$(grep -Eo 'Total: [0-9]+ passed' "$log.conformance" | grep -Eo '[0-9]+' || echo 0)"
+else
+  printf '%-50s not run: the Rust tests failed\n' "MCP conformance suite (server scenarios):"
 fi
 echo "total time: $(( $(date +%s) - start )) s"
 echo "======================================================"
-rm -f "$log" "$log.conformance"
+rm -f "$log" "$log.conformance" "$log.skips"
 [ "$rust_status" = 0 ] && [ "$e2e_status" = 0 ] && [ "$conformance_status" != failed ]

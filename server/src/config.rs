@@ -1,6 +1,7 @@
 //! Server configuration: the `serve` flags (each with a `WB_…` variable) and what is derived
 //! from them once at start (public origin, cookie security, proxy trust). Flags that do not
 //! make a usable configuration are [`ConfigError`]s.
+#![allow(clippy::result_large_err)] // ConfigError is made once, at start-up (see its doc).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -113,7 +114,8 @@ fn parse_dns_server(s: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("{s:?} is not an IP address or IP:PORT"))
 }
 
-/// Why the `serve` flags do not make a usable configuration.
+/// Why the `serve` flags do not make a usable configuration. Its variants quote the offending
+/// URL whole; it is built once, at start-up, so its size costs nothing worth boxing for.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// Several of the above at once, one per line.
@@ -224,8 +226,8 @@ pub struct ServerConfig {
     pub proxy_max_concurrent_per_user: usize,
     /// Where search.web sends queries.
     pub web_search: Option<workbench_core::builtin::SearchProvider>,
-    /// Whether this instance delivers due scheduled callbacks (every instance does; tests
-    /// drive delivery by hand).
+    /// Whether this instance runs the delivery worker (due webhook events and scheduled
+    /// callbacks, and retries; every instance does; tests drive delivery by hand).
     pub callback_worker: bool,
     /// The mail server, DNS server and hourly limit of email.send.
     pub email: workbench_core::email::EmailSettings,

@@ -406,7 +406,7 @@ db_test!(
                 assert_eq!(row.key_version, expected_version);
                 let values = wb
                     .vault()
-                    .reveal(&who.project_id, &[name.clone()])
+                    .reveal(&who.project_id, std::slice::from_ref(&name))
                     .await
                     .unwrap();
                 assert_eq!(values[&name].as_str(), format!("secret-value-{i}"));
@@ -415,7 +415,7 @@ db_test!(
                 wb.schedules().signing_secret(&who).await.unwrap().as_str(),
                 signing
             );
-            let row = workbench_core::store::schedules::get(
+            let row = workbench_core::store::deliveries::get(
                 wb.db().pool(),
                 &who.project_id,
                 &callback_id,
@@ -423,7 +423,7 @@ db_test!(
             .await
             .unwrap()
             .unwrap();
-            assert_eq!(row.key_version, expected_version);
+            assert_eq!(row.key_version, Some(expected_version));
         }
     }
 );

@@ -286,7 +286,7 @@ db_test!(a_callback_from_the_wrong_issuer_is_refused, |backend| {
     let b = signed_in(&app).await;
     let link = connect(&app, &key, "github").await;
     let res = b.get(&path_of(link["url"].as_str().unwrap())).await;
-    let callback = location(&app.http().get(&location(&res)).send().await.unwrap());
+    let callback = location(&app.http().get(location(&res)).send().await.unwrap());
     let res = b.get(&path_of(&callback)).await;
     let landing = location(&res);
     assert!(landing.contains("issuer"), "{landing}");

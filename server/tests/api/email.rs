@@ -282,7 +282,7 @@ db_test!(
         // A subdomain is its own sender domain: proving acme.test does not cover mail.acme.test.
         m.dns.publish(
             "_workbench.acme.test",
-            &rest(
+            rest(
                 &m.app,
                 &m.key,
                 reqwest::Method::GET,
@@ -292,8 +292,7 @@ db_test!(
             .await
             .1["dns_record"]["value"]
                 .as_str()
-                .unwrap()
-                .to_owned(),
+                .unwrap(),
         );
         assert_eq!(verify(&m, &id).await.0, 200);
         let out = send(&m, args("noreply@mail.acme.test")).await;

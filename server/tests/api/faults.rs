@@ -52,7 +52,9 @@ impl PrivatePostgres {
                 std::env::var("WB_TEST_POSTGRES").as_deref() != Ok("required"),
                 "PostgreSQL is required but initdb is not installed"
             );
-            eprintln!("skipping: no PostgreSQL server programs (initdb) under /usr/lib/postgresql");
+            crate::helpers::skipped(
+                "no PostgreSQL server programs (initdb) under /usr/lib/postgresql",
+            );
             return None;
         };
         let dir = temp_dir("pgdata");
@@ -475,7 +477,13 @@ impl SmallDisk {
             .map(|o| o.status.success())
             .unwrap_or(false);
         if !ok {
-            eprintln!("skipping: cannot mount a tmpfs here (needs root)");
+            assert!(
+                std::env::var("WB_TEST_FAULTS").as_deref() != Ok("required"),
+                "the fault suite is required (WB_TEST_FAULTS=required) but a tmpfs cannot be mounted here (needs root)"
+            );
+            crate::helpers::skipped(
+                "cannot mount a tmpfs here (needs root); the full-disk test needs one",
+            );
             return None;
         }
         Some(SmallDisk(dir))

@@ -48,7 +48,7 @@ pub struct Options {
     pub confirmation_ttl_secs: Option<i64>,
     /// The search provider search.web uses (a fake on loopback).
     pub web_search: Option<workbench_core::builtin::SearchProvider>,
-    /// Run the background callback worker (off: tests call `schedules().run_due()`).
+    /// Run the background delivery worker (off: tests call `deliveries().run_due()`).
     pub callback_worker: bool,
     /// The mail server (a sink on loopback), DNS server (a responder on loopback) and hourly
     /// limit email.send uses.
@@ -81,6 +81,26 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     dir
 }
 
+/// Says that the running test is skipped and why: on stderr, and as one line
+/// `<test>\t<reason>` appended to the file `WB_TEST_SKIP_LOG` names (scripts/test.sh sets it
+/// and counts the lines per suite), so no test skips silently. Every skip goes through here.
+pub fn skipped(reason: &str) {
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("(unnamed test)")
+        .to_owned();
+    eprintln!("skipping {test}: {reason}");
+    if let Ok(path) = std::env::var("WB_TEST_SKIP_LOG") {
+        use std::io::Write;
+        let line = format!("{test}\t{}\n", reason.replace(['\t', '\n'], " "));
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+    }
+}
+
 fn pg_server_url() -> String {
     std::env::var("WB_TEST_POSTGRES_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
@@ -103,7 +123,9 @@ pub async fn fresh_pg_database() -> Option<String> {
             "PostgreSQL is required (WB_TEST_POSTGRES=required) but {server} is unreachable: {e}"
         ),
         Err(e) => {
-            eprintln!("skipping PostgreSQL test: {server} unreachable ({e}); set WB_TEST_POSTGRES=required to fail instead");
+            skipped(&format!(
+                "PostgreSQL unreachable at {server} ({e}); set WB_TEST_POSTGRES=required to fail instead"
+            ));
             return None;
         }
     };
@@ -187,7 +209,6 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
             },
             web_search: options.web_search.clone(),
             email: options.email.clone(),
-            ..Default::default()
         },
     )
     .await

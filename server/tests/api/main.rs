@@ -1,4 +1,6 @@
 //! API tests: the real application on port 0, every test on SQLite and on PostgreSQL.
+// Tests parse start-up flags and look at `ConfigError`s, which are large on purpose (made once).
+#![allow(clippy::result_large_err)]
 
 mod helpers;
 
@@ -12,6 +14,7 @@ mod compose;
 mod confirmations;
 mod connections;
 mod contract;
+mod deliveries;
 mod deploy;
 mod email;
 mod execute;

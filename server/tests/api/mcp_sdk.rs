@@ -28,7 +28,7 @@ pub(crate) fn python() -> Option<std::path::PathBuf> {
     if std::env::var("WB_TEST_MCP_SDK").as_deref() == Ok("required") {
         panic!("the MCP Python SDK is required (WB_TEST_MCP_SDK=required) but .venv/bin/python cannot import mcp; run scripts/setup.sh");
     }
-    eprintln!("skipping: no MCP Python SDK in .venv (run scripts/setup.sh)");
+    crate::helpers::skipped("no MCP Python SDK in .venv (run scripts/setup.sh)");
     None
 }
 

@@ -549,7 +549,7 @@ db_test!(
     .await;
         assert!(out.get("result").is_some(), "{out}");
         s.app.clock.advance_ms(6_000);
-        assert_eq!(s.app.wb.schedules().run_due().await.unwrap(), 1);
+        assert_eq!(s.app.wb.deliveries().run_due().await.unwrap(), 1);
         let bodies = got.got.lock().unwrap().clone();
         assert_eq!(bodies.len(), 1);
         let text = String::from_utf8(bodies[0].to_vec()).unwrap();

@@ -273,7 +273,7 @@ db_test!(
     |backend| {
         let app = app!(backend);
         let w = world(&app).await;
-        let table: Vec<RouteSpec> = routes::table(&app.state());
+        let table: Vec<RouteSpec> = workbench_server::route_table(app.state());
         assert!(
             table.len() > 60,
             "the table lists every route ({} found)",

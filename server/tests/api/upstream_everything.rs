@@ -27,7 +27,9 @@ async fn start_everything(mode: &str) -> Option<(tokio::process::Child, u16)> {
             "server-everything is required but {} is missing; run scripts/setup.sh --with-browser",
             entry.display()
         );
-        eprintln!("skipping: server-everything is not installed");
+        crate::helpers::skipped(
+            "server-everything is not installed (run scripts/setup.sh --with-browser)",
+        );
         return None;
     }
     let port = std::net::TcpListener::bind("127.0.0.1:0")

@@ -549,7 +549,7 @@ db_test!(the_openapi_document_describes_every_route, |backend| {
     assert_eq!(doc["openapi"], "3.1.0");
     // Every REST route the router mounts (the route table, not a hand list) is documented, with
     // its method.
-    let table = workbench_server::routes::table(app.state());
+    let table = workbench_server::route_table(app.state());
     let mut documented = 0;
     for route in table
         .iter()
@@ -568,6 +568,17 @@ db_test!(the_openapi_document_describes_every_route, |backend| {
         documented += 1;
     }
     assert!(documented >= 45, "{documented} routes checked");
+    // And nothing is documented that the router does not mount.
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for method in ops.as_object().unwrap().keys() {
+            assert!(
+                table
+                    .iter()
+                    .any(|r| r.path == path && r.method.eq_ignore_ascii_case(method)),
+                "{method} {path} is documented but not in the route table"
+            );
+        }
+    }
     assert_eq!(
         doc["paths"]["/v1/tools/invoke"]["post"]["requestBody"]["content"]["application/json"]
             ["schema"]["properties"]["timeout_ms"]["maximum"],

@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::audit::Recorder;
 use crate::auth::Principal;
 use crate::clock::{rfc3339, Clock};
-use crate::store::{self, Db};
+use crate::store::{self, tool_calls::CallStatus, Db};
 use crate::Result;
 
 pub use crate::store::usage::Meter;
@@ -302,10 +302,10 @@ impl Metering {
         {
             let day = rfc3339(d * 86_400_000)[..10].to_owned();
             if let Some(o) = per_day.get_mut(&day) {
-                match status.as_str() {
-                    "succeeded" => o.succeeded += n,
-                    "failed" => o.failed += n,
-                    "denied" => o.denied += n,
+                match status {
+                    Some(CallStatus::Succeeded) => o.succeeded += n,
+                    Some(CallStatus::Failed) => o.failed += n,
+                    Some(CallStatus::Denied) => o.denied += n,
                     _ => o.other += n,
                 }
             }

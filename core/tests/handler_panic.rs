@@ -98,7 +98,7 @@ async fn a_panicking_handler_fails_only_its_own_call() {
     let failed = page
         .entries
         .iter()
-        .filter(|e| e.tool.as_deref() == Some("buggy.tool") && e.status == "failed")
+        .filter(|e| e.tool.as_deref() == Some("buggy.tool") && e.status.as_str() == "failed")
         .count();
     assert_eq!(failed, 2, "{:?}", page.entries);
 }

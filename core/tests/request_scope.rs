@@ -17,6 +17,7 @@ use workbench_core::catalog::{
 };
 use workbench_core::engine::{parse_request, CallOptions, ExecuteOutcome, Surface, POOL_SIZE};
 use workbench_core::policy::{Decision, Mode, Policies, PolicyInput, ToolAllowlist};
+use workbench_core::store::audit::AuditStatus;
 
 const SOURCE: &str = "mcp:mcps_scope";
 
@@ -128,7 +129,7 @@ async fn a_batch_keeps_its_snapshot_and_policy_and_records_each_call() {
     let mut ids: Vec<&str> = page
         .entries
         .iter()
-        .filter(|e| e.tool.as_deref() == Some("shifty.tool") && e.status == "succeeded")
+        .filter(|e| e.tool.as_deref() == Some("shifty.tool") && e.status == AuditStatus::Succeeded)
         .filter_map(|e| e.tool_call_id.as_deref())
         .collect();
     ids.sort();

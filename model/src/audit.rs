@@ -4,13 +4,41 @@ use serde::{Deserialize, Serialize};
 
 use crate::calls::{CallStatus, ConfirmationStatus};
 
+text_enum! {
+    /// Where an audit row's action ended: a call's status, or a person's decision on a held
+    /// call (`approved`; a refusal is `denied`, as a denied call's).
+    pub enum AuditStatus ("audit status") {
+        Running = "running",
+        Succeeded = "succeeded",
+        Failed = "failed",
+        AwaitingConfirmation = "awaiting_confirmation",
+        Denied = "denied",
+        Expired = "expired",
+        /// A person approved a held call (`confirmation.approve`).
+        Approved = "approved",
+    }
+}
+
+impl From<CallStatus> for AuditStatus {
+    fn from(s: CallStatus) -> Self {
+        match s {
+            CallStatus::Running => AuditStatus::Running,
+            CallStatus::Succeeded => AuditStatus::Succeeded,
+            CallStatus::Failed => AuditStatus::Failed,
+            CallStatus::AwaitingConfirmation => AuditStatus::AwaitingConfirmation,
+            CallStatus::Denied => AuditStatus::Denied,
+            CallStatus::Expired => AuditStatus::Expired,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditRowView {
     pub id: String,
     pub at: String,
     pub action: String,
     pub tool: String,
-    pub status: CallStatus,
+    pub status: AuditStatus,
     pub error_code: String,
     pub duration_ms: Option<i64>,
     pub key: String,
@@ -38,7 +66,7 @@ pub struct AuditDetailView {
     pub at: String,
     pub action: String,
     pub tool: String,
-    pub status: CallStatus,
+    pub status: AuditStatus,
     pub error_code: String,
     pub duration_ms: Option<i64>,
     pub surface: String,

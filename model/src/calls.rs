@@ -30,6 +30,18 @@ text_enum! {
     }
 }
 
+impl ConfirmationStatus {
+    /// The status at `now_ms`: a pending confirmation whose time ran out is expired, whether
+    /// or not a sweep has written that yet.
+    pub fn as_of(self, expires_at_ms: i64, now_ms: i64) -> Self {
+        if self == ConfirmationStatus::Pending && expires_at_ms <= now_ms {
+            ConfirmationStatus::Expired
+        } else {
+            self
+        }
+    }
+}
+
 /// One held call as the pages show it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConfirmationItem {

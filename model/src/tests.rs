@@ -36,3 +36,14 @@ fn every_word_parses_back_and_others_are_refused() {
     assert_eq!(err.to_string(), "unknown breaker state \"sideways\"");
     assert!(serde_json::from_str::<SideEffects>("\"Write\"").is_err());
 }
+
+#[test]
+fn every_call_status_is_an_audit_status_with_the_same_word() {
+    use crate::audit::AuditStatus;
+    for &s in CallStatus::ALL {
+        assert_eq!(AuditStatus::from(s).as_str(), s.as_str());
+    }
+    // A decision row's word, which no call has.
+    assert_eq!(AuditStatus::parse("approved"), Some(AuditStatus::Approved));
+    assert_eq!(CallStatus::parse("approved"), None);
+}

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 
 use crate::AppError;
-pub use workbench_model::audit::{AuditData, AuditDetailView, AuditRowView};
+pub use workbench_model::audit::{AuditData, AuditDetailView, AuditRowView, AuditStatus};
 
 #[cfg(feature = "ssr")]
 use crate::ssr;
@@ -52,7 +52,7 @@ pub async fn audit_page(
                 key: label(&e.api_key_id),
                 action: e.action,
                 tool: e.tool.unwrap_or_default(),
-                status: e.status.parse()?,
+                status: e.status,
                 error_code: e.error_code.unwrap_or_default(),
                 duration_ms: e.duration_ms,
                 surface: e.surface,
@@ -92,7 +92,7 @@ pub async fn audit_detail(id: String) -> Result<AuditDetailView, AppError> {
         at: d.at.clone(),
         action: d.action.clone(),
         tool: d.tool.clone().unwrap_or_default(),
-        status: d.status.parse()?,
+        status: d.status,
         error_code: d.error_code.clone().unwrap_or_default(),
         duration_ms: d.duration_ms,
         surface: d.surface.clone(),
@@ -114,7 +114,7 @@ pub async fn audit_detail(id: String) -> Result<AuditDetailView, AppError> {
         result_bytes,
         idempotency_key,
         confirmation_id: c.map(|c| c.id.clone()),
-        confirmation_status: c.map(|c| c.status.parse()).transpose()?,
+        confirmation_status: c.map(|c| c.status),
         decided_by: c.and_then(|c| c.decided_by_email.clone().or(c.decided_by.clone())),
         decided_at: c.and_then(|c| c.decided_at.clone()),
         decision_reason: c.and_then(|c| c.reason.clone()),

@@ -47,7 +47,7 @@ async fn items(
                 decided_by: c.decided_by.as_deref().map(email),
                 id: c.id,
                 tool: c.tool,
-                status: c.status.parse()?,
+                status: c.status,
                 end_user_id: c.end_user_id,
                 surface: c.surface,
                 created_at: c.created_at,
@@ -108,7 +108,7 @@ pub async fn decide_confirmation(
         _ => return Err(AppError::Message("choose approve or deny".into())),
     };
     match ssr::wb()?.engine().decide(&p, &id, approve, reason).await {
-        Ok(call) => Ok(call.status.parse()?),
+        Ok(call) => Ok(call.status),
         Err(DecideError::NotFound) => Err(workbench_core::Error::NotFound.into()),
         Err(DecideError::Forbidden(m)) => Err(workbench_core::Error::Forbidden(m).into()),
         Err(DecideError::Invalid(m)) => Err(workbench_core::Error::Invalid(m).into()),

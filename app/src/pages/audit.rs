@@ -6,16 +6,27 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::{audit_page, CallStatus, SaveRetention};
+use crate::api::{audit_page, AuditStatus, SaveRetention};
 use crate::components::{ActionError, Layout, Loaded, PageHeader, BUTTON, CARD, INPUT, LABEL};
 
-const STATUSES: &[CallStatus] = &[
-    CallStatus::Succeeded,
-    CallStatus::Failed,
-    CallStatus::Denied,
-    CallStatus::AwaitingConfirmation,
-    CallStatus::Expired,
+/// The statuses the filter offers (a row is `running` only while its call runs).
+const STATUSES: &[AuditStatus] = &[
+    AuditStatus::Succeeded,
+    AuditStatus::Failed,
+    AuditStatus::Denied,
+    AuditStatus::AwaitingConfirmation,
+    AuditStatus::Expired,
+    AuditStatus::Approved,
 ];
+
+/// The colour of a status: green for what went through, amber for what waits, red otherwise.
+pub(crate) fn status_class(s: AuditStatus) -> &'static str {
+    match s {
+        AuditStatus::Succeeded | AuditStatus::Approved => "text-emerald-700",
+        AuditStatus::Running | AuditStatus::AwaitingConfirmation => "text-amber-700",
+        AuditStatus::Failed | AuditStatus::Denied | AuditStatus::Expired => "text-red-700",
+    }
+}
 
 #[component]
 pub fn Audit() -> impl IntoView {
@@ -50,7 +61,7 @@ pub fn Audit() -> impl IntoView {
                 });
                 let empty = d.rows.is_empty();
                 let rows = d.rows.into_iter().map(|r| {
-                    let status_class = if r.status == CallStatus::Succeeded { "text-emerald-700" } else { "text-red-700" };
+                    let status_class = status_class(r.status);
                     view! {
                     <tr class="border-t border-slate-100" data-testid="audit-row">
                         <td class="py-2 pr-3 whitespace-nowrap"><a href=format!("/audit/{}", r.id) class="text-indigo-700 underline" data-testid="audit-detail-link">{r.at}</a></td>

@@ -6,8 +6,9 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
-use crate::api::{audit_detail, CallStatus};
+use crate::api::audit_detail;
 use crate::components::{Layout, Loaded, PageHeader, CARD};
+use crate::pages::audit::status_class;
 
 fn row(label: &'static str, value: Option<String>, testid: &'static str) -> impl IntoView {
     value.filter(|v| !v.is_empty()).map(|v| {
@@ -28,7 +29,7 @@ pub fn AuditEventPage() -> impl IntoView {
         <Layout current="/audit">
             <PageHeader title="Audit entry" subtitle="One execution attempt in full."/>
             <Loaded data=data content=move |d| {
-                let status_class = if d.status == CallStatus::Succeeded { "text-emerald-700" } else { "text-red-700" };
+                let status_class = status_class(d.status);
                 view! {
                     <section class=CARD data-testid="audit-detail">
                         <div class="mb-3 flex items-center gap-2">

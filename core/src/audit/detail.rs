@@ -9,7 +9,9 @@ use serde_json::Value;
 use super::AuditLog;
 use crate::auth::Principal;
 use crate::clock::rfc3339;
-use crate::store;
+use crate::store::{
+    self, audit::AuditStatus, confirmations::ConfirmationStatus, tool_calls::CallStatus,
+};
 use crate::{Error, Result};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -18,7 +20,7 @@ pub struct AuditDetail {
     pub object: String,
     pub at: String,
     pub action: String,
-    pub status: String,
+    pub status: AuditStatus,
     pub error_code: Option<String>,
     pub duration_ms: Option<i64>,
     pub surface: String,
@@ -37,7 +39,7 @@ pub struct AuditDetail {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallDetail {
-    pub status: String,
+    pub status: CallStatus,
     /// The agent's arguments (vault references stay references; pasted secrets redacted).
     pub arguments: Value,
     /// The error the caller got, if the call failed.
@@ -50,7 +52,7 @@ pub struct CallDetail {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConfirmationDetail {
     pub id: String,
-    pub status: String,
+    pub status: ConfirmationStatus,
     pub decided_by: Option<String>,
     pub decided_by_email: Option<String>,
     pub decided_at: Option<String>,
@@ -99,17 +101,9 @@ impl AuditLog {
                             None => None,
                         };
                         let now = self.clock.now_ms();
-                        let status = if c.status
-                            == store::confirmations::ConfirmationStatus::Pending
-                            && c.expires_at <= now
-                        {
-                            "expired"
-                        } else {
-                            c.status.as_str()
-                        };
                         Some(ConfirmationDetail {
                             id: c.id,
-                            status: status.to_owned(),
+                            status: c.status.as_of(c.expires_at, now),
                             decided_by: c.decided_by,
                             decided_by_email,
                             decided_at: c.decided_at.map(rfc3339),

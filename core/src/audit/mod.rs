@@ -16,7 +16,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::auth::Principal;
 use crate::clock::{rfc3339, Clock};
-use crate::store::{self, audit::AuditFilter, Db};
+use crate::store::{
+    self,
+    audit::{AuditFilter, AuditStatus},
+    Db,
+};
 use crate::vault::Vault;
 use crate::{Error, Result};
 
@@ -41,7 +45,7 @@ pub struct AuditEntry {
     pub action: String,
     pub tool: Option<String>,
     pub tool_call_id: Option<String>,
-    pub status: String,
+    pub status: AuditStatus,
     pub error_code: Option<String>,
     pub duration_ms: Option<i64>,
     pub surface: String,
@@ -68,6 +72,14 @@ pub(crate) fn parse_cursor(c: &str) -> Result<(i64, String)> {
     Ok((at.parse().map_err(|_| bad())?, id.to_owned()))
 }
 
+/// A status filter: one of the audit statuses, or a clear error naming them.
+fn parse_status(s: &str) -> Result<AuditStatus> {
+    AuditStatus::parse(s).ok_or_else(|| {
+        let words: Vec<&str> = AuditStatus::ALL.iter().map(|s| s.as_str()).collect();
+        Error::invalid(format!("status must be one of {}", words.join(", ")))
+    })
+}
+
 impl AuditLog {
     pub fn new(db: Db, recorder: Recorder, vault: Vault, clock: Arc<dyn Clock>) -> Self {
         AuditLog {
@@ -86,7 +98,12 @@ impl AuditLog {
     pub async fn page(&self, who: &Principal, q: &AuditQuery) -> Result<AuditPage> {
         let filter = AuditFilter {
             tool: q.tool.clone().filter(|s| !s.is_empty()),
-            status: q.status.clone().filter(|s| !s.is_empty()),
+            status: q
+                .status
+                .as_deref()
+                .filter(|s| !s.is_empty())
+                .map(parse_status)
+                .transpose()?,
             api_key_id: q.api_key_id.clone().filter(|s| !s.is_empty()),
             before: q
                 .cursor
@@ -147,9 +164,9 @@ impl AuditLog {
     /// record writer.
     pub async fn record_proxy(&self, e: &ProxyEvent<'_>) {
         let status = if (200..400).contains(&e.status) {
-            "succeeded"
+            AuditStatus::Succeeded
         } else {
-            "failed"
+            AuditStatus::Failed
         };
         let tool = format!("curl:{}", e.integration);
         let audit = store::audit::AuditRow {
@@ -160,8 +177,8 @@ impl AuditLog {
             action: "proxy.request".into(),
             tool: Some(tool.clone()),
             tool_call_id: None,
-            status: status.into(),
-            error_code: (status == "failed").then(|| format!("HTTP_{}", e.status)),
+            status,
+            error_code: (status == AuditStatus::Failed).then(|| format!("HTTP_{}", e.status)),
             duration_ms: Some(e.duration_ms as i64),
             end_user_id: None,
             surface: "proxy".into(),

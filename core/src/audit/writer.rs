@@ -224,6 +224,7 @@ mod tests {
     use super::*;
     use crate::auth::{Accounts, Role};
     use crate::clock::SystemClock;
+    use crate::store::{audit::AuditStatus, tool_calls::CallStatus};
 
     fn record(project_id: &str, n: usize) -> Record {
         let id = crate::ids::new_id("tcall");
@@ -233,7 +234,7 @@ mod tests {
             user_id: "usr_x".into(),
             api_key_id: None,
             tool: "storage.get".into(),
-            status: "succeeded".into(),
+            status: CallStatus::Succeeded,
             arguments: format!("{{\"n\":{n}}}"),
             result: None,
             error: None,
@@ -252,7 +253,7 @@ mod tests {
             action: "tool.execute".into(),
             tool: Some("storage.get".into()),
             tool_call_id: Some(id),
-            status: "succeeded".into(),
+            status: AuditStatus::Succeeded,
             error_code: None,
             duration_ms: Some(3),
             end_user_id: None,
@@ -362,7 +363,7 @@ mod tests {
                 unreachable!()
             };
             (c.status, c.result, c.duration_ms, a.status, a.duration_ms) =
-                ("running".into(), None, 0, "running".into(), None);
+                (CallStatus::Running, None, 0, AuditStatus::Running, None);
             store::tool_calls::insert(db.pool(), &c).await.unwrap();
             store::audit::insert(db.pool(), &a).await.unwrap();
             running.push((c, a));
@@ -374,7 +375,7 @@ mod tests {
             let mut a = a.clone();
             (c.status, c.result, c.error, c.duration_ms, c.result_bytes) = if n == 1 {
                 (
-                    "failed".into(),
+                    CallStatus::Failed,
                     None,
                     Some(format!("{{\"code\":\"TOOL_ERROR\",\"n\":{n}}}")),
                     20 + n as i64,
@@ -382,14 +383,14 @@ mod tests {
                 )
             } else {
                 (
-                    "succeeded".into(),
+                    CallStatus::Succeeded,
                     Some(format!("{{\"n\":{n}}}")),
                     None,
                     10 + n as i64,
                     Some(7 + n as i64),
                 )
             };
-            a.status = c.status.clone();
+            a.status = c.status.into();
             a.error_code = (n == 1).then(|| "TOOL_ERROR".to_owned());
             a.duration_ms = Some(c.duration_ms);
             recorder

@@ -16,6 +16,7 @@ use crate::ids::new_id;
 use crate::policy::Rule;
 use crate::store::{
     self,
+    audit::AuditStatus,
     confirmations::{ConfirmationRow, ConfirmationStatus},
 };
 use crate::{Error, Result};
@@ -53,7 +54,7 @@ pub struct ConfirmationView {
     pub tool_call_id: String,
     pub tool: String,
     pub arguments: Value,
-    pub status: String,
+    pub status: ConfirmationStatus,
     pub api_key_id: Option<String>,
     pub user_id: String,
     pub end_user_id: Option<String>,
@@ -79,7 +80,7 @@ pub enum DecideError {
     Invalid(String),
     /// Decided already, or expired: the confirmation's status says which.
     #[error("this confirmation is {status}; a decision is taken once, before it expires")]
-    Closed { status: String },
+    Closed { status: ConfirmationStatus },
     #[error(transparent)]
     Failed(#[from] Error),
 }
@@ -114,11 +115,7 @@ fn fingerprint(who: &Principal, tool: &str, template: &Value) -> String {
 }
 
 fn effective_status(row: &ConfirmationRow, now: i64) -> ConfirmationStatus {
-    if row.status == ConfirmationStatus::Pending && row.expires_at <= now {
-        ConfirmationStatus::Expired
-    } else {
-        row.status
-    }
+    row.status.as_of(row.expires_at, now)
 }
 
 impl Engine {
@@ -279,7 +276,7 @@ impl Engine {
             tool_call_id: row.tool_call_id,
             tool: row.tool,
             arguments,
-            status: status.as_str().to_owned(),
+            status,
             api_key_id: row.api_key_id,
             user_id: row.user_id,
             end_user_id: row.end_user_id,
@@ -398,7 +395,7 @@ impl Engine {
                 .await?
                 .ok_or(DecideError::NotFound)?;
             return Err(DecideError::Closed {
-                status: effective_status(&row, now).as_str().to_owned(),
+                status: effective_status(&row, now),
             });
         }
         self.audit_decision(who, &row, approve, reason.as_deref(), now)
@@ -529,9 +526,9 @@ impl Engine {
             tool: Some(row.tool.clone()),
             tool_call_id: Some(row.tool_call_id.clone()),
             status: if approve {
-                "approved".into()
+                AuditStatus::Approved
             } else {
-                "denied".into()
+                AuditStatus::Denied
             },
             error_code: None,
             duration_ms: None,

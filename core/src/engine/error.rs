@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::catalog::HandlerError;
+use crate::store::tool_calls::CallStatus;
 
 /// A schema violation: where (a JSON Pointer into the arguments) and what.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -264,11 +265,11 @@ impl ToolError {
     }
 
     /// The tool_call status this outcome leaves.
-    pub fn call_status(&self) -> &'static str {
+    pub fn call_status(&self) -> CallStatus {
         match self {
-            ToolError::NotAllowed { .. } | ToolError::Denied { .. } => "denied",
-            ToolError::AwaitingConfirmation { .. } => "awaiting_confirmation",
-            _ => "failed",
+            ToolError::NotAllowed { .. } | ToolError::Denied { .. } => CallStatus::Denied,
+            ToolError::AwaitingConfirmation { .. } => CallStatus::AwaitingConfirmation,
+            _ => CallStatus::Failed,
         }
     }
 }

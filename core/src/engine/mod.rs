@@ -42,7 +42,7 @@ use crate::clock::Clock;
 use crate::connections::Connections;
 use crate::notify::Webhooks;
 use crate::policy::Policies;
-use crate::store::Db;
+use crate::store::{tool_calls::CallStatus, Db};
 use crate::vault::Vault;
 use crate::Result;
 
@@ -140,9 +140,9 @@ impl CallOutcome {
         }
     }
 
-    pub fn status(&self) -> &'static str {
+    pub fn status(&self) -> CallStatus {
         match &self.result {
-            Ok(_) => "succeeded",
+            Ok(_) => CallStatus::Succeeded,
             Err(e) => e.call_status(),
         }
     }

@@ -12,7 +12,13 @@ use crate::audit::{Record, Recorder, UsageAdd, Write};
 use crate::auth::Principal;
 use crate::clock::rfc3339;
 use crate::ids::new_id;
-use crate::store::{self, audit::AuditRow, tool_calls::ToolCallRow, usage::Meter, Db};
+use crate::store::{
+    self,
+    audit::AuditRow,
+    tool_calls::{CallStatus, ToolCallRow},
+    usage::Meter,
+    Db,
+};
 use crate::Result;
 
 /// A recorded call as the REST API shows it.
@@ -20,7 +26,7 @@ use crate::Result;
 pub struct ToolCallView {
     pub id: String,
     pub tool: String,
-    pub status: String,
+    pub status: CallStatus,
     pub result: Option<Value>,
     pub error: Option<Value>,
     pub duration_ms: i64,
@@ -64,7 +70,7 @@ fn rows(
     c: &Call<'_>,
     id: &str,
     tool: &str,
-    status: &str,
+    status: CallStatus,
     o: Option<&CallOutcome>,
 ) -> (ToolCallRow, AuditRow) {
     let Call {
@@ -89,7 +95,7 @@ fn rows(
         user_id: who.user_id.clone(),
         api_key_id: who.api_key_id.clone(),
         tool: tool.to_owned(),
-        status: status.to_owned(),
+        status,
         arguments: args.to_string(),
         result,
         error,
@@ -112,7 +118,7 @@ fn rows(
         },
         tool: Some(tool.to_owned()),
         tool_call_id: Some(id.to_owned()),
-        status: status.to_owned(),
+        status: status.into(),
         error_code,
         duration_ms: Some(duration_ms),
         end_user_id: opts.end_user_id.clone(),
@@ -135,7 +141,7 @@ pub(super) async fn begin(
     tool: &str,
     existing: bool,
 ) -> Result<()> {
-    let (call, audit) = rows(c, id, tool, "running", None);
+    let (call, audit) = rows(c, id, tool, CallStatus::Running, None);
     let mut tx = db.pool().begin().await?;
     if existing {
         store::tool_calls::finish(&mut *tx, &call).await?;

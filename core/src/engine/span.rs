@@ -8,6 +8,7 @@ use tracing::field::Empty;
 use tracing::Span;
 
 use super::{record, CallOptions, CallOutcome};
+use crate::store::tool_calls::CallStatus;
 
 /// The target of spans meant for traces, not log lines.
 pub const TRACE_TARGET: &str = "workbench::trace";
@@ -36,10 +37,10 @@ pub(super) fn close(span: &Span, o: &CallOutcome) {
     }
     span.record("tool.name", record::metered_tool(o));
     span.record("tool.outcome", record::outcome_label(o));
-    span.record("tool.status", o.status());
+    span.record("tool.status", o.status().as_str());
     span.record("tool.call_id", o.id.as_str());
     span.record("tool.duration_ms", o.duration_ms);
-    if o.status() == "failed" {
+    if o.status() == CallStatus::Failed {
         span.record("otel.status_code", "ERROR");
     }
 }

@@ -6,6 +6,8 @@ use sqlx::FromRow;
 use super::{values_list, Exec, INSERT_ROWS_MAX};
 use crate::Result;
 
+pub use workbench_model::audit::AuditStatus;
+
 #[derive(Debug, Clone, FromRow, PartialEq, Eq)]
 pub struct AuditRow {
     pub id: String,
@@ -15,7 +17,8 @@ pub struct AuditRow {
     pub action: String,
     pub tool: Option<String>,
     pub tool_call_id: Option<String>,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: AuditStatus,
     pub error_code: Option<String>,
     pub duration_ms: Option<i64>,
     pub end_user_id: Option<String>,
@@ -55,7 +58,7 @@ pub async fn insert_many<'e>(ex: impl Exec<'e>, rows: &[&AuditRow]) -> Result<()
             .bind(&r.action)
             .bind(&r.tool)
             .bind(&r.tool_call_id)
-            .bind(&r.status)
+            .bind(r.status.as_str())
             .bind(&r.error_code)
             .bind(r.duration_ms)
             .bind(&r.end_user_id)
@@ -70,7 +73,7 @@ pub async fn insert_many<'e>(ex: impl Exec<'e>, rows: &[&AuditRow]) -> Result<()
 /// Finishes the audit row of a call recorded as `running` before its handler ran.
 pub async fn finish_for_call<'e>(ex: impl Exec<'e>, r: &AuditRow) -> Result<()> {
     sqlx::query("UPDATE audit_events SET status = $1, error_code = $2, duration_ms = $3 WHERE tool_call_id = $4 AND project_id = $5 AND action = 'tool.execute'")
-        .bind(&r.status)
+        .bind(r.status.as_str())
         .bind(&r.error_code)
         .bind(r.duration_ms)
         .bind(&r.tool_call_id)
@@ -100,7 +103,7 @@ pub async fn finish_for_calls<'e>(ex: impl Exec<'e>, rows: &[&AuditRow]) -> Resu
     let mut q = sqlx::query(&sql);
     for r in rows {
         q = q
-            .bind(&r.status)
+            .bind(r.status.as_str())
             .bind(&r.error_code)
             .bind(r.duration_ms)
             .bind(&r.tool_call_id)
@@ -114,7 +117,7 @@ pub async fn finish_for_calls<'e>(ex: impl Exec<'e>, rows: &[&AuditRow]) -> Resu
 #[derive(Debug, Clone, Default)]
 pub struct AuditFilter {
     pub tool: Option<String>,
-    pub status: Option<String>,
+    pub status: Option<AuditStatus>,
     pub api_key_id: Option<String>,
     /// Only this user's rows.
     pub user_id: Option<String>,
@@ -162,8 +165,8 @@ pub async fn list<'e>(
     if let Some(t) = &f.tool {
         q = q.bind(t);
     }
-    if let Some(s) = &f.status {
-        q = q.bind(s);
+    if let Some(s) = f.status {
+        q = q.bind(s.as_str());
     }
     if let Some(k) = &f.api_key_id {
         q = q.bind(k);

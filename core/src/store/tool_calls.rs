@@ -6,6 +6,8 @@ use sqlx::FromRow;
 use super::{values_list, Exec, INSERT_ROWS_MAX};
 use crate::Result;
 
+pub use workbench_model::calls::CallStatus;
+
 #[derive(Debug, Clone, FromRow)]
 pub struct ToolCallRow {
     pub id: String,
@@ -13,7 +15,8 @@ pub struct ToolCallRow {
     pub user_id: String,
     pub api_key_id: Option<String>,
     pub tool: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: CallStatus,
     pub arguments: String,
     pub result: Option<String>,
     pub error: Option<String>,
@@ -56,7 +59,7 @@ pub async fn insert_many<'e>(ex: impl Exec<'e>, rows: &[&ToolCallRow]) -> Result
             .bind(&r.user_id)
             .bind(&r.api_key_id)
             .bind(&r.tool)
-            .bind(&r.status)
+            .bind(r.status.as_str())
             .bind(&r.arguments)
             .bind(&r.result)
             .bind(&r.error)
@@ -74,7 +77,7 @@ pub async fn insert_many<'e>(ex: impl Exec<'e>, rows: &[&ToolCallRow]) -> Result
 /// Finishes a call recorded as `running` before its handler ran.
 pub async fn finish<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
     sqlx::query("UPDATE tool_calls SET status = $1, result = $2, error = $3, duration_ms = $4, result_bytes = $5 WHERE id = $6")
-        .bind(&r.status)
+        .bind(r.status.as_str())
         .bind(&r.result)
         .bind(&r.error)
         .bind(r.duration_ms)
@@ -105,7 +108,7 @@ pub async fn finish_many<'e>(ex: impl Exec<'e>, rows: &[&ToolCallRow]) -> Result
     for r in rows {
         q = q
             .bind(&r.id)
-            .bind(&r.status)
+            .bind(r.status.as_str())
             .bind(&r.result)
             .bind(&r.error)
             .bind(r.duration_ms)

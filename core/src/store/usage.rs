@@ -1,6 +1,6 @@
 //! Usage counters: meters summed per project, API key, tool and UTC day.
 
-use super::Exec;
+use super::{tool_calls::CallStatus, Exec};
 use crate::Result;
 
 pub use workbench_model::usage::Meter;
@@ -112,7 +112,7 @@ pub async fn outcomes_per_day<'e>(
     from_ms: i64,
     to_ms: i64,
     user_id: Option<&str>,
-) -> Result<Vec<(i64, String, i64)>> {
+) -> Result<Vec<(i64, Option<CallStatus>, i64)>> {
     let own = if user_id.is_some() {
         " AND user_id = $4"
     } else {
@@ -130,7 +130,11 @@ pub async fn outcomes_per_day<'e>(
     if let Some(u) = user_id {
         q = q.bind(u);
     }
-    Ok(q.fetch_all(ex).await?)
+    let rows: Vec<(i64, String, i64)> = q.fetch_all(ex).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(d, status, n)| (d, CallStatus::parse(&status), n))
+        .collect())
 }
 
 /// Handler times of a project's finished calls within `[from_ms, to_ms)`, newest first, at most

@@ -60,7 +60,7 @@ pub async fn csv(
                 e.at.clone(),
                 e.action.clone(),
                 e.tool.clone().unwrap_or_default(),
-                e.status.clone(),
+                e.status.to_string(),
                 e.error_code.clone().unwrap_or_default(),
                 e.duration_ms.map(|d| d.to_string()).unwrap_or_default(),
                 e.api_key_id.clone().unwrap_or_default(),

@@ -4,6 +4,7 @@
 use axum::extract::{Query, State};
 use axum::response::Response;
 use serde::Deserialize;
+use workbench_core::model::calls::CallStatus;
 
 use super::csv::Csv;
 use crate::api_auth::ApiCaller;
@@ -33,9 +34,9 @@ pub async fn csv(
         "calls" => {
             line(&[
                 "day".into(),
-                "succeeded".into(),
-                "failed".into(),
-                "denied".into(),
+                CallStatus::Succeeded.to_string(),
+                CallStatus::Failed.to_string(),
+                CallStatus::Denied.to_string(),
                 "other".into(),
             ]);
             for d in &r.days {

@@ -83,11 +83,7 @@ pub async fn decide(
         Err(DecideError::NotFound) => Err(ApiError::not_found()),
         Err(DecideError::Forbidden(m)) => Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", m)),
         Err(DecideError::Invalid(m)) => Err(shape(m)),
-        Err(e @ DecideError::Closed { .. }) => {
-            let DecideError::Closed { status } = &e else {
-                unreachable!()
-            };
-            let status = status.clone();
+        Err(e @ DecideError::Closed { status }) => {
             Err(
                 ApiError::new(StatusCode::CONFLICT, "confirmation_closed", e.to_string())
                     .with_meta_field("status", json!(status)),

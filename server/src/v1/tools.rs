@@ -15,6 +15,7 @@ use workbench_core::catalog::Tool;
 use workbench_core::engine::{
     Begin, CallOptions, Idempotency, Invocation, Surface, ToolError, MAX_TIMEOUT,
 };
+use workbench_core::model::calls::CallStatus;
 
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
@@ -189,7 +190,7 @@ async fn run_invoke(
                 "id": outcome.id,
                 "object": "tool_call",
                 "tool": outcome.tool,
-                "status": "succeeded",
+                "status": CallStatus::Succeeded,
                 "result": result,
                 "duration_ms": outcome.duration_ms,
                 "usage": usage,
@@ -292,7 +293,7 @@ pub async fn invoke(
                     Some(id) => state.wb.engine().get_call(&who, &id).await?,
                     None => None,
                 } {
-                    if call.status != "awaiting_confirmation" {
+                    if call.status != CallStatus::AwaitingConfirmation {
                         return Ok(json_response(StatusCode::OK, call_json(call).to_string(), true));
                     }
                 }

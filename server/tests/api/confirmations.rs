@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 use workbench_core::auth::Role;
 
-use crate::helpers::{admin_with_key, execute, TestApp};
+use crate::helpers::{admin_with_key, execute, TestApp, PASSWORD};
 use crate::{app, db_test};
 
 /// POSTs JSON with a bearer key: (status, body).
@@ -74,7 +74,9 @@ async fn executions(app: &TestApp, admin: &str, tool: &str) -> usize {
     page.entries
         .iter()
         .filter(|e| {
-            e.tool.as_deref() == Some(tool) && e.action == "tool.execute" && e.status == "succeeded"
+            e.tool.as_deref() == Some(tool)
+                && e.action == "tool.execute"
+                && e.status.as_str() == "succeeded"
         })
         .count()
 }
@@ -546,5 +548,62 @@ db_test!(
         }
         let (_, own) = get(&app, &agent, &format!("/v1/tools/confirmations/{conf}")).await;
         assert!(!own.to_string().contains("pasted-secret-9f2c41"), "{own}");
+    }
+);
+
+db_test!(
+    the_audit_log_lists_a_decision_on_a_held_call_and_filters_by_it,
+    |backend| {
+        let app = app!(backend);
+        let (admin, agent, _) = gated(&app).await;
+        let (status, held) = post(&app, &agent, "/v1/tools/invoke", put("q4", "numbers")).await;
+        assert_eq!(status, 202, "{held}");
+        let conf = held["confirmation_id"].as_str().unwrap().to_owned();
+        let (status, done) = post(
+            &app,
+            &admin,
+            &format!("/v1/tools/confirmations/{conf}"),
+            json!({ "decision": "approve" }),
+        )
+        .await;
+        assert_eq!(status, 200, "{done}");
+
+        // The decision row says `approved`, a word no call has: the REST log, its filter and
+        // the portal's Audit page all show it.
+        let (status, approved) = get(&app, &admin, "/v1/audit?status=approved").await;
+        assert_eq!(status, 200, "{approved}");
+        let rows = approved["data"].as_array().expect("a list");
+        assert_eq!(rows.len(), 1, "{approved}");
+        assert_eq!(rows[0]["action"], "confirmation.approve");
+        let a = app.browser();
+        a.sign_in("ada@example.com", PASSWORD).await;
+        let page: Value = a.call("audit_page", &[]).await.json().await.unwrap();
+        let statuses: Vec<&str> = page["rows"]
+            .as_array()
+            .unwrap_or_else(|| panic!("the Audit page loads: {page}"))
+            .iter()
+            .map(|r| r["status"].as_str().unwrap())
+            .collect();
+        assert!(statuses.contains(&"approved"), "{statuses:?}");
+        assert!(statuses.contains(&"succeeded"), "{statuses:?}");
+        let filtered: Value = a
+            .call("audit_page", &[("status", "approved")])
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(filtered["rows"].as_array().map(Vec::len), Some(1));
+
+        // A status that is none of the words is refused with the error shape, not an empty page.
+        let (status, bad) = get(&app, &admin, "/v1/audit?status=approvedish").await;
+        assert_eq!(status, 400, "{bad}");
+        assert_eq!(bad["error"]["code"], "bad_request", "{bad}");
+        assert!(
+            bad["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("awaiting_confirmation"),
+            "{bad}"
+        );
     }
 );

@@ -365,7 +365,7 @@ db_test!(every_execution_leaves_one_audit_row_and_usage, |backend| {
         .map(|r| {
             (
                 r.tool.clone().unwrap(),
-                r.status.clone(),
+                r.status.to_string(),
                 r.error_code.clone(),
             )
         })

@@ -450,7 +450,7 @@ db_test!(
         let fetched = page
             .entries
             .iter()
-            .filter(|e| e.tool.as_deref() == Some("http.fetch") && e.status == "succeeded")
+            .filter(|e| e.tool.as_deref() == Some("http.fetch") && e.status.as_str() == "succeeded")
             .count();
         assert_eq!(
             fetched,

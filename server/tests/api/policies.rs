@@ -498,7 +498,7 @@ db_test!(
         assert!(
             page.entries
                 .iter()
-                .any(|e| e.tool.as_deref() == Some("storage.put") && e.status == "denied"),
+                .any(|e| e.tool.as_deref() == Some("storage.put") && e.status.as_str() == "denied"),
             "{:?}",
             page.entries
         );

@@ -163,7 +163,7 @@ db_test!(
             .iter()
             .filter(|r| {
                 r.action == "proxy.request"
-                    && r.status == "failed"
+                    && r.status.as_str() == "failed"
                     && r.error_code.as_deref() == Some("HTTP_405")
             })
             .collect();

@@ -12,7 +12,7 @@ use crate::catalog::{CallContext, HandlerError, SideEffects, ToolHandler, ToolSp
 use crate::clock::rfc3339;
 use crate::egress::FetchError;
 use crate::schedule::{
-    NewCallback, ScheduleError, Schedules, MAX_AHEAD_MS, MAX_PAYLOAD_BYTES,
+    CallbackStatus, NewCallback, ScheduleError, Schedules, MAX_AHEAD_MS, MAX_PAYLOAD_BYTES,
     MAX_SCHEDULED_PER_PROJECT,
 };
 use crate::Result;
@@ -147,7 +147,7 @@ impl ToolHandler for ScheduleCallback {
                 HandlerError::Unavailable("callbacks cannot be scheduled right now; try again".into())
             }
         })?;
-        Ok(json!({ "id": id, "scheduled_for": rfc3339(at), "status": "scheduled" }))
+        Ok(json!({ "id": id, "scheduled_for": rfc3339(at), "status": CallbackStatus::Scheduled }))
     }
 }
 

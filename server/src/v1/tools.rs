@@ -208,7 +208,7 @@ async fn run_invoke(
                 "id": outcome.id,
                 "object": "tool_call",
                 "tool": outcome.tool,
-                "status": "awaiting_confirmation",
+                "status": CallStatus::AwaitingConfirmation,
                 "confirmation_id": confirmation_id,
                 "expires_at": expires_at,
                 "url": url,

@@ -31,7 +31,7 @@ if ! cargo fmt --all --check >/dev/null; then
   exit 1
 fi
 echo "==> cargo clippy --all-targets -D warnings" >&2
-if ! cargo clippy --all-targets -p workbench-core -p workbench-server -- -D warnings; then
+if ! cargo clippy --all-targets -p workbench-model -p workbench-core -p workbench-server -p workbench-app -- -D warnings; then
   echo "test.sh: clippy found warnings (above); fix them, the gate allows none" >&2
   exit 1
 fi
@@ -40,9 +40,9 @@ log=$(mktemp)
 # Every test that skips itself writes "<test>\t<reason>" here (tests/api/helpers.rs `skipped`).
 export WB_TEST_SKIP_LOG="$log.skips"
 : > "$WB_TEST_SKIP_LOG"
-echo "==> cargo test (core, server: unit + API tests on SQLite and PostgreSQL)" >&2
+echo "==> cargo test (model, core, server: unit + API tests on SQLite and PostgreSQL)" >&2
 set +e
-cargo test -p workbench-core -p workbench-server 2>&1 | tee "$log"
+cargo test -p workbench-model -p workbench-core -p workbench-server 2>&1 | tee "$log"
 rust_status=${PIPESTATUS[0]}
 set -e
 

@@ -1,8 +1,11 @@
 //! Building blocks shared by the pages: the signed-in layout with its navigation, the page kit
 //! (`Loaded`: the load/suspense/error skeleton every page repeats; `AddCard`: an admin's add
-//! form; `ListCard` and `Table`: the list shells), and small presentational pieces (error notes, cards, buttons).
+//! form; `ListCard` and `Table`: the list shells; `RowAction`: a row's one-button form), and
+//! small presentational pieces (error notes, cards, buttons).
 
 use leptos::prelude::*;
+use leptos::server_fn::{client::Client, codec::PostUrl, request::ClientReq, Http, ServerFn};
+use leptos_meta::Title;
 
 use crate::api::{pending_confirmations, viewer, SignOut};
 use crate::AppError;
@@ -90,6 +93,25 @@ pub fn Layout(#[prop(into)] current: String, children: Children) -> impl IntoVie
             </aside>
             <main class="flex-1 px-10 py-8">{children()}</main>
         </div>
+    }
+}
+
+/// A signed-in page: the browser tab's title, the navigation with `current` marked, and the
+/// page's heading (`heading`, else `title`) with its subtitle above the content.
+#[component]
+pub fn Page(
+    current: &'static str,
+    title: &'static str,
+    #[prop(optional)] heading: Option<&'static str>,
+    #[prop(optional)] subtitle: &'static str,
+    children: Children,
+) -> impl IntoView {
+    view! {
+        <Title text=title/>
+        <Layout current=current>
+            <PageHeader title=heading.unwrap_or(title) subtitle=subtitle/>
+            {children()}
+        </Layout>
     }
 }
 
@@ -214,6 +236,91 @@ pub fn Table(headers: &'static [&'static str], children: Children) -> impl IntoV
             <tbody>{children()}</tbody>
         </table>
     }
+}
+
+/// How a row action's button looks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ButtonKind {
+    /// Removes or revokes something: red outline.
+    #[default]
+    Danger,
+    /// The row's main step forward (verify, approve).
+    Primary,
+    /// A harmless step (refresh).
+    Plain,
+}
+
+const BUTTON_PLAIN: &str = "inline-flex items-center rounded-md border border-slate-300 bg-white px-3 py-1 text-xs font-medium";
+
+/// One button acting on one row: a form that sends the row's `id` (and `extra` hidden fields)
+/// to a server function taking `id`, asking first when `confirm` is set.
+#[component]
+pub fn RowAction<S, O>(
+    action: ServerAction<S>,
+    #[prop(into)] id: String,
+    /// The button's text.
+    label: &'static str,
+    /// What assistive technology names the button, e.g. "Delete crm".
+    #[prop(into, optional)]
+    aria_label: Option<String>,
+    /// A question the browser asks before sending (irreversible steps).
+    #[prop(into, optional)]
+    confirm: Option<String>,
+    #[prop(optional)] kind: ButtonKind,
+    /// More hidden fields: (name, value).
+    #[prop(optional)]
+    extra: Vec<(&'static str, String)>,
+    /// Classes of the form, e.g. `ml-auto`.
+    #[prop(optional)]
+    class: &'static str,
+    #[prop(optional)] testid: Option<&'static str>,
+) -> impl IntoView
+where
+    S: serde::de::DeserializeOwned
+        + ServerFn<Protocol = Http<PostUrl, O>>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    <<S::Client as Client<S::Error>>::Request as ClientReq<S::Error>>::FormData:
+        From<leptos::web_sys::FormData>,
+    S::Output: Send + Sync + 'static,
+    S::Error: Send + Sync + 'static,
+    S::Client: Client<S::Error>,
+{
+    let onsubmit = confirm.map(|q| format!("return confirm('{}')", js_single_quoted(&q)));
+    let button = match kind {
+        ButtonKind::Danger => BUTTON_DANGER,
+        ButtonKind::Primary => BUTTON,
+        ButtonKind::Plain => BUTTON_PLAIN,
+    };
+    let extra = extra
+        .into_iter()
+        .map(|(name, value)| view! { <input type="hidden" name=name value=value/> })
+        .collect_view();
+    view! {
+        <ActionForm action=action attr:class=class attr:onsubmit=onsubmit>
+            <input type="hidden" name="id" value=id/>
+            {extra}
+            <button type="submit" class=button aria-label=aria_label data-testid=testid>{label}</button>
+        </ActionForm>
+    }
+}
+
+/// `s` as the inside of a single-quoted JavaScript string (the page escapes the attribute).
+fn js_single_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '<' => out.push_str("\\x3c"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[component]

@@ -6,6 +6,13 @@
 #![recursion_limit = "256"]
 
 pub mod api;
+/// A page's data: `load` now, and again after each run of any of the `actions` (their
+/// versions are what the resource watches).
+macro_rules! reloaded_after {
+    ($load:expr; $($action:expr),+ $(,)?) => {
+        leptos::prelude::Resource::new(move || ($($action.version().get(),)+), |_| $load)
+    };
+}
 mod components;
 mod error;
 mod pages;

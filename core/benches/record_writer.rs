@@ -15,9 +15,15 @@ use sqlx::{Connection, PgConnection};
 use workbench_core::audit::{Record, Recorder, UsageAdd, Write};
 use workbench_core::auth::{Accounts, Role};
 use workbench_core::clock::SystemClock;
-use workbench_core::store::{self, audit::AuditRow, tool_calls::ToolCallRow, usage::Meter, Db};
+use workbench_core::store::{
+    self,
+    audit::AuditRow,
+    tool_calls::{CallStatus, ToolCallRow},
+    usage::Meter,
+    Db,
+};
 
-fn rows(project: &str, user: &str, n: usize, status: &str) -> (ToolCallRow, AuditRow) {
+fn rows(project: &str, user: &str, n: usize, status: CallStatus) -> (ToolCallRow, AuditRow) {
     let id = workbench_core::ids::new_id("tcall");
     let call = ToolCallRow {
         id: id.clone(),
@@ -25,7 +31,7 @@ fn rows(project: &str, user: &str, n: usize, status: &str) -> (ToolCallRow, Audi
         user_id: user.into(),
         api_key_id: None,
         tool: "storage.put".into(),
-        status: status.into(),
+        status,
         arguments: format!("{{\"key\":\"k{n}\"}}"),
         result: None,
         error: None,
@@ -56,11 +62,11 @@ fn rows(project: &str, user: &str, n: usize, status: &str) -> (ToolCallRow, Audi
 }
 
 fn finished(mut call: ToolCallRow, mut audit: AuditRow, write: Write, project: &str) -> Record {
-    call.status = "succeeded".into();
+    call.status = CallStatus::Succeeded;
     call.result = Some("{\"ok\":true}".into());
     call.duration_ms = 3;
     call.result_bytes = Some(11);
-    audit.status = "succeeded".into();
+    audit.status = CallStatus::Succeeded.into();
     audit.duration_ms = Some(3);
     let usage = UsageAdd {
         project_id: project.into(),
@@ -99,7 +105,7 @@ async fn run(engine: &str, db: Db, n: usize) {
     // New rows: queued as fast as the queue takes them, then flushed.
     let records: Vec<Record> = (0..n)
         .map(|i| {
-            let (c, a) = rows(&project, &user.id, i, "succeeded");
+            let (c, a) = rows(&project, &user.id, i, CallStatus::Succeeded);
             finished(c, a, Write::Insert, &project)
         })
         .collect();
@@ -112,7 +118,7 @@ async fn run(engine: &str, db: Db, n: usize) {
 
     // Finished after a running row: the running rows are written first (not timed).
     let running: Vec<(ToolCallRow, AuditRow)> = (0..n)
-        .map(|i| rows(&project, &user.id, n + i, "running"))
+        .map(|i| rows(&project, &user.id, n + i, CallStatus::Running))
         .collect();
     for chunk in running.chunks(store::INSERT_ROWS_MAX) {
         let mut tx = db.begin_write().await.unwrap();

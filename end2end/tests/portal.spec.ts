@@ -233,6 +233,18 @@ test("an MCP server's tools join the catalog, and a changed tool waits for an ad
   await expect(page.getByTestId("mcp-tool")).toContainText("available");
   await search();
   await expect(page.getByTestId("tool-row").first()).toContainText("crm.lookup");
+
+  // Deleting asks first: dismissing keeps the server, accepting deletes it.
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "MCP servers" }).click();
+  const questions: string[] = [];
+  page.once("dialog", (d) => { questions.push(d.message()); void d.dismiss(); });
+  await page.getByRole("button", { name: "Delete crm" }).click();
+  await expect.poll(() => questions.length).toBe(1);
+  expect(questions[0]).toBe("Delete crm? Its tools leave the catalog at once.");
+  await expect(page.getByTestId("mcp-server-row")).toHaveCount(1);
+  page.once("dialog", (d) => void d.accept());
+  await page.getByRole("button", { name: "Delete crm" }).click();
+  await expect(page.getByTestId("mcp-server-row")).toHaveCount(0);
 });
 
 test("a cross-site form post is refused even with the session cookie", async ({ page }) => {

@@ -2,14 +2,11 @@
 //! one), revoke.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 use crate::api::{
     api_keys_page, ApiKeyView, CreateApiKey, NewApiKeyView, RevokeApiKey, SetKeyPolicy,
 };
-use crate::components::{
-    ActionError, Layout, Loaded, PageHeader, Table, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
-};
+use crate::components::{ActionError, Loaded, Page, RowAction, Table, BUTTON, CARD, INPUT, LABEL};
 
 #[component]
 fn NewKeyNotice(key: NewApiKeyView) -> impl IntoView {
@@ -77,10 +74,7 @@ fn KeyRow(
                 {match revoked {
                     Some(at) => view! { <span class="text-xs text-slate-500">"revoked " {at}</span> }.into_any(),
                     None => view! {
-                        <ActionForm action=revoke>
-                            <input type="hidden" name="id" value=key.id.clone()/>
-                            <button type="submit" class=BUTTON_DANGER aria-label=format!("Revoke {}", key.name)>"Revoke"</button>
-                        </ActionForm>
+                        <RowAction action=revoke id=key.id.clone() label="Revoke" aria_label=format!("Revoke {}", key.name)/>
                     }.into_any(),
                 }}
             </td>
@@ -93,21 +87,11 @@ pub fn ApiKeys() -> impl IntoView {
     let create = ServerAction::<CreateApiKey>::new();
     let revoke = ServerAction::<RevokeApiKey>::new();
     let set_policy = ServerAction::<SetKeyPolicy>::new();
-    let page = Resource::new(
-        move || {
-            (
-                create.version().get(),
-                revoke.version().get(),
-                set_policy.version().get(),
-            )
-        },
-        |_| api_keys_page(),
-    );
+    let page = reloaded_after!(api_keys_page(); create, revoke, set_policy);
     let fresh = move || create.value().get().and_then(Result::ok);
     view! {
-        <Title text="API keys"/>
-        <Layout current="/api-keys">
-            <PageHeader title="API keys" subtitle="Keys let agents (/mcp) and programs (/v1) act as you in this project."/>
+        <Page current="/api-keys" title="API keys"
+            subtitle="Keys let agents (/mcp) and programs (/v1) act as you in this project.">
             <section class=format!("{CARD} mb-6 max-w-xl")>
                 <ActionForm action=create attr:class="flex items-end gap-3">
                     <div class="flex-1">
@@ -139,6 +123,6 @@ pub fn ApiKeys() -> impl IntoView {
                     </section>
                 }.into_any()
             }/>
-        </Layout>
+        </Page>
     }
 }

@@ -2,13 +2,10 @@
 //! tools with JSON Schema inputs and request templates). Their tools join the catalog.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 use super::app_import::{AppImport, ImportState};
 use crate::api::{apps_page, CreateApp, DeleteApp};
-use crate::components::{
-    ActionError, AddCard, Layout, Loaded, PageHeader, BUTTON, BUTTON_DANGER, CARD, LABEL,
-};
+use crate::components::{ActionError, AddCard, ListCard, Loaded, Page, RowAction, BUTTON, LABEL};
 
 const EXAMPLE: &str = r#"{
   "name": "status",
@@ -30,20 +27,10 @@ pub fn Apps() -> impl IntoView {
     let create = ServerAction::<CreateApp>::new();
     let delete = ServerAction::<DeleteApp>::new();
     let import = ImportState::new();
-    let data = Resource::new(
-        move || {
-            (
-                create.version().get(),
-                delete.version().get(),
-                import.create.version().get(),
-            )
-        },
-        |_| apps_page(),
-    );
+    let data = reloaded_after!(apps_page(); create, delete, import.create);
     view! {
-        <Title text="Apps"/>
-        <Layout current="/apps">
-            <PageHeader title="Apps" subtitle="Your project's own integrations. Their tools appear in search_tools like any plugin's."/>
+        <Page current="/apps" title="Apps"
+            subtitle="Your project's own integrations. Their tools appear in search_tools like any plugin's.">
             <Loaded data=data content=move |d| {
                 let can_manage = d.can_manage;
                 let redirect_uri = d.redirect_uri.clone();
@@ -61,38 +48,29 @@ pub fn Apps() -> impl IntoView {
                         <ActionError value=create.value()/>
                         <ActionError value=delete.value()/>
                     </AddCard>
-                    <section class=format!("{CARD} max-w-3xl")>
-                        {if d.apps.is_empty() {
-                            view! { <p class="text-sm text-slate-600">"No apps yet."</p> }.into_any()
-                        } else {
-                            view! {
-                                <ul class="divide-y divide-slate-100">
-                                    {d.apps.into_iter().map(|a| view! {
-                                        <li class="py-3" data-testid="app-row">
-                                            <div class="flex items-center justify-between">
-                                                <div>
-                                                    <p class="font-medium">{a.display_name.clone()} <span class="font-mono text-xs text-slate-500">{format!(" {} · {}", a.name, a.id)}</span></p>
-                                                    <p class="text-xs text-slate-500">{format!("{} · auth {} · {}", a.base_url, a.auth_type, a.created_at)}</p>
-                                                </div>
-                                                {can_manage.then(|| view! {
-                                                    <ActionForm action=delete>
-                                                        <input type="hidden" name="id" value=a.id.clone()/>
-                                                        <button type="submit" class=BUTTON_DANGER aria-label=format!("Delete {}", a.name)>"Delete"</button>
-                                                    </ActionForm>
-                                                })}
-                                            </div>
-                                            <p class="mt-1 font-mono text-xs text-slate-600">{a.tools.join(", ")}</p>
-                                            {a.load_error.clone().map(|e| view! {
-                                                <p class="mt-1 text-xs text-red-700" role="alert" data-testid="app-load-error">{format!("Not loaded: {e}. Its tools are unavailable; delete the app and create it again with a fixed definition.")}</p>
-                                            })}
-                                        </li>
-                                    }).collect_view()}
-                                </ul>
-                            }.into_any()
-                        }}
-                    </section>
+                    <ListCard empty=d.apps.is_empty() width="max-w-3xl" empty_text="No apps yet.">
+                        <ul class="divide-y divide-slate-100">
+                            {d.apps.iter().map(|a| view! {
+                                <li class="py-3" data-testid="app-row">
+                                    <div class="flex items-center justify-between">
+                                        <div>
+                                            <p class="font-medium">{a.display_name.clone()} <span class="font-mono text-xs text-slate-500">{format!(" {} · {}", a.name, a.id)}</span></p>
+                                            <p class="text-xs text-slate-500">{format!("{} · auth {} · {}", a.base_url, a.auth_type, a.created_at)}</p>
+                                        </div>
+                                        {can_manage.then(|| view! {
+                                            <RowAction action=delete id=a.id.clone() label="Delete" aria_label=format!("Delete {}", a.name)/>
+                                        })}
+                                    </div>
+                                    <p class="mt-1 font-mono text-xs text-slate-600">{a.tools.join(", ")}</p>
+                                    {a.load_error.clone().map(|e| view! {
+                                        <p class="mt-1 text-xs text-red-700" role="alert" data-testid="app-load-error">{format!("Not loaded: {e}. Its tools are unavailable; delete the app and create it again with a fixed definition.")}</p>
+                                    })}
+                                </li>
+                            }).collect_view()}
+                        </ul>
+                    </ListCard>
                 }.into_any()
             }/>
-        </Layout>
+        </Page>
     }
 }

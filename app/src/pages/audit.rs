@@ -3,11 +3,10 @@
 //! how many days rows are kept.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::{audit_page, AuditStatus, SaveRetention};
-use crate::components::{ActionError, Layout, Loaded, PageHeader, BUTTON, CARD, INPUT, LABEL};
+use crate::components::{ActionError, Loaded, Page, BUTTON, CARD, INPUT, LABEL};
 
 /// The statuses the filter offers (a row is `running` only while its call runs).
 const STATUSES: &[AuditStatus] = &[
@@ -46,9 +45,8 @@ pub fn Audit() -> impl IntoView {
         |(tool, status, key, cursor, _)| audit_page(tool, status, key, cursor),
     );
     view! {
-        <Title text="Audit"/>
-        <Layout current="/audit">
-            <PageHeader title="Audit log" subtitle="Every tool execution attempt, whatever its outcome."/>
+        <Page current="/audit" title="Audit" heading="Audit log"
+            subtitle="Every tool execution attempt, whatever its outcome.">
             <ActionError value=retention.value()/>
             <Loaded data=data content=move |d| {
                 let tool = param("tool").unwrap_or_default();
@@ -148,7 +146,7 @@ pub fn Audit() -> impl IntoView {
                     })}
                 }.into_any()
             }/>
-        </Layout>
+        </Page>
     }
 }
 

@@ -3,11 +3,10 @@
 //! references kept, secrets redacted) and the confirmation it was held under with who decided.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::audit_detail;
-use crate::components::{Layout, Loaded, PageHeader, CARD};
+use crate::components::{Loaded, Page, CARD};
 use crate::pages::audit::status_class;
 
 fn row(label: &'static str, value: Option<String>, testid: &'static str) -> impl IntoView {
@@ -25,9 +24,8 @@ pub fn AuditEventPage() -> impl IntoView {
     let id = move || params.read().get("id").unwrap_or_default();
     let data = Resource::new(id, audit_detail);
     view! {
-        <Title text="Audit entry"/>
-        <Layout current="/audit">
-            <PageHeader title="Audit entry" subtitle="One execution attempt in full."/>
+        <Page current="/audit" title="Audit entry"
+            subtitle="One execution attempt in full.">
             <Loaded data=data content=move |d| {
                 let status_class = status_class(d.status);
                 view! {
@@ -70,6 +68,6 @@ pub fn AuditEventPage() -> impl IntoView {
                 }.into_any()
             }/>
             <a href="/audit" class="mt-4 inline-block text-sm text-indigo-600 underline">"Audit log"</a>
-        </Layout>
+        </Page>
     }
 }

@@ -3,11 +3,10 @@
 //! Admins can show the signing secret receivers check `Workbench-Signature` with.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 use workbench_model::delivery::CallbackStatus;
 
 use crate::api::{callbacks_page, CallbackItem, CallbackSigningSecret, CancelCallback};
-use crate::components::{ActionError, Layout, LoadError, PageHeader, BUTTON, BUTTON_DANGER, CARD};
+use crate::components::{ActionError, Loaded, Page, RowAction, BUTTON, CARD};
 
 fn status_badge(status: CallbackStatus) -> &'static str {
     match status {
@@ -38,10 +37,7 @@ fn Callback(c: CallbackItem, cancel: ServerAction<CancelCallback>) -> impl IntoV
                 <span class="font-mono text-sm font-semibold">{c.method.clone()} " " {c.url.clone()}</span>
                 <span class=status_badge(c.status) data-testid="callback-status">{c.status.as_str()}</span>
                 {waiting.then(|| view! {
-                    <ActionForm action=cancel attr:class="ml-auto">
-                        <input type="hidden" name="id" value=id.clone()/>
-                        <button type="submit" class=BUTTON_DANGER data-testid="cancel-callback">"Cancel"</button>
-                    </ActionForm>
+                    <RowAction action=cancel id=id.clone() label="Cancel" class="ml-auto" testid="cancel-callback"/>
                 })}
             </div>
             <dl class="mt-2 grid grid-cols-[10rem_1fr] gap-x-3 gap-y-1 text-sm">
@@ -85,49 +81,38 @@ fn Callback(c: CallbackItem, cancel: ServerAction<CancelCallback>) -> impl IntoV
 pub fn Callbacks() -> impl IntoView {
     let cancel = ServerAction::<CancelCallback>::new();
     let reveal = ServerAction::<CallbackSigningSecret>::new();
-    let data = Resource::new(move || cancel.version().get(), |_| callbacks_page());
+    let data = reloaded_after!(callbacks_page(); cancel);
     view! {
-        <Title text="Callbacks"/>
-        <Layout current="/callbacks">
-            <PageHeader
-                title="Callbacks"
-                subtitle="Calls back agents scheduled with schedule.callback: retried for about a day (408, 429, 5xx and network errors) until the receiver answers 2xx, each request signed."
-            />
-            <Suspense fallback=|| view! { <p class="text-sm text-slate-500">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match data.await {
-                        Err(error) => view! { <LoadError error/> }.into_any(),
-                        Ok(d) => {
-                            let empty = d.callbacks.is_empty();
-                            let list = d.callbacks.into_iter().map(|c| view! { <Callback c cancel/> }).collect_view();
-                            view! {
-                                {d.is_admin.then(|| view! {
-                                    <section class=format!("{CARD} mb-6 max-w-2xl")>
-                                        <h2 class="text-sm font-semibold">"Signing secret"</h2>
-                                        <p class="mt-1 text-sm text-slate-600">
-                                            "Receivers check the " <code>"Workbench-Signature: t=<unix>,v1=<hex>"</code>
-                                            " header: v1 is the HMAC-SHA256 of " <code>"<t>.<raw body>"</code> " under this secret."
-                                        </p>
-                                        <ActionForm action=reveal attr:class="mt-3">
-                                            <button type="submit" class=BUTTON data-testid="reveal-signing-secret">"Show signing secret"</button>
-                                        </ActionForm>
-                                        {move || reveal.value().get().and_then(Result::ok).map(|s| view! {
-                                            <code class="mt-2 block break-all rounded bg-slate-50 p-2 font-mono text-xs" data-testid="signing-secret">{s}</code>
-                                        })}
-                                        <ActionError value=reveal.value()/>
-                                    </section>
-                                })}
-                                <ActionError value=cancel.value()/>
-                                {if empty {
-                                    view! { <section class=format!("{CARD} max-w-2xl")><p class="text-sm text-slate-600">"No callbacks scheduled yet."</p></section> }.into_any()
-                                } else {
-                                    view! { <div class="max-w-4xl">{list}</div> }.into_any()
-                                }}
-                            }.into_any()
-                        }
-                    }
-                })}
-            </Suspense>
-        </Layout>
+        <Page current="/callbacks" title="Callbacks"
+            subtitle="Calls back agents scheduled with schedule.callback: retried for about a day (408, 429, 5xx and network errors) until the receiver answers 2xx, each request signed.">
+            <Loaded data=data content=move |d| {
+                let empty = d.callbacks.is_empty();
+                let list = d.callbacks.into_iter().map(|c| view! { <Callback c cancel/> }).collect_view();
+                view! {
+                    {d.is_admin.then(|| view! {
+                        <section class=format!("{CARD} mb-6 max-w-2xl")>
+                            <h2 class="text-sm font-semibold">"Signing secret"</h2>
+                            <p class="mt-1 text-sm text-slate-600">
+                                "Receivers check the " <code>"Workbench-Signature: t=<unix>,v1=<hex>"</code>
+                                " header: v1 is the HMAC-SHA256 of " <code>"<t>.<raw body>"</code> " under this secret."
+                            </p>
+                            <ActionForm action=reveal attr:class="mt-3">
+                                <button type="submit" class=BUTTON data-testid="reveal-signing-secret">"Show signing secret"</button>
+                            </ActionForm>
+                            {move || reveal.value().get().and_then(Result::ok).map(|s| view! {
+                                <code class="mt-2 block break-all rounded bg-slate-50 p-2 font-mono text-xs" data-testid="signing-secret">{s}</code>
+                            })}
+                            <ActionError value=reveal.value()/>
+                        </section>
+                    })}
+                    <ActionError value=cancel.value()/>
+                    {if empty {
+                        view! { <section class=format!("{CARD} max-w-2xl")><p class="text-sm text-slate-600">"No callbacks scheduled yet."</p></section> }.into_any()
+                    } else {
+                        view! { <div class="max-w-4xl">{list}</div> }.into_any()
+                    }}
+                }.into_any()
+            }/>
+        </Page>
     }
 }

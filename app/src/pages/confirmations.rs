@@ -5,7 +5,6 @@
 //! see how its newest deliveries went.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{
@@ -13,7 +12,7 @@ use crate::api::{
     DecideConfirmation, SaveWebhook, SideEffects, WebhookData,
 };
 use crate::components::{
-    ActionError, Layout, LoadError, Loaded, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+    ActionError, LoadError, Loaded, Page, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
 };
 
 fn time_left(expires_at_ms: i64, now_ms: i64) -> String {
@@ -157,18 +156,11 @@ fn Webhook(w: WebhookData, save: ServerAction<SaveWebhook>) -> impl IntoView {
 pub fn Confirmations() -> impl IntoView {
     let decide = ServerAction::<DecideConfirmation>::new();
     let save_webhook = ServerAction::<SaveWebhook>::new();
-    let data = Resource::new(move || decide.version().get(), |_| confirmations_page());
-    let webhook = Resource::new(
-        move || (save_webhook.version().get(), decide.version().get()),
-        |_| webhook_settings(),
-    );
+    let data = reloaded_after!(confirmations_page(); decide);
+    let webhook = reloaded_after!(webhook_settings(); save_webhook, decide);
     view! {
-        <Title text="Confirmations"/>
-        <Layout current="/confirmations">
-            <PageHeader
-                title="Confirmations"
-                subtitle="Calls an agent's policy holds until a person approves them. Approving runs the call once, as the key that made it; the agent's identical call then gets the outcome."
-            />
+        <Page current="/confirmations" title="Confirmations"
+            subtitle="Calls an agent's policy holds until a person approves them. Approving runs the call once, as the key that made it; the agent's identical call then gets the outcome.">
             <ActionError value=decide.value()/>
             <Loaded data=data content=move |d| {
                 let now = d.now_ms;
@@ -196,7 +188,7 @@ pub fn Confirmations() -> impl IntoView {
                     }
                 })}
             </Transition>
-        </Layout>
+        </Page>
     }
 }
 
@@ -210,12 +202,11 @@ pub fn ConfirmationPage() -> impl IntoView {
         |(id, _)| confirmation_page(id),
     );
     view! {
-        <Title text="Confirmation"/>
-        <Layout current="/confirmations">
-            <PageHeader title="Confirm a call" subtitle="An agent asked to run this tool; its policy needs a person to say yes first."/>
+        <Page current="/confirmations" title="Confirmation" heading="Confirm a call"
+            subtitle="An agent asked to run this tool; its policy needs a person to say yes first.">
             <ActionError value=decide.value()/>
             <Loaded data=data content=move |(c, now)| view! { <Held c now_ms=now action=Some(decide)/> }.into_any()/>
             <a href="/confirmations" class="text-sm text-indigo-600 underline">"All confirmations"</a>
-        </Layout>
+        </Page>
     }
 }

@@ -10,7 +10,7 @@ use crate::api::{
     SubmitConnection,
 };
 use crate::components::{
-    ActionError, Centered, Layout, Loaded, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+    ActionError, Centered, Loaded, Page, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
 };
 
 fn status_class(status: AccountState) -> &'static str {
@@ -25,11 +25,10 @@ fn status_class(status: AccountState) -> &'static str {
 pub fn ConnectionsPage() -> impl IntoView {
     let start = ServerAction::<StartConnection>::new();
     let disconnect = ServerAction::<Disconnect>::new();
-    let data = Resource::new(move || disconnect.version().get(), |_| connections_page());
+    let data = reloaded_after!(connections_page(); disconnect);
     view! {
-        <Title text="Connections"/>
-        <Layout current="/connections">
-            <PageHeader title="Connections" subtitle="Accounts your agents act as. Credentials are encrypted and never shown."/>
+        <Page current="/connections" title="Connections"
+            subtitle="Accounts your agents act as. Credentials are encrypted and never shown.">
             <ActionError value=start.value()/>
             <ActionError value=disconnect.value()/>
             <Loaded data=data content=move |list| view! {
@@ -78,7 +77,7 @@ pub fn ConnectionsPage() -> impl IntoView {
                     }).collect_view()}
                 </ul>
             }.into_any()/>
-        </Layout>
+        </Page>
     }
 }
 

@@ -2,28 +2,20 @@
 //! private and metadata addresses stay blocked whatever is listed.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 use crate::api::{egress_page, AddEgressRule, RemoveEgressRule};
 use crate::components::{
-    ActionError, AddCard, Layout, ListCard, Loaded, PageHeader, BUTTON, BUTTON_DANGER, INPUT, LABEL,
+    ActionError, AddCard, ListCard, Loaded, Page, BUTTON, BUTTON_DANGER, INPUT, LABEL,
 };
 
 #[component]
 pub fn Egress() -> impl IntoView {
     let add = ServerAction::<AddEgressRule>::new();
     let remove = ServerAction::<RemoveEgressRule>::new();
-    let data = Resource::new(
-        move || (add.version().get(), remove.version().get()),
-        |_| egress_page(),
-    );
+    let data = reloaded_after!(egress_page(); add, remove);
     view! {
-        <Title text="Egress"/>
-        <Layout current="/egress">
-            <PageHeader
-                title="Egress allowlist"
-                subtitle="Hosts the http.fetch tool may call. Private, loopback, link-local and cloud metadata addresses are refused even when listed."
-            />
+        <Page current="/egress" title="Egress" heading="Egress allowlist"
+            subtitle="Hosts the http.fetch tool may call. Private, loopback, link-local and cloud metadata addresses are refused even when listed.">
             <Loaded data=data content=move |d| {
                 let can_manage = d.can_manage;
                 let empty = d.patterns.is_empty();
@@ -55,6 +47,6 @@ pub fn Egress() -> impl IntoView {
                     </ListCard>
                 }.into_any()
             }/>
-        </Layout>
+        </Page>
     }
 }

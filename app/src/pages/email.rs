@@ -3,13 +3,12 @@
 //! hour's sending allowance is used.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 use crate::api::{
     email_page, AddEmailDomain, DomainStatus, EmailDomain, RemoveEmailDomain, VerifyEmailDomain,
 };
 use crate::components::{
-    ActionError, AddCard, Layout, ListCard, Loaded, PageHeader, BUTTON, BUTTON_DANGER, INPUT, LABEL,
+    ActionError, AddCard, ButtonKind, ListCard, Loaded, Page, RowAction, BUTTON, INPUT, LABEL,
 };
 
 fn badge(status: DomainStatus) -> &'static str {
@@ -31,15 +30,6 @@ fn DomainRow(
     remove: ServerAction<RemoveEmailDomain>,
 ) -> impl IntoView {
     let pending = d.status != DomainStatus::Verified;
-    let confirm = format!(
-        "return confirm('Remove {}? email.send stops sending from it at once.')",
-        d.domain
-    );
-    let (verify_id, remove_id) = (d.id.clone(), d.id.clone());
-    let (verify_label, remove_label) = (
-        format!("Verify {}", d.domain),
-        format!("Remove {}", d.domain),
-    );
     view! {
         <li class="py-4" data-testid="email-domain-row">
             <div class="flex items-center justify-between">
@@ -51,15 +41,10 @@ fn DomainRow(
                 {can_manage.then(|| view! {
                     <div class="flex gap-2">
                         {pending.then(|| view! {
-                            <ActionForm action=verify>
-                                <input type="hidden" name="id" value=verify_id.clone()/>
-                                <button type="submit" class=BUTTON aria-label=verify_label.clone()>"Verify"</button>
-                            </ActionForm>
+                            <RowAction action=verify id=d.id.clone() label="Verify" kind=ButtonKind::Primary aria_label=format!("Verify {}", d.domain)/>
                         })}
-                        <ActionForm action=remove attr:onsubmit=confirm.clone()>
-                            <input type="hidden" name="id" value=remove_id.clone()/>
-                            <button type="submit" class=BUTTON_DANGER aria-label=remove_label.clone()>"Remove"</button>
-                        </ActionForm>
+                        <RowAction action=remove id=d.id.clone() label="Remove" aria_label=format!("Remove {}", d.domain)
+                            confirm=format!("Remove {}? email.send stops sending from it at once.", d.domain)/>
                     </div>
                 })}
             </div>
@@ -83,23 +68,10 @@ pub fn Email() -> impl IntoView {
     let add = ServerAction::<AddEmailDomain>::new();
     let verify = ServerAction::<VerifyEmailDomain>::new();
     let remove = ServerAction::<RemoveEmailDomain>::new();
-    let data = Resource::new(
-        move || {
-            (
-                add.version().get(),
-                verify.version().get(),
-                remove.version().get(),
-            )
-        },
-        |_| email_page(),
-    );
+    let data = reloaded_after!(email_page(); add, verify, remove);
     view! {
-        <Title text="Email"/>
-        <Layout current="/email">
-            <PageHeader
-                title="Email"
-                subtitle="Sender domains email.send may send from. A domain is ready once its TXT record proves this project controls it."
-            />
+        <Page current="/email" title="Email"
+            subtitle="Sender domains email.send may send from. A domain is ready once its TXT record proves this project controls it.">
             <Loaded data=data content=move |d| {
                 let can_manage = d.can_manage;
                 let status = if d.configured {
@@ -128,6 +100,6 @@ pub fn Email() -> impl IntoView {
                     </ListCard>
                 }.into_any()
             }/>
-        </Layout>
+        </Page>
     }
 }

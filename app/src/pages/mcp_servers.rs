@@ -13,7 +13,8 @@ use crate::api::{
     ToolState,
 };
 use crate::components::{
-    ActionError, AddCard, Layout, Loaded, PageHeader, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+    ActionError, AddCard, ButtonKind, Layout, ListCard, Loaded, Page, PageHeader, RowAction,
+    BUTTON, CARD, INPUT, LABEL,
 };
 
 const GOOD: &str = "rounded bg-emerald-50 px-2 py-0.5 text-xs font-medium text-emerald-700";
@@ -49,20 +50,10 @@ pub fn McpServers() -> impl IntoView {
     let register = ServerAction::<RegisterMcpServer>::new();
     let refresh = ServerAction::<RefreshMcpServer>::new();
     let delete = ServerAction::<DeleteMcpServer>::new();
-    let data = Resource::new(
-        move || {
-            (
-                register.version().get(),
-                refresh.version().get(),
-                delete.version().get(),
-            )
-        },
-        |_| mcp_servers_page(),
-    );
+    let data = reloaded_after!(mcp_servers_page(); register, refresh, delete);
     view! {
-        <Title text="MCP servers"/>
-        <Layout current="/mcp-servers">
-            <PageHeader title="MCP servers" subtitle="Upstream MCP servers whose tools join this project's catalog, behind a timeout, a concurrency ceiling and a circuit breaker."/>
+        <Page current="/mcp-servers" title="MCP servers"
+            subtitle="Upstream MCP servers whose tools join this project's catalog, behind a timeout, a concurrency ceiling and a circuit breaker.">
             <Loaded data=data content=move |d| {
                 let can_manage = d.can_manage;
                 view! {
@@ -87,48 +78,32 @@ pub fn McpServers() -> impl IntoView {
                         <ActionError value=refresh.value()/>
                         <ActionError value=delete.value()/>
                     </AddCard>
-                    <section class=format!("{CARD} max-w-4xl")>
-                        {if d.servers.is_empty() {
-                            view! { <p class="text-sm text-slate-600">"No MCP servers yet."</p> }.into_any()
-                        } else {
-                            view! {
-                                <ul class="divide-y divide-slate-100">
-                                    {d.servers.into_iter().map(|s| {
-                                        let confirm = format!("return confirm('Delete {}? Its tools leave the catalog at once.')", s.name);
-                                        let (refresh_id, delete_id) = (s.id.clone(), s.id.clone());
-                                        let (refresh_label, delete_label) = (format!("Refresh {}", s.name), format!("Delete {}", s.name));
-                                        view! {
-                                            <li class="flex items-center justify-between py-3" data-testid="mcp-server-row">
-                                                <div>
-                                                    <a href=format!("/mcp-servers/{}", s.id) class="font-medium text-indigo-700 underline">{s.name.clone()}</a>
-                                                    <span class="ml-2 font-mono text-xs text-slate-500">{s.tool_prefix.clone()}</span>
-                                                    <span class=format!("ml-2 {}", server_badge(s.state))>{s.state.as_str()}</span>
-                                                    <span class=format!("ml-1 {}", breaker_badge(s.breaker))>{format!("breaker {}", s.breaker)}</span>
-                                                    <p class="text-xs text-slate-500">{format!("{} · auth {} · {} available, {} unavailable, {} to review", s.url, s.auth_type, s.available, s.unavailable, s.pending_review)}</p>
-                                                    {s.last_error.clone().map(|e| view! { <p class="text-xs text-red-700">{format!("Last refresh failed: {e}")}</p> })}
-                                                </div>
-                                                {can_manage.then(move || view! {
-                                                    <div class="flex gap-2">
-                                                        <ActionForm action=refresh>
-                                                            <input type="hidden" name="id" value=refresh_id/>
-                                                            <button type="submit" class="inline-flex items-center rounded-md border border-slate-300 bg-white px-3 py-1 text-xs font-medium" aria-label=refresh_label>"Refresh"</button>
-                                                        </ActionForm>
-                                                        <ActionForm action=delete attr:onsubmit=confirm>
-                                                            <input type="hidden" name="id" value=delete_id/>
-                                                            <button type="submit" class=BUTTON_DANGER aria-label=delete_label>"Delete"</button>
-                                                        </ActionForm>
-                                                    </div>
-                                                })}
-                                            </li>
-                                        }
-                                    }).collect_view()}
-                                </ul>
-                            }.into_any()
-                        }}
-                    </section>
+                    <ListCard empty=d.servers.is_empty() width="max-w-4xl" empty_text="No MCP servers yet.">
+                        <ul class="divide-y divide-slate-100">
+                            {d.servers.iter().map(|s| view! {
+                                <li class="flex items-center justify-between py-3" data-testid="mcp-server-row">
+                                    <div>
+                                        <a href=format!("/mcp-servers/{}", s.id) class="font-medium text-indigo-700 underline">{s.name.clone()}</a>
+                                        <span class="ml-2 font-mono text-xs text-slate-500">{s.tool_prefix.clone()}</span>
+                                        <span class=format!("ml-2 {}", server_badge(s.state))>{s.state.as_str()}</span>
+                                        <span class=format!("ml-1 {}", breaker_badge(s.breaker))>{format!("breaker {}", s.breaker)}</span>
+                                        <p class="text-xs text-slate-500">{format!("{} · auth {} · {} available, {} unavailable, {} to review", s.url, s.auth_type, s.available, s.unavailable, s.pending_review)}</p>
+                                        {s.last_error.clone().map(|e| view! { <p class="text-xs text-red-700">{format!("Last refresh failed: {e}")}</p> })}
+                                    </div>
+                                    {can_manage.then(|| view! {
+                                        <div class="flex gap-2">
+                                            <RowAction action=refresh id=s.id.clone() label="Refresh" kind=ButtonKind::Plain aria_label=format!("Refresh {}", s.name)/>
+                                            <RowAction action=delete id=s.id.clone() label="Delete" aria_label=format!("Delete {}", s.name)
+                                                confirm=format!("Delete {}? Its tools leave the catalog at once.", s.name)/>
+                                        </div>
+                                    })}
+                                </li>
+                            }).collect_view()}
+                        </ul>
+                    </ListCard>
                 }.into_any()
             }/>
-        </Layout>
+        </Page>
     }
 }
 
@@ -158,17 +133,14 @@ pub fn McpServerPage() -> impl IntoView {
                             let pending = t.status == ToolState::PendingReview;
                             let (approve_id, side_id) = (server_id.clone(), server_id.clone());
                             let (approve_tool, side_tool) = (t.name.clone(), t.name.clone());
-                            let (approve_label, side_label) = (format!("Approve {}", t.name), format!("Side effects of {}", t.name));
+                            let side_label = format!("Side effects of {}", t.name);
                             view! {
                                 <li class=CARD data-testid="mcp-tool">
                                     <div class="flex items-center justify-between">
                                         <p><span class="font-mono text-sm font-medium">{t.catalog_name.clone()}</span><span class=format!("ml-2 {}", tool_badge(t.status))>{t.status.as_str().replace('_', " ")}</span></p>
-                                        {(can_manage && pending).then(move || view! {
-                                            <ActionForm action=approve>
-                                                <input type="hidden" name="id" value=approve_id/>
-                                                <input type="hidden" name="tool" value=approve_tool/>
-                                                <button type="submit" class=BUTTON aria-label=approve_label>"Approve"</button>
-                                            </ActionForm>
+                                        {(can_manage && pending).then(|| view! {
+                                            <RowAction action=approve id=approve_id label="Approve" kind=ButtonKind::Primary
+                                                aria_label=format!("Approve {}", t.name) extra=vec![("tool", approve_tool)]/>
                                         })}
                                     </div>
                                     {t.collision.clone().map(|c| view! { <p class="mt-2 text-sm text-amber-800" data-testid="mcp-tool-collision">{c}</p> })}

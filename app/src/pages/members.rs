@@ -2,21 +2,17 @@
 //! password and a role.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 use crate::api::{members_page, AddMember};
-use crate::components::{
-    ActionError, Layout, Loaded, PageHeader, Table, BUTTON, CARD, INPUT, LABEL,
-};
+use crate::components::{ActionError, Loaded, Page, Table, BUTTON, CARD, INPUT, LABEL};
 
 #[component]
 pub fn Members() -> impl IntoView {
     let add = ServerAction::<AddMember>::new();
-    let page = Resource::new(move || add.version().get(), |_| members_page());
+    let page = reloaded_after!(members_page(); add);
     view! {
-        <Title text="Members"/>
-        <Layout current="/members">
-            <PageHeader title="Members" subtitle="People who can sign in to this project."/>
+        <Page current="/members" title="Members"
+            subtitle="People who can sign in to this project.">
             <Loaded data=page content=move |data| {
                 let rows = data.members.into_iter().map(|m| view! {
                     <tr class="border-t border-slate-100" data-testid="member-row">
@@ -55,6 +51,6 @@ pub fn Members() -> impl IntoView {
                     </section>
                 }.into_any()
             }/>
-        </Layout>
+        </Page>
     }
 }

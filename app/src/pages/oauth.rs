@@ -11,7 +11,7 @@ use crate::api::{
     ConsentView, OauthDecide, RevokeAuthorizedClient,
 };
 use crate::components::{
-    ActionError, Centered, Layout, Loaded, PageHeader, Table, BUTTON, BUTTON_DANGER, CARD, LABEL,
+    ActionError, Centered, Loaded, Page, RowAction, Table, BUTTON, CARD, LABEL,
 };
 
 const FIELDS: [&str; 8] = [
@@ -115,10 +115,7 @@ fn ClientRow(
             <td class="py-2 pr-4 text-slate-600">{client.approved.clone()}</td>
             <td class="py-2 pr-4 text-slate-600">{client.last_used.clone().unwrap_or_else(|| "never".into())}</td>
             <td class="py-2 text-right">
-                <ActionForm action=revoke>
-                    <input type="hidden" name="id" value=client.id.clone()/>
-                    <button type="submit" class=BUTTON_DANGER aria-label=label>"Revoke"</button>
-                </ActionForm>
+                <RowAction action=revoke id=client.id.clone() label="Revoke" aria_label=label/>
             </td>
         </tr>
     }
@@ -127,11 +124,10 @@ fn ClientRow(
 #[component]
 pub fn McpClients() -> impl IntoView {
     let revoke = ServerAction::<RevokeAuthorizedClient>::new();
-    let list = Resource::new(move || revoke.version().get(), |_| authorized_clients());
+    let list = reloaded_after!(authorized_clients(); revoke);
     view! {
-        <Title text="MCP clients"/>
-        <Layout current="/mcp-clients">
-            <PageHeader title="MCP clients" subtitle="MCP clients you let act as you on /mcp. Revoking one ends its access at once."/>
+        <Page current="/mcp-clients" title="MCP clients"
+            subtitle="MCP clients you let act as you on /mcp. Revoking one ends its access at once.">
             <ActionError value=revoke.value()/>
             <Loaded data=list content=move |value| match value {
                 clients if clients.is_empty() => view! {
@@ -146,6 +142,6 @@ pub fn McpClients() -> impl IntoView {
                     }.into_any()
                 }
             }/>
-        </Layout>
+        </Page>
     }
 }

@@ -1,16 +1,14 @@
 //! The landing page after sign-in: how to point an agent or a program at this workbench.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 
-use crate::components::{Layout, PageHeader, CARD};
+use crate::components::{Page, CARD};
 
 #[component]
 pub fn Overview() -> impl IntoView {
     view! {
-        <Title text="Overview"/>
-        <Layout current="/">
-            <PageHeader title="Overview" subtitle="Connect agents over MCP and programs over the REST API with an API key."/>
+        <Page current="/" title="Overview"
+            subtitle="Connect agents over MCP and programs over the REST API with an API key.">
             <div class="grid max-w-4xl gap-6 md:grid-cols-2">
                 <section class=CARD>
                     <h2 class="font-medium">"Agents (MCP)"</h2>
@@ -33,6 +31,6 @@ pub fn Overview() -> impl IntoView {
                     </p>
                 </section>
             </div>
-        </Layout>
+        </Page>
     }
 }

@@ -5,7 +5,6 @@
 //! never disagree); without JavaScript the same check answers on save.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::{
@@ -13,8 +12,7 @@ use crate::api::{
     SavePolicy,
 };
 use crate::components::{
-    ActionError, AddCard, Layout, LoadError, Loaded, PageHeader, BUTTON, BUTTON_DANGER, CARD,
-    INPUT, LABEL,
+    ActionError, AddCard, LoadError, Loaded, Page, RowAction, BUTTON, CARD, INPUT, LABEL,
 };
 
 const TEXTAREA: &str = "block w-full rounded-md border border-slate-300 p-2 font-mono text-xs";
@@ -109,10 +107,7 @@ fn PolicyForm(policy: Option<PolicyItem>, save: ServerAction<SavePolicy>) -> imp
 pub fn Policies() -> impl IntoView {
     let save = ServerAction::<SavePolicy>::new();
     let delete = ServerAction::<DeletePolicy>::new();
-    let data = Resource::new(
-        move || (save.version().get(), delete.version().get()),
-        |_| policies_page(),
-    );
+    let data = reloaded_after!(policies_page(); save, delete);
     let query = use_query_map();
     let key = move || query.read().get("key").unwrap_or_default();
     let preview = Resource::new(key, |k| async move {
@@ -123,12 +118,8 @@ pub fn Policies() -> impl IntoView {
         }
     });
     view! {
-        <Title text="Policies"/>
-        <Layout current="/policies">
-            <PageHeader
-                title="Policies"
-                subtitle="Which tools a key may run. Deny wins; in allowlist mode only allowed or confirmation-gated tools run; confirmation-gated calls wait for a person on the Confirmations page."
-            />
+        <Page current="/policies" title="Policies"
+            subtitle="Which tools a key may run. Deny wins; in allowlist mode only allowed or confirmation-gated tools run; confirmation-gated calls wait for a person on the Confirmations page.">
             <ActionError value=save.value()/>
             <ActionError value=delete.value()/>
             <Loaded data=data content=move |d| {
@@ -149,10 +140,7 @@ pub fn Policies() -> impl IntoView {
                             {if can_manage {
                                 view! {
                                     <PolicyForm policy=Some(p.clone()) save/>
-                                    <ActionForm action=delete attr:class="mt-2 text-right">
-                                        <input type="hidden" name="id" value=delete_id/>
-                                        <button type="submit" class=BUTTON_DANGER aria-label=format!("Delete {}", p.name)>"Delete"</button>
-                                    </ActionForm>
+                                    <RowAction action=delete id=delete_id label="Delete" class="mt-2 text-right" aria_label=format!("Delete {}", p.name)/>
                                 }.into_any()
                             } else {
                                 view! {
@@ -215,6 +203,6 @@ pub fn Policies() -> impl IntoView {
                     }
                 })}
             </Transition>
-        </Layout>
+        </Page>
     }
 }

@@ -4,7 +4,6 @@
 //! table (the raw JSON Schema beside it).
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 use serde_json::Value;
 
@@ -12,7 +11,7 @@ use crate::api::{
     tools_page, AccountState, SideEffects, ToolGroupView, ToolStatus, ToolView, NEEDS_CONNECTION,
     READY,
 };
-use crate::components::{Layout, Loaded, PageHeader, BUTTON, CARD, INPUT};
+use crate::components::{Loaded, Page, BUTTON, CARD, INPUT};
 
 fn effects_class(effects: SideEffects) -> &'static str {
     match effects {
@@ -211,9 +210,8 @@ pub fn Tools() -> impl IntoView {
         }
     };
     view! {
-        <Title text="Tools"/>
-        <Layout current="/tools">
-            <PageHeader title="Tools" subtitle="Every tool this project can run, found the way agents find them with search_tools."/>
+        <Page current="/tools" title="Tools"
+            subtitle="Every tool this project can run, found the way agents find them with search_tools.">
             <form method="get" action="/tools" class="mb-6 flex max-w-3xl flex-wrap gap-3" role="search">
                 <input name="q" type="search" value=move || param("q") placeholder="e.g. read a stored object" aria-label="Search tools" class=format!("{INPUT} !w-72")/>
                 {move || select("effects", "Side effects", EFFECTS)}
@@ -254,6 +252,6 @@ pub fn Tools() -> impl IntoView {
                     {body}
                 }.into_any()
             }/>
-        </Layout>
+        </Page>
     }
 }

@@ -3,11 +3,10 @@
 //! time per tool, and the busiest tools and keys. Each chart links to its table as CSV.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::{usage_page, DayBar, LatencyBar, TopRow};
-use crate::components::{Layout, Loaded, PageHeader, BUTTON, CARD, INPUT, LABEL};
+use crate::components::{Loaded, Page, BUTTON, CARD, INPUT, LABEL};
 
 const W: f64 = 720.0;
 const H: f64 = 160.0;
@@ -150,9 +149,8 @@ pub fn Usage() -> impl IntoView {
     let range = move || (query.read().get("from"), query.read().get("to"));
     let data = Resource::new(range, |(from, to)| usage_page(from, to));
     view! {
-        <Title text="Usage"/>
-        <Layout current="/usage">
-            <PageHeader title="Usage" subtitle="What this project's keys ran: every call, success or failure, its handler time, and the bytes built-in tools and the curl proxy sent and received."/>
+        <Page current="/usage" title="Usage"
+            subtitle="What this project's keys ran: every call, success or failure, its handler time, and the bytes built-in tools and the curl proxy sent and received.">
             <Loaded data=data content=move |d| {
                 let (from, to) = (d.from.clone(), d.to.clone());
                 view! {
@@ -185,6 +183,6 @@ pub fn Usage() -> impl IntoView {
                     </div>
                 }.into_any()
             }/>
-        </Layout>
+        </Page>
     }
 }

@@ -2,21 +2,17 @@
 //! delete; a value is never shown again once saved.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 use crate::api::{vault_page, DeleteSecret, SetSecret};
 use crate::components::{
-    ActionError, Layout, Loaded, PageHeader, Table, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
+    ActionError, Loaded, Page, Table, BUTTON, BUTTON_DANGER, CARD, INPUT, LABEL,
 };
 
 #[component]
 pub fn Vault() -> impl IntoView {
     let set = ServerAction::<SetSecret>::new();
     let delete = ServerAction::<DeleteSecret>::new();
-    let data = Resource::new(
-        move || (set.version().get(), delete.version().get()),
-        |_| vault_page(),
-    );
+    let data = reloaded_after!(vault_page(); set, delete);
     let saved = move || set.value().get().is_some_and(|r| r.is_ok());
     // Once saved, the typed value leaves the page too.
     let form = NodeRef::<leptos::html::Form>::new();
@@ -28,12 +24,8 @@ pub fn Vault() -> impl IntoView {
         }
     });
     view! {
-        <Title text="Vault"/>
-        <Layout current="/vault">
-            <PageHeader
-                title="Vault"
-                subtitle="Secrets agents use as {{vault:NAME}} in tool arguments. Values are encrypted at rest, scrubbed from results and never shown after saving."
-            />
+        <Page current="/vault" title="Vault"
+            subtitle="Secrets agents use as {{vault:NAME}} in tool arguments. Values are encrypted at rest, scrubbed from results and never shown after saving.">
             <section class=format!("{CARD} mb-6 max-w-2xl")>
                 <h2 class="mb-4 font-medium">"Add or replace a secret"</h2>
                 <ActionForm action=set node_ref=form attr:class="grid grid-cols-2 gap-4" attr:autocomplete="off">
@@ -77,6 +69,6 @@ pub fn Vault() -> impl IntoView {
                     }.into_any()
                 }
             }/>
-        </Layout>
+        </Page>
     }
 }

@@ -307,6 +307,41 @@ where
     }
 }
 
+/// An admin's one-field add form: a labelled text input and its button, in one row.
+#[component]
+pub fn OneFieldForm<S, O>(
+    action: ServerAction<S>,
+    /// The field's name (what the server function takes) and its element id.
+    name: &'static str,
+    label: &'static str,
+    #[prop(optional)] placeholder: &'static str,
+    /// The button's text.
+    submit: &'static str,
+) -> impl IntoView
+where
+    S: serde::de::DeserializeOwned
+        + ServerFn<Protocol = Http<PostUrl, O>>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    <<S::Client as Client<S::Error>>::Request as ClientReq<S::Error>>::FormData:
+        From<leptos::web_sys::FormData>,
+    S::Output: Send + Sync + 'static,
+    S::Error: Send + Sync + 'static,
+    S::Client: Client<S::Error>,
+{
+    view! {
+        <ActionForm action=action attr:class="flex items-end gap-3">
+            <div class="flex-1">
+                <label for=name class=LABEL>{label}</label>
+                <input id=name name=name type="text" required placeholder=placeholder class=INPUT/>
+            </div>
+            <button type="submit" class=BUTTON>{submit}</button>
+        </ActionForm>
+    }
+}
+
 /// `s` as the inside of a single-quoted JavaScript string (the page escapes the attribute).
 fn js_single_quoted(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

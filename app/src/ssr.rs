@@ -40,6 +40,25 @@ pub async fn principal() -> Result<Principal, AppError> {
         .ok_or(AppError::NotSignedIn)
 }
 
+/// The project's members by user id, to show people by email.
+pub struct Emails(Vec<workbench_core::auth::Member>);
+
+impl Emails {
+    /// The members `who` may list (none when the list cannot be read: ids are shown instead).
+    pub async fn of(wb: &Workbench, who: &Principal) -> Emails {
+        Emails(wb.accounts().members(who).await.unwrap_or_default())
+    }
+
+    /// The email of `user_id`, or the id when it is nobody's here any more.
+    pub fn of_user(&self, user_id: &str) -> String {
+        self.0
+            .iter()
+            .find(|m| m.user_id == user_id)
+            .map(|m| m.email.clone())
+            .unwrap_or_else(|| user_id.to_owned())
+    }
+}
+
 pub fn client_ip() -> Option<std::net::IpAddr> {
     use_context::<http::request::Parts>()
         .and_then(|p| p.extensions.get::<ClientIp>().copied())

@@ -19,15 +19,9 @@ async fn items(
     who: &workbench_core::auth::Principal,
     views: Vec<workbench_core::engine::ConfirmationView>,
 ) -> Result<Vec<ConfirmationItem>, AppError> {
-    let members = wb.accounts().members(who).await.unwrap_or_default();
+    let emails = ssr::Emails::of(wb, who).await;
     let keys = wb.accounts().list_api_keys(who).await.unwrap_or_default();
-    let email = |user_id: &str| {
-        members
-            .iter()
-            .find(|m| m.user_id == user_id)
-            .map(|m| m.email.clone())
-            .unwrap_or_else(|| user_id.to_owned())
-    };
+    let email = |user_id: &str| emails.of_user(user_id);
     let snapshot = wb.engine().snapshot(who);
     views
         .into_iter()

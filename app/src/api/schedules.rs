@@ -50,19 +50,12 @@ pub async fn callbacks_page() -> Result<CallbacksData, AppError> {
     let p = ssr::principal().await?;
     let wb = ssr::wb()?;
     let page = wb.schedules().page_with_deliveries(&p, None, None).await?;
-    let members = wb.accounts().members(&p).await.unwrap_or_default();
-    let email = |user_id: &str| {
-        members
-            .iter()
-            .find(|m| m.user_id == user_id)
-            .map(|m| m.email.clone())
-            .unwrap_or_else(|| user_id.to_owned())
-    };
+    let emails = ssr::Emails::of(&wb, &p).await;
     let callbacks = page
         .data
         .into_iter()
         .map(|c| CallbackItem {
-            created_by: email(&c.created_by),
+            created_by: emails.of_user(&c.created_by),
             payload: serde_json::to_string_pretty(&c.payload).unwrap_or_default(),
             status: c.status,
             deliveries: c

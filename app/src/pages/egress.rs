@@ -5,7 +5,7 @@ use leptos::prelude::*;
 
 use crate::api::{egress_page, AddEgressRule, RemoveEgressRule};
 use crate::components::{
-    ActionError, AddCard, ListCard, Loaded, Page, BUTTON, BUTTON_DANGER, INPUT, LABEL,
+    ActionError, AddCard, ListCard, Loaded, OneFieldForm, Page, BUTTON_DANGER,
 };
 
 #[component]
@@ -32,13 +32,7 @@ pub fn Egress() -> impl IntoView {
                 }).collect_view();
                 view! {
                     <AddCard show=can_manage width="max-w-xl">
-                        <ActionForm action=add attr:class="flex items-end gap-3">
-                            <div class="flex-1">
-                                <label for="pattern" class=LABEL>"Host pattern"</label>
-                                <input id="pattern" name="pattern" type="text" required placeholder="api.example.com, *.example.com, host:8443" class=INPUT/>
-                            </div>
-                            <button type="submit" class=BUTTON>"Allow"</button>
-                        </ActionForm>
+                        <OneFieldForm action=add name="pattern" label="Host pattern" placeholder="api.example.com, *.example.com, host:8443" submit="Allow"/>
                         <ActionError value=add.value()/>
                         <ActionError value=remove.value()/>
                     </AddCard>

@@ -8,7 +8,7 @@ use crate::api::{
     email_page, AddEmailDomain, DomainStatus, EmailDomain, RemoveEmailDomain, VerifyEmailDomain,
 };
 use crate::components::{
-    ActionError, AddCard, ButtonKind, ListCard, Loaded, Page, RowAction, BUTTON, INPUT, LABEL,
+    ActionError, AddCard, ButtonKind, ListCard, Loaded, OneFieldForm, Page, RowAction,
 };
 
 fn badge(status: DomainStatus) -> &'static str {
@@ -84,13 +84,7 @@ pub fn Email() -> impl IntoView {
                 view! {
                     <p class="mb-4 text-sm text-slate-600" data-testid="email-status">{status}</p>
                     <AddCard show=can_manage width="max-w-3xl">
-                        <ActionForm action=add attr:class="flex items-end gap-3">
-                            <div class="flex-1">
-                                <label for="domain" class=LABEL>"Sender domain"</label>
-                                <input id="domain" name="domain" type="text" required placeholder="example.com" class=INPUT/>
-                            </div>
-                            <button type="submit" class=BUTTON>"Add domain"</button>
-                        </ActionForm>
+                        <OneFieldForm action=add name="domain" label="Sender domain" placeholder="example.com" submit="Add domain"/>
                         <ActionError value=add.value()/>
                         <ActionError value=verify.value()/>
                         <ActionError value=remove.value()/>

@@ -31,7 +31,7 @@ pub async fn tools_page(
     let p = ssr::principal().await?;
     let wb = ssr::wb()?;
     let engine = wb.engine();
-    let latency = wb.metering().average_latency_ms(&p).await?;
+    let latency = wb.metering().latencies(&p).await?;
     let all = engine.tools(&p).await?;
     let total = all.len();
     let mine = wb.connections().list(&p).await?;
@@ -66,7 +66,7 @@ pub async fn tools_page(
         side_effects: t.spec.side_effects,
         status: t.current_status(),
         connection: head(&t.spec.integration).connection,
-        avg_latency_ms: latency.get(t.name()).copied(),
+        avg_latency_ms: latency.get(t.name(), t.spec.source.is_shared()),
         input_schema: serde_json::to_string_pretty(&t.spec.input_schema).unwrap_or_default(),
         score,
     };

@@ -32,6 +32,14 @@ pub enum ToolSource {
     App(String),
 }
 
+impl ToolSource {
+    /// The tool is the same code on every project (a built-in or a plugin tool), unlike an
+    /// upstream MCP server's or a custom app's, which are one project's own.
+    pub fn is_shared(&self) -> bool {
+        matches!(self, ToolSource::Builtin | ToolSource::Plugin(_))
+    }
+}
+
 impl fmt::Display for ToolSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -16,15 +16,6 @@ pub struct UsageCounter {
     pub value: i64,
 }
 
-/// A tool's total of one meter.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct ToolTotal {
-    pub tool: String,
-    #[sqlx(try_from = "String")]
-    pub meter: Meter,
-    pub total: i64,
-}
-
 /// Adds several meters of one project, key, tool and day in one statement.
 pub async fn add_many<'e>(
     ex: impl Exec<'e>,
@@ -60,20 +51,46 @@ pub async fn add_many<'e>(
     Ok(())
 }
 
-/// Each tool's total per meter for a project since `since_day` (inclusive, `YYYY-MM-DD`).
-pub async fn totals_by_tool<'e>(
+/// Calls and handler milliseconds of each tool, in two windows: since `since_day` and all
+/// time; of one project, or (None) of every project.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct LatencyTotals {
+    pub tool: String,
+    pub recent_calls: i64,
+    pub recent_ms: i64,
+    pub all_calls: i64,
+    pub all_ms: i64,
+}
+
+pub async fn latency_totals<'e>(
     ex: impl Exec<'e>,
-    project_id: &str,
+    project_id: Option<&str>,
     since_day: &str,
-) -> Result<Vec<ToolTotal>> {
-    Ok(sqlx::query_as(
-        "SELECT tool, meter, CAST(COALESCE(SUM(value), 0) AS BIGINT) AS total FROM usage_counters \
-         WHERE project_id = $1 AND day >= $2 GROUP BY tool, meter",
-    )
-    .bind(project_id)
-    .bind(since_day)
-    .fetch_all(ex)
-    .await?)
+) -> Result<Vec<LatencyTotals>> {
+    let project = if project_id.is_some() {
+        " AND project_id = $2"
+    } else {
+        ""
+    };
+    let sum = |meter: Meter, recent: bool| {
+        let when = if recent { " AND day >= $1" } else { "" };
+        format!("CAST(COALESCE(SUM(CASE WHEN meter = '{meter}'{when} THEN value ELSE 0 END), 0) AS BIGINT)", meter = meter.as_str())
+    };
+    let sql = format!(
+        "SELECT tool, {} AS recent_calls, {} AS recent_ms, {} AS all_calls, {} AS all_ms FROM usage_counters \
+         WHERE meter IN ('{}', '{}'){project} GROUP BY tool",
+        sum(Meter::ToolCall, true),
+        sum(Meter::ToolCallMs, true),
+        sum(Meter::ToolCall, false),
+        sum(Meter::ToolCallMs, false),
+        Meter::ToolCall.as_str(),
+        Meter::ToolCallMs.as_str(),
+    );
+    let mut q = sqlx::query_as(&sql).bind(since_day);
+    if let Some(p) = project_id {
+        q = q.bind(p);
+    }
+    Ok(q.fetch_all(ex).await?)
 }
 
 /// The counters of a project within `[from_day, to_day]`; with `user_id`, only those of that

@@ -1,7 +1,7 @@
 //! The catalog and invocation endpoints of seed 004: `GET /v1/tools`, `GET /v1/tools/{name}`,
 //! `POST /v1/tools/invoke` and `GET /v1/tools/calls/{id}`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
@@ -15,6 +15,7 @@ use workbench_core::catalog::Tool;
 use workbench_core::engine::{
     Begin, CallOptions, Idempotency, Invocation, Surface, ToolError, MAX_TIMEOUT,
 };
+use workbench_core::metering::Latencies;
 use workbench_core::model::calls::CallStatus;
 
 use crate::api_auth::ApiCaller;
@@ -22,7 +23,7 @@ use crate::api_error::ApiError;
 use crate::state::AppState;
 
 /// A catalog entry as seed 004 shows it (plus integration and status).
-pub fn tool_json(t: &Tool, latency: &HashMap<String, i64>) -> Value {
+pub fn tool_json(t: &Tool, latency: &Latencies) -> Value {
     let mut m = Map::new();
     m.insert("name".into(), json!(t.spec.name.as_str()));
     m.insert("source".into(), json!(t.spec.source.to_string()));
@@ -35,7 +36,7 @@ pub fn tool_json(t: &Tool, latency: &HashMap<String, i64>) -> Value {
     m.insert("side_effects".into(), json!(t.spec.side_effects.as_str()));
     m.insert(
         "avg_latency_ms".into(),
-        json!(latency.get(t.name()).copied()),
+        json!(latency.get(t.name(), t.spec.source.is_shared())),
     );
     m.insert("status".into(), json!(t.current_status()));
     Value::Object(m)
@@ -45,7 +46,7 @@ pub async fn list(
     State(state): State<AppState>,
     ApiCaller(who): ApiCaller,
 ) -> Result<Json<Value>, ApiError> {
-    let latency = state.wb.metering().average_latency_ms(&who).await?;
+    let latency = state.wb.metering().latencies(&who).await?;
     let data: Vec<Value> = state
         .wb
         .engine()
@@ -68,7 +69,7 @@ pub async fn get_one(
         .tool(&who, &name)
         .await?
         .ok_or_else(|| tool_not_found(&name))?;
-    let latency = state.wb.metering().average_latency_ms(&who).await?;
+    let latency = state.wb.metering().latencies(&who).await?;
     Ok(Json(tool_json(&tool, &latency)))
 }
 

@@ -948,3 +948,92 @@ db_test!(
         );
     }
 );
+
+db_test!(
+    avg_latency_ms_falls_back_to_older_and_shared_measurements_but_never_to_another_projects_tool,
+    |backend| {
+        let app = app!(
+            backend,
+            Options {
+                egress_allow_private: vec!["127.0.0.1"],
+                ..Default::default()
+            }
+        );
+        let (_, key) = admin_with_key(&app).await;
+        let fake = fakes::start().await;
+        let (status, created) = post_app(&app, &key, &definition("teamecho", &fake.url(""))).await;
+        assert_eq!(status, 201, "{created}");
+        let (other, _) = app
+            .wb
+            .accounts()
+            .create_user("eve@example.com", PASSWORD, Some("other"), Role::Admin)
+            .await
+            .unwrap();
+        let eve = app
+            .wb
+            .accounts()
+            .principal_for_user(&other.id)
+            .await
+            .unwrap()
+            .unwrap();
+        let eve_key = app.api_key(&eve).await;
+        let (status, created) =
+            post_app(&app, &eve_key, &definition("teamecho", &fake.url(""))).await;
+        assert_eq!(
+            status, 201,
+            "the other project's own app of the same name: {created}"
+        );
+
+        // Ada's project runs a built-in and its app's tool; then 40 days pass.
+        let out = execute(
+            &app,
+            &key,
+            json!([
+                { "tool": "storage.put", "args": { "key": "k", "content": "x" } },
+                { "tool": "teamecho_echo_message", "args": { "message": "hi" } }
+            ]),
+        )
+        .await;
+        assert!(out.iter().all(|o| o.get("result").is_some()), "{out:?}");
+        app.clock.advance_ms(40 * 86_400_000);
+
+        let latency = |key: String, tool: &'static str| {
+            let app = &app;
+            async move {
+                let v: Value = app
+                    .http()
+                    .get(app.url(&format!("/v1/tools/{tool}")))
+                    .bearer_auth(&key)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                v["avg_latency_ms"].clone()
+            }
+        };
+        assert!(
+            latency(key.clone(), "storage.put").await.is_i64(),
+            "the project's older calls still measure it"
+        );
+        assert!(
+            latency(key.clone(), "teamecho_echo_message").await.is_i64(),
+            "its own app tool too"
+        );
+        assert!(
+            latency(eve_key.clone(), "storage.put").await.is_i64(),
+            "a built-in is the same code everywhere: the instance's measurement"
+        );
+        assert!(
+            latency(eve_key.clone(), "teamecho_echo_message")
+                .await
+                .is_null(),
+            "another project's tool of the same name is other code"
+        );
+        assert!(
+            latency(key, "http.fetch").await.is_null(),
+            "never measured anywhere"
+        );
+    }
+);

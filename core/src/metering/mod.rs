@@ -1,5 +1,5 @@
 //! Metering reports (D17): usage counters of a project per day, key, tool and meter, and each
-//! tool's measured mean latency. The counters themselves are written with each execution's
+//! tool's measured mean latency (`latency.rs`). The counters themselves are written with each execution's
 //! record (engine/record.rs) and by the curl proxy (audit/mod.rs), through the record writer;
 //! reports flush it first.
 
@@ -15,6 +15,9 @@ use crate::store::{self, tool_calls::CallStatus, Db};
 use crate::Result;
 
 pub use crate::store::usage::Meter;
+pub use latency::Latencies;
+
+mod latency;
 
 /// Whose usage `who` sees (D21): everyone's for an admin, else its own user's.
 fn own(who: &Principal) -> Option<&str> {
@@ -36,6 +39,7 @@ pub struct Metering {
     db: Db,
     recorder: Recorder,
     clock: Arc<dyn Clock>,
+    latency: latency::Cache,
 }
 
 impl Metering {
@@ -49,34 +53,13 @@ impl Metering {
             db,
             recorder,
             clock,
+            latency: latency::Cache::default(),
         }
     }
 
-    /// Measured mean handler time per tool over the last 30 days, in ms, for the project.
-    pub async fn average_latency_ms(&self, who: &Principal) -> Result<HashMap<String, i64>> {
-        let since = &rfc3339(self.clock.now_ms() - 30 * 86_400_000)[..10];
-        let rows = store::usage::totals_by_tool(self.db.pool(), &who.project_id, since).await?;
-        let mut calls = HashMap::<String, i64>::new();
-        let mut ms = HashMap::<String, i64>::new();
-        for r in rows {
-            match r.meter {
-                Meter::ToolCall => {
-                    calls.insert(r.tool, r.total);
-                }
-                Meter::ToolCallMs => {
-                    ms.insert(r.tool, r.total);
-                }
-                Meter::EgressBytes => {}
-            }
-        }
-        Ok(calls
-            .into_iter()
-            .filter(|(_, n)| *n > 0)
-            .map(|(tool, n)| {
-                let total = ms.get(&tool).copied().unwrap_or(0);
-                (tool, (total + n / 2) / n)
-            })
-            .collect())
+    /// Measured mean handler times of the tools `who`'s project may see (`latency.rs`).
+    pub async fn latencies(&self, who: &Principal) -> Result<Latencies> {
+        self.latency.of(&self.db, self.clock.now_ms(), who).await
     }
 
     /// Usage rows of the caller's project between two days (inclusive, `YYYY-MM-DD`).

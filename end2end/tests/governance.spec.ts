@@ -201,3 +201,38 @@ test("a sender domain is proven on the Email page and an agent's message arrives
   await page.goto("/email");
   await expect(page.getByTestId("email-status")).toHaveText("1 of 100 messages sent in the last hour.");
 });
+
+test("a policy is created, made the default for keys without one, and deleted on the Policies page", async ({ page }) => {
+  await signIn(page);
+  const plain = await createKey(page, "plain agent");
+  const agent = await mcpClient(plain, "plain-agent");
+  const names = async () =>
+    structured(await agent.callTool({ name: "search_tools", arguments: { query: "fetch a web page over http", limit: 50 } })).tools.map((t: any) => t.name);
+  expect(await names()).toContain("http.fetch");
+
+  await page.goto("/policies");
+  const form = page.getByTestId("policy-form").first();
+  await form.getByLabel("Name").fill("no fetching");
+  await form.getByLabel("Mode").selectOption("open");
+  await form.getByLabel("Deny (wins)").fill("http.fetch");
+  await form.getByLabel("Default: applies to keys without a policy of their own").check();
+  await form.getByRole("button", { name: "Create policy" }).click();
+  const card = page.getByTestId("policy").filter({ has: page.getByRole("heading", { name: "no fetching" }) });
+  await expect(card).toContainText("default");
+  expect(await names()).not.toContain("http.fetch");
+
+  // Unchecking the default on its card lets keys without a policy run everything again.
+  await card.getByLabel("Default: applies to keys without a policy of their own").uncheck();
+  await card.getByRole("button", { name: "Save" }).click();
+  await expect(card.getByText("default", { exact: true })).toHaveCount(0);
+  expect(await names()).toContain("http.fetch");
+
+  await card.getByLabel("Default: applies to keys without a policy of their own").check();
+  await card.getByRole("button", { name: "Save" }).click();
+  await expect(card.getByText("default", { exact: true })).toBeVisible();
+  expect(await names()).not.toContain("http.fetch");
+  await card.getByRole("button", { name: "Delete no fetching" }).click();
+  await expect(page.getByTestId("policy").filter({ has: page.getByRole("heading", { name: "no fetching" }) })).toHaveCount(0);
+  expect(await names()).toContain("http.fetch");
+  await agent.close();
+});

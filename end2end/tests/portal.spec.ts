@@ -245,6 +245,33 @@ test("an MCP server's tools join the catalog, and a changed tool waits for an ad
   page.once("dialog", (d) => void d.accept());
   await page.getByRole("button", { name: "Delete crm" }).click();
   await expect(page.getByTestId("mcp-server-row")).toHaveCount(0);
+
+  // The form's options: a tool prefix, a timeout and a concurrency ceiling, as the API reads them.
+  await page.getByLabel("Name").fill("sales");
+  await page.getByLabel("Streamable HTTP URL").fill(`${upstreamURL}/mcp`);
+  await page.getByLabel("Tool prefix").fill("deals.");
+  await page.getByLabel("Timeout (ms)").fill("4000");
+  await page.getByLabel("Max concurrency").fill("3");
+  await page.getByRole("button", { name: "Register" }).click();
+  await expect(page.getByTestId("mcp-server-row")).toContainText("deals.");
+  await search();
+  await expect(page.getByTestId("tool-row").first()).toContainText("deals.lookup");
+  await page.goto("/api-keys");
+  await page.getByLabel("Name").fill("mcp options check");
+  await page.getByRole("button", { name: "Create key" }).click();
+  const key = await page.getByTestId("new-key-secret").inputValue();
+  const servers = await (await fetch(`${baseURL}/v1/mcp/servers`, { headers: { authorization: `Bearer ${key}` } })).json();
+  const sales = servers.data.find((s: any) => s.name === "sales");
+  expect([sales.tool_prefix, sales.timeout_ms, sales.max_concurrency]).toEqual(["deals.", 4000, 3]);
+
+  // A value out of range is refused with the server's words, and nothing is registered.
+  await page.goto("/mcp-servers");
+  await page.getByLabel("Name").fill("slow");
+  await page.getByLabel("Streamable HTTP URL").fill(`${upstreamURL}/mcp`);
+  await page.getByLabel("Max concurrency").fill("0");
+  await page.getByRole("button", { name: "Register" }).click();
+  await expect(page.getByRole("alert")).toContainText("concurrency");
+  await expect(page.getByTestId("mcp-server-row")).toHaveCount(1);
 });
 
 test("a cross-site form post is refused even with the session cookie", async ({ page }) => {

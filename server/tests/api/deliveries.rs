@@ -197,7 +197,7 @@ db_test!(
         let base = format!("http://127.0.0.1:{port}");
         let http = reqwest::Client::new();
         let up = || async {
-            for _ in 0..100 {
+            for _ in 0..600 {
                 if http
                     .get(format!("{base}/healthz"))
                     .send()

@@ -657,7 +657,7 @@ db_test!(a_process_killed_mid_delivery_loses_no_callback, |backend| {
     let base = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::new();
     let up = || async {
-        for _ in 0..100 {
+        for _ in 0..600 {
             if http
                 .get(format!("{base}/healthz"))
                 .send()

@@ -37,8 +37,8 @@ async fn start_everything(mode: &str) -> Option<(tokio::process::Child, u16)> {
         .local_addr()
         .unwrap()
         .port();
-    let log =
-        std::fs::File::create(crate::helpers::temp_dir("everything").join("server.log")).unwrap();
+    let log_path = crate::helpers::temp_dir("everything").join("server.log");
+    let log = std::fs::File::create(&log_path).unwrap();
     let child = tokio::process::Command::new("node")
         .arg("--import")
         .arg(end2end().join("upstream/bind-loopback.mjs"))
@@ -59,16 +59,29 @@ async fn start_everything(mode: &str) -> Option<(tokio::process::Child, u16)> {
             return None;
         }
     };
-    for _ in 0..100 {
+    // Node reads a few thousand files on its first start in a fresh clone; on a loaded
+    // two-core machine that took more than 10 s. Wait up to a minute, but not for a child
+    // that has exited.
+    let mut child = child;
+    for _ in 0..600 {
         if tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
             .is_ok()
         {
             return Some((child, port));
         }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!(
+                "server-everything exited ({status}) before listening; see {}",
+                log_path.display()
+            );
+        }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    panic!("server-everything did not start listening on 127.0.0.1:{port}");
+    panic!(
+        "server-everything did not start listening on 127.0.0.1:{port} within 60 s; see {}",
+        log_path.display()
+    );
 }
 
 /// Registers an upstream and expects 201; the server object.

@@ -3,7 +3,9 @@
 //! (method, path, query, body, the injected credential, the integration's fixed headers) is the
 //! one the provider documents, and the reply is shaped as its definition says (pagination,
 //! errors on HTTP 200, each API's error body). Tools whose Rust handler sends several requests
-//! have their own tests below, as has the compose example the product documents.
+//! have their own tests below. So have the JSON examples of the two source documents
+//! (`contract/seed_examples.txt`, copied byte for byte): each runs as written, against these
+//! fakes, a fake upstream MCP server and the real app, and answers its documented shape.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
@@ -28,6 +30,7 @@ const RUST_TESTED: &[&str] = &[
     "hackernews_top_stories",
     "gmail_send_email",
     "google_drive_upload",
+    "superset_export_csv",
 ];
 
 #[derive(Debug, Clone)]
@@ -482,12 +485,9 @@ db_test!(
         }
         let on_disk: BTreeSet<String> = std::fs::read_dir(manifest("tests/api/contract"))
             .unwrap()
-            .filter_map(|e| {
-                e.unwrap()
-                    .path()
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-            })
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
             .collect();
         assert_eq!(
             on_disk, files,
@@ -801,8 +801,105 @@ db_test!(
     }
 );
 
+/// The examples of `contract/seed_examples.txt` by name, each as its exact text.
+fn seed_examples() -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(manifest("tests/api/contract/seed_examples.txt")).unwrap();
+    let mut out = BTreeMap::new();
+    let mut current: Option<(String, Vec<&str>)> = None;
+    for line in text.lines() {
+        if let Some(head) = line.strip_prefix("=== ") {
+            if let Some((name, body)) = current.take() {
+                out.insert(name, body.join("\n"));
+            }
+            let name = head.split(" | ").next().unwrap().to_owned();
+            current = Some((name, Vec::new()));
+        } else if let Some((_, body)) = current.as_mut() {
+            body.push(line);
+        }
+    }
+    if let Some((name, body)) = current {
+        out.insert(name, body.join("\n"));
+    }
+    out
+}
+
+/// One example, parsed.
+fn seed_example(name: &str) -> Value {
+    let all = seed_examples();
+    let text = all.get(name).unwrap_or_else(|| panic!("no example {name}"));
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("example {name}: {e}"))
+}
+
+/// `got` has the documented shape `want`: every key of a documented object, with a value of the
+/// same JSON type (each element of an array against the documented first one); documented
+/// values themselves are examples ("…", ids, latencies), so only the type is compared.
+fn assert_shape(label: &str, want: &Value, got: &Value) {
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => {
+            for (k, wv) in w {
+                let gv = g
+                    .get(k)
+                    .unwrap_or_else(|| panic!("{label}: no {k:?} in {got}"));
+                assert_shape(&format!("{label}.{k}"), wv, gv);
+            }
+        }
+        (Value::Array(w), Value::Array(g)) => {
+            if let Some(first) = w.first() {
+                assert!(!g.is_empty(), "{label}: empty, documented {want}");
+                for (i, gv) in g.iter().enumerate() {
+                    assert_shape(&format!("{label}[{i}]"), first, gv);
+                }
+            }
+        }
+        (Value::Number(_), Value::Number(_))
+        | (Value::String(_), Value::String(_))
+        | (Value::Bool(_), Value::Bool(_))
+        | (Value::Null, Value::Null) => {}
+        _ => panic!("{label}: documented {want}, got {got}"),
+    }
+}
+
+/// Calls `/mcp` `tools/call` with an example's `{name, arguments}` exactly as written.
+async fn call_example(app: &crate::helpers::TestApp, key: &str, name: &str) -> (Value, bool) {
+    let call = seed_example(name);
+    mcp_call(
+        app,
+        key,
+        call["name"].as_str().unwrap(),
+        call["arguments"].clone(),
+    )
+    .await
+}
+
+/// What SQL Lab's execute answers for a synchronous query (Superset's QueryExecutionResponseSchema):
+/// `rows` rows of `region,revenue`.
+fn sqllab_answer(rows: usize) -> Value {
+    let data: Vec<Value> = (0..rows)
+        .map(|i| json!({ "region": format!("r{i}"), "revenue": i * 10 }))
+        .collect();
+    json!({
+        "status": "success",
+        "query_id": 77,
+        "columns": [
+            { "name": "region", "column_name": "region", "type": "STRING", "is_dttm": false },
+            { "name": "revenue", "column_name": "revenue", "type": "BIGINT", "is_dttm": false }
+        ],
+        "selected_columns": [],
+        "expanded_columns": [],
+        "data": data,
+        "query": { "queryId": 77, "rows": rows, "state": "success", "limitingFactor": "NOT_LIMITED" }
+    })
+}
+
+fn superset_databases(ids: &[(u64, &str)]) -> FakeReply {
+    FakeReply::json(json!({
+        "count": ids.len(),
+        "result": ids.iter().map(|(id, name)| json!({ "id": id, "database_name": name, "backend": "postgresql" })).collect::<Vec<_>>()
+    }))
+}
+
 db_test!(
-    the_documented_compose_exports_a_superset_chart_as_csv_into_google_drive,
+    the_documented_compose_example_runs_verbatim_from_superset_sql_to_google_drive,
     |backend| {
         let Some(Fixture {
             app, key, recorder, ..
@@ -810,45 +907,46 @@ db_test!(
         else {
             return;
         };
-        let csv = "region,revenue\nemea,1200\namer,3400\n";
         recorder.reply(
-            "GET /api/v1/chart/42/data/",
-            FakeReply {
-                content_type: "text/csv; charset=utf-8",
-                body: csv.as_bytes().to_vec(),
-                ..FakeReply::json(json!(null))
-            },
+            "GET /api/v1/database/",
+            superset_databases(&[(1, "examples")]),
         );
-        recorder.reply("POST /upload/drive/v3/files", FakeReply::json(json!({ "id": "f9", "name": "revenue.csv", "mimeType": "text/csv", "webViewLink": "https://drive.google.com/file/d/f9/view", "size": "43" })));
-        let (out, is_error) = mcp_call(
-        &app,
-        &key,
-        "execute_tools",
-        json!({
-            "compose": true,
-            "executions": [
-                { "ref_id": "export", "tool": "superset_export_csv", "args": { "chart_id": 42 } },
-                { "ref_id": "upload", "tool": "google_drive_upload", "args": { "name": "revenue.csv", "mime_type": "text/csv", "content": "{{step:export.csv}}" } }
-            ],
-            "return": { "file": "{{step:upload.webViewLink}}" }
-        }),
-    )
-    .await;
+        recorder.reply(
+            "GET /api/v1/security/csrf_token/",
+            FakeReply::json(json!({ "result": "csrf-7" })),
+        );
+        recorder.reply(
+            "POST /api/v1/sqllab/execute/",
+            FakeReply::json(sqllab_answer(1200)),
+        );
+        recorder.reply("POST /upload/drive/v3/files", FakeReply::json(json!({ "id": "f9", "name": "superset_query_77.csv", "mimeType": "text/plain", "webViewLink": "https://drive.google.com/file/d/f9/view", "size": "12345" })));
+
+        let (out, is_error) = call_example(&app, &key, "execute_tools_compose").await;
         assert!(!is_error, "{out}");
+        let documented = seed_example("execute_tools_compose_response");
+        assert_shape("compose answer", &documented, &out);
         assert_eq!(
-            out["result"]["file"], "https://drive.google.com/file/d/f9/view",
-            "{out}"
+            out,
+            json!({ "result": { "file_id": "f9", "link": "https://drive.google.com/file/d/f9/view", "rows": 1200 } }),
+            "only the projection comes back, rows as a number"
         );
+        assert_eq!(out["result"]["rows"], documented["result"]["rows"]);
+
         let seen = recorder.seen();
-        let export = seen
+        let execute = seen
             .iter()
-            .find(|s| s.path == "/api/v1/chart/42/data/")
-            .expect("the export request");
-        assert_eq!(export.query.get("format").map(String::as_str), Some("csv"));
-        assert_eq!(
-            export.headers.get("cookie").unwrap(),
-            "session=tok-superset"
-        );
+            .find(|s| s.path == "/api/v1/sqllab/execute/")
+            .expect("the SQL Lab request");
+        let sent: Value = serde_json::from_slice(&execute.body).unwrap();
+        assert_eq!(sent["sql"], "SELECT …", "the agent's SQL, as written");
+        assert_eq!(sent["database_id"], 1, "the only database");
+        assert_eq!(sent["runAsync"], false);
+        assert!(sent["client_id"].as_str().is_some_and(|c| c.len() <= 11));
+        assert_eq!(execute.headers.get("x-csrftoken").unwrap(), "csrf-7");
+        assert!(seen
+            .iter()
+            .filter(|s| s.path.starts_with("/api/v1/"))
+            .all(|s| s.headers.get("cookie").unwrap() == "session=tok-superset"));
         let upload = seen
             .iter()
             .find(|s| s.path == "/upload/drive/v3/files")
@@ -862,10 +960,338 @@ db_test!(
                 .unwrap(),
             &upload.body,
         );
+        let meta: Value = serde_json::from_slice(&parts[0].1).unwrap();
         assert_eq!(
-            String::from_utf8_lossy(&parts[1].1),
-            csv,
-            "the CSV arrives in Drive as exported"
+            meta["name"], "superset_query_77.csv",
+            "{{step:export.filename}}"
         );
+        let csv = String::from_utf8(parts[1].1.clone()).unwrap();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 1201, "a header and 1200 rows reach Drive");
+        assert_eq!(lines[0], "region,revenue");
+        assert_eq!(lines[1], "r0,0");
+        assert_eq!(lines[1200], "r1199,11990");
+    }
+);
+
+db_test!(
+    superset_sql_export_asks_for_a_database_when_there_are_several_and_reports_superset_errors,
+    |backend| {
+        let Some(Fixture {
+            app, key, recorder, ..
+        }) = connected(backend).await
+        else {
+            return;
+        };
+        // Several databases: the agent is told which, and nothing runs.
+        recorder.reply(
+            "GET /api/v1/database/",
+            superset_databases(&[(1, "examples"), (2, "warehouse")]),
+        );
+        let out = execute(
+            &app,
+            &key,
+            json!([{ "tool": "superset_export_csv", "args": { "sql": "SELECT 1" } }]),
+        )
+        .await;
+        assert_eq!(out[0]["code"], "INVALID_ARGUMENTS", "{:?}", out[0]);
+        assert!(out[0].to_string().contains("2 warehouse"), "{:?}", out[0]);
+        assert!(recorder.seen().iter().all(|s| s.method == "GET"));
+
+        // A named database skips the listing; Superset's own error reaches the agent.
+        recorder.reset();
+        recorder.reply(
+            "GET /api/v1/security/csrf_token/",
+            FakeReply::json(json!({ "result": "csrf-7" })),
+        );
+        recorder.reply(
+            "POST /api/v1/sqllab/execute/",
+            FakeReply {
+                status: 400,
+                ..FakeReply::json(json!({ "message": "relation \"nope\" does not exist" }))
+            },
+        );
+        let out = execute(&app, &key, json!([{ "tool": "superset_export_csv", "args": { "sql": "SELECT * FROM nope", "database_id": 2, "schema": "public" } }])).await;
+        assert_eq!(out[0]["code"], "TOOL_ERROR", "{:?}", out[0]);
+        assert!(
+            out[0]["handler_error"]
+                .as_str()
+                .unwrap()
+                .contains("relation \"nope\" does not exist"),
+            "{:?}",
+            out[0]
+        );
+        let seen = recorder.seen();
+        assert!(seen.iter().all(|s| s.path != "/api/v1/database/"));
+        let sent: Value = serde_json::from_slice(&seen.last().unwrap().body).unwrap();
+        assert_eq!(
+            (sent["database_id"].clone(), sent["schema"].clone()),
+            (json!(2), json!("public"))
+        );
+
+        // A database Superset runs asynchronously answers 202: no rows to export.
+        recorder.reply(
+            "POST /api/v1/sqllab/execute/",
+            FakeReply {
+                status: 202,
+                ..FakeReply::json(json!({ "query": { "state": "pending" } }))
+            },
+        );
+        let out = execute(&app, &key, json!([{ "tool": "superset_export_csv", "args": { "sql": "SELECT 1", "database_id": 2 } }])).await;
+        assert_eq!(out[0]["code"], "TOOL_ERROR", "{:?}", out[0]);
+        assert!(out[0]["handler_error"]
+            .as_str()
+            .unwrap()
+            .contains("asynchronously"));
+    }
+);
+
+db_test!(
+    the_documented_meta_tool_examples_run_verbatim_and_answer_their_documented_shapes,
+    |backend| {
+        let Some(Fixture {
+            app, key, recorder, ..
+        }) = connected(backend).await
+        else {
+            return;
+        };
+        // search_tools: the tool the seed names is found, first.
+        let (out, _) = call_example(&app, &key, "search_tools").await;
+        assert_shape(
+            "search_tools",
+            &json!({ "tools": [{ "name": "", "description": "", "integration": "", "score": 0.5 }] }),
+            &out,
+        );
+        assert_eq!(out["tools"][0]["name"], "jira_create_issue", "{out}");
+        assert_eq!(out["tools"][0]["integration"], "jira");
+
+        // get_tool_schema: portable JSON Schema.
+        let (out, _) = call_example(&app, &key, "get_tool_schema").await;
+        assert_eq!(out["schema"]["type"], "object", "{out}");
+        assert!(out["schema"]["properties"]["owner"].is_object(), "{out}");
+
+        // execute_tools: a batch, index-aligned, each entry `{ result }`.
+        recorder.reply("GET /repos/acme/demo-repo/pulls", FakeReply::json(json!([{ "number": 7, "title": "Fix", "state": "open", "user": { "login": "ada" }, "html_url": "https://github.com/acme/demo-repo/pull/7" }])));
+        recorder.reply("POST /api/chat.postMessage", FakeReply::json(json!({ "ok": true, "channel": "C123", "ts": "1700000000.000100", "message": { "text": "PRs listed" } })));
+        let (out, is_error) = call_example(&app, &key, "execute_tools_batch").await;
+        assert!(!is_error, "{out}");
+        let results = out["results"].as_array().expect("results");
+        assert_eq!(results.len(), 2, "{out}");
+        assert!(results.iter().all(|r| r.get("result").is_some()), "{out}");
+        let seen = recorder.seen();
+        assert!(seen.iter().any(|s| s.path == "/repos/acme/demo-repo/pulls"));
+        let slack = seen
+            .iter()
+            .find(|s| s.path == "/api/chat.postMessage")
+            .expect("the Slack request");
+        let sent: Value = serde_json::from_slice(&slack.body).unwrap();
+        assert_eq!(
+            (sent["channel"].clone(), sent["text"].clone()),
+            (json!("C123"), json!("PRs listed"))
+        );
+
+        // whoami and list_integrations.
+        let (out, _) = call_example(&app, &key, "whoami").await;
+        assert_eq!(out["email"], "ada@example.com", "{out}");
+        assert!(out["id"].as_str().is_some_and(|i| i.starts_with("usr_")));
+        let (out, _) = call_example(&app, &key, "list_integrations").await;
+        let list = out["integrations"].as_array().expect("integrations");
+        assert!(list.iter().any(|i| i["name"] == "github"), "{out}");
+        for i in list {
+            let keys: BTreeSet<&str> = i.as_object().unwrap().keys().map(String::as_str).collect();
+            assert_eq!(
+                keys,
+                BTreeSet::from(["name", "version", "connected"]),
+                "{i}"
+            );
+        }
+
+        // connect: a link back to workbench, and a connectionId wait_for_connection knows.
+        let (out, _) = call_example(&app, &key, "connect").await;
+        assert_eq!(out["integration"], "github", "{out}");
+        let id = out["connectionId"].as_str().expect("connectionId");
+        assert_eq!(out["url"], app.url(&format!("/connect/{id}")), "{out}");
+        // wait_for_connection with the seed's placeholder id: no such connection.
+        let (out, _) = call_example(&app, &key, "wait_for_connection").await;
+        assert_eq!(out, json!({ "error": "Unknown connectionId" }));
+
+        // curl_session: the documented success, word for word but the token and URLs.
+        let (out, is_error) = call_example(&app, &key, "curl_session").await;
+        assert!(!is_error, "{out}");
+        let documented = seed_example("curl_session_response");
+        assert_shape("curl_session", &documented, &out);
+        let keys: BTreeSet<&String> = out.as_object().unwrap().keys().collect();
+        assert_eq!(keys, documented.as_object().unwrap().keys().collect());
+        assert_eq!(out["expiresIn"], documented["expiresIn"]);
+        let proxy = out["proxyBaseUrl"].as_str().unwrap();
+        assert_eq!(proxy, app.url("/c"));
+        assert_eq!(
+            out["usage"],
+            documented["usage"]
+                .as_str()
+                .unwrap()
+                .replace("https://workbench.example.com/c", proxy)
+        );
+    }
+);
+
+db_test!(
+    the_documented_rest_examples_run_verbatim_and_answer_their_documented_shapes,
+    |backend| {
+        let Some(app) = crate::helpers::spawn_app_with(
+            backend,
+            Options {
+                egress_allow_private: vec!["127.0.0.1"],
+                ..Default::default()
+            },
+        )
+        .await
+        else {
+            return;
+        };
+        let (_, admin) = admin_with_key(&app).await;
+        // Seed 004's CRM server, on loopback: `contact.get` under the prefix `crm.`.
+        let up = crate::fake_upstream::start().await;
+        up.keep_only(&[]);
+        up.set_tool(
+            "contact.get",
+            "Look up a contact by email.",
+            json!({ "type": "object", "required": ["email"], "properties": { "email": {"type":"string"} } }),
+            true,
+        );
+        let res = app
+            .http()
+            .post(app.url("/v1/mcp/servers"))
+            .bearer_auth(&admin)
+            .json(&json!({ "name": "crm", "transport": "http", "url": up.url(), "auth": { "type": "none" }, "tool_prefix": "crm.", "timeout_ms": 10000, "max_concurrency": 20, "auto_approve": true }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+
+        // Invoke, with the documented body as written.
+        let res = app
+            .http()
+            .post(app.url("/v1/tools/invoke"))
+            .bearer_auth(&admin)
+            .header("Idempotency-Key", "seed-004-invoke")
+            .header("content-type", "application/json")
+            .body(seed_examples()["invoke_request"].clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        let call: Value = res.json().await.unwrap();
+        let documented = seed_example("invoke_response");
+        assert_shape("invoke", &documented, &call);
+        assert_eq!(call["result"], documented["result"], "{call}");
+        assert_eq!(
+            (
+                call["object"].clone(),
+                call["tool"].clone(),
+                call["status"].clone(),
+                call["usage"]["tool_call"].clone()
+            ),
+            (
+                json!("tool_call"),
+                json!("crm.contact.get"),
+                json!("succeeded"),
+                json!(1)
+            )
+        );
+        assert!(call["id"].as_str().unwrap().starts_with("tcall_"));
+
+        // The catalog. `avg_latency_ms` is measured: a number once the tool ran (crm.contact.get
+        // just did), null before (http.fetch).
+        let res = app
+            .http()
+            .get(app.url("/v1/tools"))
+            .bearer_auth(&admin)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        let catalog: Value = res.json().await.unwrap();
+        let documented = seed_example("catalog_response");
+        assert_eq!(catalog["object"], documented["object"]);
+        for d in documented["data"].as_array().unwrap() {
+            let name = d["name"].as_str().unwrap();
+            let got = catalog["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["name"] == name)
+                .unwrap_or_else(|| panic!("{name} is not listed"));
+            let mut d = d.clone();
+            if name == "http.fetch" {
+                assert!(got["avg_latency_ms"].is_null(), "{got}");
+                d.as_object_mut().unwrap().remove("avg_latency_ms");
+            }
+            let d = &d;
+            assert_shape(name, d, got);
+            assert_eq!(got["side_effects"], d["side_effects"], "{name}");
+            assert_eq!(
+                got["input_schema"]["required"], d["input_schema"]["required"],
+                "{name}"
+            );
+            let source = d["source"].as_str().unwrap();
+            match source.split_once(':') {
+                Some(("mcp", _)) => assert!(
+                    got["source"].as_str().unwrap().starts_with("mcp:mcps_"),
+                    "{got}"
+                ),
+                _ => assert_eq!(got["source"], source),
+            }
+        }
+
+        // require_confirmation: 202 with the documented shape, then the documented decision.
+        let res = app
+            .http()
+            .post(app.url("/v1/policies"))
+            .bearer_auth(&admin)
+            .json(&json!({ "name": "pol_support_agent", "tool_allowlist": { "mode": "allowlist", "allow": ["crm.contact.get", "crm.deal.list", "search.web", "ticket.*"], "deny": ["crm.contact.delete"], "require_confirmation": ["email.send", "crm.contact.get"] } }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+        let pol: Value = res.json().await.unwrap();
+        let res = app
+            .http()
+            .post(app.url("/v1/api-keys"))
+            .bearer_auth(&admin)
+            .json(&json!({ "name": "support agent", "policy_id": pol["id"] }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+        let agent: Value = res.json().await.unwrap();
+        let res = app
+            .http()
+            .post(app.url("/v1/tools/invoke"))
+            .bearer_auth(agent["key"].as_str().unwrap())
+            .header("content-type", "application/json")
+            .body(seed_examples()["invoke_request"].clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 202);
+        let held: Value = res.json().await.unwrap();
+        assert_shape("held", &seed_example("confirmation_response"), &held);
+        assert_eq!(held["status"], "awaiting_confirmation");
+        let conf = held["confirmation_id"].as_str().unwrap();
+        assert!(conf.starts_with("conf_"));
+        let res = app
+            .http()
+            .post(app.url(&format!("/v1/tools/confirmations/{conf}")))
+            .bearer_auth(&admin)
+            .header("content-type", "application/json")
+            .body(seed_examples()["confirmation_decision"].clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        let done: Value = res.json().await.unwrap();
+        assert_eq!(done["status"], "succeeded", "{done}");
+        assert_eq!(done["result"], seed_example("invoke_response")["result"]);
     }
 );

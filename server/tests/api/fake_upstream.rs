@@ -197,6 +197,13 @@ impl ServerHandler for Handler {
                 CallToolResult::success(vec![ContentBlock::text("done")])
             }
             "boom" => CallToolResult::error(vec![ContentBlock::text("the widget exploded")]),
+            // Seed 004's `crm.contact.get` (served under the prefix `crm.`).
+            "contact.get" => match args["email"].as_str() {
+                Some("ada@example.com") => CallToolResult::structured(
+                    json!({ "id": "c_118", "name": "Ada Lovelace", "plan": "scale" }),
+                ),
+                _ => CallToolResult::error(vec![ContentBlock::text("no such contact")]),
+            },
             "whoami_error" => CallToolResult::error(vec![ContentBlock::text(format!(
                 "refused {}",
                 s.last_authorization

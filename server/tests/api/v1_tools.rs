@@ -585,3 +585,39 @@ db_test!(the_openapi_document_describes_every_route, |backend| {
         300000
     );
 });
+
+db_test!(
+    the_rest_tool_list_declares_storage_get_and_vector_query_read_only_per_d26,
+    |backend| {
+        // Seed 004's built-in table lists these four as `write`; D26 declares what each does.
+        let app = app!(backend);
+        let (_, key) = admin_with_key(&app).await;
+        let body: Value = app
+            .http()
+            .get(app.url("/v1/tools"))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let declared = |name: &str| {
+            body["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["name"] == name)
+                .unwrap_or_else(|| panic!("{name} is not listed"))["side_effects"]
+                .clone()
+        };
+        for (tool, side_effects) in [
+            ("storage.get", "none"),
+            ("vector.query", "none"),
+            ("storage.put", "write"),
+            ("vector.upsert", "write"),
+        ] {
+            assert_eq!(declared(tool), side_effects, "{tool}");
+        }
+    }
+);

@@ -4,6 +4,7 @@
 
 mod google;
 mod hackernews;
+mod superset;
 
 use serde_json::Value;
 
@@ -15,6 +16,7 @@ const HANDLERS: &[&str] = &[
     "hackernews_top_stories",
     "google_drive_upload",
     "gmail_send_email",
+    "superset_export_csv",
 ];
 
 pub fn exists(name: &str) -> bool {
@@ -31,6 +33,7 @@ pub async fn run(
         "hackernews_top_stories" => hackernews::top_stories(tool, ctx, args).await,
         "google_drive_upload" => google::drive_upload(tool, ctx, args).await,
         "gmail_send_email" => google::gmail_send(tool, ctx, args).await,
+        "superset_export_csv" => superset::export_csv(tool, ctx, args).await,
         other => Err(HandlerError::Unavailable(format!(
             "no handler named {other}"
         ))),

@@ -225,6 +225,17 @@ pub struct NextDef {
     pub param: Option<String>,
     #[serde(default, rename = "as")]
     pub as_: NextAs,
+    /// With `from: offset`: the input property holding this page's offset (absent means 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    /// With `from: offset` or `last`: the input property holding the page size; only a full
+    /// page has a next one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<String>,
+    /// A body path that must be `true` for there to be a next page (Stripe's `has_more`,
+    /// PagerDuty's `more`); it overrides the full-page test of `from: offset`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub more: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -234,6 +245,12 @@ pub enum NextFrom {
     Body,
     /// The `rel="next"` URL of the `Link` header.
     Link,
+    /// A field (`path`) of the list's last item: APIs that page by "after this id" and answer
+    /// no cursor (Discord). An empty list has no next page.
+    Last,
+    /// Offset paging that answers no next position (Jira's user search, PagerDuty): this
+    /// page's offset (`start`) plus the items it holds, when the page is full (`size`).
+    Offset,
 }
 
 /// How the next page is answered: `next_cursor` (a string) or `next_page` (an integer).
@@ -375,7 +392,8 @@ impl IntegrationDef {
                 _ => return Err(tbad("needs exactly one of request or handler".into())),
             }
             if let Some(r) = &t.result {
-                check_result(r).map_err(tbad)?;
+                let props = t.input_schema.get("properties").and_then(Value::as_object);
+                check_result(r, |p| props.is_some_and(|m| m.contains_key(p))).map_err(tbad)?;
             }
         }
         Ok(())
@@ -386,7 +404,10 @@ impl IntegrationDef {
     }
 }
 
-fn check_result(r: &ResultDef) -> std::result::Result<(), String> {
+fn check_result(
+    r: &ResultDef,
+    input_has: impl Fn(&str) -> bool,
+) -> std::result::Result<(), String> {
     if r.text_as.as_deref().is_some_and(|k| k.is_empty()) {
         return Err("result.text_as must name a field".into());
     }
@@ -398,13 +419,43 @@ fn check_result(r: &ResultDef) -> std::result::Result<(), String> {
             (NextFrom::Body, None | Some("")) => {
                 return Err("result.next from the body needs a path".into())
             }
-            (NextFrom::Link, Some(_)) => {
-                return Err("result.next from the Link header takes no path".into())
+            (NextFrom::Last, None | Some("")) => {
+                return Err("result.next from the last item needs a path".into())
+            }
+            (NextFrom::Link | NextFrom::Offset, Some(_)) => {
+                return Err(format!("result.next from {:?} takes no path", n.from))
             }
             _ => {}
         }
         if n.param.as_deref().is_some_and(|p| p.is_empty()) {
             return Err("result.next.param must not be empty".into());
+        }
+        if n.more.as_deref().is_some_and(|p| p.is_empty()) {
+            return Err("result.next.more must not be empty".into());
+        }
+        let offset = n.from == NextFrom::Offset;
+        if offset != n.start.is_some()
+            || (n.size.is_some() && !matches!(n.from, NextFrom::Offset | NextFrom::Last))
+        {
+            return Err(
+                "result.next.start goes with from: offset (which needs it), size with offset or last"
+                    .into(),
+            );
+        }
+        if offset && n.as_ != NextAs::Page {
+            return Err("result.next from: offset answers next_page (as: page)".into());
+        }
+        if offset && n.size.is_none() && n.more.is_none() {
+            return Err(
+                "result.next from: offset needs size or more to know a page is not the last".into(),
+            );
+        }
+        for a in [&n.start, &n.size].into_iter().flatten() {
+            if !input_has(a) {
+                return Err(format!(
+                    "result.next names {a:?} but the input schema has no such property"
+                ));
+            }
         }
     }
     Ok(())

@@ -328,9 +328,33 @@ pub fn link_next(header: &str) -> Option<&str> {
     })
 }
 
-/// The next page of a paginated answer, as the rule says: a body value or the Link header's
-/// next URL, optionally one query parameter of it.
-fn next_page(rule: &super::definition::NextDef, body: &Value, link: Option<&str>) -> Value {
+/// The next page of a paginated answer, as the rule says: a body value, the Link header's
+/// next URL (optionally one query parameter of either), the last item's field, or this page's
+/// offset plus its length. `list` is the page's items (the value at `result.path`) and `args`
+/// the call's arguments (defaults applied).
+fn next_page(
+    rule: &super::definition::NextDef,
+    body: &Value,
+    list: Option<&Value>,
+    link: Option<&str>,
+    args: &Value,
+) -> Value {
+    let items = list
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let more = rule
+        .more
+        .as_deref()
+        .map(|p| at(body, p) == Some(&Value::Bool(true)));
+    if more == Some(false) {
+        return Value::Null;
+    }
+    let num = |name: &Option<String>| {
+        name.as_deref()
+            .and_then(|n| args.get(n))
+            .and_then(Value::as_u64)
+    };
     let raw: Option<String> = match rule.from {
         NextFrom::Body => rule
             .path
@@ -338,6 +362,23 @@ fn next_page(rule: &super::definition::NextDef, body: &Value, link: Option<&str>
             .and_then(|p| at(body, p))
             .and_then(arg_text),
         NextFrom::Link => link.and_then(link_next).map(str::to_owned),
+        NextFrom::Last => items
+            .last()
+            .filter(|_| match (more, num(&rule.size)) {
+                (None, Some(size)) => items.len() as u64 >= size,
+                _ => true,
+            })
+            .and_then(|last| at(last, rule.path.as_deref().unwrap_or_default()))
+            .and_then(arg_text),
+        NextFrom::Offset => {
+            let start = num(&rule.start).unwrap_or(0);
+            let full = match (more, num(&rule.size)) {
+                (Some(m), _) => m,
+                (None, Some(size)) => items.len() as u64 >= size,
+                (None, None) => false,
+            };
+            (full && !items.is_empty()).then(|| (start + items.len() as u64).to_string())
+        }
     };
     let raw = raw.filter(|s| !s.is_empty());
     let value = match (&rule.param, raw) {
@@ -361,12 +402,13 @@ fn next_page(rule: &super::definition::NextDef, body: &Value, link: Option<&str>
 }
 
 /// Applies result shaping (the `ok: false` failure convention, path, fields, pagination) to a
-/// JSON response; `link` is the response's `Link` header.
+/// JSON response; `link` is the response's `Link` header, `args` the call's arguments.
 pub fn shape(
     display: &str,
     rule: Option<&ResultDef>,
     body: Value,
     link: Option<&str>,
+    args: &Value,
 ) -> Result<Value, HandlerError> {
     let Some(rule) = rule else { return Ok(body) };
     if let Some(ok) = &rule.ok_field {
@@ -382,10 +424,13 @@ pub fn shape(
             )));
         }
     }
-    let next = rule
-        .next
-        .as_ref()
-        .map(|n| (n.as_, next_page(n, &body, link)));
+    let next = rule.next.as_ref().map(|n| {
+        let list = match &rule.path {
+            Some(p) => at(&body, p),
+            None => Some(&body),
+        };
+        (n.as_, next_page(n, &body, list, link, args))
+    });
     let mut v = match &rule.path {
         Some(p) => match at(&body, p) {
             Some(v) if !v.is_null() => v.clone(),
@@ -534,7 +579,7 @@ mod tests {
         };
         let body = json!({ "data": { "items": [{ "id": 1, "user": { "login": "ada" }, "noise": true }] } });
         assert_eq!(
-            shape("X", Some(&rule), body, None).unwrap(),
+            shape("X", Some(&rule), body, None, &json!({})).unwrap(),
             json!([{ "id": 1, "user_login": "ada" }])
         );
         let slack = ResultDef {
@@ -547,6 +592,7 @@ mod tests {
             Some(&slack),
             json!({ "ok": false, "error": "channel_not_found" }),
             None,
+            &json!({}),
         )
         .unwrap_err();
         assert_eq!(
@@ -651,16 +697,19 @@ mod tests {
                 path: None,
                 param: Some("page".into()),
                 as_: NextAs::Page,
+                start: None,
+                size: None,
+                more: None,
             }),
             ..Default::default()
         };
         let body = json!([{ "id": 1, "x": 2 }]);
         assert_eq!(
-            shape("G", Some(&by_link), body.clone(), Some(link)).unwrap(),
+            shape("G", Some(&by_link), body.clone(), Some(link), &json!({})).unwrap(),
             json!({ "items": [{ "id": 1 }], "next_page": 3 })
         );
         assert_eq!(
-            shape("G", Some(&by_link), body, None).unwrap(),
+            shape("G", Some(&by_link), body, None, &json!({})).unwrap(),
             json!({ "items": [{ "id": 1 }], "next_page": null })
         );
         let by_body = ResultDef {
@@ -670,12 +719,15 @@ mod tests {
                 path: Some("_links.next".into()),
                 param: Some("cursor".into()),
                 as_: NextAs::Cursor,
+                start: None,
+                size: None,
+                more: None,
             }),
             ..Default::default()
         };
         let page = json!({ "results": [1], "_links": { "next": "/wiki/api/v2/pages?cursor=abc%3D&limit=2" } });
         assert_eq!(
-            shape("C", Some(&by_body), page, None).unwrap(),
+            shape("C", Some(&by_body), page, None, &json!({})).unwrap(),
             json!({ "items": [1], "next_cursor": "abc=" })
         );
         let slack = ResultDef {
@@ -684,12 +736,132 @@ mod tests {
                 path: Some("meta.next".into()),
                 param: None,
                 as_: NextAs::Cursor,
+                start: None,
+                size: None,
+                more: None,
             }),
             ..Default::default()
         };
         assert_eq!(
-            shape("S", Some(&slack), json!({ "meta": { "next": "" } }), None).unwrap()
+            shape(
+                "S",
+                Some(&slack),
+                json!({ "meta": { "next": "" } }),
+                None,
+                &json!({})
+            )
+            .unwrap()["next_cursor"],
+            Value::Null
+        );
+    }
+
+    #[test]
+    fn a_list_paged_by_its_last_id_or_by_offset_says_where_the_next_page_is() {
+        use crate::integrations::definition::NextDef;
+        let rule = |from, path: Option<&str>, as_, more: Option<&str>| NextDef {
+            from,
+            path: path.map(Into::into),
+            param: None,
+            as_,
+            start: (from == NextFrom::Offset).then(|| "start_at".into()),
+            size: (from == NextFrom::Offset && more.is_none()).then(|| "max_results".into()),
+            more: more.map(Into::into),
+        };
+        let result = |next, path: Option<&str>| ResultDef {
+            path: path.map(Into::into),
+            fields: vec!["name".into()],
+            next: Some(next),
+            ..Default::default()
+        };
+        // Discord: the next page is "after" the last guild's id; an empty page is the last.
+        let discord = result(rule(NextFrom::Last, Some("id"), NextAs::Cursor, None), None);
+        let guilds = json!([{ "id": "1", "name": "a" }, { "id": "7", "name": "b" }]);
+        assert_eq!(
+            shape("D", Some(&discord), guilds, None, &json!({})).unwrap(),
+            json!({ "items": [{ "name": "a" }, { "name": "b" }], "next_cursor": "7" })
+        );
+        assert_eq!(
+            shape("D", Some(&discord), json!([]), None, &json!({})).unwrap(),
+            json!({ "items": [], "next_cursor": null })
+        );
+        let mut sized = discord.clone();
+        sized.next.as_mut().unwrap().size = Some("limit".into());
+        let two = json!([{ "id": "1" }, { "id": "7" }]);
+        assert_eq!(
+            shape("D", Some(&sized), two.clone(), None, &json!({ "limit": 2 })).unwrap()
                 ["next_cursor"],
+            "7"
+        );
+        assert_eq!(
+            shape("D", Some(&sized), two, None, &json!({ "limit": 3 })).unwrap()["next_cursor"],
+            Value::Null,
+            "a page shorter than the limit is the last"
+        );
+        // Stripe: the last id, but only while has_more is true.
+        let stripe = result(
+            rule(NextFrom::Last, Some("id"), NextAs::Cursor, Some("has_more")),
+            Some("data"),
+        );
+        let page = |more| json!({ "data": [{ "id": "cus_1", "name": "x" }], "has_more": more });
+        assert_eq!(
+            shape("S", Some(&stripe), page(true), None, &json!({})).unwrap()["next_cursor"],
+            "cus_1"
+        );
+        assert_eq!(
+            shape("S", Some(&stripe), page(false), None, &json!({})).unwrap()["next_cursor"],
+            Value::Null
+        );
+        // Jira's user search: a full page continues at start + its length; a short one ends.
+        let jira = result(rule(NextFrom::Offset, None, NextAs::Page, None), None);
+        let users = json!([{ "name": "a" }, { "name": "b" }]);
+        assert_eq!(
+            shape(
+                "J",
+                Some(&jira),
+                users.clone(),
+                None,
+                &json!({ "start_at": 4, "max_results": 2 })
+            )
+            .unwrap()["next_page"],
+            6
+        );
+        assert_eq!(
+            shape(
+                "J",
+                Some(&jira),
+                users.clone(),
+                None,
+                &json!({ "max_results": 2 })
+            )
+            .unwrap()["next_page"],
+            2,
+            "an absent offset is the first page"
+        );
+        assert_eq!(
+            shape("J", Some(&jira), users, None, &json!({ "max_results": 3 })).unwrap()
+                ["next_page"],
+            Value::Null
+        );
+        // PagerDuty: offset paging whose body says whether there is more.
+        let pd = result(
+            rule(NextFrom::Offset, None, NextAs::Page, Some("more")),
+            Some("incidents"),
+        );
+        let body = |more| json!({ "incidents": [{ "name": "a" }], "more": more, "offset": 10 });
+        assert_eq!(
+            shape("P", Some(&pd), body(true), None, &json!({ "start_at": 10 })).unwrap()
+                ["next_page"],
+            11
+        );
+        assert_eq!(
+            shape(
+                "P",
+                Some(&pd),
+                body(false),
+                None,
+                &json!({ "start_at": 10 })
+            )
+            .unwrap()["next_page"],
             Value::Null
         );
     }

@@ -4,6 +4,7 @@
 //! 2. the project's calls of it ever (the usage counters are kept per day);
 //! 3. for a tool that is the same code on every project (a built-in or a plugin tool), the
 //!    instance's calls of it in the last 30 days, then ever;
+//!
 //! otherwise none (`null`). Tools of upstream MCP servers and custom apps are a project's own:
 //! another project's tool of the same name is other code, and its timing is that project's
 //! business, so they never take the instance's figure.
@@ -42,9 +43,12 @@ fn means(rows: Vec<LatencyTotals>) -> Means {
         .collect()
 }
 
+/// The instance's figures and when they were read (ms).
+type Stamped = Option<(i64, Arc<Means>)>;
+
 /// The instance's figures, computed at most once per [`INSTANCE_TTL_MS`].
 #[derive(Clone, Default)]
-pub(super) struct Cache(Arc<Mutex<Option<(i64, Arc<Means>)>>>);
+pub(super) struct Cache(Arc<Mutex<Stamped>>);
 
 impl Cache {
     pub(super) async fn of(&self, db: &Db, now_ms: i64, who: &Principal) -> Result<Latencies> {

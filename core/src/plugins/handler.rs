@@ -52,6 +52,7 @@ impl ToolHandler for PluginTool {
             rule,
             body,
             link.as_deref(),
+            &args,
         )
     }
 }

@@ -1295,3 +1295,173 @@ db_test!(
         assert_eq!(done["result"], seed_example("invoke_response")["result"]);
     }
 );
+
+/// A page of the fake's answer: a JSON body and, for GitHub and Sentry, a `Link` header.
+fn page(json: Value, link: Option<&str>) -> FakeReply {
+    let mut r = FakeReply::json(json);
+    if let Some(l) = link {
+        r.headers.push(("link".into(), l.into()));
+    }
+    r
+}
+
+/// One list walked page by page against the fake.
+struct Walk {
+    tool: &'static str,
+    /// "METHOD /path" the fake answers.
+    route: &'static str,
+    /// The first call's arguments.
+    args: Value,
+    /// The argument that takes the answer's next_cursor / next_page.
+    next_arg: &'static str,
+    /// What the provider answers, page by page (body cursor, Link header or a plain list).
+    pages: Vec<FakeReply>,
+    /// The query parameter the provider reads the position from, and its value on each call.
+    sent_as: &'static str,
+    sent: Vec<Option<&'static str>>,
+    /// One field of every item, over all pages.
+    item: &'static str,
+    items: Value,
+}
+
+db_test!(
+    list_tools_page_through_their_providers_documented_pagination,
+    |backend| {
+        let Some(Fixture {
+            app, key, recorder, ..
+        }) = connected(backend).await
+        else {
+            return;
+        };
+        let gh = |n: u32| {
+            format!("<https://api.github.com/repositories/1300192/issues?per_page=1&page={n}>; rel=\"next\", <https://api.github.com/repositories/1300192/issues?per_page=1&page=1>; rel=\"first\"")
+        };
+        let sentry = |next: &str, more: bool| {
+            format!("<https://sentry.io/api/0/organizations/?&cursor=0:0:1>; rel=\"previous\"; results=\"false\"; cursor=\"0:0:1\", <https://sentry.io/api/0/organizations/?&cursor={next}>; rel=\"next\"; results=\"{more}\"; cursor=\"{next}\"")
+        };
+        let walks = vec![
+            Walk {
+                tool: "slack_list_channels",
+                route: "GET /api/conversations.list",
+                args: json!({ "limit": 1 }),
+                next_arg: "cursor",
+                pages: vec![
+                    page(json!({ "ok": true, "channels": [{ "id": "C1", "name": "general" }], "response_metadata": { "next_cursor": "dGVhbTpDMg==" } }), None),
+                    page(json!({ "ok": true, "channels": [{ "id": "C2", "name": "random" }], "response_metadata": { "next_cursor": "" } }), None),
+                ],
+                sent_as: "cursor",
+                sent: vec![None, Some("dGVhbTpDMg==")],
+                item: "id",
+                items: json!(["C1", "C2"]),
+            },
+            Walk {
+                tool: "github_list_issues",
+                route: "GET /repos/acme/demo/issues",
+                args: json!({ "owner": "acme", "repo": "demo", "per_page": 1 }),
+                next_arg: "page",
+                pages: vec![
+                    page(json!([{ "number": 3, "title": "a" }]), Some(&gh(2))),
+                    page(json!([{ "number": 2, "title": "b" }]), Some(&gh(3))),
+                    page(json!([{ "number": 1, "title": "c" }]), Some("<https://api.github.com/repositories/1300192/issues?per_page=1&page=2>; rel=\"prev\"")),
+                ],
+                sent_as: "page",
+                sent: vec![None, Some("2"), Some("3")],
+                item: "number",
+                items: json!([3, 2, 1]),
+            },
+            Walk {
+                tool: "github_list_prs",
+                route: "GET /repos/acme/demo/pulls",
+                args: json!({ "owner": "acme", "repo": "demo", "per_page": 1 }),
+                next_arg: "page",
+                pages: vec![
+                    page(json!([{ "number": 8 }]), Some(&gh(2))),
+                    page(json!([{ "number": 7 }]), None),
+                ],
+                sent_as: "page",
+                sent: vec![None, Some("2")],
+                item: "number",
+                items: json!([8, 7]),
+            },
+            Walk {
+                tool: "sentry_list_organizations",
+                route: "GET /api/0/organizations/",
+                args: json!({}),
+                next_arg: "cursor",
+                pages: vec![
+                    page(json!([{ "id": "1", "slug": "acme" }]), Some(&sentry("0:100:0", true))),
+                    page(json!([{ "id": "2", "slug": "beta" }]), Some(&sentry("0:200:0", false))),
+                ],
+                sent_as: "cursor",
+                sent: vec![None, Some("0:100:0")],
+                item: "slug",
+                items: json!(["acme", "beta"]),
+            },
+            Walk {
+                tool: "discord_list_guilds",
+                route: "GET /api/v10/users/@me/guilds",
+                args: json!({ "limit": 2 }),
+                next_arg: "after",
+                pages: vec![
+                    page(json!([{ "id": "10", "name": "a" }, { "id": "20", "name": "b" }]), None),
+                    page(json!([{ "id": "30", "name": "c" }]), None),
+                ],
+                sent_as: "after",
+                sent: vec![None, Some("20")],
+                item: "id",
+                items: json!(["10", "20", "30"]),
+            },
+            Walk {
+                tool: "jira_find_users",
+                route: "GET /ex/jira/your-cloud-id/rest/api/3/user/search",
+                args: json!({ "query": "a", "max_results": 2 }),
+                next_arg: "start_at",
+                pages: vec![
+                    page(json!([{ "accountId": "u1" }, { "accountId": "u2" }]), None),
+                    page(json!([{ "accountId": "u3" }]), None),
+                ],
+                sent_as: "startAt",
+                sent: vec![None, Some("2")],
+                item: "accountId",
+                items: json!(["u1", "u2", "u3"]),
+            },
+        ];
+        for w in walks {
+            let mut args = w.args.clone();
+            let mut items = Vec::new();
+            let mut sent = Vec::new();
+            let last = w.pages.len() - 1;
+            for (i, reply) in w.pages.into_iter().enumerate() {
+                recorder.reset();
+                recorder.reply(w.route, reply);
+                let out = execute(&app, &key, json!([{ "tool": w.tool, "args": args }])).await;
+                let r = &out[0]["result"];
+                let Some(page) = r["items"].as_array() else {
+                    panic!("{}: {:?}", w.tool, out[0])
+                };
+                items.extend(page.iter().map(|it| it[w.item].clone()));
+                sent.push(recorder.seen()[0].query.get(w.sent_as).cloned());
+                let next = r.get("next_cursor").or_else(|| r.get("next_page"));
+                let next = next.cloned().unwrap_or(Value::Null);
+                if i == last {
+                    assert!(next.is_null(), "{}: the last page has no next: {r}", w.tool);
+                } else {
+                    assert!(!next.is_null(), "{}: page {i} has a next page: {r}", w.tool);
+                    args[w.next_arg] = next;
+                }
+            }
+            let want: Vec<Option<String>> = w.sent.iter().map(|s| s.map(str::to_owned)).collect();
+            assert_eq!(
+                sent, want,
+                "{}: each page asked where the provider pointed",
+                w.tool
+            );
+            assert_eq!(
+                Value::Array(items),
+                w.items,
+                "{}: every page's items",
+                w.tool
+            );
+        }
+    }
+);

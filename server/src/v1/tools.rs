@@ -21,7 +21,8 @@ use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
 use crate::state::AppState;
 
-/// A catalog entry as seed 004 shows it (plus integration and status).
+/// A catalog entry as seed 004 shows it (plus integration, status and, for a tool that cannot
+/// run, `unavailable_reason`).
 pub fn tool_json(t: &Tool, latency: &HashMap<String, i64>) -> Value {
     let mut m = Map::new();
     m.insert("name".into(), json!(t.spec.name.as_str()));
@@ -37,7 +38,11 @@ pub fn tool_json(t: &Tool, latency: &HashMap<String, i64>) -> Value {
         "avg_latency_ms".into(),
         json!(latency.get(t.name()).copied()),
     );
-    m.insert("status".into(), json!(t.current_status()));
+    let availability = t.availability();
+    m.insert("status".into(), json!(availability.status()));
+    if let Some(reason) = availability.reason() {
+        m.insert("unavailable_reason".into(), json!(reason));
+    }
     Value::Object(m)
 }
 

@@ -476,7 +476,7 @@ fn held_tool(
     let side_effects = row
         .side_effects_override
         .as_deref()
-        .and_then(|o| SideEffects::parse(o))
+        .and_then(SideEffects::parse)
         .unwrap_or_else(|| derived_side_effects(approved_annotations.as_ref()));
     let input_schema = row
         .approved_input_schema
@@ -1302,7 +1302,8 @@ impl Upstreams {
                 let owner = owners.get(&catalog_name(server, &row.name));
                 let own = owner.is_some_and(|o| o.server_id == server.id && o.tool == row.name);
                 let held = row.status == ToolState::PendingReview;
-                if !own && !(held && owner.is_none()) {
+                let listed = own || (held && owner.is_none());
+                if !listed {
                     if !held {
                         tracing::warn!(server = %server.id, tool = %row.name, owner = ?owner.map(|o| &o.server_id), "MCP tool left out: another server owns its name");
                     }

@@ -885,6 +885,12 @@ db_test!(
             tool["status"], "unavailable",
             "an open breaker makes its tools unavailable"
         );
+        assert!(
+            tool["unavailable_reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("circuit breaker is open; retry in")),
+            "and says why: {tool}"
+        );
         // A tool's own error does not count; after 30 s one probe goes through and closes it.
         up.state.fail.store(false, Ordering::SeqCst);
         app.clock.advance_ms(31_000);

@@ -35,6 +35,8 @@ pub struct ToolView {
     pub description: String,
     pub side_effects: SideEffects,
     pub status: ToolStatus,
+    /// Why the tool cannot run, when it cannot (core's words, as agents see them).
+    pub unavailable_reason: Option<String>,
     /// The person's account at the tool's integration.
     pub connection: AccountState,
     pub avg_latency_ms: Option<i64>,

@@ -58,17 +58,21 @@ pub async fn tools_page(
             count: 0,
         })
     };
-    let view = |t: &workbench_core::catalog::Tool, score: Option<f32>| ToolView {
-        name: t.spec.name.to_string(),
-        integration: t.spec.integration.clone(),
-        source: t.spec.source.to_string(),
-        description: t.spec.description.clone(),
-        side_effects: t.spec.side_effects,
-        status: t.current_status(),
-        connection: head(&t.spec.integration).connection,
-        avg_latency_ms: latency.get(t.name(), t.spec.source.is_shared()),
-        input_schema: serde_json::to_string_pretty(&t.spec.input_schema).unwrap_or_default(),
-        score,
+    let view = |t: &workbench_core::catalog::Tool, score: Option<f32>| {
+        let availability = t.availability();
+        ToolView {
+            name: t.spec.name.to_string(),
+            integration: t.spec.integration.clone(),
+            source: t.spec.source.to_string(),
+            description: t.spec.description.clone(),
+            side_effects: t.spec.side_effects,
+            status: availability.status(),
+            unavailable_reason: availability.reason().map(str::to_owned),
+            connection: head(&t.spec.integration).connection,
+            avg_latency_ms: latency.get(t.name(), t.spec.source.is_shared()),
+            input_schema: serde_json::to_string_pretty(&t.spec.input_schema).unwrap_or_default(),
+            score,
+        }
     };
     let tools: Vec<ToolView> = match query.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
         Some(q) => engine

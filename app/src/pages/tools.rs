@@ -131,6 +131,9 @@ fn ToolCard(tool: ToolView) -> impl IntoView {
                 <div>
                     <p class="font-mono text-sm font-semibold">{tool.name.clone()}</p>
                     <p class="mt-1 text-sm text-slate-600">{tool.description.clone()}</p>
+                    {tool.unavailable_reason.clone().map(|why| view! {
+                        <p class="mt-1 text-sm text-red-700" data-testid="unavailable-reason">"Unavailable: " {why}</p>
+                    })}
                 </div>
                 <div class="flex shrink-0 flex-col items-end gap-1 text-xs">
                     <span class=format!("rounded px-2 py-0.5 font-medium {}", effects_class(tool.side_effects)) title="side effects">

@@ -400,12 +400,14 @@ impl ToolHandler for EmailSend {
     }
 }
 
+/// Why email.send is unavailable without a mail server: what the catalog shows and a call
+/// answers.
+pub(super) const NOT_CONFIGURED: &str = "no mail relay (SMTP server) is configured: the operator sets --smtp-url (WB_SMTP_URL) and restarts workbench";
+
 /// A refusal in the tool's terms: what happened, that nothing was sent, and what to do.
 fn explain(e: SendError) -> HandlerError {
     match e {
-        SendError::NotConfigured => HandlerError::Unavailable(
-            "email is not set up on this workbench: the operator sets the SMTP server with --smtp-url (WB_SMTP_URL)".into(),
-        ),
+        SendError::NotConfigured => HandlerError::Unavailable(NOT_CONFIGURED.into()),
         SendError::UnverifiedDomain { domain, added: false } => HandlerError::invalid(
             "/from",
             format!(

@@ -32,7 +32,7 @@ pub struct BuiltinServices {
     pub vectors: Arc<VectorNamespaces>,
     pub schedules: Arc<crate::schedule::Schedules>,
     pub email: Arc<crate::email::Email>,
-    /// Where search.web sends queries (none: it answers UNAVAILABLE saying what to set).
+    /// Where search.web sends queries (none: it is listed unavailable, saying what to set).
     pub search: Option<SearchProvider>,
 }
 
@@ -60,6 +60,15 @@ fn make_spec(
 
 fn tool(spec: ToolSpec, handler: impl ToolHandler) -> Result<Tool> {
     Tool::new(spec, Arc::new(handler))
+}
+
+/// `tool`, listed as unavailable for `reason` when `missing` (its configuration is not set).
+fn unless(missing: bool, reason: &str, tool: Tool) -> Tool {
+    if missing {
+        tool.unavailable_because(reason)
+    } else {
+        tool
+    }
 }
 
 /// Every built-in tool's spec (name, description, schemas), without the services that run them:
@@ -90,21 +99,29 @@ pub fn tools(services: &BuiltinServices) -> Result<Vec<Tool>> {
                 http: services.http.clone(),
             },
         )?,
-        tool(
-            email_send::spec()?,
-            email_send::EmailSend {
-                email: services.email.clone(),
-                storage: services.storage.clone(),
-                vault: services.vault.clone(),
-            },
-        )?,
-        tool(
-            search_web::spec()?,
-            search_web::SearchWeb {
-                http: services.http.clone(),
-                provider: services.search.clone(),
-            },
-        )?,
+        unless(
+            !services.email.configured(),
+            email_send::NOT_CONFIGURED,
+            tool(
+                email_send::spec()?,
+                email_send::EmailSend {
+                    email: services.email.clone(),
+                    storage: services.storage.clone(),
+                    vault: services.vault.clone(),
+                },
+            )?,
+        ),
+        unless(
+            services.search.is_none(),
+            search_web::NOT_CONFIGURED,
+            tool(
+                search_web::spec()?,
+                search_web::SearchWeb {
+                    http: services.http.clone(),
+                    provider: services.search.clone(),
+                },
+            )?,
+        ),
         tool(
             schedule_callback::spec()?,
             schedule_callback::ScheduleCallback(services.schedules.clone()),

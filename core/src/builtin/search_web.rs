@@ -104,6 +104,10 @@ pub fn spec() -> Result<ToolSpec> {
     )
 }
 
+/// Why search.web is unavailable without a provider: what the catalog shows and a call answers.
+pub(super) const NOT_CONFIGURED: &str = "no search provider is configured: the operator sets --searxng-url (WB_SEARXNG_URL, a SearXNG instance with the json format enabled) \
+     or --brave-search-api-key (BRAVE_SEARCH_API_KEY, the Brave Search API) and restarts workbench";
+
 pub struct SearchWeb {
     pub http: GuardedClient,
     pub provider: Option<SearchProvider>,
@@ -157,11 +161,7 @@ fn result(title: &Value, url: &Value, snippet: &Value, published: &Value) -> Opt
 impl ToolHandler for SearchWeb {
     async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
         let Some(provider) = &self.provider else {
-            return Err(HandlerError::Unavailable(
-                "web search is not configured on this workbench: the operator sets WB_SEARXNG_URL (a SearXNG instance with the json format enabled) \
-                 or BRAVE_SEARCH_API_KEY (the Brave Search API) and restarts it"
-                    .into(),
-            ));
+            return Err(HandlerError::Unavailable(NOT_CONFIGURED.into()));
         };
         let mut query = args["query"].as_str().unwrap_or_default().trim().to_owned();
         if query.is_empty() {

@@ -146,8 +146,9 @@ impl HandlerError {
 pub trait ToolHandler: Send + Sync + 'static {
     async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError>;
 
-    /// Whether the tool can run right now (an upstream server's open breaker says no).
-    fn available(&self) -> bool {
-        true
+    /// Why the tool cannot run right now, when it cannot (an upstream server's open breaker);
+    /// `None` when it can. The words are what every surface shows.
+    fn unavailable(&self) -> Option<String> {
+        None
     }
 }

@@ -80,10 +80,38 @@ pub struct SecretArg {
     pub value: &'static str,
 }
 
+/// Whether a tool can run now and, when it cannot, why: the status and the words every surface
+/// (search_tools, get_tool_schema, REST, the portal, a call's UNAVAILABLE error) shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Availability {
+    Available,
+    /// Lowercase, saying why and, where someone can act, who and how (after a `;`).
+    Unavailable(String),
+}
+
+impl Availability {
+    pub fn status(&self) -> ToolStatus {
+        match self {
+            Availability::Available => ToolStatus::Available,
+            Availability::Unavailable(_) => ToolStatus::Unavailable,
+        }
+    }
+
+    /// Why the tool cannot run; `None` when it can.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Availability::Available => None,
+            Availability::Unavailable(r) => Some(r),
+        }
+    }
+}
+
 /// A tool ready to run: its spec, compiled input validator and handler.
 pub struct Tool {
     pub spec: ToolSpec,
-    pub status: ToolStatus,
+    /// Why the tool cannot run whatever happens meanwhile, as its source decided when it built
+    /// it (vanished upstream, held for review, its configuration missing).
+    unavailable: Option<String>,
     pub(crate) validator: jsonschema::Validator,
     pub(crate) handler: Arc<dyn ToolHandler>,
     /// The user's connection this tool needs before it can run (plugins and apps with auth).
@@ -94,7 +122,7 @@ impl fmt::Debug for Tool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Tool")
             .field("name", &self.spec.name)
-            .field("status", &self.status)
+            .field("unavailable", &self.unavailable)
             .finish()
     }
 }
@@ -117,7 +145,7 @@ impl Tool {
             })?;
         Ok(Tool {
             spec,
-            status: ToolStatus::Available,
+            unavailable: None,
             validator,
             handler,
             connection: None,
@@ -139,14 +167,30 @@ impl Tool {
         self.spec.name.as_str()
     }
 
-    /// The status right now: `unavailable` when its source no longer offers it or cannot
-    /// take calls (an upstream server whose circuit breaker is open).
-    pub fn current_status(&self) -> ToolStatus {
-        if self.status == ToolStatus::Available && self.handler.available() {
-            ToolStatus::Available
-        } else {
-            ToolStatus::Unavailable
+    /// The tool stays in the catalog but cannot run, for `reason` (lowercase; what someone
+    /// must do after a `;`). A call answers UNAVAILABLE with it.
+    pub fn unavailable_because(mut self, reason: impl Into<String>) -> Tool {
+        self.unavailable = Some(reason.into());
+        self
+    }
+
+    /// Whether the tool can run right now, and why not: what its source decided when it built
+    /// the tool first, then what its handler says now (an upstream server whose circuit
+    /// breaker is open).
+    pub fn availability(&self) -> Availability {
+        match self
+            .unavailable
+            .clone()
+            .or_else(|| self.handler.unavailable())
+        {
+            Some(reason) => Availability::Unavailable(reason),
+            None => Availability::Available,
         }
+    }
+
+    /// The status right now (`availability` without the reason).
+    pub fn current_status(&self) -> ToolStatus {
+        self.availability().status()
     }
 }
 

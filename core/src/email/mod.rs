@@ -307,6 +307,11 @@ impl Email {
         })
     }
 
+    /// Whether the operator configured a mail server (`--smtp-url`): without one nothing is sent.
+    pub fn configured(&self) -> bool {
+        self.mailer.is_some()
+    }
+
     /// The operator's hourly limit: the most a project may set.
     pub fn operator_hourly_limit(&self) -> u32 {
         self.hourly_limit

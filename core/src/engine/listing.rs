@@ -5,20 +5,24 @@ use std::sync::Arc;
 
 use super::Engine;
 use crate::auth::Principal;
-use crate::catalog::Tool;
+use crate::catalog::{Tool, ToolStatus};
 use crate::Result;
 
 /// Most results search_tools returns.
 pub const SEARCH_LIMIT_MAX: usize = 50;
 pub const SEARCH_LIMIT_DEFAULT: usize = 10;
 
-/// One search_tools match.
+/// One search_tools match: the seed's fields, then whether the tool can run now and, when it
+/// cannot, why (`Tool::availability`, the words every surface shows).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SearchResult {
     pub name: String,
     pub description: String,
     pub integration: String,
     pub score: f32,
+    pub status: ToolStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable_reason: Option<String>,
 }
 
 impl Engine {
@@ -49,11 +53,16 @@ impl Engine {
         Ok(snapshot
             .search(query, limit, |t| policy.decide(t.name()).visible())
             .into_iter()
-            .map(|(t, score)| SearchResult {
-                name: t.spec.name.to_string(),
-                description: t.spec.description.clone(),
-                integration: t.spec.integration.clone(),
-                score,
+            .map(|(t, score)| {
+                let availability = t.availability();
+                SearchResult {
+                    name: t.spec.name.to_string(),
+                    description: t.spec.description.clone(),
+                    integration: t.spec.integration.clone(),
+                    score,
+                    status: availability.status(),
+                    unavailable_reason: availability.reason().map(str::to_owned),
+                }
             })
             .collect())
     }

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::scope::{CallScope, Execution};
 use super::template;
 use super::{apply_defaults, record, violations, FieldError, ToolError};
-use crate::catalog::{CallContext, SideEffects, ToolStatus};
+use crate::catalog::{Availability, CallContext, SideEffects};
 use crate::policy::{Applied, Decision};
 use crate::vault::Scrubber;
 
@@ -60,10 +60,10 @@ impl CallScope<'_> {
                 }
             }
         }
-        if tool.status == ToolStatus::Unavailable {
-            return Err(ToolError::Unavailable {
-                reason: "the tool's source no longer offers it".into(),
-            });
+        // A tool listed as unavailable (vanished or held for review upstream, an open breaker,
+        // its configuration missing) answers with the reason the listings show.
+        if let Availability::Unavailable(reason) = tool.availability() {
+            return Err(ToolError::Unavailable { reason });
         }
         let connection = tool.connection();
         let credential = match connection {

@@ -189,6 +189,29 @@ impl Integration {
         !matches!(self.def.auth, AuthDef::None)
     }
 
+    /// Why nobody can connect this integration, when its configuration is missing: an OAuth
+    /// integration without a client id cannot send anyone to the provider's consent nor refresh
+    /// a token. Its tools are listed unavailable with these words.
+    pub fn unconfigured(&self) -> Option<String> {
+        let oauth = self.oauth.as_ref()?;
+        if oauth.client_id.as_deref().is_some_and(|id| !id.is_empty()) {
+            return None;
+        }
+        Some(match &self.source {
+            ToolSource::App(_) => format!(
+                "{} has no OAuth client id, so nobody can connect it; an admin sets auth.client_id in the app's definition",
+                self.def.name
+            ),
+            _ => {
+                let env = self.def.name.to_ascii_uppercase();
+                format!(
+                    "{} is not configured for OAuth: no client id, so nobody can connect it; the operator registers an OAuth client at the provider, sets WB_INTEGRATION_{env}_CLIENT_ID and WB_INTEGRATION_{env}_CLIENT_SECRET and restarts workbench",
+                    self.def.name
+                )
+            }
+        })
+    }
+
     /// The tool specs this integration contributes to the catalog.
     pub fn specs(&self) -> Result<Vec<ToolSpec>> {
         self.def

@@ -33,15 +33,20 @@ pub fn load_integrations(
 }
 
 /// The catalog tools of one integration (plugin or custom app). Tools of an integration that
-/// needs a connection carry it, so the pipeline fetches the user's credential before the call.
+/// needs a connection carry it, so the pipeline fetches the user's credential before the call;
+/// those of one nobody can connect (its OAuth client not configured) are listed unavailable.
 pub fn integration_tools(i: &Arc<Integration>, connections: &Connections) -> Result<Vec<Tool>> {
     let connection = i
         .needs_connection()
         .then(|| connections.source_for(i.clone()));
+    let unconfigured = i.unconfigured();
     let mut tools = Vec::new();
     for (spec, def) in i.specs()?.into_iter().zip(i.def.tools.iter()) {
         let handler = PluginTool::new(i.clone(), def.clone());
-        let tool = Tool::new(spec, Arc::new(handler))?;
+        let mut tool = Tool::new(spec, Arc::new(handler))?;
+        if let Some(reason) = &unconfigured {
+            tool = tool.unavailable_because(reason.clone());
+        }
         tools.push(match &connection {
             Some(c) => tool.with_connection(c.clone()),
             None => tool,

@@ -91,6 +91,14 @@ impl Breaker {
     pub fn is_open(&self, now_ms: i64) -> bool {
         self.state(now_ms) == BreakerState::Open
     }
+
+    /// While open: how long until it lets a probe through.
+    pub fn open_for_ms(&self, now_ms: i64) -> Option<i64> {
+        match *self.state.lock().expect("breaker lock") {
+            State::Open { until_ms } if now_ms < until_ms => Some(until_ms - now_ms),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]

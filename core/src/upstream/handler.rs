@@ -20,6 +20,14 @@ use crate::vault::Scrubber;
 /// Retries of a call that never reached the server (read-only tools only).
 pub const MAX_RETRIES: u32 = 2;
 
+/// Why the tools of the server `name` cannot run while its breaker is open.
+fn breaker_open(name: &str, retry_in_ms: i64) -> String {
+    format!(
+        "the MCP server {name} is failing and its circuit breaker is open; retry in {} s",
+        (retry_in_ms + 999) / 1000
+    )
+}
+
 pub struct UpstreamTool {
     pub live: Arc<Live>,
     /// The tool's name at the upstream (without the prefix).
@@ -30,18 +38,20 @@ pub struct UpstreamTool {
 
 #[async_trait]
 impl ToolHandler for UpstreamTool {
-    fn available(&self) -> bool {
-        !self.live.breaker.is_open(self.live.now())
+    fn unavailable(&self) -> Option<String> {
+        let live = &self.live;
+        live.breaker
+            .open_for_ms(live.now())
+            .map(|retry_in_ms| breaker_open(&live.name, retry_in_ms))
     }
 
     async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
         let live = &self.live;
         let admission = live.breaker.admit(live.now());
         if let Admission::Refused { retry_in_ms } = admission {
-            return Err(HandlerError::Unavailable(format!(
-                "the MCP server {} is failing and its circuit breaker is open; retry in {} s",
-                live.name,
-                (retry_in_ms + 999) / 1000
+            return Err(HandlerError::Unavailable(breaker_open(
+                &live.name,
+                retry_in_ms,
             )));
         }
         let _slot = live

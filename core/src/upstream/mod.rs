@@ -26,9 +26,7 @@ pub use live::AuthConfig;
 pub use workbench_model::upstream::{BreakerState, ServerState};
 
 use crate::auth::{Operation, Principal};
-use crate::catalog::{
-    Catalog, SideEffects, Snapshot, Tool, ToolName, ToolSource, ToolSpec, ToolStatus,
-};
+use crate::catalog::{Catalog, SideEffects, Snapshot, Tool, ToolName, ToolSource, ToolSpec};
 use crate::clock::{rfc3339, Clock};
 use crate::crypto::sha256_hex;
 use crate::egress::PrivateAllowance;
@@ -255,6 +253,18 @@ fn catalog_name(server: &ServerRow, tool: &str) -> String {
     format!("{}{}", server.tool_prefix, tool)
 }
 
+/// The upstream name of `server`'s tool named `name` as the upstream names it or as the
+/// catalog shows it (with the server's prefix); the upstream name wins when both match.
+fn upstream_name(server: &ServerRow, tools: &[ToolRow], name: &str) -> Option<String> {
+    let known = |n: &str| tools.iter().any(|t| t.name == n);
+    if known(name) {
+        return Some(name.to_owned());
+    }
+    name.strip_prefix(server.tool_prefix.as_str())
+        .filter(|n| known(n))
+        .map(str::to_owned)
+}
+
 /// Who owns each upstream tool name of a project, by catalog name.
 type Owners = HashMap<String, NameOwner>;
 
@@ -375,7 +385,40 @@ fn approve(row: &mut ToolRow) {
     row.status = ToolState::Available;
 }
 
-/// The prefixed catalog tool of a row, or why it cannot be one.
+/// Whether what the upstream says of a tool now is what an admin approved (a runnable tool
+/// is, by the review rule).
+fn approved_as_is(row: &ToolRow) -> bool {
+    row.status == ToolState::Available
+        || row.approved_fingerprint.as_deref() == Some(row.fingerprint.as_str())
+}
+
+/// Why a tool of `server` that is in the catalog cannot run, or `None` when it can.
+fn unavailable_reason(server: &ServerRow, row: &ToolRow) -> Option<String> {
+    let approve = format!(
+        "an admin approves it on the MCP servers page (or POST /v1/mcp/servers/{}/approve)",
+        server.id
+    );
+    match row.status {
+        ToolState::Available => None,
+        ToolState::Unavailable => Some(format!(
+            "the MCP server {} no longer offers it: its last tool list left it out; it returns when the server offers it again",
+            server.name
+        )),
+        ToolState::PendingReview if row.approved_fingerprint.is_some() => Some(format!(
+            "held for review: its description, schema or annotations changed on the MCP server {} since an admin approved it; {approve}",
+            server.name
+        )),
+        ToolState::PendingReview => Some(format!(
+            "held for review: it is new on the MCP server {} and no admin has approved it yet; {approve}",
+            server.name
+        )),
+    }
+}
+
+/// The prefixed catalog tool of a row, or why it cannot be one. A tool that is not runnable
+/// stays listed as unavailable with its reason, showing only what an admin approved of it:
+/// a changed description or schema is what nobody reviewed yet (a rug pull can put
+/// instructions to agents there), so agents see the last approved ones, or none.
 fn build_tool(
     live: &Arc<Live>,
     server: &ServerRow,
@@ -383,6 +426,9 @@ fn build_tool(
 ) -> std::result::Result<Tool, String> {
     let name = ToolName::parse(&format!("{}{}", server.tool_prefix, row.name))
         .map_err(|e| e.to_string())?;
+    if !approved_as_is(row) {
+        return held_tool(live, server, row, name);
+    }
     let input_schema: Value =
         serde_json::from_str(&row.input_schema).map_err(|e| format!("input schema: {e}"))?;
     let output_schema = row
@@ -407,11 +453,61 @@ fn build_tool(
         name: row.name.clone(),
         retryable: side_effects == SideEffects::None,
     };
-    let mut tool = Tool::new(spec, Arc::new(handler)).map_err(|e| e.to_string())?;
-    if row.status == ToolState::Unavailable {
-        tool.status = ToolStatus::Unavailable;
-    }
-    Ok(tool)
+    let tool = Tool::new(spec, Arc::new(handler)).map_err(|e| e.to_string())?;
+    Ok(match unavailable_reason(server, row) {
+        Some(reason) => tool.unavailable_because(reason),
+        None => tool,
+    })
+}
+
+/// The catalog entry of a tool whose current text no admin approved: the approved
+/// description and input schema (none before a first approval), no output schema, side effects
+/// from the override or the approved annotations; never runnable.
+fn held_tool(
+    live: &Arc<Live>,
+    server: &ServerRow,
+    row: &ToolRow,
+    name: ToolName,
+) -> std::result::Result<Tool, String> {
+    let approved_annotations = row
+        .approved_annotations
+        .as_deref()
+        .and_then(|a| serde_json::from_str::<Value>(a).ok());
+    let side_effects = row
+        .side_effects_override
+        .as_deref()
+        .and_then(SideEffects::parse)
+        .unwrap_or_else(|| derived_side_effects(approved_annotations.as_ref()));
+    let input_schema = row
+        .approved_input_schema
+        .as_deref()
+        .and_then(|s| serde_json::from_str::<Value>(s).ok())
+        .filter(|s| s.get("type").and_then(Value::as_str) == Some("object"))
+        .unwrap_or_else(|| json!({ "type": "object" }));
+    let spec = |input_schema| ToolSpec {
+        name: name.clone(),
+        source: ToolSource::Mcp(server.id.clone()),
+        integration: server.name.clone(),
+        description: row.approved_description.clone().unwrap_or_default(),
+        input_schema,
+        output_schema: None,
+        side_effects,
+        literal_args: false,
+        secret_arg: None,
+        no_vault_refs: false,
+    };
+    let handler = Arc::new(UpstreamTool {
+        live: live.clone(),
+        name: row.name.clone(),
+        retryable: false,
+    });
+    let reason = unavailable_reason(server, row)
+        .unwrap_or_else(|| "held for review; an admin approves it on the MCP servers page".into());
+    // An approved schema that no longer compiles still leaves the tool listed, as an object.
+    let tool = Tool::new(spec(input_schema), handler.clone())
+        .or_else(|_| Tool::new(spec(json!({ "type": "object" })), handler))
+        .map_err(|e| e.to_string())?;
+    Ok(tool.unavailable_because(reason))
 }
 
 fn breaker_note(live: Option<&Arc<Live>>, now: i64) -> BreakerState {
@@ -729,7 +825,9 @@ impl Upstreams {
         for r in &rows {
             match build_tool(&live, &row, r) {
                 Ok(t) => {
-                    if snapshot.get(t.name()).is_some()
+                    // Names of upstream tools are taken by their owners (a tool held for
+                    // review under a name nobody owns yet is listed but does not keep it).
+                    if other_source(&snapshot, t.name()).is_some()
                         || owners.contains_key(t.name())
                         || names.iter().any(|n| n.name == t.name())
                     {
@@ -1059,7 +1157,9 @@ impl Upstreams {
         Ok(changes)
     }
 
-    /// Approves tools held for review (upstream names): they join the catalog as they are now.
+    /// Approves tools held for review, named as the upstream names them (`lookup`) or as the
+    /// catalog, agents and the portal show them (`crm.lookup`): they join the catalog as they
+    /// are now.
     pub async fn approve(
         &self,
         admin: &Principal,
@@ -1069,19 +1169,20 @@ impl Upstreams {
         admin.require(Operation::McpServersReview)?;
         let row = self.server(admin, id).await?;
         let existing = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
-        if let Some(unknown) = tools
+        let tools = tools
             .iter()
-            .find(|n| !existing.iter().any(|t| &t.name == *n))
-        {
-            return Err(Error::invalid(format!("{id} has no tool named {unknown}")));
-        }
+            .map(|n| {
+                upstream_name(&row, &existing, n)
+                    .ok_or_else(|| Error::invalid(format!("{id} has no tool named {n}")))
+            })
+            .collect::<Result<Vec<String>>>()?;
         let now = self.now();
         let mut tx = self.db.begin_write().await?;
         // A tool whose name another tool has stays held, approved or not: the server that
         // exposed the name first keeps it.
         let owners = owners_of(store::mcp_servers::name_owners(&mut *tx, &row.project_id).await?);
         let snapshot = self.catalog.snapshot(&row.project_id);
-        for tool in tools {
+        for tool in &tools {
             if let Some(owner) = taken_by(&owners, &row, tool) {
                 let servers: HashMap<String, String> =
                     store::mcp_servers::list_servers(&mut *tx, &row.project_id)
@@ -1141,9 +1242,10 @@ impl Upstreams {
         admin.require(Operation::McpServersReview)?;
         let row = self.server(admin, id).await?;
         let existing = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
+        let tool = &upstream_name(&row, &existing, tool).ok_or(Error::NotFound)?;
         let mut t = existing
             .into_iter()
-            .find(|t| t.name == tool)
+            .find(|t| &t.name == tool)
             .ok_or(Error::NotFound)?;
         t.side_effects_override = side_effects.map(|s| s.as_str().to_owned());
         let now = self.now();
@@ -1156,7 +1258,7 @@ impl Upstreams {
         self.tools(admin, id)
             .await?
             .into_iter()
-            .find(|v| v.name == tool)
+            .find(|v| &v.name == tool)
             .ok_or(Error::NotFound)
     }
 
@@ -1195,12 +1297,16 @@ impl Upstreams {
                 }
             };
             for row in rows {
-                if row.status == ToolState::PendingReview {
-                    continue;
-                }
+                // A tool held for review stays listed (unavailable, with why) under a name it
+                // owns or nobody owns yet; one whose name another tool has is that tool's.
                 let owner = owners.get(&catalog_name(server, &row.name));
-                if !owner.is_some_and(|o| o.server_id == server.id && o.tool == row.name) {
-                    tracing::warn!(server = %server.id, tool = %row.name, owner = ?owner.map(|o| &o.server_id), "MCP tool left out: another server owns its name");
+                let own = owner.is_some_and(|o| o.server_id == server.id && o.tool == row.name);
+                let held = row.status == ToolState::PendingReview;
+                let listed = own || (held && owner.is_none());
+                if !listed {
+                    if !held {
+                        tracing::warn!(server = %server.id, tool = %row.name, owner = ?owner.map(|o| &o.server_id), "MCP tool left out: another server owns its name");
+                    }
                     continue;
                 }
                 match build_tool(&live, server, &row) {

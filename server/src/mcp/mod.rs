@@ -103,7 +103,18 @@ impl McpHandler {
                     .and_then(Arg::ok)
                     .ok_or_else(|| invalid("tool must be a tool name"))?;
                 match self.wb.engine().tool(who, &name).await {
-                    Ok(Some(t)) => Ok(json!({ "schema": t.spec.input_schema })),
+                    Ok(Some(t)) => {
+                        // The seed's `{ schema }`, with whether the tool can run now and why not.
+                        let availability = t.availability();
+                        let mut out = json!({
+                            "schema": t.spec.input_schema,
+                            "status": availability.status(),
+                        });
+                        if let Some(reason) = availability.reason() {
+                            out["unavailable_reason"] = json!(reason);
+                        }
+                        Ok(out)
+                    }
                     Ok(None) => Err(json!({ "error": "Tool not found" })),
                     Err(e) => Err(failed(&e)),
                 }

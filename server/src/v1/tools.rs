@@ -22,7 +22,8 @@ use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
 use crate::state::AppState;
 
-/// A catalog entry as seed 004 shows it (plus integration and status).
+/// A catalog entry as seed 004 shows it (plus integration, status and, for a tool that cannot
+/// run, `unavailable_reason`).
 pub fn tool_json(t: &Tool, latency: &Latencies) -> Value {
     let mut m = Map::new();
     m.insert("name".into(), json!(t.spec.name.as_str()));
@@ -38,7 +39,11 @@ pub fn tool_json(t: &Tool, latency: &Latencies) -> Value {
         "avg_latency_ms".into(),
         json!(latency.get(t.name(), t.spec.source.is_shared())),
     );
-    m.insert("status".into(), json!(t.current_status()));
+    let availability = t.availability();
+    m.insert("status".into(), json!(availability.status()));
+    if let Some(reason) = availability.reason() {
+        m.insert("unavailable_reason".into(), json!(reason));
+    }
     Value::Object(m)
 }
 

@@ -182,6 +182,9 @@ fn settings(addr: SocketAddr, defs: &[IntegrationDef]) -> BTreeMap<String, Integ
                 d.name.clone(),
                 IntegrationSettings {
                     base_url: Some(format!("http://{addr}{prefix}")),
+                    // An OAuth integration without a client is unavailable (nobody can connect
+                    // it); the stored credentials below stand in for a connection made.
+                    client_id: Some("contract-client".into()),
                     ..Default::default()
                 },
             )

@@ -48,6 +48,7 @@ mod schedules;
 mod search_web;
 mod secrets;
 mod tracing;
+mod unconfigured;
 mod upstream;
 mod upstream_everything;
 mod upstream_identity;

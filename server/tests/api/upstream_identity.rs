@@ -249,8 +249,16 @@ db_test!(
         )
         .await;
         assert_eq!(
-            out[0]["code"], "TOOL_NOT_FOUND",
+            out[0]["code"], "UNAVAILABLE",
             "held until reviewed: {}",
+            out[0]
+        );
+        assert!(
+            out[0]["error"]
+                .as_str()
+                .unwrap()
+                .contains("held for review: it is new on the MCP server alpha"),
+            "{}",
             out[0]
         );
         let echo = review(&app, &key, &alpha, "echo").await;
@@ -376,10 +384,22 @@ db_test!(
             json!([{ "tool": "fake.add", "args": { "a": 1, "b": 1 } }]),
         )
         .await;
+        assert_eq!(out[0]["code"], "UNAVAILABLE", "held for review: {}", out[0]);
+        // Listed with what an admin approved: still destructive, not what it now says it is.
+        let listed: Value = app
+            .http()
+            .get(app.url("/v1/tools/fake.add"))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         assert_eq!(
-            out[0]["code"], "TOOL_NOT_FOUND",
-            "held for review: {}",
-            out[0]
+            (listed["status"].as_str(), listed["side_effects"].as_str()),
+            (Some("unavailable"), Some("destructive")),
+            "{listed}"
         );
         let held = review(&app, &key, &id, "add").await;
         assert_eq!(held["status"], "pending_review", "{held}");

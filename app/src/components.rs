@@ -253,7 +253,8 @@ pub enum ButtonKind {
 const BUTTON_PLAIN: &str = "inline-flex items-center rounded-md border border-slate-300 bg-white px-3 py-1 text-xs font-medium";
 
 /// One button acting on one row: a form that sends the row's `id` (and `extra` hidden fields)
-/// to a server function taking `id`, asking first when `confirm` is set.
+/// to a server function taking `id`, asking first when `confirm` is set (with JavaScript; a
+/// plain form post without it does not ask).
 #[component]
 pub fn RowAction<S, O>(
     action: ServerAction<S>,
@@ -288,7 +289,16 @@ where
     S::Error: Send + Sync + 'static,
     S::Client: Client<S::Error>,
 {
-    let onsubmit = confirm.map(|q| format!("return confirm('{}')", js_single_quoted(&q)));
+    // Asked on the button's click, which comes before the form's submit event: ActionForm's
+    // own submit handler may run before any other listener on the form, so a refusal there
+    // would come too late.
+    let ask = move |ev: leptos::ev::MouseEvent| {
+        if let Some(q) = &confirm {
+            if !window().confirm_with_message(q).unwrap_or(false) {
+                ev.prevent_default();
+            }
+        }
+    };
     let button = match kind {
         ButtonKind::Danger => BUTTON_DANGER,
         ButtonKind::Primary => BUTTON,
@@ -299,10 +309,10 @@ where
         .map(|(name, value)| view! { <input type="hidden" name=name value=value/> })
         .collect_view();
     view! {
-        <ActionForm action=action attr:class=class attr:onsubmit=onsubmit>
+        <ActionForm action=action attr:class=class>
             <input type="hidden" name="id" value=id/>
             {extra}
-            <button type="submit" class=button aria-label=aria_label data-testid=testid>{label}</button>
+            <button type="submit" class=button aria-label=aria_label data-testid=testid on:click=ask>{label}</button>
         </ActionForm>
     }
 }
@@ -340,22 +350,6 @@ where
             <button type="submit" class=BUTTON>{submit}</button>
         </ActionForm>
     }
-}
-
-/// `s` as the inside of a single-quoted JavaScript string (the page escapes the attribute).
-fn js_single_quoted(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '<' => out.push_str("\\x3c"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[component]

@@ -221,7 +221,11 @@ test("an MCP server's tools join the catalog, and a changed tool waits for an ad
   await page.getByRole("button", { name: "Refresh crm" }).click();
   await expect(page.getByTestId("mcp-server-row")).toContainText("0 available, 0 unavailable, 1 to review");
   await search();
-  await expect(page.getByTestId("tool-row").filter({ hasText: "crm.lookup" })).toHaveCount(0);
+  // Held, it stays listed as unavailable with what an admin must do, and keeps the text an
+  // admin approved (not the changed one).
+  const held = page.getByTestId("tool-row").filter({ hasText: "crm.lookup" });
+  await expect(held.getByTestId("unavailable-reason")).toContainText("an admin approves it on the MCP servers page");
+  await expect(held).not.toContainText("partner.example");
 
   await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "MCP servers" }).click();
   await page.getByRole("link", { name: "crm" }).click();

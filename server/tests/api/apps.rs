@@ -120,19 +120,7 @@ db_test!(an_app_adds_tools_to_its_projects_catalog, |backend| {
     );
 
     // Another project sees none of it.
-    let (other, _) = app
-        .wb
-        .accounts()
-        .create_user("eve@example.com", PASSWORD, Some("other"), Role::Admin)
-        .await
-        .unwrap();
-    let eve = app
-        .wb
-        .accounts()
-        .principal_for_user(&other.id)
-        .await
-        .unwrap()
-        .unwrap();
+    let eve = app.user_in("eve@example.com", "other", Role::Admin).await;
     let eve_key = app.api_key(&eve).await;
     let out = execute(
         &app,
@@ -909,19 +897,7 @@ db_test!(
             );
         }
         // Other projects are untouched, and the portal's Apps page says what is wrong.
-        let (grace, _) = app
-            .wb
-            .accounts()
-            .create_user("grace@example.com", PASSWORD, Some("other"), Role::Admin)
-            .await
-            .unwrap();
-        let other = app
-            .wb
-            .accounts()
-            .principal_for_user(&grace.id)
-            .await
-            .unwrap()
-            .unwrap();
+        let other = app.user_in("grace@example.com", "other", Role::Admin).await;
         assert_ne!(other.project_id, admin.project_id);
         let other_key = app.api_key(&other).await;
         let theirs: Value = app
@@ -963,19 +939,7 @@ db_test!(
         let fake = fakes::start().await;
         let (status, created) = post_app(&app, &key, &definition("teamecho", &fake.url(""))).await;
         assert_eq!(status, 201, "{created}");
-        let (other, _) = app
-            .wb
-            .accounts()
-            .create_user("eve@example.com", PASSWORD, Some("other"), Role::Admin)
-            .await
-            .unwrap();
-        let eve = app
-            .wb
-            .accounts()
-            .principal_for_user(&other.id)
-            .await
-            .unwrap()
-            .unwrap();
+        let eve = app.user_in("eve@example.com", "other", Role::Admin).await;
         let eve_key = app.api_key(&eve).await;
         let (status, created) =
             post_app(&app, &eve_key, &definition("teamecho", &fake.url(""))).await;

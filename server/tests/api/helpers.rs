@@ -314,10 +314,15 @@ impl TestApp {
 
     /// A user created the way the CLI does it; returns their principal.
     pub async fn user(&self, email: &str, role: Role) -> Principal {
+        self.user_in(email, "default", role).await
+    }
+
+    /// A user of the project named `project` (created when new), as `user` makes them.
+    pub async fn user_in(&self, email: &str, project: &str, role: Role) -> Principal {
         let (user, _) = self
             .wb
             .accounts()
-            .create_user(email, PASSWORD, Some("default"), role)
+            .create_user(email, PASSWORD, Some(project), role)
             .await
             .unwrap();
         self.wb

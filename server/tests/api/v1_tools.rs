@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 use workbench_core::auth::Role;
 
 use crate::fakes;
-use crate::helpers::{admin_with_key, Options, PASSWORD};
+use crate::helpers::{admin_with_key, Options};
 use crate::{app, db_test};
 
 async fn invoke(app: &crate::helpers::TestApp, key: &str, body: Value) -> (u16, Value) {
@@ -275,19 +275,7 @@ db_test!(calls_of_another_project_are_not_found, |backend| {
     )
     .await;
     let id = body["id"].as_str().unwrap();
-    let (eve, _) = app
-        .wb
-        .accounts()
-        .create_user("eve@example.com", PASSWORD, Some("other"), Role::Admin)
-        .await
-        .unwrap();
-    let eve = app
-        .wb
-        .accounts()
-        .principal_for_user(&eve.id)
-        .await
-        .unwrap()
-        .unwrap();
+    let eve = app.user_in("eve@example.com", "other", Role::Admin).await;
     let eve_key = app.api_key(&eve).await;
     let res = app
         .http()

@@ -6,7 +6,7 @@ use workbench_core::auth::Role;
 use workbench_core::store;
 
 use crate::fakes;
-use crate::helpers::{admin_with_key, execute, Options, PASSWORD};
+use crate::helpers::{admin_with_key, execute, Options};
 use crate::{app, db_test};
 
 const SECRET: &str = "tok_live_4f9a8b7c6d5e";
@@ -188,19 +188,7 @@ db_test!(
         let app = app!(backend);
         let (_, key) = admin_with_key(&app).await;
         // A secret of the same name in another project must not change the answer.
-        let (other, _) = app
-            .wb
-            .accounts()
-            .create_user("eve@example.com", PASSWORD, Some("other"), Role::Admin)
-            .await
-            .unwrap();
-        let eve = app
-            .wb
-            .accounts()
-            .principal_for_user(&other.id)
-            .await
-            .unwrap()
-            .unwrap();
+        let eve = app.user_in("eve@example.com", "other", Role::Admin).await;
         let eve_key = app.api_key(&eve).await;
         set(&app, &eve_key, "EVES", "eve-secret-value").await;
         for name in ["EVES", "NEVER_EXISTED"] {

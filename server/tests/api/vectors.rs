@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 use workbench_core::auth::Role;
 
-use crate::helpers::{admin_with_key, execute, Options, TestApp, PASSWORD};
+use crate::helpers::{admin_with_key, execute, Options, TestApp};
 use crate::{app, db_test};
 
 async fn upsert(app: &TestApp, key: &str, namespace: &str, vectors: Value) -> Value {
@@ -289,19 +289,7 @@ db_test!(a_namespace_belongs_to_its_project, |backend| {
         json!([{ "id": "salary", "values": [1.0, 0.0], "metadata": { "text": "Ada earns 1" } }]),
     )
     .await;
-    let (eve, _) = app
-        .wb
-        .accounts()
-        .create_user("eve@example.com", PASSWORD, Some("other"), Role::Admin)
-        .await
-        .unwrap();
-    let eve = app
-        .wb
-        .accounts()
-        .principal_for_user(&eve.id)
-        .await
-        .unwrap()
-        .unwrap();
+    let eve = app.user_in("eve@example.com", "other", Role::Admin).await;
     let eve_key = app.api_key(&eve).await;
     let theirs = query(
         &app,

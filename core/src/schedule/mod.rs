@@ -241,7 +241,7 @@ impl Schedules {
     ) -> Result<CallbackPage> {
         let status = match status.filter(|s| !s.is_empty()) {
             Some(s) => Some(
-                store::deliveries::parse::<CallbackStatus>(s)
+                CallbackStatus::parse(s)
                     .ok_or_else(|| {
                         Error::invalid(format!(
                             "unknown status {s:?}; use scheduled, delivered, failed or cancelled"

@@ -5,29 +5,18 @@
 //! claimed again. Claiming is the one engine-specific statement: PostgreSQL skips rows another
 //! instance is claiming (`FOR UPDATE SKIP LOCKED`), SQLite has one writer at a time.
 
-use serde::de::IntoDeserializer;
-use serde::Deserialize;
 use sqlx::FromRow;
 
 use super::delivery_status::{DeliveryKind, DeliveryStatus};
 use super::{Db, Engine, Exec};
-use crate::{Error, Result};
-
-/// The status or kind a stored word names.
-pub fn parse<T: for<'de> Deserialize<'de>>(word: &str) -> Option<T> {
-    T::deserialize(IntoDeserializer::<serde::de::value::Error>::into_deserializer(word)).ok()
-}
-
-fn typed<T: for<'de> Deserialize<'de>>(word: &str, what: &str) -> Result<T> {
-    parse(word)
-        .ok_or_else(|| Error::internal(format!("unknown delivery {what} {word:?} in the database")))
-}
+use crate::Result;
 
 /// One delivery: what to send (sealed), where it is in its life and how the last attempt went.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
 pub struct DeliveryRow {
     pub id: String,
     pub project_id: String,
+    #[sqlx(try_from = "String")]
     pub kind: DeliveryKind,
     /// `confirmation.created`, `callback`.
     pub event: String,
@@ -44,6 +33,7 @@ pub struct DeliveryRow {
     pub key_version: Option<i64>,
     /// When it was first due (a callback's `scheduled_for`).
     pub due_at: i64,
+    #[sqlx(try_from = "String")]
     pub status: DeliveryStatus,
     /// Attempts started (counted when claimed).
     pub attempts: i64,
@@ -54,64 +44,6 @@ pub struct DeliveryRow {
     pub delivered_at: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
-}
-
-#[derive(FromRow)]
-struct RawRow {
-    id: String,
-    project_id: String,
-    kind: String,
-    event: String,
-    subject_id: String,
-    url: String,
-    method: String,
-    secret_ref: Option<String>,
-    ciphertext: Option<String>,
-    nonce: Option<String>,
-    key_version: Option<i64>,
-    due_at: i64,
-    status: String,
-    attempts: i64,
-    next_attempt_at: i64,
-    lease_until: Option<i64>,
-    response_status: Option<i64>,
-    error: Option<String>,
-    delivered_at: Option<i64>,
-    created_at: i64,
-    updated_at: i64,
-}
-
-impl TryFrom<RawRow> for DeliveryRow {
-    type Error = Error;
-    fn try_from(r: RawRow) -> Result<DeliveryRow> {
-        Ok(DeliveryRow {
-            kind: typed(&r.kind, "kind")?,
-            status: typed(&r.status, "status")?,
-            id: r.id,
-            project_id: r.project_id,
-            event: r.event,
-            subject_id: r.subject_id,
-            url: r.url,
-            method: r.method,
-            secret_ref: r.secret_ref,
-            ciphertext: r.ciphertext,
-            nonce: r.nonce,
-            key_version: r.key_version,
-            due_at: r.due_at,
-            attempts: r.attempts,
-            next_attempt_at: r.next_attempt_at,
-            lease_until: r.lease_until,
-            response_status: r.response_status,
-            error: r.error,
-            delivered_at: r.delivered_at,
-            created_at: r.created_at,
-            updated_at: r.updated_at,
-        })
-    }
-}
-
-fn typed_rows(rows: Vec<RawRow>) -> Result<Vec<DeliveryRow>> {
-    rows.into_iter().map(DeliveryRow::try_from).collect()
 }
 
 const COLUMNS: &str = "id, project_id, kind, event, subject_id, url, method, secret_ref, ciphertext, nonce, key_version, \
@@ -175,7 +107,7 @@ pub async fn claim_due(
         Engine::Postgres => " FOR UPDATE SKIP LOCKED",
         Engine::Sqlite => "",
     };
-    let rows: Vec<RawRow> = sqlx::query_as(&format!(
+    let rows: Vec<DeliveryRow> = sqlx::query_as(&format!(
         "UPDATE deliveries SET status = 'delivering', lease_until = $2, attempts = attempts + 1, updated_at = $1 WHERE id IN ( \
            SELECT id FROM deliveries WHERE (status = 'pending' AND next_attempt_at <= $1) \
            OR (status = 'delivering' AND lease_until < $1) ORDER BY next_attempt_at LIMIT $3{lock}) \
@@ -186,7 +118,7 @@ pub async fn claim_due(
     .bind(limit)
     .fetch_all(db.pool())
     .await?;
-    typed_rows(rows)
+    Ok(rows)
 }
 
 /// Claims one delivery if it is pending and due (its first attempt, made at once).
@@ -196,7 +128,7 @@ pub async fn claim_one(
     now: i64,
     lease_until: i64,
 ) -> Result<Option<DeliveryRow>> {
-    let row: Option<RawRow> = sqlx::query_as(&format!(
+    let row: Option<DeliveryRow> = sqlx::query_as(&format!(
         "UPDATE deliveries SET status = 'delivering', lease_until = $3, attempts = attempts + 1, updated_at = $2 \
          WHERE id = $1 AND status = 'pending' AND next_attempt_at <= $2 RETURNING {COLUMNS}"
     ))
@@ -205,7 +137,7 @@ pub async fn claim_one(
     .bind(lease_until)
     .fetch_optional(db.pool())
     .await?;
-    row.map(DeliveryRow::try_from).transpose()
+    Ok(row)
 }
 
 /// What one attempt ended in.
@@ -255,14 +187,14 @@ pub async fn finish(db: &Db, a: &AttemptRow, f: &Finished<'_>, now: i64) -> Resu
 }
 
 pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<Option<DeliveryRow>> {
-    let row: Option<RawRow> = sqlx::query_as(&format!(
+    let row: Option<DeliveryRow> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM deliveries WHERE project_id = $1 AND id = $2"
     ))
     .bind(project_id)
     .bind(id)
     .fetch_optional(ex)
     .await?;
-    row.map(DeliveryRow::try_from).transpose()
+    Ok(row)
 }
 
 /// A project's newest deliveries of one kind.
@@ -272,7 +204,7 @@ pub async fn recent<'e>(
     kind: DeliveryKind,
     limit: i64,
 ) -> Result<Vec<DeliveryRow>> {
-    let rows: Vec<RawRow> = sqlx::query_as(&format!(
+    let rows: Vec<DeliveryRow> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM deliveries WHERE project_id = $1 AND kind = $2 ORDER BY created_at DESC, id DESC LIMIT $3"
     ))
     .bind(project_id)
@@ -280,7 +212,7 @@ pub async fn recent<'e>(
     .bind(limit)
     .fetch_all(ex)
     .await?;
-    typed_rows(rows)
+    Ok(rows)
 }
 
 /// The attempts of several deliveries at once, in attempt order.
@@ -364,14 +296,14 @@ pub async fn not_on_version<'e>(
     version: i64,
     limit: i64,
 ) -> Result<Vec<DeliveryRow>> {
-    let rows: Vec<RawRow> = sqlx::query_as(&format!(
+    let rows: Vec<DeliveryRow> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM deliveries WHERE ciphertext IS NOT NULL AND key_version <> $1 LIMIT $2"
     ))
     .bind(version)
     .bind(limit)
     .fetch_all(ex)
     .await?;
-    typed_rows(rows)
+    Ok(rows)
 }
 
 /// Re-seals one delivery's target unless it changed meanwhile.
@@ -491,11 +423,11 @@ mod tests {
     fn every_status_and_kind_round_trips_through_its_stored_word() {
         use DeliveryStatus::*;
         for s in [Pending, Delivering, Delivered, Failed, Cancelled] {
-            assert_eq!(parse::<DeliveryStatus>(s.as_str()), Some(s));
+            assert_eq!(DeliveryStatus::parse(s.as_str()), Some(s));
         }
         for k in [DeliveryKind::Webhook, DeliveryKind::Callback] {
-            assert_eq!(parse::<DeliveryKind>(k.as_str()), Some(k));
+            assert_eq!(DeliveryKind::parse(k.as_str()), Some(k));
         }
-        assert_eq!(parse::<DeliveryStatus>("scheduled"), None);
+        assert_eq!(DeliveryStatus::parse("scheduled"), None);
     }
 }

@@ -67,7 +67,7 @@ impl TryFrom<RawRow> for CallbackRow {
     type Error = Error;
     fn try_from(r: RawRow) -> Result<CallbackRow> {
         Ok(CallbackRow {
-            status: super::deliveries::parse(&r.status).ok_or_else(|| {
+            status: DeliveryStatus::parse(&r.status).ok_or_else(|| {
                 Error::internal(format!(
                     "unknown delivery status {:?} in the database",
                     r.status

@@ -196,7 +196,8 @@ pub fn AddCard(
     show.then(|| view! { <section class=class>{children()}</section> })
 }
 
-/// A list's card: `empty_text` when there is nothing to list, else the list (children).
+/// A list's card: `empty_text` when there is nothing to list, else the rows (children, `<li>`s)
+/// in a divided list.
 #[component]
 pub fn ListCard(
     empty: bool,
@@ -210,7 +211,7 @@ pub fn ListCard(
             {if empty {
                 view! { <p class="text-sm text-slate-600">{empty_text}</p> }.into_any()
             } else {
-                children().into_any()
+                view! { <ul class="divide-y divide-slate-100">{children()}</ul> }.into_any()
             }}
         </section>
     }

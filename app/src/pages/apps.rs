@@ -49,7 +49,6 @@ pub fn Apps() -> impl IntoView {
                         <ActionError value=delete.value()/>
                     </AddCard>
                     <ListCard empty=d.apps.is_empty() width="max-w-3xl" empty_text="No apps yet.">
-                        <ul class="divide-y divide-slate-100">
                             {d.apps.iter().map(|a| view! {
                                 <li class="py-3" data-testid="app-row">
                                     <div class="flex items-center justify-between">
@@ -67,7 +66,6 @@ pub fn Apps() -> impl IntoView {
                                     })}
                                 </li>
                             }).collect_view()}
-                        </ul>
                     </ListCard>
                 }.into_any()
             }/>

@@ -20,7 +20,7 @@ pub fn Egress() -> impl IntoView {
                 let can_manage = d.can_manage;
                 let empty = d.patterns.is_empty();
                 let rows = d.patterns.into_iter().map(|p| view! {
-                    <li class="flex items-center justify-between border-t border-slate-100 py-2" data-testid="egress-row">
+                    <li class="flex items-center justify-between py-2" data-testid="egress-row">
                         <span class="font-mono text-sm">{p.clone()}</span>
                         {can_manage.then(|| view! {
                             <ActionForm action=remove>
@@ -37,7 +37,7 @@ pub fn Egress() -> impl IntoView {
                         <ActionError value=remove.value()/>
                     </AddCard>
                     <ListCard empty=empty width="max-w-xl" empty_text="Nothing is allowed yet: http.fetch refuses every host.">
-                        <ul>{rows}</ul>
+                        {rows}
                     </ListCard>
                 }.into_any()
             }/>

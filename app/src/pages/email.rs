@@ -90,7 +90,7 @@ pub fn Email() -> impl IntoView {
                         <ActionError value=remove.value()/>
                     </AddCard>
                     <ListCard empty=empty width="max-w-3xl" empty_text="No sender domains yet: email.send refuses every sender.">
-                        <ul class="divide-y divide-slate-100">{rows}</ul>
+                        {rows}
                     </ListCard>
                 }.into_any()
             }/>

@@ -79,7 +79,6 @@ pub fn McpServers() -> impl IntoView {
                         <ActionError value=delete.value()/>
                     </AddCard>
                     <ListCard empty=d.servers.is_empty() width="max-w-4xl" empty_text="No MCP servers yet.">
-                        <ul class="divide-y divide-slate-100">
                             {d.servers.iter().map(|s| view! {
                                 <li class="flex items-center justify-between py-3" data-testid="mcp-server-row">
                                     <div>
@@ -99,7 +98,6 @@ pub fn McpServers() -> impl IntoView {
                                     })}
                                 </li>
                             }).collect_view()}
-                        </ul>
                     </ListCard>
                 }.into_any()
             }/>

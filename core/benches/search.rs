@@ -173,6 +173,7 @@ fn bench(c: &mut Criterion) {
                 name: &g.names[i],
                 integration: &g.integrations[i],
                 description: &g.descriptions[i],
+                params: "",
             })
             .collect();
         let index = SearchIndex::build(&docs);

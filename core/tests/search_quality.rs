@@ -34,13 +34,14 @@ fn search_recall_meets_the_floors_on_the_dev_set() {
             name: &t.name,
             integration: &t.integration,
             description: &t.description,
+            params: "",
         })
         .collect();
     let index = SearchIndex::build(&docs);
     let (mut at1, mut at5) = (0usize, 0usize);
     let mut misses = Vec::new();
     for q in &queries {
-        let hits = index.search(&q.query, 5, |_| true);
+        let hits = index.search(&q.query, 5, |_| true).hits;
         let names: Vec<&str> = hits.iter().map(|h| tools[h.doc].name.as_str()).collect();
         match names.iter().position(|n| *n == q.expected) {
             Some(0) => {

@@ -78,6 +78,7 @@ pub async fn tools_page(
         Some(q) => engine
             .search(&p, q, workbench_core::engine::SEARCH_LIMIT_MAX)
             .await?
+            .tools
             .into_iter()
             .filter_map(|hit| {
                 all.iter()

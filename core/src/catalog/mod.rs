@@ -18,7 +18,7 @@ use crate::{Error, Result};
 pub use credential::Credential;
 pub use handler::{CallContext, ConnectionSource, HandlerError, ToolHandler};
 pub use names::{ToolName, MAX_TOOL_NAME_CHARS};
-use search::{Hit, SearchDoc, SearchIndex};
+use search::{Found, SearchDoc, SearchIndex};
 
 pub use workbench_model::catalog::{SideEffects, ToolStatus};
 
@@ -212,12 +212,18 @@ impl Snapshot {
                 )));
             }
         }
+        let params: Vec<String> = tools
+            .iter()
+            .map(|t| search::param_text(&t.spec.input_schema))
+            .collect();
         let docs: Vec<SearchDoc> = tools
             .iter()
-            .map(|t| SearchDoc {
+            .zip(&params)
+            .map(|(t, params)| SearchDoc {
                 name: t.spec.name.as_str(),
                 integration: &t.spec.integration,
                 description: &t.spec.description,
+                params,
             })
             .collect();
         let index = SearchIndex::build(&docs);
@@ -236,18 +242,20 @@ impl Snapshot {
         &self.tools
     }
 
-    /// Search among the tools `visible` admits; best first.
+    /// Search among the tools `visible` admits: the hits best first, with their calibrated
+    /// scores, and whether even the best is unlikely to fit.
     pub fn search(
         &self,
         query: &str,
         limit: usize,
         visible: impl Fn(&Tool) -> bool,
-    ) -> Vec<(Arc<Tool>, f32)> {
-        self.index
-            .search(query, limit, |d| visible(&self.tools[d]))
+    ) -> (Vec<(Arc<Tool>, f32)>, bool) {
+        let Found { hits, no_match } = self.index.search(query, limit, |d| visible(&self.tools[d]));
+        let hits = hits
             .into_iter()
-            .map(|Hit { doc, score }| (self.tools[doc].clone(), score))
-            .collect()
+            .map(|h| (self.tools[h.doc].clone(), h.score))
+            .collect();
+        (hits, no_match)
     }
 }
 

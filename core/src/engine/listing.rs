@@ -25,14 +25,21 @@ pub struct SearchResult {
     pub unavailable_reason: Option<String>,
 }
 
+/// What search_tools answers: the seed's `tools`, and whether no tool is likely to fit.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ToolSearch {
+    pub tools: Vec<SearchResult>,
+    /// Even the best match scores under the no-match line: the tools listed are the nearest
+    /// ones, and none is likely to do what was asked.
+    pub no_match: bool,
+    /// When `no_match`, what the agent may do about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
 impl Engine {
     /// The tools `who` can run that best match `query` (D2), best first; `limit` is 1..=50.
-    pub async fn search(
-        &self,
-        who: &Principal,
-        query: &str,
-        limit: usize,
-    ) -> Result<Vec<SearchResult>> {
+    pub async fn search(&self, who: &Principal, query: &str, limit: usize) -> Result<ToolSearch> {
         if !(1..=SEARCH_LIMIT_MAX).contains(&limit) {
             return Err(crate::Error::invalid(format!(
                 "limit must be between 1 and {SEARCH_LIMIT_MAX}"
@@ -50,8 +57,8 @@ impl Engine {
         }
         let policy = self.policies.applied(who).await?;
         let snapshot = self.snapshot(who);
-        Ok(snapshot
-            .search(query, limit, |t| policy.decide(t.name()).visible())
+        let (hits, no_match) = snapshot.search(query, limit, |t| policy.decide(t.name()).visible());
+        let tools = hits
             .into_iter()
             .map(|(t, score)| {
                 let availability = t.availability();
@@ -64,7 +71,20 @@ impl Engine {
                     unavailable_reason: availability.reason().map(str::to_owned),
                 }
             })
-            .collect())
+            .collect();
+        let hint = no_match.then(|| {
+            format!(
+                "No tool this project can use is likely to do this (every score is under {}). \
+                 The tools listed are only the nearest; read their descriptions before calling \
+                 one, try other words, or ask an admin to add the integration.",
+                crate::catalog::search::calibrate::NO_MATCH_BELOW
+            )
+        });
+        Ok(ToolSearch {
+            tools,
+            no_match,
+            hint,
+        })
     }
 
     /// A tool `who` can run (now or after a confirmation), by name (D2: others are "not found").

@@ -85,7 +85,7 @@ impl McpHandler {
                         .map(|n| n as usize)
                         .ok_or_else(|| invalid("limit must be an integer between 1 and 50"))?,
                 };
-                let hits =
+                let found =
                     self.wb
                         .engine()
                         .search(who, &query, limit)
@@ -94,7 +94,7 @@ impl McpHandler {
                             workbench_core::Error::Invalid(m) => invalid(&m),
                             other => failed(&other),
                         })?;
-                Ok(json!({ "tools": hits }))
+                Ok(json!(found))
             }
             meta_tools::GET_TOOL_SCHEMA => {
                 let a: ToolArgs = parse(args)?;

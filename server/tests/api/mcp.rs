@@ -140,6 +140,43 @@ db_test!(
     }
 );
 
+db_test!(
+    search_tools_says_when_no_tool_fits_and_still_lists_the_nearest,
+    |backend| {
+        let app = app!(backend);
+        let (_, key) = admin_with_key(&app).await;
+        let (out, is_error) = mcp_call(
+            &app,
+            &key,
+            "search_tools",
+            json!({ "query": "book a flight to Lisbon for next Tuesday" }),
+        )
+        .await;
+        assert!(!is_error);
+        assert_eq!(out["no_match"], true, "{out}");
+        assert!(
+            out["hint"].as_str().unwrap().contains("ask an admin"),
+            "{out}"
+        );
+        let tools = out["tools"].as_array().unwrap();
+        assert!(
+            tools.iter().all(|t| t["score"].as_f64().unwrap() < 0.49),
+            "{out}"
+        );
+
+        let (out, _) = mcp_call(
+            &app,
+            &key,
+            "search_tools",
+            json!({ "query": "create jira issue" }),
+        )
+        .await;
+        assert_eq!(out["no_match"], false, "{out}");
+        assert!(out.get("hint").is_none(), "{out}");
+        assert!(out["tools"][0]["score"].as_f64().unwrap() >= 0.49, "{out}");
+    }
+);
+
 db_test!(search_tools_ranks_matching_tools_with_scores, |backend| {
     let app = app!(backend);
     let (_, key) = admin_with_key(&app).await;

@@ -225,17 +225,23 @@ pub struct NextDef {
     pub param: Option<String>,
     #[serde(default, rename = "as")]
     pub as_: NextAs,
-    /// With `from: offset`: the input property holding this page's offset (absent means 0).
+    /// With `from: offset`: the input property holding this page's offset; with `from: page`,
+    /// this page's number (counted from 0). Absent means 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<String>,
-    /// With `from: offset` or `last`: the input property holding the page size; only a full
-    /// page has a next one.
+    /// With `from: offset`, `page` or `last`: the input property holding the page size; only a
+    /// full page has a next one (unless `more` or `total` says otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<String>,
     /// A body path that must be `true` for there to be a next page (Stripe's `has_more`,
     /// PagerDuty's `more`); it overrides the full-page test of `from: offset`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub more: Option<String>,
+    /// With `from: offset` or `page`: a body path holding how many items the whole list has
+    /// (Superset's `count`); there is a next page while the pages so far hold fewer. It
+    /// overrides the full-page test; `more` overrides it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -251,6 +257,9 @@ pub enum NextFrom {
     /// Offset paging that answers no next position (Jira's user search, PagerDuty): this
     /// page's offset (`start`) plus the items it holds, when the page is full (`size`).
     Offset,
+    /// Numbered pages, counted from 0, that answer no next page (Superset): this page's number
+    /// (`start`) plus one, while `total` (or `more`, or a full page of `size`) says more remain.
+    Page,
 }
 
 /// How the next page is answered: `next_cursor` (a string) or `next_page` (an integer).
@@ -422,7 +431,7 @@ fn check_result(
             (NextFrom::Last, None | Some("")) => {
                 return Err("result.next from the last item needs a path".into())
             }
-            (NextFrom::Link | NextFrom::Offset, Some(_)) => {
+            (NextFrom::Link | NextFrom::Offset | NextFrom::Page, Some(_)) => {
                 return Err(format!("result.next from {:?} takes no path", n.from))
             }
             _ => {}
@@ -433,22 +442,33 @@ fn check_result(
         if n.more.as_deref().is_some_and(|p| p.is_empty()) {
             return Err("result.next.more must not be empty".into());
         }
-        let offset = n.from == NextFrom::Offset;
-        if offset != n.start.is_some()
-            || (n.size.is_some() && !matches!(n.from, NextFrom::Offset | NextFrom::Last))
+        if n.total.as_deref().is_some_and(|p| p.is_empty()) {
+            return Err("result.next.total must not be empty".into());
+        }
+        let counted = matches!(n.from, NextFrom::Offset | NextFrom::Page);
+        if counted != n.start.is_some()
+            || (n.size.is_some() && !(counted || n.from == NextFrom::Last))
+            || (n.total.is_some() && !counted)
         {
             return Err(
-                "result.next.start goes with from: offset (which needs it), size with offset or last"
+                "result.next.start goes with from: offset or page (which need it), size with offset, page or last, total with offset or page"
                     .into(),
             );
         }
-        if offset && n.as_ != NextAs::Page {
-            return Err("result.next from: offset answers next_page (as: page)".into());
+        if counted && n.as_ != NextAs::Page {
+            return Err(format!(
+                "result.next from {:?} answers next_page (as: page)",
+                n.from
+            ));
         }
-        if offset && n.size.is_none() && n.more.is_none() {
-            return Err(
-                "result.next from: offset needs size or more to know a page is not the last".into(),
-            );
+        if counted && n.size.is_none() && n.more.is_none() && n.total.is_none() {
+            return Err(format!(
+                "result.next from {:?} needs size, more or total to know a page is not the last",
+                n.from
+            ));
+        }
+        if n.from == NextFrom::Page && n.total.is_some() && n.size.is_none() {
+            return Err("result.next from page with total needs size".into());
         }
         for a in [&n.start, &n.size].into_iter().flatten() {
             if !input_has(a) {

@@ -330,7 +330,7 @@ pub fn link_next(header: &str) -> Option<&str> {
 
 /// The next page of a paginated answer, as the rule says: a body value, the Link header's
 /// next URL (optionally one query parameter of either), the last item's field, or this page's
-/// offset plus its length. `list` is the page's items (the value at `result.path`) and `args`
+/// offset plus its length, or the page number plus one. `list` is the page's items (the value at `result.path`) and `args`
 /// the call's arguments (defaults applied).
 fn next_page(
     rule: &super::definition::NextDef,
@@ -350,6 +350,11 @@ fn next_page(
     if more == Some(false) {
         return Value::Null;
     }
+    let total = rule
+        .total
+        .as_deref()
+        .and_then(|p| at(body, p))
+        .and_then(Value::as_u64);
     let num = |name: &Option<String>| {
         name.as_deref()
             .and_then(|n| args.get(n))
@@ -372,12 +377,25 @@ fn next_page(
             .and_then(arg_text),
         NextFrom::Offset => {
             let start = num(&rule.start).unwrap_or(0);
-            let full = match (more, num(&rule.size)) {
-                (Some(m), _) => m,
-                (None, Some(size)) => items.len() as u64 >= size,
-                (None, None) => false,
+            let seen = start + items.len() as u64;
+            let full = match (more, total, num(&rule.size)) {
+                (Some(m), _, _) => m,
+                (None, Some(total), _) => seen < total,
+                (None, None, Some(size)) => items.len() as u64 >= size,
+                (None, None, None) => false,
             };
-            (full && !items.is_empty()).then(|| (start + items.len() as u64).to_string())
+            (full && !items.is_empty()).then(|| seen.to_string())
+        }
+        NextFrom::Page => {
+            let page = num(&rule.start).unwrap_or(0);
+            let size = num(&rule.size);
+            let full = match (more, total, size) {
+                (Some(m), _, _) => m,
+                (None, Some(total), Some(size)) => (page + 1).saturating_mul(size) < total,
+                (None, None, Some(size)) => items.len() as u64 >= size,
+                _ => false,
+            };
+            (full && !items.is_empty()).then(|| (page + 1).to_string())
         }
     };
     let raw = raw.filter(|s| !s.is_empty());
@@ -700,6 +718,7 @@ mod tests {
                 start: None,
                 size: None,
                 more: None,
+                total: None,
             }),
             ..Default::default()
         };
@@ -722,6 +741,7 @@ mod tests {
                 start: None,
                 size: None,
                 more: None,
+                total: None,
             }),
             ..Default::default()
         };
@@ -739,6 +759,7 @@ mod tests {
                 start: None,
                 size: None,
                 more: None,
+                total: None,
             }),
             ..Default::default()
         };
@@ -766,6 +787,7 @@ mod tests {
             start: (from == NextFrom::Offset).then(|| "start_at".into()),
             size: (from == NextFrom::Offset && more.is_none()).then(|| "max_results".into()),
             more: more.map(Into::into),
+            total: None,
         };
         let result = |next, path: Option<&str>| ResultDef {
             path: path.map(Into::into),
@@ -864,6 +886,86 @@ mod tests {
             .unwrap()["next_page"],
             Value::Null
         );
+    }
+
+    #[test]
+    fn numbered_pages_with_a_total_continue_until_the_total_is_reached() {
+        use crate::integrations::definition::NextDef;
+        // Superset: pages counted from 0, `count` is the whole list's length.
+        let superset = ResultDef {
+            path: Some("result".into()),
+            fields: vec!["id".into()],
+            next: Some(NextDef {
+                from: NextFrom::Page,
+                path: None,
+                param: None,
+                as_: NextAs::Page,
+                start: Some("page".into()),
+                size: Some("page_size".into()),
+                more: None,
+                total: Some("count".into()),
+            }),
+            ..Default::default()
+        };
+        let body = |count| json!({ "count": count, "result": [{ "id": 1 }, { "id": 2 }] });
+        let next = |count, args| {
+            shape("S", Some(&superset), body(count), None, &args).unwrap()["next_page"].clone()
+        };
+        assert_eq!(next(5, json!({ "page": 0, "page_size": 2 })), 1);
+        assert_eq!(next(5, json!({ "page_size": 2 })), 1, "no page is page 0");
+        assert_eq!(next(5, json!({ "page": 1, "page_size": 2 })), 2);
+        assert_eq!(
+            next(6, json!({ "page": 2, "page_size": 2 })),
+            Value::Null,
+            "pages 0 to 2 of 2 hold all 6"
+        );
+        assert_eq!(
+            next(3, json!({ "page": 0, "page_size": 3 })),
+            Value::Null,
+            "a full page that reaches the total is the last"
+        );
+        assert_eq!(
+            shape(
+                "S",
+                Some(&superset),
+                json!({ "count": 9, "result": [] }),
+                None,
+                &json!({ "page": 7, "page_size": 2 })
+            )
+            .unwrap(),
+            json!({ "items": [], "next_page": null }),
+            "an empty page is the last"
+        );
+        // Without a total in the body, a full page has a next one.
+        assert_eq!(
+            shape(
+                "S",
+                Some(&superset),
+                json!({ "result": [{ "id": 1 }, { "id": 2 }] }),
+                None,
+                &json!({ "page": 0, "page_size": 2 })
+            )
+            .unwrap()["next_page"],
+            1
+        );
+        // Offset paging with a total: the next offset while it is below the total.
+        let mut by_offset = superset.clone();
+        let n = by_offset.next.as_mut().unwrap();
+        n.from = NextFrom::Offset;
+        n.start = Some("offset".into());
+        let offset = |count, at: u64| {
+            shape(
+                "O",
+                Some(&by_offset),
+                body(count),
+                None,
+                &json!({ "offset": at, "page_size": 5 }),
+            )
+            .unwrap()["next_page"]
+                .clone()
+        };
+        assert_eq!(offset(10, 4), 6, "a short page below the total continues");
+        assert_eq!(offset(6, 4), Value::Null);
     }
 
     #[test]

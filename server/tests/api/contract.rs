@@ -574,10 +574,10 @@ db_test!(
         .await;
         assert_eq!(
             out[0]["result"],
-            json!({ "stories": [
+            json!({ "items": [
             { "id": 30, "title": "Thirty", "url": "u", "score": 30, "by": "pg", "comments": 1 },
             { "id": 20, "title": "Twenty", "url": "u", "score": 20, "by": "pg", "comments": 1 }
-        ] }),
+        ], "next_page": 2 }),
             "{:?}",
             out[0]
         );
@@ -592,6 +592,30 @@ db_test!(
             ],
             "only the first `limit` items are fetched"
         );
+        // The next page starts at next_page; the list's end has none.
+        recorder.reset();
+        recorder.reply(
+            "GET /v0/newstories.json",
+            FakeReply::json(json!([30, 20, 10])),
+        );
+        recorder.reply("GET /v0/item/10.json", FakeReply::json(json!({ "id": 10, "title": "Ten", "url": "u", "score": 10, "by": "pg", "descendants": 1 })));
+        let out = execute(
+            &app,
+            &key,
+            json!([{ "tool": "hackernews_top_stories", "args": { "list": "new", "limit": 2, "offset": 2 } }]),
+        )
+        .await;
+        assert_eq!(
+            out[0]["result"],
+            json!({ "items": [
+            { "id": 10, "title": "Ten", "url": "u", "score": 10, "by": "pg", "comments": 1 }
+        ], "next_page": null }),
+            "{:?}",
+            out[0]
+        );
+        let mut paths: Vec<String> = recorder.seen().iter().map(|s| s.path.clone()).collect();
+        paths.sort();
+        assert_eq!(paths, ["/v0/item/10.json", "/v0/newstories.json"]);
         // A list name outside the schema's enum never reaches the API.
         recorder.reset();
         let out = execute(

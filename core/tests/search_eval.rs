@@ -484,3 +484,21 @@ fn fit_calibration() {
     println!("pub const NO_MATCH_BELOW: f32 = {best_t}; // balanced accuracy {best_acc:.3}");
     assert!(loss(&w) <= loss(&calibrate::WEIGHTS) + 1e-3);
 }
+
+/// Prints the top hits and their features for the query in `WB_SEARCH_QUERY` (a debugging aid:
+/// `WB_SEARCH_QUERY="read a stored object" cargo test -p workbench-core --test search_eval
+/// explain -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn explain() {
+    let bench = Bench::new();
+    let q = std::env::var("WB_SEARCH_QUERY").unwrap_or_else(|_| "create jira issue".into());
+    let found = bench.index.search(&q, 8, |_| true);
+    println!("{q:?}: no_match {}", found.no_match);
+    for h in found.hits {
+        println!(
+            "  {:<32} {:.3} {:?}",
+            bench.names[h.doc], h.score, h.features
+        );
+    }
+}

@@ -41,7 +41,7 @@ pub struct ToolView {
     pub connection: AccountState,
     pub avg_latency_ms: Option<i64>,
     pub input_schema: String,
-    pub score: Option<f32>,
+    pub score: Option<f64>,
 }
 
 /// One integration's heading on the Tools page.

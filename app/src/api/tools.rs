@@ -58,7 +58,7 @@ pub async fn tools_page(
             count: 0,
         })
     };
-    let view = |t: &workbench_core::catalog::Tool, score: Option<f32>| {
+    let view = |t: &workbench_core::catalog::Tool, score: Option<f64>| {
         let availability = t.availability();
         ToolView {
             name: t.spec.name.to_string(),

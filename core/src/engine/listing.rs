@@ -19,7 +19,8 @@ pub struct SearchResult {
     pub name: String,
     pub description: String,
     pub integration: String,
-    pub score: f32,
+    /// The calibrated score, to three decimals (serialised as written, not as an f32 widened).
+    pub score: f64,
     pub status: ToolStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unavailable_reason: Option<String>,
@@ -66,7 +67,7 @@ impl Engine {
                     name: t.spec.name.to_string(),
                     description: t.spec.description.clone(),
                     integration: t.spec.integration.clone(),
-                    score,
+                    score: (f64::from(score) * 1000.0).round() / 1000.0,
                     status: availability.status(),
                     unavailable_reason: availability.reason().map(str::to_owned),
                 }

@@ -184,7 +184,7 @@ db_test!(search_tools_ranks_matching_tools_with_scores, |backend| {
         &app,
         &key,
         "search_tools",
-        json!({ "query": "read a stored object" }),
+        json!({ "query": "read an object from storage by its key" }),
     )
     .await;
     assert!(!is_error);

@@ -3,12 +3,12 @@
 use serde_json::{json, Value};
 use workbench_core::auth::Role;
 
-use crate::helpers::{admin_with_key, execute, PASSWORD};
+use crate::helpers::{admin_with_key, execute, mcp_call, PASSWORD};
 use crate::{app, db_test};
 
 db_test!(the_tools_page_searches_like_search_tools, |backend| {
     let app = app!(backend);
-    admin_with_key(&app).await;
+    let (_, key) = admin_with_key(&app).await;
     let b = app.browser();
     b.sign_in("ada@example.com", PASSWORD).await;
     let all: Value = b.call("tools_page", &[]).await.json().await.unwrap();
@@ -18,12 +18,34 @@ db_test!(the_tools_page_searches_like_search_tools, |backend| {
         .unwrap()
         .iter()
         .any(|t| t["name"] == "http.fetch"));
+    let query = "read an object from storage";
     let hits: Value = b
-        .call("tools_page", &[("query", "read stored object")])
+        .call("tools_page", &[("query", query)])
         .await
         .json()
         .await
         .unwrap();
+    // The same tools in the same order with the same scores as search_tools (at most 50).
+    let (searched, _) = mcp_call(
+        &app,
+        &key,
+        "search_tools",
+        json!({ "query": query, "limit": 50 }),
+    )
+    .await;
+    let pick = |v: &Value| -> Vec<(String, f64)> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["name"].as_str().unwrap().to_owned(),
+                    t["score"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(pick(&hits["tools"]), pick(&searched["tools"]));
     assert_eq!(hits["tools"][0]["name"], "storage.get");
     assert!(hits["tools"][0]["score"].as_f64().unwrap() > 0.0);
     assert!(hits["tools"][0]["input_schema"]

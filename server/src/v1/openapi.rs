@@ -64,12 +64,24 @@ pub async fn document() -> Json<Value> {
                 "responses": { "200": { "description": "user, project and key" }, "401": error_response("unauthorized") }
             }},
             "/v1/tools": { "get": {
-                "summary": "List the catalog: every tool this key may run",
+                "summary": "List the catalog: every tool this key may run; with q, search it as search_tools does",
+                "parameters": [
+                    { "name": "q", "in": "query", "required": false, "schema": { "type": "string", "minLength": 1, "maxLength": 1000 },
+                      "description": "what you want to do; the answer is the best matches first, each with its score" },
+                    { "name": "limit", "in": "query", "required": false, "schema": { "type": "integer", "minimum": 1, "maximum": 50, "default": 10 },
+                      "description": "most matches, with q only" }
+                ],
                 "responses": {
-                    "200": { "description": "the catalog", "content": { "application/json": { "schema": {
+                    "200": { "description": "the catalog, or the matches", "content": { "application/json": { "schema": {
                         "type": "object", "required": ["object", "data"],
-                        "properties": { "object": { "const": "list" }, "data": { "type": "array", "items": { "$ref": "#/components/schemas/Tool" } } }
+                        "properties": {
+                            "object": { "const": "list" },
+                            "data": { "type": "array", "items": { "$ref": "#/components/schemas/Tool" } },
+                            "no_match": { "type": "boolean", "description": "with q: even the best match is unlikely to fit" },
+                            "hint": { "type": "string" }
+                        }
                     }}}},
+                    "400": error_response("invalid_request"),
                     "401": error_response("unauthorized")
                 }
             }},
@@ -350,7 +362,9 @@ pub async fn document() -> Json<Value> {
                         "output_schema": { "type": "object" },
                         "side_effects": { "enum": ["none", "network", "write", "destructive"] },
                         "avg_latency_ms": { "type": ["integer", "null"] },
-                        "status": { "enum": ["available", "unavailable"] }
+                        "status": { "enum": ["available", "unavailable"] },
+                        "unavailable_reason": { "type": "string" },
+                        "score": { "type": "number", "description": "with q: the estimated probability that the tool fits, in (0, 1]" }
                     }
                 },
                 "ToolCall": {

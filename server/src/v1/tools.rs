@@ -47,20 +47,56 @@ pub fn tool_json(t: &Tool, latency: &Latencies) -> Value {
     Value::Object(m)
 }
 
+/// `GET /v1/tools`: the catalog, or with `q` the search_tools ranking (best first, `limit`
+/// 1–50, default 10), each entry with its `score`, and `no_match` (D27).
+#[derive(Deserialize)]
+pub struct ListQuery {
+    q: Option<String>,
+    limit: Option<String>,
+}
+
 pub async fn list(
     State(state): State<AppState>,
     ApiCaller(who): ApiCaller,
+    axum::extract::Query(query): axum::extract::Query<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let latency = state.wb.metering().latencies(&who).await?;
-    let data: Vec<Value> = state
-        .wb
-        .engine()
-        .tools(&who)
-        .await?
+    let engine = state.wb.engine();
+    let Some(q) = query.q else {
+        if query.limit.is_some() {
+            return Err(workbench_core::Error::invalid("limit is only taken with q").into());
+        }
+        let data: Vec<Value> = engine
+            .tools(&who)
+            .await?
+            .iter()
+            .map(|t| tool_json(t, &latency))
+            .collect();
+        return Ok(Json(json!({ "object": "list", "data": data })));
+    };
+    let limit = match query.limit.as_deref() {
+        None => workbench_core::engine::SEARCH_LIMIT_DEFAULT,
+        Some(l) => l.parse::<usize>().map_err(|_| {
+            workbench_core::Error::invalid("limit must be an integer between 1 and 50")
+        })?,
+    };
+    let found = engine.search(&who, &q, limit).await?;
+    let all = engine.tools(&who).await?;
+    let data: Vec<Value> = found
+        .tools
         .iter()
-        .map(|t| tool_json(t, &latency))
+        .filter_map(|hit| {
+            let t = all.iter().find(|t| t.name() == hit.name)?;
+            let mut v = tool_json(t, &latency);
+            v["score"] = json!(hit.score);
+            Some(v)
+        })
         .collect();
-    Ok(Json(json!({ "object": "list", "data": data })))
+    let mut out = json!({ "object": "list", "data": data, "no_match": found.no_match });
+    if let Some(hint) = found.hint {
+        out["hint"] = json!(hint);
+    }
+    Ok(Json(out))
 }
 
 pub async fn get_one(

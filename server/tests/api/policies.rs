@@ -729,3 +729,80 @@ db_test!(
         );
     }
 );
+
+db_test!(
+    rest_search_ranks_like_search_tools_and_hides_what_the_policy_hides,
+    |backend| {
+        let app = app!(backend);
+        let (_, admin) = admin_with_key(&app).await;
+        let (status, out) = get(&app, &admin, "/v1/tools?q=create%20jira%20issue").await;
+        assert_eq!(status, 200, "{out}");
+        assert_eq!(out["object"], "list");
+        assert_eq!(out["no_match"], false, "{out}");
+        let data = out["data"].as_array().unwrap();
+        assert_eq!(data.len(), 10);
+        assert_eq!(data[0]["name"], "jira_create_issue");
+        assert!(data[0]["input_schema"].is_object());
+        // The same order and scores as search_tools.
+        let (searched, _) = crate::helpers::mcp_call(
+            &app,
+            &admin,
+            "search_tools",
+            json!({ "query": "create jira issue" }),
+        )
+        .await;
+        let pick = |v: &Value| -> Vec<(String, f64)> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    (
+                        t["name"].as_str().unwrap().to_owned(),
+                        t["score"].as_f64().unwrap(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(pick(&out["data"]), pick(&searched["tools"]));
+
+        let (_, out) = get(&app, &admin, "/v1/tools?q=book+a+flight+to+Lisbon&limit=3").await;
+        assert_eq!(out["no_match"], true, "{out}");
+        assert!(out["hint"].is_string());
+        assert!(out["data"].as_array().unwrap().len() <= 3);
+
+        for (path, words) in [
+            ("/v1/tools?q=jira&limit=abc", "limit"),
+            ("/v1/tools?q=jira&limit=0", "limit"),
+            ("/v1/tools?q=jira&limit=51", "limit"),
+            ("/v1/tools?limit=5", "only taken with q"),
+            ("/v1/tools?q=", "empty"),
+        ] {
+            let (status, out) = get(&app, &admin, path).await;
+            assert_eq!(status, 400, "{path}: {out}");
+            assert!(
+                out["error"]["message"].as_str().unwrap().contains(words),
+                "{path}: {out}"
+            );
+        }
+
+        // A key whose policy denies Jira finds no Jira tool, however it asks.
+        let p = policy(
+            &app,
+            &admin,
+            "no jira",
+            json!({ "mode": "open", "deny": ["jira_*"] }),
+            false,
+        )
+        .await;
+        let (_, limited) = key_with(&app, &admin, Some(&p)).await;
+        let (_, out) = get(&app, &limited, "/v1/tools?q=create%20jira%20issue&limit=50").await;
+        let names: Vec<&str> = out["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert!(!names.is_empty());
+        assert!(names.iter().all(|n| !n.starts_with("jira_")), "{names:?}");
+    }
+);

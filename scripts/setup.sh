@@ -37,6 +37,32 @@ npm_ci() { # dir: install from the lockfile unless node_modules already matches 
 }
 npm_ci .
 
+# The search model (docs/search.md): WordLlama l2_supercat static embeddings, two files out of
+# PyPI's wordllama 0.4.0.post1 wheel, each checked by SHA-256. Without it tool search matches
+# words only.
+model=models/wordllama
+model_sums="64b47a2dc493cb8e85944076601189739852d7b64e0e1eedcb1937a251cd9fd5  $model/l2_supercat_256.safetensors
+93248f2a9ec36c7b35f700a033d5f36228aae48db61aee31007fa49062cdeb68  $model/l2_supercat_tokenizer_config.json"
+if ! echo "$model_sums" | sha256sum -c --status 2>/dev/null; then
+  step "installing the search model (WordLlama l2_supercat, 18 MB, from PyPI's wordllama 0.4.0.post1)"
+  tmp=$(mktemp -d)
+  python3 -m pip download --no-deps --only-binary=:all: --python-version 3.11 --implementation cp \
+    --abi cp311 --platform manylinux_2_17_x86_64 -q --disable-pip-version-check -d "$tmp" wordllama==0.4.0.post1
+  mkdir -p "$model"
+  python3 - "$tmp"/wordllama-0.4.0.post1-*.whl "$model" <<'PY'
+import sys, zipfile
+wheel, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    for name in ("weights/l2_supercat_256.safetensors", "tokenizers/l2_supercat_tokenizer_config.json"):
+        with open(f"{out}/{name.split('/')[-1]}", "wb") as f:
+            f.write(z.read(f"wordllama/{name}"))
+    with open(f"{out}/LICENSE.wordllama", "wb") as f:
+        f.write(next(z.read(n) for n in z.namelist() if n.endswith("LICENSE")))
+PY
+  rm -rf "$tmp"
+  echo "$model_sums" | sha256sum -c --quiet
+fi
+
 if [ "$with_browser" = 1 ]; then
   npm_ci end2end
   req=server/tests/mcp_sdk/requirements.txt

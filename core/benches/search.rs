@@ -1,8 +1,22 @@
 //! search_tools latency over generated catalogues of 200, 2,000 and 20,000 tools, with a mix
-//! of exact, reordered, synonym and typo queries. `cargo bench -p workbench-core --bench search`.
+//! of exact, reordered, synonym and typo queries, with the meaning model (when installed) and
+//! words only; first it prints what the model costs: load time, resident memory, and index
+//! build time. `cargo bench -p workbench-core --bench search`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use std::time::Instant;
+
+use workbench_core::catalog::search::embed::{self, Embedder};
 use workbench_core::catalog::search::{SearchDoc, SearchIndex};
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
 
 const INTEGRATIONS: &[&str] = &[
     "github",
@@ -165,6 +179,17 @@ const QUERIES: &[&str] = &[
 ];
 
 fn bench(c: &mut Criterion) {
+    let dir = embed::model_dir().expect("WB_SEARCH_MODEL_DIR=off");
+    let before = rss_kib();
+    let t = Instant::now();
+    let model = std::sync::Arc::new(
+        Embedder::load(&dir).unwrap_or_else(|e| panic!("{e}: run scripts/setup.sh")),
+    );
+    println!(
+        "search model: loaded and checked in {:.0} ms, resident memory +{} MiB",
+        t.elapsed().as_secs_f64() * 1000.0,
+        (rss_kib() - before) / 1024
+    );
     let mut group = c.benchmark_group("search_tools");
     for n in [200usize, 2_000, 20_000] {
         let g = catalogue(n);
@@ -176,14 +201,27 @@ fn bench(c: &mut Criterion) {
                 params: "",
             })
             .collect();
-        let index = SearchIndex::build(&docs);
-        group.bench_with_input(BenchmarkId::from_parameter(n), &index, |b, index| {
-            let mut q = 0usize;
-            b.iter(|| {
-                q = (q + 1) % QUERIES.len();
-                std::hint::black_box(index.search(QUERIES[q], 10, |_| true))
-            })
-        });
+        let t = Instant::now();
+        let words = SearchIndex::build_with(&docs, None);
+        let words_ms = t.elapsed().as_secs_f64() * 1000.0;
+        let before = rss_kib();
+        let t = Instant::now();
+        let index = SearchIndex::build_with(&docs, Some(model.clone()));
+        println!(
+            "{n} tools: index built in {:.1} ms with the model ({words_ms:.1} ms words only), \
+             its vectors +{} MiB",
+            t.elapsed().as_secs_f64() * 1000.0,
+            (rss_kib().saturating_sub(before)) / 1024
+        );
+        for (label, index) in [("model", &index), ("words", &words)] {
+            group.bench_with_input(BenchmarkId::new(label, n), index, |b, index| {
+                let mut q = 0usize;
+                b.iter(|| {
+                    q = (q + 1) % QUERIES.len();
+                    std::hint::black_box(index.search(QUERIES[q], 10, |_| true))
+                })
+            });
+        }
     }
     group.finish();
 }

@@ -40,7 +40,7 @@ async fn each_builtin_is_found_by_the_way_people_ask_for_it() {
     let mut first = 0;
     for (query, expected) in INTENTS {
         let hits = wb.engine().search(&who, query, 3).await.unwrap();
-        let names: Vec<&str> = hits.iter().map(|h| h.name.as_str()).collect();
+        let names: Vec<&str> = hits.tools.iter().map(|h| h.name.as_str()).collect();
         match names.iter().position(|n| n == expected) {
             Some(0) => first += 1,
             Some(_) => {}

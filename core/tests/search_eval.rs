@@ -7,12 +7,13 @@
 //! - the held-out set, `fixtures/nofit_heldout.json`: 240 queries (120 no tool fits) written the
 //!   same way after the ranking was rebuilt and before the calibration was fitted; nothing is
 //!   tuned on it.
+//!
 //! Run with `--nocapture` for the report.
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
-use workbench_core::catalog::search::calibrate::{self, probability_with};
+use workbench_core::catalog::search::calibrate::{self, probability_with, N};
 use workbench_core::catalog::search::{param_text, SearchDoc, SearchIndex};
 use workbench_core::catalog::ToolSpec;
 
@@ -23,19 +24,23 @@ struct Query {
     kind: String,
 }
 
-/// Floors a little under the measurement when the BM25F ranking and its calibration were built
-/// (463 queries a tool fits: recall@1 0.613, recall@5 0.879, MRR 0.727; BM25 0.568 / 0.829 /
-/// 0.675; top-score AUC, fits vs no fit, 0.694 against BM25's 0.628), so a harmless change
-/// passes and a real regression does not.
+/// Floors a little under the measurement when the BM25F ranking, its fusion with the meaning
+/// model and the calibration were built (463 queries a tool fits: recall@1 0.631, recall@5
+/// 0.881, MRR 0.739, words only 0.613 / 0.875 / 0.726; BM25 0.568 / 0.829 / 0.675; top-score
+/// AUC, fits vs no fit, 0.694 against BM25's 0.626), so a harmless change passes and a real
+/// regression does not.
 const RECALL_AT_1_FLOOR: f64 = 0.60;
 const RECALL_AT_5_FLOOR: f64 = 0.85;
 const AUC_FLOOR: f64 = 0.66;
-/// Held-out floors, set from the one look at the held-out set after the calibration was fitted
-/// (120 fitting and 120 no-fit queries: recall@1 0.667, recall@5 0.917 against BM25's 0.617 /
-/// 0.900; AUC 0.731, BM25 0.731; `no_match` on 54% of no-fit queries and 27% of fitting ones).
-const HELD_OUT_AUC_FLOOR: f64 = 0.70;
-const HELD_OUT_NO_MATCH_ON_NONE_FLOOR: f64 = 0.45;
-const HELD_OUT_NO_MATCH_ON_FIT_CEILING: f64 = 0.35;
+/// Held-out floors, from looking at the held-out set after the calibration was fitted: once
+/// with words only (AUC 0.731, BM25 0.731, `no_match` on 54% / 27% at the line then, 0.49) and
+/// once with the meaning model and the line fitted again (below); nothing was fitted on it.
+/// With the model: 120 fitting and 120 no-fit queries, recall@1 0.667, recall@5 0.942 against
+/// BM25's 0.617 / 0.900; AUC 0.719 (BM25 0.732); `no_match` on 43% of no-fit queries and 17% of
+/// fitting ones.
+const HELD_OUT_AUC_FLOOR: f64 = 0.69;
+const HELD_OUT_NO_MATCH_ON_NONE_FLOOR: f64 = 0.38;
+const HELD_OUT_NO_MATCH_ON_FIT_CEILING: f64 = 0.25;
 
 fn catalog() -> Vec<ToolSpec> {
     let mut specs = workbench_core::builtin::specs().unwrap();
@@ -169,6 +174,8 @@ fn auc(fits: &[f64], none: &[f64]) -> f64 {
 struct Bench {
     names: Vec<String>,
     index: SearchIndex,
+    /// The same ranking without the meaning model.
+    words: SearchIndex,
     bm25: Bm25,
 }
 
@@ -192,6 +199,11 @@ impl Bench {
             })
             .collect();
         let index = SearchIndex::build(&docs);
+        assert!(
+            index.has_model(),
+            "the search model is not installed: run scripts/setup.sh"
+        );
+        let words = SearchIndex::build_with(&docs, None);
         let bm25 = Bm25::new(
             &specs
                 .iter()
@@ -202,6 +214,7 @@ impl Bench {
         Bench {
             names: specs.iter().map(|s| s.name.to_string()).collect(),
             index,
+            words,
             bm25,
         }
     }
@@ -243,6 +256,14 @@ impl Bench {
                     .position(|(d, _)| q.expected.contains(&self.names[*d]))
             };
             let (ro, rb) = (rank(&hits), rank(&b));
+            let w: Vec<(usize, f64)> = self
+                .words
+                .search(&q.query, 10, |_| true)
+                .hits
+                .iter()
+                .map(|h| (h.doc, h.score as f64))
+                .collect();
+            r.words.add(rank(&w));
             if found.no_match {
                 r.no_match_on_fit += 1;
             }
@@ -288,6 +309,14 @@ impl Bench {
                 b.mrr()
             );
         }
+        println!(
+            "{:<12} {:>4}  {:>8.3} {:>8.3} {:>6.3}   (words only, no meaning model)",
+            "all",
+            r.words.n,
+            r.words.r1(),
+            r.words.r5(),
+            r.words.mrr()
+        );
         // BM25 scores are unbounded and ours are in [0, 1]; AUC does not depend on scale.
         println!(
             "no-fit separability (AUC of the top score, fits vs no fit): ours {:.3}, bm25 {:.3}",
@@ -316,6 +345,8 @@ impl Bench {
 #[derive(Default)]
 struct Report {
     ours: BTreeMap<String, Tally>,
+    /// Ours without the meaning model, all kinds.
+    words: Tally,
     base: BTreeMap<String, Tally>,
     ours_fit: Vec<f64>,
     ours_none: Vec<f64>,
@@ -382,7 +413,7 @@ fn no_match_separates_requests_no_tool_fits_on_held_out_queries() {
     let r = bench.report("search eval, held-out set", &queries);
     let (all, b) = (r.ours["all"], r.base["all"]);
     assert!(
-        all.r5() >= 0.88 && all.mrr() >= b.mrr(),
+        all.r5() >= 0.90 && all.mrr() >= b.mrr(),
         "held-out recall@5 {:.3}, MRR {:.3} (BM25 {:.3})",
         all.r5(),
         all.mrr(),
@@ -405,27 +436,41 @@ fn no_match_separates_requests_no_tool_fits_on_held_out_queries() {
     );
 }
 
-/// Fits the calibration (`calibrate::WEIGHTS`) on the tuning set by logistic regression over
-/// the top five hits of every query (a hit is positive when it is an expected tool), and picks
-/// the no-match threshold that best separates the tuning set's no-fit queries by their top hit.
-/// Prints the weights to paste; asserts that the fit beats the shipped weights' log loss or
-/// equals it.
+/// Fits the calibration (`calibrate::WEIGHTS`) on the tuning set by logistic regression over the top five hits of every
+/// query (a hit is positive when it is an expected tool), and picks the no-match threshold that
+/// best separates the tuning set's no-fit queries by their top hit. Prints the weights to paste.
 #[test]
-#[ignore]
+#[ignore = "a tool, not a check: run it by name"]
 fn fit_calibration() {
     let bench = Bench::new();
     let queries = bench.queries(include_str!("fixtures/eval_queries.json"));
-    let mut xs: Vec<([f32; 6], f32)> = Vec::new();
-    for q in &queries {
-        for h in bench.index.search(&q.query, 5, |_| true).hits {
+    fit(
+        "WEIGHTS",
+        &bench.index,
+        &calibrate::WEIGHTS,
+        &bench.names,
+        &queries,
+    );
+}
+
+fn fit(
+    label: &str,
+    index: &SearchIndex,
+    shipped: &[f32; N + 1],
+    names: &[String],
+    queries: &[Query],
+) {
+    let mut xs: Vec<([f32; N], f32)> = Vec::new();
+    for q in queries {
+        for h in index.search(&q.query, 5, |_| true).hits {
             if h.features.exact_name {
                 continue;
             }
-            let y = q.expected.contains(&bench.names[h.doc]) as u8 as f32;
+            let y = q.expected.contains(&names[h.doc]) as u8 as f32;
             xs.push((h.features.vector(), y));
         }
     }
-    let loss = |w: &[f32; 7]| {
+    let loss = |w: &[f32; N + 1]| {
         xs.iter()
             .map(|(x, y)| {
                 let p = probability_with(w, x).clamp(1e-6, 1.0 - 1e-6);
@@ -435,32 +480,35 @@ fn fit_calibration() {
             / xs.len() as f32
     };
     // Gradient descent with a little L2, from zero.
-    let mut w = [0f32; 7];
+    let mut w = [0f32; N + 1];
     for _ in 0..20_000 {
-        let mut g = [0f32; 7];
+        let mut g = [0f32; N + 1];
         for (x, y) in &xs {
             let e = probability_with(&w, x) - y;
-            for i in 0..6 {
+            for i in 0..N {
                 g[i] += e * x[i];
             }
-            g[6] += e;
+            g[N] += e;
         }
-        for i in 0..7 {
-            let l2 = if i < 6 { 1e-3 * w[i] } else { 0.0 };
+        for i in 0..=N {
+            let l2 = if i < N { 1e-3 * w[i] } else { 0.0 };
             w[i] -= 0.5 * (g[i] / xs.len() as f32 + l2);
         }
     }
     println!(
-        "{} hits; log loss: shipped {:.4}, fitted {:.4}",
+        "{label}: {} hits; log loss: shipped {:.4}, fitted {:.4}",
         xs.len(),
-        loss(&calibrate::WEIGHTS),
+        loss(shipped),
         loss(&w)
     );
-    println!("pub const WEIGHTS: [f32; 7] = {w:?};");
-    // The threshold: the best balanced accuracy of "top hit under t" as a no-fit detector.
+    let rounded: Vec<String> = w.iter().map(|x| format!("{x:.3}")).collect();
+    println!(
+        "pub const {label}: [f32; N + 1] = [{}];",
+        rounded.join(", ")
+    );
     let mut tops: Vec<(f32, bool)> = Vec::new();
-    for q in &queries {
-        let found = bench.index.search(&q.query, 1, |_| true);
+    for q in queries {
+        let found = index.search(&q.query, 1, |_| true);
         let p = found.hits.first().map_or(0.0, |h| {
             if h.features.exact_name {
                 1.0
@@ -470,26 +518,28 @@ fn fit_calibration() {
         });
         tops.push((p, q.expected.is_empty()));
     }
+    // The threshold: the highest at which at most a quarter of the fitting requests are told
+    // "no match" (telling an agent nothing fits when something does costs more than missing a
+    // no-fit request, whose nearest tools it still reads).
     let n_none = tops.iter().filter(|t| t.1).count() as f32;
     let n_fit = tops.len() as f32 - n_none;
-    let (mut best_t, mut best_acc) = (0.5f32, 0f32);
+    let (mut best_t, mut best_acc) = (0.0f32, 0f32);
     for i in 1..100 {
         let t = i as f32 / 100.0;
         let tpr = tops.iter().filter(|(p, none)| *none && *p < t).count() as f32 / n_none;
-        let tnr = tops.iter().filter(|(p, none)| !*none && *p >= t).count() as f32 / n_fit;
-        if (tpr + tnr) / 2.0 > best_acc {
-            (best_t, best_acc) = (t, (tpr + tnr) / 2.0);
+        let fpr = tops.iter().filter(|(p, none)| !*none && *p < t).count() as f32 / n_fit;
+        if fpr <= 0.25 {
+            (best_t, best_acc) = (t, tpr);
         }
     }
-    println!("pub const NO_MATCH_BELOW: f32 = {best_t}; // balanced accuracy {best_acc:.3}");
-    assert!(loss(&w) <= loss(&calibrate::WEIGHTS) + 1e-3);
+    println!("  no-match threshold {best_t} (catches {best_acc:.3} of no-fit requests)");
 }
 
 /// Prints the top hits and their features for the query in `WB_SEARCH_QUERY` (a debugging aid:
 /// `WB_SEARCH_QUERY="read a stored object" cargo test -p workbench-core --test search_eval
 /// explain -- --ignored --nocapture`).
 #[test]
-#[ignore]
+#[ignore = "a tool, not a check: run it by name"]
 fn explain() {
     let bench = Bench::new();
     let q = std::env::var("WB_SEARCH_QUERY").unwrap_or_else(|_| "create jira issue".into());

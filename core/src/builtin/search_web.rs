@@ -68,7 +68,7 @@ impl SearchProvider {
 pub fn spec() -> Result<ToolSpec> {
     make_spec(
         "search.web",
-        "Search the web (internet search engine) for pages about a query, optionally on one site or from the last day, \
+        "Search the web (internet search engine) for pages, news and articles about a query, optionally on one site or from the last day, \
          week or month: each result's title, url, a snippet of its text and when it was published, when known.",
         SideEffects::Network,
         json!({

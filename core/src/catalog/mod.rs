@@ -267,6 +267,9 @@ pub struct Catalog {
     /// Projects with tools of their own: each source's tools, and the snapshot of global tools
     /// plus all of them.
     projects: RwLock<HashMap<String, ProjectTools>>,
+    /// Held by whoever replaces a project's tools: changes are made one at a time, while
+    /// searches and calls go on reading the current snapshots.
+    writer: std::sync::Mutex<()>,
 }
 
 struct ProjectTools {
@@ -283,6 +286,7 @@ impl Catalog {
         Ok(Catalog {
             global: RwLock::new(Arc::new(snapshot)),
             projects: RwLock::new(HashMap::new()),
+            writer: std::sync::Mutex::new(()),
         })
     }
 
@@ -307,9 +311,12 @@ impl Catalog {
     /// Replaces the tools one source of a project contributes (none: the source is gone). A
     /// name that collides with another tool of the project is refused and nothing changes.
     pub fn set_source_tools(&self, project_id: &str, source: &str, tools: Vec<Tool>) -> Result<()> {
+        let _writer = self.writer.lock().expect("catalog lock poisoned");
         let global = self.global.read().expect("catalog lock poisoned").clone();
-        let mut projects = self.projects.write().expect("catalog lock poisoned");
-        let mut sources = projects
+        let mut sources = self
+            .projects
+            .read()
+            .expect("catalog lock poisoned")
             .get(project_id)
             .map(|p| p.sources.clone())
             .unwrap_or_default();
@@ -319,15 +326,22 @@ impl Catalog {
             sources.insert(source.to_owned(), tools.into_iter().map(Arc::new).collect());
         }
         if sources.is_empty() {
-            projects.remove(project_id);
+            self.projects
+                .write()
+                .expect("catalog lock poisoned")
+                .remove(project_id);
             return Ok(());
         }
         let mut all: Vec<Arc<Tool>> = global.tools().to_vec();
         for t in sources.values() {
             all.extend(t.iter().cloned());
         }
+        // Built (search index included) without holding the lock readers take.
         let snapshot = Arc::new(Snapshot::build(all)?);
-        projects.insert(project_id.to_owned(), ProjectTools { sources, snapshot });
+        self.projects
+            .write()
+            .expect("catalog lock poisoned")
+            .insert(project_id.to_owned(), ProjectTools { sources, snapshot });
         Ok(())
     }
 }

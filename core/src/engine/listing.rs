@@ -75,7 +75,7 @@ impl Engine {
             .collect();
         let hint = no_match.then(|| {
             format!(
-                "No tool this project can use is likely to do this (every score is under {}). \
+                "No tool this project can use is likely to do this (no score reaches {}). \
                  The tools listed are only the nearest; read their descriptions before calling \
                  one, try other words, or ask an admin to add the integration.",
                 crate::catalog::search::calibrate::NO_MATCH_BELOW

@@ -5,11 +5,14 @@
 //! hit is unlikely to fit says so (`Found::no_match`).
 
 pub mod calibrate;
+pub mod embed;
 mod text;
 mod typo;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
+use embed::{DenseIndex, Embedder};
 use serde_json::Value;
 
 pub use calibrate::Features;
@@ -55,6 +58,10 @@ const K1: f32 = 1.2;
 const TYPO_FACTOR: f32 = 0.6;
 const PREFIX_FACTOR: f32 = 0.7;
 const MAX_EXPANSIONS: usize = 24;
+/// How deep each ranking is read for the fusion.
+const FUSION_DEPTH: usize = 50;
+/// What the meaning model's cosine adds to the lexical score (relative to the best hit's).
+const DENSE_WEIGHT: f32 = 0.25;
 /// Query words read; the rest of a long request is ignored.
 const MAX_QUERY_WORDS: usize = 48;
 /// Words read of a field (a long description's tail adds little).
@@ -74,6 +81,8 @@ pub struct SearchIndex {
     typos: Typos,
     /// Normalised full names → doc, for exact-name queries.
     exact: HashMap<Box<str>, u32>,
+    /// The documents' meaning vectors, when the model is installed.
+    dense: Option<DenseIndex>,
 }
 
 /// The names and descriptions of a tool's parameters (and of their properties, one level down),
@@ -109,7 +118,13 @@ struct Group {
 }
 
 impl SearchIndex {
+    /// The index with the process's search model, when it is installed (`embed::shared`).
     pub fn build(docs: &[SearchDoc<'_>]) -> SearchIndex {
+        SearchIndex::build_with(docs, embed::shared())
+    }
+
+    /// The index with `model` for meaning, or words only.
+    pub fn build_with(docs: &[SearchDoc<'_>], model: Option<Arc<Embedder>>) -> SearchIndex {
         // Per doc and field: term → weighted count; and the field's length in words.
         let mut counts: Vec<[HashMap<String, f32>; FIELDS]> = Vec::with_capacity(docs.len());
         let mut lens: Vec<[f32; FIELDS]> = Vec::with_capacity(docs.len());
@@ -182,11 +197,29 @@ impl SearchIndex {
             term_text,
             typos,
             exact,
+            dense: model.map(|m| {
+                DenseIndex::build(
+                    m,
+                    docs.iter().map(|d| {
+                        format!(
+                            "{}: {} {}",
+                            text::words(d.name, 16).join(" "),
+                            d.description,
+                            d.params
+                        )
+                    }),
+                )
+            }),
         }
     }
 
     pub fn len(&self) -> usize {
         self.n_docs
+    }
+
+    /// Whether the meaning model ranks too (else words only).
+    pub fn has_model(&self) -> bool {
+        self.dense.is_some()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -258,33 +291,54 @@ impl SearchIndex {
                 total[d as usize] = f32::MIN_POSITIVE;
             }
         }
-        let mut ranked: Vec<(usize, f32)> = total
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| **s > 0.0)
-            .filter(|(d, _)| visible(*d))
-            .map(|(d, s)| {
-                (
-                    d,
-                    if exact_doc == Some(d as u32) {
-                        f32::MAX
-                    } else {
-                        *s
-                    },
-                )
-            })
-            .collect();
+        // The lexical ranking's head.
+        let depth = limit.max(FUSION_DEPTH);
         let by_score = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        if ranked.len() > limit {
-            ranked.select_nth_unstable_by(limit - 1, by_score);
-            ranked.truncate(limit);
+        let head = |mut v: Vec<(usize, f32)>, n: usize| {
+            if v.len() > n {
+                v.select_nth_unstable_by(n - 1, by_score);
+                v.truncate(n);
+            }
+            v.sort_by(by_score);
+            v
+        };
+        let lexical = head(
+            total
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| **s > 0.0)
+                .filter(|(d, _)| visible(*d))
+                .map(|(d, s)| (d, *s))
+                .collect(),
+            depth,
+        );
+        let cosine = self.dense.as_ref().and_then(|d| d.scores(query));
+        // Fusion of the lexical and the meaning scores; the exact name first.
+        let top_lexical = lexical.first().map_or(0.0, |h| h.1).max(f32::MIN_POSITIVE);
+        let mut fused: HashMap<usize, f32> =
+            lexical.iter().map(|(d, s)| (*d, s / top_lexical)).collect();
+        if let Some(cos) = &cosine {
+            let dense = head(
+                cos.iter()
+                    .enumerate()
+                    .filter(|(_, c)| **c > 0.0)
+                    .filter(|(d, _)| visible(*d))
+                    .map(|(d, c)| (d, *c))
+                    .collect(),
+                depth,
+            );
+            for (d, _) in &dense {
+                fused.entry(*d).or_insert(total[*d] / top_lexical);
+            }
+            for (d, f) in fused.iter_mut() {
+                *f += DENSE_WEIGHT * cos[*d].max(0.0);
+            }
         }
-        ranked.sort_by(by_score);
-        let top = ranked
-            .iter()
-            .map(|(d, _)| total[*d])
-            .fold(0f32, f32::max)
-            .max(f32::MIN_POSITIVE);
+        if let Some(d) = exact_doc.filter(|d| visible(*d as usize)) {
+            fused.insert(d as usize, f32::MAX);
+        }
+        let ranked = head(fused.into_iter().collect(), limit);
+        let top = lexical.first().map_or(0.0, |h| h.1).max(f32::MIN_POSITIVE);
         let mut cap = 1f32;
         let hits: Vec<Hit> = ranked
             .into_iter()
@@ -294,7 +348,7 @@ impl SearchIndex {
                     explained: (total[d] / ideal.max(f32::EPSILON)).min(1.0),
                     known_covered: (matched[d] / ideal_known.max(f32::EPSILON)).min(1.0),
                     unknown: 1.0 - ideal_known / ideal.max(f32::EPSILON),
-                    relative: total[d] / top,
+                    relative: (total[d] / top).min(1.0),
                     words: groups.len() as f32,
                     rank: rank as f32,
                     exact_name: exact_doc == Some(d as u32),
@@ -378,7 +432,7 @@ mod tests {
                 params: "",
             })
             .collect();
-        SearchIndex::build(&d)
+        SearchIndex::build_with(&d, None)
     }
 
     const DOCS: &[(&str, &str, &str)] = &[
@@ -501,5 +555,32 @@ mod tests {
         let found = ix.search("github_create_issue", 10, |_| true);
         assert_eq!(found.hits[0].score, 1.0);
         assert!(!found.no_match);
+    }
+
+    #[test]
+    fn with_the_model_a_request_finds_a_tool_it_shares_no_word_with() {
+        let model =
+            embed::shared().expect("the search model is not installed: run scripts/setup.sh");
+        let d: Vec<SearchDoc> = DOCS
+            .iter()
+            .map(|(n, i, d)| SearchDoc {
+                name: n,
+                integration: i,
+                description: d,
+                params: "",
+            })
+            .collect();
+        let ix = SearchIndex::build_with(&d, Some(model));
+        assert!(ix.has_model());
+        let q = "say hi to everyone in #general";
+        assert!(SearchIndex::build_with(&d, None)
+            .search(q, 10, |_| true)
+            .hits
+            .is_empty());
+        let found = ix.search(q, 10, |_| true);
+        assert_eq!(found.hits[0].doc, 3, "{:?}", found.hits);
+        assert!(found.hits.iter().all(|h| h.score > 0.0 && h.score <= 1.0));
+        // Hidden tools stay hidden from the meaning ranking too.
+        assert!(ix.search(q, 10, |d| d != 3).hits.iter().all(|h| h.doc != 3));
     }
 }

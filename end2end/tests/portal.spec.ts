@@ -74,7 +74,7 @@ test("an API key is shown once, works against /v1, and stops working when revoke
 test("the tools page searches the catalog and the egress page edits the allowlist", async ({ page }) => {
   await signIn(page);
   await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Tools" }).click();
-  await page.getByRole("searchbox", { name: "Search tools" }).fill("read a stored object");
+  await page.getByRole("searchbox", { name: "Search tools" }).fill("read an object from storage by key");
   await page.getByRole("button", { name: "Search" }).click();
   await expect(page.getByTestId("tool-row").first()).toContainText("storage.get");
   const first = page.getByTestId("tool-row").first();

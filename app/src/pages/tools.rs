@@ -216,7 +216,7 @@ pub fn Tools() -> impl IntoView {
         <Page current="/tools" title="Tools"
             subtitle="Every tool this project can run, found the way agents find them with search_tools.">
             <form method="get" action="/tools" class="mb-6 flex max-w-3xl flex-wrap gap-3" role="search">
-                <input name="q" type="search" value=move || param("q") placeholder="e.g. read a stored object" aria-label="Search tools" class=format!("{INPUT} !w-72")/>
+                <input name="q" type="search" value=move || param("q") placeholder="e.g. read an object from storage" aria-label="Search tools" class=format!("{INPUT} !w-72")/>
                 {move || select("effects", "Side effects", EFFECTS)}
                 {move || select("connection", "Connection", CONNECTION)}
                 <button type="submit" class=BUTTON>"Search"</button>

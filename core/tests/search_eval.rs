@@ -10,12 +10,14 @@
 //!
 //! Run with `--nocapture` for the report.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+#[path = "support/search.rs"]
+mod search;
 
 use serde::Deserialize;
 use workbench_core::catalog::search::calibrate::{self, probability_with, N};
 use workbench_core::catalog::search::{param_text, SearchDoc, SearchIndex};
-use workbench_core::catalog::ToolSpec;
 
 #[derive(Deserialize)]
 struct Query {
@@ -41,88 +43,6 @@ const AUC_FLOOR: f64 = 0.66;
 const HELD_OUT_AUC_FLOOR: f64 = 0.69;
 const HELD_OUT_NO_MATCH_ON_NONE_FLOOR: f64 = 0.38;
 const HELD_OUT_NO_MATCH_ON_FIT_CEILING: f64 = 0.25;
-
-fn catalog() -> Vec<ToolSpec> {
-    let mut specs = workbench_core::builtin::specs().unwrap();
-    let plugins = workbench_core::plugins::load_integrations(
-        &BTreeMap::new(),
-        &workbench_core::integrations::api_client(),
-    )
-    .unwrap();
-    for i in plugins.all() {
-        specs.extend(i.specs().unwrap());
-    }
-    specs
-}
-
-/// Okapi BM25 (k1 = 1.2, b = 0.75) over name, integration, description and parameters as one
-/// bag of lowercase alphanumeric words: no stemming, synonyms, typo tolerance or field weights.
-struct Bm25 {
-    docs: Vec<HashMap<String, f64>>,
-    lens: Vec<f64>,
-    avg: f64,
-    df: HashMap<String, f64>,
-}
-
-fn words(s: &str) -> Vec<String> {
-    s.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
-}
-
-impl Bm25 {
-    fn new(texts: &[String]) -> Bm25 {
-        let mut docs = Vec::new();
-        let mut lens = Vec::new();
-        let mut df: HashMap<String, f64> = HashMap::new();
-        for t in texts {
-            let mut tf: HashMap<String, f64> = HashMap::new();
-            let w = words(t);
-            lens.push(w.len() as f64);
-            for x in w {
-                *tf.entry(x).or_default() += 1.0;
-            }
-            for k in tf.keys() {
-                *df.entry(k.clone()).or_default() += 1.0;
-            }
-            docs.push(tf);
-        }
-        let avg = lens.iter().sum::<f64>() / lens.len().max(1) as f64;
-        Bm25 {
-            docs,
-            lens,
-            avg,
-            df,
-        }
-    }
-
-    /// (doc, score), best first, at most `limit`.
-    fn search(&self, q: &str, limit: usize) -> Vec<(usize, f64)> {
-        let n = self.docs.len() as f64;
-        let mut terms = words(q);
-        terms.sort();
-        terms.dedup();
-        let mut scored: Vec<(usize, f64)> = (0..self.docs.len())
-            .map(|d| {
-                let s = terms
-                    .iter()
-                    .filter_map(|t| {
-                        let f = *self.docs[d].get(t)?;
-                        let df = self.df[t];
-                        let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-                        Some(idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * self.lens[d] / self.avg)))
-                    })
-                    .sum::<f64>();
-                (d, s)
-            })
-            .filter(|(_, s)| *s > 0.0)
-            .collect();
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        scored.truncate(limit);
-        scored
-    }
-}
 
 #[derive(Default, Clone, Copy)]
 struct Tally {
@@ -176,12 +96,12 @@ struct Bench {
     index: SearchIndex,
     /// The same ranking without the meaning model.
     words: SearchIndex,
-    bm25: Bm25,
+    bm25: search::Bm25,
 }
 
 impl Bench {
     fn new() -> Bench {
-        let specs = catalog();
+        let specs = search::shipped();
         assert!(
             specs.len() >= 194 + 9,
             "the shipped catalog has {} tools",
@@ -204,7 +124,7 @@ impl Bench {
             "the search model is not installed: run scripts/setup.sh"
         );
         let words = SearchIndex::build_with(&docs, None);
-        let bm25 = Bm25::new(
+        let bm25 = search::Bm25::new(
             &specs
                 .iter()
                 .zip(&params)

@@ -7,7 +7,10 @@
 //! the dataset's tools alone and next to the shipped catalog. Run with `--nocapture` for the
 //! report. A request counts as found at k when any of its tools is in the top k.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+#[path = "support/search.rs"]
+mod search;
 
 use serde::Deserialize;
 use workbench_core::catalog::search::{param_text, SearchDoc, SearchIndex};
@@ -39,16 +42,7 @@ fn fixture() -> Fixture {
 
 /// The shipped catalog as the same kind of records.
 fn shipped() -> Vec<Tool> {
-    let mut specs = workbench_core::builtin::specs().unwrap();
-    let plugins = workbench_core::plugins::load_integrations(
-        &BTreeMap::new(),
-        &workbench_core::integrations::api_client(),
-    )
-    .unwrap();
-    for i in plugins.all() {
-        specs.extend(i.specs().unwrap());
-    }
-    specs
+    search::shipped()
         .iter()
         .map(|s| Tool {
             name: s.name.to_string(),
@@ -66,73 +60,6 @@ fn held_out(q: &str) -> bool {
         h = (h ^ b as u64).wrapping_mul(0x100000001b3);
     }
     h % 2 == 1
-}
-
-/// Okapi BM25 (k1 = 1.2, b = 0.75) over all of a tool's text as one bag of lowercase words.
-struct Bm25 {
-    docs: Vec<HashMap<String, f64>>,
-    lens: Vec<f64>,
-    avg: f64,
-    df: HashMap<String, f64>,
-}
-
-fn words(s: &str) -> Vec<String> {
-    s.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
-}
-
-impl Bm25 {
-    fn new(texts: &[String]) -> Bm25 {
-        let mut docs = Vec::new();
-        let mut lens = Vec::new();
-        let mut df: HashMap<String, f64> = HashMap::new();
-        for t in texts {
-            let mut tf: HashMap<String, f64> = HashMap::new();
-            let w = words(t);
-            lens.push(w.len() as f64);
-            for x in w {
-                *tf.entry(x).or_default() += 1.0;
-            }
-            for k in tf.keys() {
-                *df.entry(k.clone()).or_default() += 1.0;
-            }
-            docs.push(tf);
-        }
-        let avg = lens.iter().sum::<f64>() / lens.len().max(1) as f64;
-        Bm25 {
-            docs,
-            lens,
-            avg,
-            df,
-        }
-    }
-
-    fn search(&self, q: &str, limit: usize) -> Vec<usize> {
-        let n = self.docs.len() as f64;
-        let mut terms = words(q);
-        terms.sort();
-        terms.dedup();
-        let mut scored: Vec<(usize, f64)> = (0..self.docs.len())
-            .map(|d| {
-                let s = terms
-                    .iter()
-                    .filter_map(|t| {
-                        let f = *self.docs[d].get(t)?;
-                        let df = self.df[t];
-                        let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-                        Some(idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * self.lens[d] / self.avg)))
-                    })
-                    .sum::<f64>();
-                (d, s)
-            })
-            .filter(|(_, s)| *s > 0.0)
-            .collect();
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        scored.truncate(limit);
-        scored.into_iter().map(|(d, _)| d).collect()
-    }
 }
 
 #[derive(Default, Clone, Copy)]
@@ -170,7 +97,7 @@ fn measure(tools: &[Tool], queries: &[&Query]) -> (Tally, Tally) {
         })
         .collect();
     let index = SearchIndex::build(&docs);
-    let bm25 = Bm25::new(
+    let bm25 = search::Bm25::new(
         &tools
             .iter()
             .map(|t| {
@@ -194,7 +121,8 @@ fn measure(tools: &[Tool], queries: &[&Query]) -> (Tally, Tally) {
             .map(|h| h.doc)
             .collect();
         ours.add(rank(&hits));
-        base.add(rank(&bm25.search(&q.query, 10)));
+        let b: Vec<usize> = bm25.search(&q.query, 10).iter().map(|(d, _)| *d).collect();
+        base.add(rank(&b));
     }
     (ours, base)
 }

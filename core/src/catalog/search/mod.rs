@@ -422,17 +422,19 @@ impl SearchIndex {
 mod tests {
     use super::*;
 
-    fn index(docs: &[(&'static str, &'static str, &'static str)]) -> SearchIndex {
-        let d: Vec<SearchDoc> = docs
-            .iter()
+    fn docs(docs: &[(&'static str, &'static str, &'static str)]) -> Vec<SearchDoc<'static>> {
+        docs.iter()
             .map(|(n, i, d)| SearchDoc {
                 name: n,
                 integration: i,
                 description: d,
                 params: "",
             })
-            .collect();
-        SearchIndex::build_with(&d, None)
+            .collect()
+    }
+
+    fn index(d: &[(&'static str, &'static str, &'static str)]) -> SearchIndex {
+        SearchIndex::build_with(&docs(d), None)
     }
 
     const DOCS: &[(&str, &str, &str)] = &[
@@ -561,15 +563,7 @@ mod tests {
     fn with_the_model_a_request_finds_a_tool_it_shares_no_word_with() {
         let model =
             embed::shared().expect("the search model is not installed: run scripts/setup.sh");
-        let d: Vec<SearchDoc> = DOCS
-            .iter()
-            .map(|(n, i, d)| SearchDoc {
-                name: n,
-                integration: i,
-                description: d,
-                params: "",
-            })
-            .collect();
+        let d = docs(DOCS);
         let ix = SearchIndex::build_with(&d, Some(model));
         assert!(ix.has_model());
         let q = "say hi to everyone in #general";

@@ -543,7 +543,10 @@ db_test!(
             json!([{ "tool": "superset_list_dashboards", "args": {} }]),
         )
         .await;
-        assert_eq!(out[0]["result"][0]["dashboard_title"], "Sales");
+        assert_eq!(
+            out[0]["result"]["items"][0]["dashboard_title"], "Sales",
+            "{out:?}"
+        );
         assert_eq!(
             fake.state.last_query.lock().unwrap().as_deref(),
             Some("q=%28page%3A0%2Cpage_size%3A25%29")

@@ -1197,13 +1197,21 @@ db_test!(
             json!({ "available": 4, "unavailable": 1, "pending_review": 0 }),
             "no admin asked; the server's notification did"
         );
-        let out = execute(
-            &app,
-            &key,
-            json!([{ "tool": "fake.add", "args": { "a": 1, "b": 1 } }]),
-        )
-        .await;
-        assert_eq!(out[0]["code"], "UNAVAILABLE");
+        // The catalog is published right after the stored states (bounded wait).
+        let mut out = Vec::new();
+        for _ in 0..100 {
+            out = execute(
+                &app,
+                &key,
+                json!([{ "tool": "fake.add", "args": { "a": 1, "b": 1 } }]),
+            )
+            .await;
+            if out[0]["code"] == "UNAVAILABLE" {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert_eq!(out[0]["code"], "UNAVAILABLE", "{out:?}");
     }
 );
 

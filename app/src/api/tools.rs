@@ -76,15 +76,11 @@ pub async fn tools_page(
     };
     let tools: Vec<ToolView> = match query.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
         Some(q) => engine
-            .search(&p, q, workbench_core::engine::SEARCH_LIMIT_MAX)
+            .matches(&p, q, workbench_core::engine::SEARCH_LIMIT_MAX)
             .await?
             .tools
-            .into_iter()
-            .filter_map(|hit| {
-                all.iter()
-                    .find(|t| t.name() == hit.name)
-                    .map(|t| view(t, Some(hit.score)))
-            })
+            .iter()
+            .map(|(t, score)| view(t, Some(*score)))
             .collect(),
         None => all.iter().map(|t| view(t, None)).collect(),
     };

@@ -38,9 +38,31 @@ pub struct ToolSearch {
     pub hint: Option<String>,
 }
 
+/// The tools a search matched, best first, each with its score (three decimals), and whether
+/// no tool is likely to fit: what every surface that searches (search_tools, REST, the portal)
+/// shapes its answer from.
+pub struct Matches {
+    pub tools: Vec<(Arc<Tool>, f64)>,
+    pub no_match: bool,
+}
+
+impl Matches {
+    /// When `no_match`, what the agent may do about it.
+    pub fn hint(&self) -> Option<String> {
+        self.no_match.then(|| {
+            format!(
+                "No tool this project can use is likely to do this (no score reaches {}). \
+                 The tools listed are only the nearest; read their descriptions before calling \
+                 one, try other words, or ask an admin to add the integration.",
+                crate::catalog::search::calibrate::NO_MATCH_BELOW
+            )
+        })
+    }
+}
+
 impl Engine {
     /// The tools `who` can run that best match `query` (D2), best first; `limit` is 1..=50.
-    pub async fn search(&self, who: &Principal, query: &str, limit: usize) -> Result<ToolSearch> {
+    pub async fn matches(&self, who: &Principal, query: &str, limit: usize) -> Result<Matches> {
         if !(1..=SEARCH_LIMIT_MAX).contains(&limit) {
             return Err(crate::Error::invalid(format!(
                 "limit must be between 1 and {SEARCH_LIMIT_MAX}"
@@ -61,29 +83,33 @@ impl Engine {
         let (hits, no_match) = snapshot.search(query, limit, |t| policy.decide(t.name()).visible());
         let tools = hits
             .into_iter()
+            .map(|(t, score)| (t, (f64::from(score) * 1000.0).round() / 1000.0))
+            .collect();
+        Ok(Matches { tools, no_match })
+    }
+
+    /// search_tools' answer: `matches` in the seed's shape.
+    pub async fn search(&self, who: &Principal, query: &str, limit: usize) -> Result<ToolSearch> {
+        let m = self.matches(who, query, limit).await?;
+        let hint = m.hint();
+        let tools = m
+            .tools
+            .into_iter()
             .map(|(t, score)| {
                 let availability = t.availability();
                 SearchResult {
                     name: t.spec.name.to_string(),
                     description: t.spec.description.clone(),
                     integration: t.spec.integration.clone(),
-                    score: (f64::from(score) * 1000.0).round() / 1000.0,
+                    score,
                     status: availability.status(),
                     unavailable_reason: availability.reason().map(str::to_owned),
                 }
             })
             .collect();
-        let hint = no_match.then(|| {
-            format!(
-                "No tool this project can use is likely to do this (no score reaches {}). \
-                 The tools listed are only the nearest; read their descriptions before calling \
-                 one, try other words, or ask an admin to add the integration.",
-                crate::catalog::search::calibrate::NO_MATCH_BELOW
-            )
-        });
         Ok(ToolSearch {
             tools,
-            no_match,
+            no_match: m.no_match,
             hint,
         })
     }

@@ -29,7 +29,7 @@ pub use compose::ExecuteOutcome;
 pub use confirm::{ConfirmSettings, ConfirmationView, DecideError, DEFAULT_CONFIRMATION_TTL_SECS};
 pub use error::{EntryContext, FieldError, ToolError, RESULT_CAP_CHARS};
 pub use idempotency::{Begin, Idempotency, LeaseGuard, IDEMPOTENCY_TTL_MS, LEASE_MS};
-pub use listing::{SearchResult, ToolSearch, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX};
+pub use listing::{Matches, SearchResult, ToolSearch, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX};
 pub use reach::{curl_permission, may_curl};
 pub use record::ToolCallView;
 pub use span::TRACE_TARGET;

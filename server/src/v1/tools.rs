@@ -80,20 +80,18 @@ pub async fn list(
             workbench_core::Error::invalid("limit must be an integer between 1 and 50")
         })?,
     };
-    let found = engine.search(&who, &q, limit).await?;
-    let all = engine.tools(&who).await?;
+    let found = engine.matches(&who, &q, limit).await?;
     let data: Vec<Value> = found
         .tools
         .iter()
-        .filter_map(|hit| {
-            let t = all.iter().find(|t| t.name() == hit.name)?;
+        .map(|(t, score)| {
             let mut v = tool_json(t, &latency);
-            v["score"] = json!(hit.score);
-            Some(v)
+            v["score"] = json!(score);
+            v
         })
         .collect();
     let mut out = json!({ "object": "list", "data": data, "no_match": found.no_match });
-    if let Some(hint) = found.hint {
+    if let Some(hint) = found.hint() {
         out["hint"] = json!(hint);
     }
     Ok(Json(out))

@@ -286,11 +286,6 @@ impl SearchIndex {
             }
             touched.clear();
         }
-        if let Some(d) = exact_doc {
-            if total[d as usize] == 0.0 {
-                total[d as usize] = f32::MIN_POSITIVE;
-            }
-        }
         // The lexical ranking's head.
         let depth = limit.max(FUSION_DEPTH);
         let by_score = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
@@ -338,7 +333,6 @@ impl SearchIndex {
             fused.insert(d as usize, f32::MAX);
         }
         let ranked = head(fused.into_iter().collect(), limit);
-        let top = lexical.first().map_or(0.0, |h| h.1).max(f32::MIN_POSITIVE);
         let mut cap = 1f32;
         let hits: Vec<Hit> = ranked
             .into_iter()
@@ -348,7 +342,7 @@ impl SearchIndex {
                     explained: (total[d] / ideal.max(f32::EPSILON)).min(1.0),
                     known_covered: (matched[d] / ideal_known.max(f32::EPSILON)).min(1.0),
                     unknown: 1.0 - ideal_known / ideal.max(f32::EPSILON),
-                    relative: (total[d] / top).min(1.0),
+                    relative: (total[d] / top_lexical).min(1.0),
                     words: groups.len() as f32,
                     rank: rank as f32,
                     exact_name: exact_doc == Some(d as u32),

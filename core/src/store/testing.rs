@@ -1,6 +1,7 @@
 //! Test support, built only with the `test-support` feature (the server's API tests enable it):
-//! throwaway PostgreSQL databases per test run, and breaking the audit log on purpose to test
-//! that side effects fail closed. Never part of the product.
+//! throwaway PostgreSQL databases per test run, breaking the audit log on purpose to test that
+//! side effects fail closed, and databases as an older release left them, to test a migration.
+//! Never part of the product.
 
 use sqlx::PgConnection;
 
@@ -45,4 +46,44 @@ pub async fn break_audit_log(db: &Db, broken: bool) -> Result<()> {
     };
     sqlx::query(sql).execute(db.pool()).await?;
     Ok(())
+}
+
+/// Applies the migrations up to and including `version`, as an older release would have.
+pub async fn migrate_up_to(db: &Db, version: i64) -> Result<()> {
+    let mut older = sqlx::migrate::Migrator::new(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../migrations"
+    )))
+    .await
+    .map_err(|e| crate::Error::Internal(format!("migrations: {e}")))?;
+    let kept: Vec<_> = older
+        .migrations
+        .iter()
+        .filter(|m| m.version <= version)
+        .cloned()
+        .collect();
+    older.migrations = kept.into();
+    older
+        .run(db.pool())
+        .await
+        .map_err(|e| crate::Error::Internal(format!("migrations: {e}")))?;
+    Ok(())
+}
+
+/// Runs one statement of the test's own (rows an older release wrote).
+pub async fn execute(db: &Db, sql: &str) -> Result<()> {
+    sqlx::query(sql).execute(db.pool()).await?;
+    Ok(())
+}
+
+/// Whether a table of that name (the test's own, a plain identifier) exists.
+pub async fn table_exists(db: &Db, table: &str) -> bool {
+    assert!(
+        table.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+        "a plain table name"
+    );
+    sqlx::query(&format!("SELECT COUNT(*) FROM {table}"))
+        .execute(db.pool())
+        .await
+        .is_ok()
 }

@@ -430,27 +430,14 @@ db_test!(
     the_migration_moves_both_old_histories_into_the_outbox,
     |backend| {
         use workbench_core::delivery::{DeliveryKind, DeliveryStatus};
-        use workbench_core::store::{deliveries, schedules, Db};
+        use workbench_core::store::{deliveries, schedules, testing, Db};
         let Some(url) = database_url(backend).await else {
             return;
         };
         // A database as the previous release left it: migrated up to 0015, with rows in the
         // two old history tables and the old callback table.
         let db = Db::connect(&url).await.unwrap();
-        let mut before = sqlx::migrate::Migrator::new(std::path::Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../migrations"
-        )))
-        .await
-        .unwrap();
-        let older: Vec<_> = before
-            .migrations
-            .iter()
-            .filter(|m| m.version <= 15)
-            .cloned()
-            .collect();
-        before.migrations = older.into();
-        before.run(db.pool()).await.unwrap();
+        testing::migrate_up_to(&db, 15).await.unwrap();
         for sql in [
             "INSERT INTO projects (id, name, created_at) VALUES ('prj_old', 'old', 1000)",
             "INSERT INTO webhook_deliveries (id, project_id, event, subject_id, url, status, attempts, response_status, error, created_at, updated_at) \
@@ -470,7 +457,7 @@ db_test!(
             "INSERT INTO callback_attempts (id, callback_id, attempt, started_at, duration_ms, response_status, error) \
              VALUES ('cba_2', 'sched_done', 2, 4400, 9, 200, NULL)",
         ] {
-            sqlx::query(sql).execute(db.pool()).await.unwrap();
+            testing::execute(&db, sql).await.unwrap();
         }
 
         db.migrate().await.unwrap();
@@ -556,13 +543,7 @@ db_test!(
             "scheduled_callbacks",
             "callback_attempts",
         ] {
-            assert!(
-                sqlx::query(&format!("SELECT COUNT(*) FROM {old}"))
-                    .execute(p)
-                    .await
-                    .is_err(),
-                "{old} is gone"
-            );
+            assert!(!testing::table_exists(&db, old).await, "{old} is gone");
         }
         db.close().await;
     }

@@ -367,3 +367,28 @@ pub const LABEL: &str = "block text-sm font-medium text-slate-700 mb-1";
 pub const BUTTON: &str = "inline-flex items-center rounded-md bg-indigo-600 px-4 py-2 text-sm font-medium text-white shadow-sm hover:bg-indigo-500 disabled:opacity-50";
 pub const BUTTON_DANGER: &str = "inline-flex items-center rounded-md border border-red-300 bg-white px-3 py-1 text-xs font-medium text-red-700 hover:bg-red-50";
 pub const CARD: &str = "rounded-lg border border-slate-200 bg-white p-6 shadow-sm";
+
+/// `?k=v&…` of the pairs with a value, each value percent-encoded (empty when none has one).
+pub fn url_query(pairs: &[(&str, &str)]) -> String {
+    let parts: Vec<String> = pairs
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| format!("{k}={}", encode(v)))
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", parts.join("&"))
+    }
+}
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -92,6 +92,13 @@ test("the tools page searches the catalog and the egress page edits the allowlis
   await expect(page.getByTestId("tool-group").filter({ hasText: "GitHub" })).toBeVisible();
   await expect(page.getByTestId("tool-row").filter({ hasText: "github_merge_pr" })).toBeVisible();
   await expect(page.getByTestId("tool-row").filter({ hasText: "github_get_user" })).toHaveCount(0);
+  // Fifty tools to a page, and a link to the next.
+  await page.getByRole("combobox", { name: "Side effects" }).selectOption("");
+  await page.getByRole("button", { name: "Search" }).click();
+  await expect(page.getByTestId("tool-row")).toHaveCount(50);
+  await page.getByTestId("tools-pages").getByRole("link", { name: "Next →" }).click();
+  await expect(page.getByTestId("tools-pages")).toContainText(/Page 2 of \d+/);
+  await expect(page.getByTestId("tool-row")).toHaveCount(50);
 
   await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Egress" }).click();
   await page.getByLabel("Host pattern").fill("api.example.com");

@@ -51,15 +51,29 @@ pub struct ToolGroupView {
     pub display_name: String,
     pub logo: Option<String>,
     pub connection: AccountState,
-    /// Tools of this integration shown (after filters).
+    /// Tools of this integration left by the filters (on every page).
     pub count: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolsData {
+    /// The tools of this page, at most [`TOOLS_PER_PAGE`].
     pub tools: Vec<ToolView>,
-    /// Integrations with at least one tool shown, by display name (built-ins first).
+    /// The integrations of this page's tools, by display name (built-ins first); `count` is
+    /// the integration's tools after filters, on every page.
     pub groups: Vec<ToolGroupView>,
     /// Every tool the project has, before filters.
     pub total: usize,
+    /// The tools left by the search and filters, on every page.
+    pub matching: usize,
+    /// The integrations of those tools.
+    pub integrations: usize,
+    /// This page, from 1.
+    pub page: usize,
+    /// Pages of [`TOOLS_PER_PAGE`] tools (at least 1).
+    pub pages: usize,
 }
+
+/// Tools on one page of the portal's Tools page: a catalog of ten thousand tools renders
+/// fifty at a time.
+pub const TOOLS_PER_PAGE: usize = 50;

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::{audit_page, AuditStatus, SaveRetention};
-use crate::components::{ActionError, Loaded, Page, BUTTON, CARD, INPUT, LABEL};
+use crate::components::{url_query, ActionError, Loaded, Page, BUTTON, CARD, INPUT, LABEL};
 
 /// The statuses the filter offers (a row is `running` only while its call runs).
 const STATUSES: &[AuditStatus] = &[
@@ -148,28 +148,4 @@ pub fn Audit() -> impl IntoView {
             }/>
         </Page>
     }
-}
-
-fn url_query(pairs: &[(&str, &str)]) -> String {
-    let parts: Vec<String> = pairs
-        .iter()
-        .filter(|(_, v)| !v.is_empty())
-        .map(|(k, v)| format!("{k}={}", encode(v)))
-        .collect();
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!("?{}", parts.join("&"))
-    }
-}
-
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }

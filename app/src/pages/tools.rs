@@ -11,7 +11,7 @@ use crate::api::{
     tools_page, AccountState, SideEffects, ToolGroupView, ToolStatus, ToolView, NEEDS_CONNECTION,
     READY,
 };
-use crate::components::{Loaded, Page, BUTTON, CARD, INPUT};
+use crate::components::{url_query, Loaded, Page, BUTTON, CARD, INPUT};
 
 fn effects_class(effects: SideEffects) -> &'static str {
     match effects {
@@ -193,15 +193,36 @@ pub fn Tools() -> impl IntoView {
     let query = use_query_map();
     let param = move |k: &str| query.read().get(k).unwrap_or_default();
     let data = Resource::new(
-        move || (param("q"), param("effects"), param("connection")),
-        |(q, e, c)| {
+        move || {
+            (
+                param("q"),
+                param("effects"),
+                param("connection"),
+                param("page"),
+            )
+        },
+        |(q, e, c, page)| {
             tools_page(
                 (!q.is_empty()).then_some(q),
                 (!e.is_empty()).then_some(e),
                 (!c.is_empty()).then_some(c),
+                page.parse().ok(),
             )
         },
     );
+    // The link to another page keeps the search and the filters.
+    let page_href = move |page: usize| {
+        let (q, e, c, n) = (
+            param("q"),
+            param("effects"),
+            param("connection"),
+            page.to_string(),
+        );
+        format!(
+            "/tools{}",
+            url_query(&[("q", &q), ("effects", &e), ("connection", &c), ("page", &n)])
+        )
+    };
     let select = move |name: &'static str,
                        label: &'static str,
                        options: &'static [(&'static str, &'static str)]| {
@@ -225,10 +246,17 @@ pub fn Tools() -> impl IntoView {
                 let searching = !param("q").is_empty();
                 let filtered = !param("effects").is_empty() || !param("connection").is_empty();
                 let summary = match (searching, filtered) {
-                    (false, false) => format!("{} tools in {} integrations", d.total, d.groups.len()),
-                    (false, true) => format!("{} of {} tools, in {} integrations", d.tools.len(), d.total, d.groups.len()),
-                    (true, _) => format!("{} matches among {} tools", d.tools.len(), d.total),
+                    (false, false) => format!("{} tools in {} integrations", d.total, d.integrations),
+                    (false, true) => format!("{} of {} tools, in {} integrations", d.matching, d.total, d.integrations),
+                    (true, _) => format!("{} matches among {} tools", d.matching, d.total),
                 };
+                let pager = (d.pages > 1).then(|| view! {
+                    <nav class="mt-6 flex items-center gap-4 text-sm" aria-label="Pages" data-testid="tools-pages">
+                        {(d.page > 1).then(|| view! { <a class="text-indigo-600 hover:underline" rel="prev" href=page_href(d.page - 1)>"← Previous"</a> })}
+                        <span class="text-slate-500">{format!("Page {} of {}", d.page, d.pages)}</span>
+                        {(d.page < d.pages).then(|| view! { <a class="text-indigo-600 hover:underline" rel="next" href=page_href(d.page + 1)>"Next →"</a> })}
+                    </nav>
+                });
                 let empty = d.tools.is_empty();
                 let body = if searching {
                     view! { <ul class="space-y-3">{d.tools.into_iter().map(|tool| view! { <ToolCard tool/> }).collect_view()}</ul> }.into_any()
@@ -253,6 +281,7 @@ pub fn Tools() -> impl IntoView {
                     <p class="mb-3 text-sm text-slate-500" data-testid="tools-summary">{summary}</p>
                     {empty.then(|| view! { <p class="text-sm text-slate-600">"No tool matches; try other words or filters."</p> })}
                     {body}
+                    {pager}
                 }.into_any()
             }/>
         </Page>

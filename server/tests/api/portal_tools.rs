@@ -11,13 +11,45 @@ db_test!(the_tools_page_searches_like_search_tools, |backend| {
     let (_, key) = admin_with_key(&app).await;
     let b = app.browser();
     b.sign_in("ada@example.com", PASSWORD).await;
-    let all: Value = b.call("tools_page", &[]).await.json().await.unwrap();
-    assert_eq!(all["total"], all["tools"].as_array().unwrap().len());
-    assert!(all["tools"]
+    let first: Value = b.call("tools_page", &[]).await.json().await.unwrap();
+    let total = first["total"].as_u64().unwrap() as usize;
+    assert!(total > 200, "{first}");
+    assert_eq!(
+        (
+            first["tools"].as_array().unwrap().len(),
+            first["matching"].as_u64().unwrap() as usize,
+            first["page"].as_u64(),
+            first["pages"].as_u64().unwrap() as usize,
+        ),
+        (50, total, Some(1), total.div_ceil(50)),
+        "fifty tools to a page"
+    );
+    let all = every_page(&b, &[]).await;
+    let mut names: Vec<&str> = all["tools"]
         .as_array()
         .unwrap()
         .iter()
-        .any(|t| t["name"] == "http.fetch"));
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), total, "the pages together list every tool");
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), total, "and each once");
+    assert!(names.contains(&"http.fetch"));
+    // Past the last page: the last page.
+    let past: Value = b
+        .call("tools_page", &[("page", "9999")])
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(past["page"], first["pages"]);
+    assert!(!past["tools"].as_array().unwrap().is_empty());
+    let res = b.call("tools_page", &[("page", "two")]).await;
+    assert!(
+        !res.status().is_success(),
+        "a page that is not a number is refused"
+    );
     let query = "read an object from storage";
     let hits: Value = b
         .call("tools_page", &[("query", query)])
@@ -55,7 +87,41 @@ db_test!(the_tools_page_searches_like_search_tools, |backend| {
     let html = b.get("/tools?q=fetch+url").await.text().await.unwrap();
     assert!(html.contains("http.fetch"));
     assert!(html.contains("Input schema"));
+    // The rendered page links the next one, keeping the filters.
+    let html = b.get("/tools?effects=write").await.text().await.unwrap();
+    let nav = &html[html.find("tools-pages").expect("a page list")..];
+    assert!(
+        nav.contains("/tools?effects=write&amp;page=2")
+            || nav.contains("/tools?effects=write&page=2"),
+        "{}",
+        &nav[..400.min(nav.len())]
+    );
 });
+
+/// Every page of the Tools page with these filters, their tools in order and their group
+/// headings merged (the first of each integration), as one `{tools, groups, total}`.
+async fn every_page(b: &crate::helpers::Browser, args: &[(&str, &str)]) -> Value {
+    let (mut tools, mut groups) = (Vec::new(), Vec::<Value>::new());
+    let mut page = 1;
+    loop {
+        let n = page.to_string();
+        let mut form = args.to_vec();
+        form.push(("page", n.as_str()));
+        let data: Value = b.call("tools_page", &form).await.json().await.unwrap();
+        assert_eq!(data["page"], page, "{data}");
+        assert!(data["tools"].as_array().unwrap().len() <= 50);
+        tools.extend(data["tools"].as_array().unwrap().iter().cloned());
+        for g in data["groups"].as_array().unwrap() {
+            if !groups.iter().any(|h| h["integration"] == g["integration"]) {
+                groups.push(g.clone());
+            }
+        }
+        if page >= data["pages"].as_u64().unwrap() {
+            return json!({ "tools": tools, "groups": groups, "total": data["total"] });
+        }
+        page += 1;
+    }
+}
 
 db_test!(
     the_tools_page_groups_by_integration_and_filters_by_side_effects_and_connection,
@@ -74,16 +140,7 @@ db_test!(
             .unwrap();
         let b = app.browser();
         b.sign_in("ada@example.com", PASSWORD).await;
-        let page = |args: &'static [(&'static str, &'static str)]| {
-            let b = &b;
-            async move {
-                b.call("tools_page", args)
-                    .await
-                    .json::<Value>()
-                    .await
-                    .unwrap()
-            }
-        };
+        let page = |args: &'static [(&'static str, &'static str)]| every_page(&b, args);
         let all = page(&[]).await;
         let groups = all["groups"].as_array().unwrap();
         let group = |name: &str| {

@@ -2,8 +2,11 @@
 //! one background task that commits them in groups, so a call does not wait for its record.
 //!
 //! What stays synchronous is what atomicity needs: the `running` row a side-effecting tool
-//! must have before it runs (engine/record.rs writes it directly), idempotency claims, and
-//! anything a caller reads back at once (readers call `flush` first). Records are queued on a
+//! must have before it runs, idempotency claims, and anything a caller reads back at once
+//! (readers call `flush` first). The `running` rows go through a second task of their own
+//! ([`Recorder::begin`]): the caller waits until its row is committed, but rows of calls that
+//! start together share one transaction (group commit), so under load a write tool costs no
+//! dedicated round trip, and a batch of finished records never delays a call's start. Records are queued on a
 //! bounded channel: when it is full, callers wait (nothing is dropped). A batch that cannot be
 //! committed is retried one record at a time, so one bad record costs only itself; each
 //! record that still fails is counted in `AUDIT_WRITE_FAILURES`. On a clean shutdown the
@@ -70,6 +73,8 @@ enum Job {
 #[derive(Clone)]
 pub struct Recorder {
     tx: mpsc::Sender<Job>,
+    /// `running` rows waiting for their group commit, each with its caller's answer.
+    begins: mpsc::Sender<(Record, oneshot::Sender<Result<()>>)>,
     /// Every finished call is counted here too, for /metrics.
     metrics: Arc<CallMetrics>,
 }
@@ -78,9 +83,12 @@ impl Recorder {
     /// Starts the writer task on the current tokio runtime.
     pub fn start(db: Db) -> Recorder {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
-        tokio::spawn(run(db, rx));
+        tokio::spawn(run(db.clone(), rx));
+        let (begins, begun) = mpsc::channel(QUEUE_CAPACITY);
+        tokio::spawn(run_begins(db, begun));
         Recorder {
             tx,
+            begins,
             metrics: Arc::default(),
         }
     }
@@ -96,6 +104,18 @@ impl Recorder {
             AUDIT_WRITE_FAILURES.fetch_add(1, Ordering::Relaxed);
             tracing::error!("the record writer has stopped; a record was not written");
         }
+    }
+
+    /// Commits the `running` rows of a call about to start (with other calls' rows starting at
+    /// the same moment) and returns once they are durable; an error means they are not, and the
+    /// call must not run.
+    pub async fn begin(&self, record: Record) -> Result<()> {
+        let (done, wait) = oneshot::channel();
+        if self.begins.send((record, done)).await.is_err() {
+            return Err(crate::Error::internal("the record writer has stopped"));
+        }
+        wait.await
+            .unwrap_or_else(|_| Err(crate::Error::internal("the record writer has stopped")))
     }
 
     /// Returns once every record queued before this call is committed (or counted as failed).
@@ -125,6 +145,26 @@ async fn run(db: Db, mut rx: mpsc::Receiver<Job>) {
         // channel, so it is in this batch or a later one).
         for f in flushes {
             let _ = f.send(());
+        }
+    }
+}
+
+/// The group commit of `running` rows: whatever queued while the previous commit ran goes in
+/// the next one (no timer: a lone call commits at once), each caller answered after it.
+async fn run_begins(db: Db, mut rx: mpsc::Receiver<(Record, oneshot::Sender<Result<()>>)>) {
+    const GROUP_MAX: usize = 64;
+    let mut jobs = Vec::with_capacity(GROUP_MAX);
+    while rx.recv_many(&mut jobs, GROUP_MAX).await > 0 {
+        let (records, answers): (Vec<Record>, Vec<_>) = jobs.drain(..).unzip();
+        if records.len() > 1 && commit(&db, &records).await.is_ok() {
+            for a in answers {
+                let _ = a.send(Ok(()));
+            }
+            continue;
+        }
+        // Alone, or the group failed: each on its own, so one bad row costs only its call.
+        for (r, a) in records.iter().zip(answers) {
+            let _ = a.send(commit(&db, std::slice::from_ref(r)).await);
         }
     }
 }

@@ -127,7 +127,7 @@ impl CallScope<'_> {
             x.scrubber.scrub(&mut recorded_args);
             let existing = x.outcome.rows == record::Rows::Existing;
             if let Err(e) = record::begin(
-                &self.engine.db,
+                &self.engine.recorder,
                 &self.record_of(&recorded_args, x.started_at),
                 &x.outcome.id,
                 tool.name(),

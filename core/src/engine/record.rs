@@ -133,25 +133,28 @@ fn rows(
 
 /// Records a call as `running` before its handler runs (tools that change things: no record,
 /// no call); `existing` when its rows exist already (a held call, now approved). The rows are
-/// finished by `write`.
+/// committed with those of calls starting at the same moment (`Recorder::begin`) and finished
+/// by `write`.
 pub(super) async fn begin(
-    db: &Db,
+    recorder: &Recorder,
     c: &Call<'_>,
     id: &str,
     tool: &str,
     existing: bool,
 ) -> Result<()> {
     let (call, audit) = rows(c, id, tool, CallStatus::Running, None);
-    let mut tx = db.pool().begin().await?;
-    if existing {
-        store::tool_calls::finish(&mut *tx, &call).await?;
-        store::audit::finish_for_call(&mut *tx, &audit).await?;
+    let how = if existing {
+        Write::Finish
     } else {
-        store::tool_calls::insert(&mut *tx, &call).await?;
-        store::audit::insert(&mut *tx, &audit).await?;
-    }
-    tx.commit().await?;
-    Ok(())
+        Write::Insert
+    };
+    recorder
+        .begin(Record {
+            call: Some((call, how)),
+            audit: Some((audit, how)),
+            usage: None,
+        })
+        .await
 }
 
 /// The tool as meters and traces name it: calls to unknown tools (D17) come under one name no

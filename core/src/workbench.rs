@@ -65,8 +65,13 @@ impl Default for WorkbenchOptions {
     }
 }
 
+/// The assembled services. Cloned into every request's handler, so a clone is one reference
+/// count: the services live once, in [`Parts`].
 #[derive(Clone)]
-pub struct Workbench {
+pub struct Workbench(Arc<Parts>);
+
+#[doc(hidden)]
+pub struct Parts {
     db: Db,
     clock: Arc<dyn Clock>,
     accounts: Accounts,
@@ -86,6 +91,13 @@ pub struct Workbench {
     schedules: Schedules,
     deliveries: Deliveries,
     email: Arc<Email>,
+}
+
+impl std::ops::Deref for Workbench {
+    type Target = Parts;
+    fn deref(&self) -> &Parts {
+        &self.0
+    }
 }
 
 impl Workbench {
@@ -181,7 +193,7 @@ impl Workbench {
         let recorder = Recorder::start(db.clone());
         let accounts = Accounts::new(db.clone(), clock.clone());
         let policies = Policies::new(db.clone(), clock.clone());
-        Ok(Workbench {
+        Ok(Workbench(Arc::new(Parts {
             apps,
             upstreams,
             engine: Engine::new(
@@ -214,7 +226,7 @@ impl Workbench {
             egress: EgressRules::new(db.clone(), clock.clone()),
             db,
             clock,
-        })
+        })))
     }
 
     pub fn db(&self) -> &Db {
@@ -268,6 +280,12 @@ impl Workbench {
                 ("state=\"in_use\"".into(), (size - idle).max(0.0)),
                 ("state=\"idle\"".into(), idle),
             ],
+        );
+        gauge(
+            &mut out,
+            "workbench_change_listener_up",
+            "1 while this instance hears the database's change notices and answers keys from memory; 0 while every call reads the database (fail closed). Always 1 on SQLite.",
+            &[(String::new(), if self.db.changes().is_live() { 1.0 } else { 0.0 })],
         );
         let pending = crate::store::confirmations::count_all_pending(pool, now).await?;
         gauge(

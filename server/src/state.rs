@@ -11,8 +11,12 @@ use workbench_core::Workbench;
 use crate::config::ServerConfig;
 use crate::keys::Keys;
 
+/// Cloned into every request (several times: middleware, handler), so a clone is one
+/// reference count.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<StateParts>);
+
+pub struct StateParts {
     /// The domain services (database, accounts, …).
     pub wb: Workbench,
     /// Derived server configuration.
@@ -24,7 +28,14 @@ pub struct AppState {
     /// Curl proxy requests in flight per user.
     pub proxy_slots: Arc<crate::proxy_slots::ProxySlots>,
     /// Caches "the first admin exists" once true (it never becomes false again).
-    set_up: Arc<AtomicBool>,
+    set_up: AtomicBool,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = StateParts;
+    fn deref(&self) -> &StateParts {
+        &self.0
+    }
 }
 
 impl AppState {
@@ -36,14 +47,14 @@ impl AppState {
             .site_addr(config.bind)
             .env(leptos::config::Env::PROD)
             .build();
-        AppState {
+        AppState(Arc::new(StateParts {
             wb,
             config: Arc::new(config),
             keys: Arc::new(keys),
             leptos,
             proxy_slots: Arc::default(),
-            set_up: Arc::new(AtomicBool::new(false)),
-        }
+            set_up: AtomicBool::new(false),
+        }))
     }
 
     /// Whether a first admin exists; asks the database until the answer is yes.

@@ -94,6 +94,8 @@ pub struct NewApiKey {
 pub struct Accounts {
     db: Db,
     clock: Arc<dyn Clock>,
+    /// Key → principal, good while the database's change epoch stands (`principals.rs`).
+    principals: Arc<super::principals::Principals>,
 }
 
 fn clean_name(raw: &str, what: &str) -> Result<String> {
@@ -111,7 +113,11 @@ fn clean_name(raw: &str, what: &str) -> Result<String> {
 
 impl Accounts {
     pub fn new(db: Db, clock: Arc<dyn Clock>) -> Self {
-        Accounts { db, clock }
+        Accounts {
+            db,
+            clock,
+            principals: Arc::default(),
+        }
     }
 
     fn now(&self) -> i64 {
@@ -151,6 +157,7 @@ impl Accounts {
         store::users::insert(&mut *tx, &user).await?;
         store::projects::upsert_membership(&mut *tx, &project.id, &user.id, "admin", now).await?;
         tx.commit().await?;
+        self.db.changed();
         tracing::info!(user_id = %user.id, project_id = %project.id, "first admin created");
         Ok(Principal {
             user_id: user.id,
@@ -228,6 +235,7 @@ impl Accounts {
             .await?;
         store::projects::mark_set_up(&mut *tx, now).await?;
         tx.commit().await?;
+        self.db.changed();
         Ok((user.into(), project))
     }
 
@@ -265,6 +273,7 @@ impl Accounts {
         )
         .await?;
         tx.commit().await?;
+        self.db.changed();
         Ok(Member {
             user_id: user.id,
             email,
@@ -517,6 +526,7 @@ impl Accounts {
             return Ok(());
         }
         store::api_keys::revoke(self.db.pool(), &who.project_id, key_id, self.now()).await?;
+        self.db.changed();
         tracing::info!(key_id, by = %who.user_id, "api key revoked");
         Ok(())
     }
@@ -526,20 +536,47 @@ impl Accounts {
     pub async fn authenticate_api_key(&self, raw: &str) -> Result<Principal> {
         const BAD: Error = Error::Unauthorized("invalid or revoked api key");
         let key = ApiKey::parse(raw).ok_or(BAD)?;
-        let row = store::api_keys::principal_by_hash(self.db.pool(), &key.hash())
+        let hash = key.hash();
+        let now = self.now();
+        // Taken before the read: a change committed meanwhile makes the entry stale at once.
+        let epoch = self.db.changes().snapshot();
+        if let Some(hit) = epoch.and_then(|e| self.principals.get(&hash, e)) {
+            let principal = hit.principal.clone().ok_or(BAD)?;
+            if hit.touch_due(now, KEY_TOUCH_GRANULARITY_MS) {
+                let (db, id) = (
+                    self.db.clone(),
+                    principal.api_key_id.clone().unwrap_or_default(),
+                );
+                tokio::spawn(async move {
+                    if let Err(e) =
+                        store::api_keys::touch(db.pool(), &id, now, KEY_TOUCH_GRANULARITY_MS).await
+                    {
+                        tracing::warn!(error = %e, "could not record an api key's last use");
+                    }
+                });
+            }
+            return Ok(principal);
+        }
+        let row = store::api_keys::principal_by_hash(self.db.pool(), &hash)
             .await?
             .ok_or(BAD)?;
-        if row.revoked_at.is_some() {
-            return Err(BAD);
+        let (revoked, last_used_at) = (row.revoked_at.is_some(), row.last_used_at);
+        let principal = (!revoked).then(|| key_principal(row));
+        let due = last_used_at.is_none_or(|t| t < now - KEY_TOUCH_GRANULARITY_MS);
+        if let Some(e) = epoch {
+            let touched = if due {
+                now
+            } else {
+                last_used_at.unwrap_or(now)
+            };
+            self.principals.put(hash, e, principal.clone(), touched);
         }
-        let now = self.now();
-        if row
-            .last_used_at
-            .is_none_or(|t| t < now - KEY_TOUCH_GRANULARITY_MS)
-        {
-            store::api_keys::touch(self.db.pool(), &row.id, now, KEY_TOUCH_GRANULARITY_MS).await?;
+        let principal = principal.ok_or(BAD)?;
+        if due {
+            let id = principal.api_key_id.as_deref().unwrap_or_default();
+            store::api_keys::touch(self.db.pool(), id, now, KEY_TOUCH_GRANULARITY_MS).await?;
         }
-        Ok(key_principal(row))
+        Ok(principal)
     }
 
     /// The principal behind a live key of the project, by its id (a held call runs as the key
@@ -571,6 +608,7 @@ impl Accounts {
         {
             return Err(Error::NotFound);
         }
+        self.db.changed();
         tracing::info!(key_id, per_minute = ?per_minute, by = %who.user_id, "key rate limit changed");
         Ok(())
     }

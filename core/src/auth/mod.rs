@@ -6,6 +6,7 @@ mod accounts;
 mod api_key;
 mod password;
 mod permissions;
+mod principals;
 mod redirect;
 
 pub use accounts::{Accounts, ApiKeyInfo, Member, NewApiKey, User, MAX_RATE_LIMIT};

@@ -278,6 +278,7 @@ impl Policies {
         store::policies::insert(&mut *tx, &row).await?;
         store::policies::bump_generation(&mut *tx, &who.project_id).await?;
         tx.commit().await?;
+        self.db.changed();
         tracing::info!(policy_id = %row.id, by = %who.user_id, "policy created");
         Policy::from_row(row)
     }
@@ -312,6 +313,7 @@ impl Policies {
         store::policies::update(&mut *tx, &row).await?;
         store::policies::bump_generation(&mut *tx, &who.project_id).await?;
         tx.commit().await?;
+        self.db.changed();
         tracing::info!(policy_id = %row.id, by = %who.user_id, "policy replaced");
         Policy::from_row(row)
     }
@@ -341,6 +343,7 @@ impl Policies {
         store::policies::delete(&mut *tx, &who.project_id, id).await?;
         store::policies::bump_generation(&mut *tx, &who.project_id).await?;
         tx.commit().await?;
+        self.db.changed();
         tracing::info!(policy_id = %id, by = %who.user_id, "policy deleted");
         Ok(())
     }
@@ -368,6 +371,7 @@ impl Policies {
             return Err(Error::NotFound);
         }
         tx.commit().await?;
+        self.db.changed();
         tracing::info!(key_id, policy_id = ?policy_id, by = %who.user_id, "key policy changed");
         Ok(())
     }

@@ -62,6 +62,7 @@ pub async fn upsert(db: &super::Db, r: &ConnectionRow) -> Result<()> {
     .await?;
     bump_generation(&mut tx, &r.project_id, &r.user_id).await?;
     tx.commit().await?;
+    db.changed();
     Ok(())
 }
 
@@ -185,6 +186,7 @@ pub async fn replace_credential(
     }
     bump_generation(&mut tx, &r.project_id, &r.user_id).await?;
     tx.commit().await?;
+    db.changed();
     Ok(true)
 }
 

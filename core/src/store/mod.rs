@@ -6,6 +6,7 @@ pub mod api_keys;
 pub mod apps;
 pub mod audit;
 pub mod backup;
+pub mod changes;
 pub mod confirmations;
 pub mod connections;
 pub mod deliveries;
@@ -56,6 +57,19 @@ pub type Tx = Transaction<'static, Any>;
 pub struct Db {
     pool: AnyPool,
     engine: Engine,
+    /// The database's change epoch (`changes.rs`), shared by every `Db` on it in the process.
+    changes: std::sync::Arc<changes::Changes>,
+}
+
+/// Where a SQLite URL points, as one name for every spelling of it (None: in memory).
+fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
+    let rest = url.trim_start_matches("sqlite:").trim_start_matches("//");
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if path.is_empty() || path == ":memory:" || query.split('&').any(|kv| kv == "mode=memory") {
+        return None;
+    }
+    let path = std::path::Path::new(path);
+    Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()))
 }
 
 /// How long a query waits for a pooled connection before failing.
@@ -185,7 +199,37 @@ impl Db {
             .map_err(|e| {
                 Error::invalid(format!("cannot open database {:?}: {e}", redact_url(&url)))
             })?;
-        Ok(Db { pool, engine })
+        let changes = match engine {
+            Engine::Sqlite => match sqlite_file(&url) {
+                Some(file) => changes::shared(&format!("sqlite:{}", file.display()), true),
+                None => changes::shared(
+                    &format!("memory:{}", crate::crypto::random_base62(16)),
+                    true,
+                ),
+            },
+            Engine::Postgres => {
+                let c = changes::shared(&url, false);
+                changes::listen(&c, url.clone(), pool.clone());
+                c
+            }
+        };
+        Ok(Db {
+            pool,
+            engine,
+            changes,
+        })
+    }
+
+    /// The change epoch caches of this database check (`changes.rs`).
+    pub fn changes(&self) -> &changes::Changes {
+        &self.changes
+    }
+
+    /// Says that a write which changes what authentication reads has committed: caches read
+    /// before it are stale from now on, in this process. (On PostgreSQL the triggers tell the
+    /// other instances.) Call it after the commit and before returning.
+    pub fn changed(&self) {
+        self.changes.bump();
     }
 
     /// Applies every pending migration; a failure names the migration and stops.
@@ -193,7 +237,11 @@ impl Db {
         MIGRATOR
             .run(&self.pool)
             .await
-            .map_err(|e| Error::internal(format!("database migration failed: {e}")))
+            .map_err(|e| Error::internal(format!("database migration failed: {e}")))?;
+        if self.engine == Engine::Postgres {
+            changes::install_triggers(&self.pool).await?;
+        }
+        Ok(())
     }
 
     pub fn engine(&self) -> Engine {

@@ -279,6 +279,7 @@ impl Vault {
         .await?;
         store::vault::bump_generation(&mut *tx, &who.project_id).await?;
         tx.commit().await?;
+        self.db.changed();
         tracing::info!(project_id = %who.project_id, secret = %name, by = %who.user_id, "vault secret set");
         Ok(SecretInfo::from(&row))
     }
@@ -292,6 +293,7 @@ impl Vault {
         }
         store::vault::bump_generation(&mut *tx, &who.project_id).await?;
         tx.commit().await?;
+        self.db.changed();
         tracing::info!(project_id = %who.project_id, secret = %name, by = %who.user_id, "vault secret deleted");
         Ok(())
     }

@@ -8,6 +8,7 @@ mod api_keys;
 mod apps;
 mod apps_import;
 mod audit_detail;
+mod change_notices;
 mod cli;
 mod cluster;
 mod compose;

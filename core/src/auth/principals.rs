@@ -1,10 +1,11 @@
-//! Key → principal in memory, so a call with an API key reads no database row in the steady
-//! state. An entry is good only while the database's change epoch it was read under stands
+//! Credential → principal in memory, so a call with an API key or an MCP OAuth access token
+//! reads no database row in the steady state. An entry is good only while the database's change epoch it was read under stands
 //! (`store/changes.rs`): revoking a key, editing a policy, setting a secret or a credential
 //! makes every entry stale before the write returns, and on PostgreSQL another instance's
 //! entries go stale when its notice arrives, or all at once while notices are down (then
 //! nothing is cached at all). Unknown keys are never cached (they would let anyone fill the
-//! memory); revoked ones are, as a refusal.
+//! memory); revoked ones are, as a refusal. `X` is what else a credential's check needs (an
+//! access token's expiry and resource).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -15,15 +16,16 @@ use super::Principal;
 /// Entries at most; a full cache starts over (each live key costs one read to come back).
 const MAX_ENTRIES: usize = 100_000;
 
-pub(super) struct Entry {
-    /// None: the key is revoked.
+pub struct Entry<X> {
+    /// None: the credential is revoked.
     pub principal: Option<Principal>,
+    pub extra: X,
     epoch: u64,
     /// When the key's use was last recorded (ms), to record it again at most once a minute.
     touched: AtomicI64,
 }
 
-impl Entry {
+impl<X> Entry<X> {
     /// True (once per `every` ms) when the key's last use should be written again.
     pub fn touch_due(&self, now: i64, every: i64) -> bool {
         let last = self.touched.load(Ordering::Relaxed);
@@ -35,19 +37,33 @@ impl Entry {
     }
 }
 
-#[derive(Default)]
-pub(super) struct Principals {
-    by_hash: RwLock<HashMap<String, Arc<Entry>>>,
+pub struct Principals<X = ()> {
+    by_hash: RwLock<HashMap<String, Arc<Entry<X>>>>,
 }
 
-impl Principals {
-    /// The entry for a key hash read under `epoch`, if there is one.
-    pub fn get(&self, hash: &str, epoch: u64) -> Option<Arc<Entry>> {
+impl<X> Default for Principals<X> {
+    fn default() -> Self {
+        Principals {
+            by_hash: RwLock::default(),
+        }
+    }
+}
+
+impl<X> Principals<X> {
+    /// The entry for a credential's hash read under `epoch`, if there is one.
+    pub fn get(&self, hash: &str, epoch: u64) -> Option<Arc<Entry<X>>> {
         let map = self.by_hash.read().unwrap_or_else(|e| e.into_inner());
         map.get(hash).filter(|e| e.epoch == epoch).cloned()
     }
 
-    pub fn put(&self, hash: String, epoch: u64, principal: Option<Principal>, touched: i64) {
+    pub fn put(
+        &self,
+        hash: String,
+        epoch: u64,
+        principal: Option<Principal>,
+        extra: X,
+        touched: i64,
+    ) {
         let mut map = self.by_hash.write().unwrap_or_else(|e| e.into_inner());
         if map.len() >= MAX_ENTRIES {
             map.clear();
@@ -57,6 +73,7 @@ impl Principals {
             hash,
             Arc::new(Entry {
                 principal,
+                extra,
                 epoch,
                 touched: AtomicI64::new(touched),
             }),

@@ -56,6 +56,9 @@ pub struct OAuthServer {
     clock: Arc<dyn Clock>,
     accounts: Accounts,
     http: GuardedClient,
+    /// Access-token hash → principal, with the token's expiry and resource, good while the
+    /// database's change epoch stands (`auth/principals.rs`).
+    access: Arc<crate::auth::principals::Principals<(i64, String)>>,
 }
 
 /// The query of `GET /oauth/authorize`, as the client sent it (declared in the model crate,
@@ -129,6 +132,7 @@ impl OAuthServer {
             clock,
             accounts,
             http,
+            access: Arc::default(),
         }
     }
 
@@ -337,6 +341,8 @@ impl OAuthServer {
                 "workbench cannot record the approval right now; try again",
             ));
         }
+        // New terms for an existing grant hold for its live tokens from their next call.
+        self.db.changed();
         tracing::info!(client_id = %consent.client_id, user_id = %who.user_id, grant = %grant.id, "an MCP client was approved");
         let mut pairs = vec![("code", code.as_str())];
         if let Some(s) = p.state.as_deref() {
@@ -396,6 +402,7 @@ impl OAuthServer {
             return Err(Error::NotFound);
         }
         store::oauth::revoke_grant_tokens(self.db.pool(), id, now).await?;
+        self.db.changed();
         tracing::info!(grant = %id, user_id = %who.user_id, "an MCP client's access was revoked");
         Ok(())
     }

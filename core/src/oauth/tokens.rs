@@ -17,6 +17,8 @@ use crate::{Error, Result};
 
 pub const ACCESS_TOKEN_TTL_SECS: i64 = 3600;
 pub const REFRESH_TOKEN_TTL_SECS: i64 = 30 * 24 * 3600;
+/// A grant's `last_used_at` is written at most this often (ms).
+const GRANT_TOUCH_MS: i64 = 60_000;
 
 /// A token request's parameters (form fields, plus HTTP Basic client credentials if sent).
 #[derive(Debug, Clone, Default)]
@@ -227,6 +229,7 @@ impl OAuthServer {
         {
             // A replayed code: whoever holds it is not to be trusted with what it gave.
             let _ = store::oauth::revoke_grant_tokens(self.db.pool(), &grant.id, now).await;
+            self.db.changed();
             return Err(TokenError::grant(
                 "the code was already used; the tokens it gave are revoked",
             ));
@@ -322,6 +325,7 @@ impl OAuthServer {
             let n = store::oauth::revoke_family(self.db.pool(), &row.family_id, now)
                 .await
                 .unwrap_or(0);
+            self.db.changed();
             tracing::warn!(grant = %grant.id, revoked = n, "a refresh token was reused; its token family is revoked");
             return Err(TokenError::grant(
                 "the refresh token was already used; every token of this sign-in is revoked",
@@ -361,7 +365,9 @@ impl OAuthServer {
                 .map(|_| ()),
             _ => store::oauth::revoke_token(self.db.pool(), &hash, now).await,
         }
-        .map_err(TokenError::server)
+        .map_err(TokenError::server)?;
+        self.db.changed();
+        Ok(())
     }
 
     /// The principal a live grant acts as (see `Accounts::principal_for_grant`).
@@ -370,34 +376,73 @@ impl OAuthServer {
     }
 
     /// The person an access token acts for, for a request to `ctx.resource`: the token must be
-    /// live, unexpired, issued for this resource, and its grant not revoked.
+    /// live, unexpired, issued for this resource, and its grant not revoked. Answered from
+    /// memory while the database's change epoch stands (`auth/principals.rs`).
     pub async fn authenticate(&self, ctx: &OAuthContext, token: &str) -> Result<Principal> {
         let refused = || Error::Unauthorized("invalid or expired access token; authorize again");
+        let elsewhere = || Error::Unauthorized("this access token was issued for another resource");
         if !token.starts_with(ACCESS_TOKEN_PREFIX) {
             return Err(refused());
         }
         let now = self.clock.now_ms();
-        let row = store::oauth::get_token(self.db.pool(), &sha256_hex(token.as_bytes()))
+        let hash = sha256_hex(token.as_bytes());
+        // Taken before the reads: a change committed meanwhile makes the entry stale at once.
+        let epoch = self.db.changes().snapshot();
+        if let Some(hit) = epoch.and_then(|e| self.access.get(&hash, e)) {
+            let (expires_at, resource) = &hit.extra;
+            if *expires_at <= now {
+                return Err(refused());
+            }
+            if *resource != ctx.resource {
+                return Err(elsewhere());
+            }
+            let who = hit.principal.clone().ok_or_else(refused)?;
+            if hit.touch_due(now, GRANT_TOUCH_MS) {
+                let (db, id) = (
+                    self.db.clone(),
+                    who.oauth_grant_id.clone().unwrap_or_default(),
+                );
+                tokio::spawn(async move {
+                    let _ = store::oauth::touch_grant(db.pool(), &id, now).await;
+                });
+            }
+            return Ok(who);
+        }
+        let row = store::oauth::get_token(self.db.pool(), &hash)
             .await?
             .ok_or_else(refused)?;
-        if row.kind != "access" || row.revoked_at.is_some() || row.expires_at <= now {
+        if row.kind != "access" {
+            return Err(refused());
+        }
+        let grant = match row.revoked_at {
+            Some(_) => None,
+            None => store::oauth::get_grant(self.db.pool(), &row.grant_id).await?,
+        };
+        let who = match &grant {
+            Some(g) => self.accounts.grant_principal(g).await?,
+            None => None,
+        };
+        let last_used = grant.as_ref().and_then(|g| g.last_used_at);
+        let due = last_used.is_none_or(|t| t < now - GRANT_TOUCH_MS);
+        if let Some(e) = epoch {
+            let touched = if due { now } else { last_used.unwrap_or(now) };
+            self.access.put(
+                hash,
+                e,
+                who.clone(),
+                (row.expires_at, row.resource.clone()),
+                touched,
+            );
+        }
+        if row.expires_at <= now {
             return Err(refused());
         }
         if row.resource != ctx.resource {
-            return Err(Error::Unauthorized(
-                "this access token was issued for another resource",
-            ));
+            return Err(elsewhere());
         }
-        let grant = store::oauth::get_grant(self.db.pool(), &row.grant_id)
-            .await?
-            .ok_or_else(refused)?;
-        let who = self
-            .accounts
-            .grant_principal(&grant)
-            .await?
-            .ok_or_else(refused)?;
-        if grant.last_used_at.is_none_or(|t| t < now - 60_000) {
-            let _ = store::oauth::touch_grant(self.db.pool(), &grant.id, now).await;
+        let who = who.ok_or_else(refused)?;
+        if due {
+            let _ = store::oauth::touch_grant(self.db.pool(), &row.grant_id, now).await;
         }
         Ok(who)
     }

@@ -219,7 +219,10 @@ pub(super) async fn install_triggers(pool: &AnyPool) -> Result<()> {
         ("users", "UPDATE OF email OR DELETE"),
         ("projects", "UPDATE OR DELETE"),
         ("vault_generations", "INSERT OR UPDATE OR DELETE"),
-        ("oauth_grants", "UPDATE OR DELETE"),
+        (
+            "oauth_grants",
+            "UPDATE OF revoked_at, policy_id, rate_limit_per_minute, user_id, project_id OR DELETE",
+        ),
         ("oauth_tokens", "UPDATE OF revoked_at OR DELETE"),
     ] {
         sqlx::query(&format!(

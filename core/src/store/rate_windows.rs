@@ -4,15 +4,21 @@
 use super::Exec;
 use crate::Result;
 
-/// Counts one call of `api_key_id` in the window starting at `window_start`; answers the
-/// window's count including it.
-pub async fn hit<'e>(ex: impl Exec<'e>, api_key_id: &str, window_start: i64) -> Result<i64> {
+/// Counts `units` calls of `api_key_id` claimed in the window starting at `window_start`;
+/// answers the window's count including them.
+pub async fn claim<'e>(
+    ex: impl Exec<'e>,
+    api_key_id: &str,
+    window_start: i64,
+    units: i64,
+) -> Result<i64> {
     let (n,): (i64,) = sqlx::query_as(
-        "INSERT INTO rate_windows (api_key_id, window_start, count) VALUES ($1, $2, 1) \
-         ON CONFLICT (api_key_id, window_start) DO UPDATE SET count = rate_windows.count + 1 RETURNING count",
+        "INSERT INTO rate_windows (api_key_id, window_start, count) VALUES ($1, $2, $3) \
+         ON CONFLICT (api_key_id, window_start) DO UPDATE SET count = rate_windows.count + $3 RETURNING count",
     )
     .bind(api_key_id)
     .bind(window_start)
+    .bind(units)
     .fetch_one(ex)
     .await?;
     Ok(n)

@@ -148,6 +148,83 @@ db_test!(
     }
 );
 
+db_test!(
+    a_rate_limit_is_one_budget_for_every_instance_and_is_never_exceeded,
+    |backend| {
+        let a = app!(backend);
+        let (_, admin) = admin_with_key(&a).await;
+        let b = spawn_app_with(
+            backend,
+            Options {
+                database_url: Some(a.database_url.clone()),
+                data_dir: Some(a.data_dir.clone()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        // Both clocks at the start of one minute, so the window does not roll mid-test.
+        let start = [&a, &b]
+            .iter()
+            .map(|app| {
+                let now = app.wb.clock().now_ms();
+                now - now.rem_euclid(60_000) + 60_000
+            })
+            .max()
+            .unwrap();
+        for app in [&a, &b] {
+            app.clock.advance_ms(start + 1 - app.wb.clock().now_ms());
+        }
+        let (id, key) = agent_key(&a, &admin).await;
+        // 40 a minute: each instance claims two units at a time from the shared budget.
+        let (status, _) = rest(
+            &a,
+            &admin,
+            "PATCH",
+            &format!("/v1/api-keys/{id}"),
+            json!({ "rate_limit_per_minute": 40 }),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let mut ran = [0, 0];
+        for i in 0..70 {
+            let status = put([&a, &b][i % 2], &key).await;
+            assert!(status == 200 || status == 429, "{status}");
+            ran[i % 2] += (status == 200) as usize;
+        }
+        let total = ran[0] + ran[1];
+        assert!(
+            (39..=40).contains(&total),
+            "two instances ran {ran:?} calls under a limit of 40"
+        );
+        assert!(ran[0] >= 19 && ran[1] >= 19, "{ran:?}");
+        // Raising the limit takes effect on the next call, against the same minute's count.
+        let (status, _) = rest(
+            &b,
+            &admin,
+            "PATCH",
+            &format!("/v1/api-keys/{id}"),
+            json!({ "rate_limit_per_minute": 50 }),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let mut more = 0;
+        for i in 0..30 {
+            more += (put([&a, &b][i % 2], &key).await == 200) as usize;
+        }
+        assert!(
+            (1..=10).contains(&more),
+            "{more} more calls ran after the limit went from 40 to 50"
+        );
+        // The next minute the whole budget is back.
+        for app in [&a, &b] {
+            app.clock.advance_ms(60_000);
+        }
+        assert_eq!(put(&a, &key).await, 200);
+        assert_eq!(put(&b, &key).await, 200);
+    }
+);
+
 async fn listener_up(app: &TestApp) -> bool {
     app.wb.db().changes().is_live()
 }

@@ -772,6 +772,11 @@ db_test!(
             .unwrap();
         let grants = app.wb.oauth().grants(&who).await.unwrap();
         assert_eq!(grants.len(), 1);
+        assert_eq!(
+            mcp_status(&app, &access).await,
+            200,
+            "the token works (and is now answered from memory)"
+        );
         let res = b
             .call("revoke_authorized_client", &[("id", &grants[0].id)])
             .await;

@@ -2,8 +2,10 @@
 //! end2end/node_modules, on loopback) and its `echo`, called directly (an MCP session of our own
 //! client, no workbench), through workbench's execute_tools over /mcp, and through
 //! `POST /v1/tools/invoke`: sequential p50/p99 over 2,000 calls each, closed-loop throughput at
-//! c=8 and c=32 for 10 s each, and this process's RSS (workbench and the load client together)
-//! idle and after the load. `cargo bench -p workbench-server --bench upstream_latency`.
+//! c=8 and c=32 for 10 s each. Workbench runs in a process of its own (this bench started again
+//! with `WB_BENCH_SERVE` set), so the CPU it spends per call and its RSS are its own, not the load
+//! client's; the upstream's CPU per call is reported beside it.
+//! `cargo bench -p workbench-server --bench upstream_latency`.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -24,20 +26,65 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-fn rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kb: f64 = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0);
-    kb / 1024.0
+/// A process's resident memory and peak resident memory, MiB.
+fn rss_mib(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 1024.0
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// CPU time a process has used, user and system, all threads, ms (clock ticks of 10 ms).
+fn cpu_ms(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .map(|v| v.parse().unwrap_or(0.0))
+        .collect();
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
+    (f.get(11).unwrap_or(&0.0) + f.get(12).unwrap_or(&0.0)) * 10.0
+}
+
+/// CPU per call of workbench and of the upstream over a measured stretch.
+struct Cpu {
+    wb: u32,
+    upstream: u32,
+    at: (f64, f64),
+}
+
+impl Cpu {
+    fn start(wb: u32, upstream: u32) -> Cpu {
+        Cpu {
+            wb,
+            upstream,
+            at: (cpu_ms(wb), cpu_ms(upstream)),
+        }
+    }
+
+    /// "workbench X ms, upstream Y ms of CPU per call" over `calls` since `start`.
+    fn per_call(&self, calls: u64) -> String {
+        let n = calls.max(1) as f64;
+        format!(
+            "CPU/call: workbench {:.3} ms, upstream {:.3} ms",
+            (cpu_ms(self.wb) - self.at.0) / n,
+            (cpu_ms(self.upstream) - self.at.1) / n
+        )
+    }
 }
 
 type Call = Arc<dyn Fn(u64) -> futures::future::BoxFuture<'static, bool> + Send + Sync>;
 
-async fn sequential(label: &str, call: &Call) -> f64 {
+async fn sequential(label: &str, call: &Call, pids: (u32, u32)) -> f64 {
+    let cpu = Cpu::start(pids.0, pids.1);
     let mut us = Vec::with_capacity(CALLS);
     for i in 0..WARMUP + CALLS {
         let t = Instant::now();
@@ -49,14 +96,16 @@ async fn sequential(label: &str, call: &Call) -> f64 {
     us.sort_by(|a, b| a.total_cmp(b));
     let (p50, p99) = (pct(&us, 0.5), pct(&us, 0.99));
     println!(
-        "{label:<40} p50 {:>7.3} ms   p99 {:>7.3} ms",
+        "{label:<40} p50 {:>7.3} ms   p99 {:>7.3} ms   {}",
         p50 / 1000.0,
-        p99 / 1000.0
+        p99 / 1000.0,
+        cpu.per_call((WARMUP + CALLS) as u64)
     );
     p50
 }
 
-async fn load(label: &str, call: &Call, concurrency: usize) -> f64 {
+async fn load(label: &str, call: &Call, concurrency: usize, pids: (u32, u32)) -> f64 {
+    let cpu = Cpu::start(pids.0, pids.1);
     let done = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
     let until = Instant::now() + LOAD_FOR;
@@ -79,16 +128,32 @@ async fn load(label: &str, call: &Call, concurrency: usize) -> f64 {
     for w in workers {
         w.await.unwrap();
     }
-    let rate = done.load(Ordering::Relaxed) as f64 / LOAD_FOR.as_secs_f64();
+    let (ok, bad) = (done.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
+    let rate = ok as f64 / LOAD_FOR.as_secs_f64();
     println!(
-        "{label:<40} c={concurrency:<3} {rate:>8.0} calls/s   errors {}",
-        failed.load(Ordering::Relaxed)
+        "{label:<40} c={concurrency:<3} {rate:>8.0} calls/s   errors {bad}   {}",
+        cpu.per_call(ok + bad)
     );
     rate
 }
 
+/// The server side: workbench on SQLite with an admin key, its address and key printed as one
+/// JSON line, serving until the bench ends it.
+async fn serve() {
+    let b = common::start("upstream", |o| {
+        o.egress_allow_private = vec!["127.0.0.1".parse().unwrap()]
+    })
+    .await;
+    println!("{}", json!({ "addr": b.addr.to_string(), "key": b.key }));
+    tokio::signal::ctrl_c().await.ok();
+    let _ = std::fs::remove_dir_all(b.dir);
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    if std::env::var_os("WB_BENCH_SERVE").is_some() {
+        return serve().await;
+    }
     let end2end = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../end2end");
     let entry = end2end.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     if !entry.exists() {
@@ -121,25 +186,47 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let upstream_url = format!("http://127.0.0.1:{port}/mcp");
+    let upstream_pid = _upstream.id().expect("node runs");
 
-    let common::Bench {
-        wb,
-        admin,
-        key,
-        addr,
-        dir,
-    } = common::start("upstream", |o| {
-        o.egress_allow_private = vec!["127.0.0.1".parse().unwrap()]
-    })
-    .await;
-    let server = wb
-        .upstreams()
-        .register(&admin, &json!({ "name": "everything", "url": upstream_url, "tool_prefix": "ev.", "max_concurrency": 64 }))
-        .await
-        .expect("server-everything registers");
-    let idle_rss = rss_mib();
-
+    // Workbench in a process of its own: this bench again, serving (see `serve`).
+    let mut wb_process = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .env("WB_BENCH_SERVE", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the bench starts again as the server");
+    let wb_pid = wb_process.id().unwrap();
+    let mut first = String::new();
+    tokio::io::AsyncBufReadExt::read_line(
+        &mut tokio::io::BufReader::new(wb_process.stdout.take().unwrap()),
+        &mut first,
+    )
+    .await
+    .unwrap();
+    let started: Value = serde_json::from_str(&first).expect("the server says where it is");
+    let (addr, key) = (
+        started["addr"].as_str().unwrap().to_owned(),
+        started["key"].as_str().unwrap().to_owned(),
+    );
+    let pids = (wb_pid, upstream_pid);
     let client = reqwest::Client::new();
+    let server: Value = client
+        .post(format!("http://{addr}/v1/mcp/servers"))
+        .bearer_auth(&key)
+        .json(&json!({ "name": "everything", "url": upstream_url, "tool_prefix": "ev.", "max_concurrency": 64 }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let server_id = server["id"]
+        .as_str()
+        .expect("server-everything registers")
+        .to_owned();
+    let idle_rss = rss_mib(wb_pid);
+
     let session = Arc::new(
         Session::open(
             client.clone(),
@@ -209,9 +296,9 @@ async fn main() {
     println!(
         "server-everything echo on loopback; workbench on SQLite; sequential, {CALLS} calls each:"
     );
-    let d = sequential("direct tools/call", &direct).await;
-    let m = sequential("execute_tools over workbench /mcp", &via_mcp).await;
-    let r = sequential("POST /v1/tools/invoke", &via_rest).await;
+    let d = sequential("direct tools/call", &direct, pids).await;
+    let m = sequential("execute_tools over workbench /mcp", &via_mcp, pids).await;
+    let r = sequential("POST /v1/tools/invoke", &via_rest, pids).await;
     println!(
         "added p50: /mcp {:.3} ms, REST {:.3} ms",
         (m - d) / 1000.0,
@@ -219,47 +306,58 @@ async fn main() {
     );
     println!("closed-loop throughput, {} s each:", LOAD_FOR.as_secs());
     for c in [8, 32] {
-        let td = load("direct tools/call", &direct, c).await;
-        let tm = load("execute_tools over workbench /mcp", &via_mcp, c).await;
-        let tr = load("POST /v1/tools/invoke", &via_rest, c).await;
+        let td = load("direct tools/call", &direct, c, pids).await;
+        let tm = load("execute_tools over workbench /mcp", &via_mcp, c, pids).await;
+        let tr = load("POST /v1/tools/invoke", &via_rest, c, pids).await;
         println!(
             "ratio to direct at c={c}: /mcp {:.2}, REST {:.2}",
             tm / td,
             tr / td
         );
     }
-    println!("RSS of this process (workbench + load client): idle {idle_rss:.1} MiB, after load {:.1} MiB", rss_mib());
+    let (rss, peak) = rss_mib(wb_pid);
+    println!(
+        "workbench's RSS: idle {:.1} MiB, after load {rss:.1} MiB (peak {peak:.1} MiB)",
+        idle_rss.0
+    );
 
     // server-everything's echo carries no readOnlyHint, so it counts as `write` and its audit
     // row is written before each call (fail closed). The same with an admin's override to
     // `none`, the path of read-only upstream tools:
-    wb.upstreams()
-        .set_side_effects(
-            &admin,
-            &server.id,
-            "echo",
-            Some(workbench_core::catalog::SideEffects::None),
-        )
+    let res = client
+        .patch(format!(
+            "http://{addr}/v1/mcp/servers/{server_id}/tools/echo"
+        ))
+        .bearer_auth(&key)
+        .json(&json!({ "side_effects": "none" }))
+        .send()
         .await
-        .expect("override");
+        .unwrap();
+    assert!(res.status().is_success(), "override: {}", res.status());
     println!("echo overridden to side_effects none; sequential, {CALLS} calls each:");
-    let d = sequential("direct tools/call", &direct).await;
-    let m = sequential("execute_tools over workbench /mcp", &via_mcp).await;
-    let r = sequential("POST /v1/tools/invoke", &via_rest).await;
+    let d = sequential("direct tools/call", &direct, pids).await;
+    let m = sequential("execute_tools over workbench /mcp", &via_mcp, pids).await;
+    let r = sequential("POST /v1/tools/invoke", &via_rest, pids).await;
     println!(
         "added p50: /mcp {:.3} ms, REST {:.3} ms",
         (m - d) / 1000.0,
         (r - d) / 1000.0
     );
     for c in [8, 32] {
-        let td = load("direct tools/call", &direct, c).await;
-        let tm = load("execute_tools over workbench /mcp", &via_mcp, c).await;
-        let tr = load("POST /v1/tools/invoke", &via_rest, c).await;
+        let td = load("direct tools/call", &direct, c, pids).await;
+        let tm = load("execute_tools over workbench /mcp", &via_mcp, c, pids).await;
+        let tr = load("POST /v1/tools/invoke", &via_rest, c, pids).await;
         println!(
             "ratio to direct at c={c}: /mcp {:.2}, REST {:.2}",
             tm / td,
             tr / td
         );
     }
-    let _ = std::fs::remove_dir_all(dir);
+    let (rss, peak) = rss_mib(wb_pid);
+    println!("workbench's RSS at the end: {rss:.1} MiB (peak {peak:.1} MiB)");
+    // SIGINT, so the server removes its temp dir.
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &wb_pid.to_string()])
+        .status();
+    let _ = wb_process.wait().await;
 }

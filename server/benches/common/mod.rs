@@ -8,6 +8,12 @@ use workbench_core::{Workbench, WorkbenchOptions};
 use workbench_server::keys::Keys;
 use workbench_server::{AppState, ServeArgs, ServerConfig};
 
+/// The admin's sign-in.
+#[allow(dead_code)]
+pub const EMAIL: &str = "bench@example.com";
+#[allow(dead_code)]
+pub const PASSWORD: &str = "bench password 1";
+
 #[allow(dead_code)] // each bench uses the parts it needs
 pub struct Bench {
     pub wb: Workbench,
@@ -34,7 +40,7 @@ pub async fn start(tag: &str, configure: impl FnOnce(&mut WorkbenchOptions)) -> 
     let wb = Workbench::open(&db, options).await.unwrap();
     let (user, _) = wb
         .accounts()
-        .create_user("bench@example.com", "bench password 1", None, Role::Admin)
+        .create_user(EMAIL, PASSWORD, None, Role::Admin)
         .await
         .unwrap();
     let admin = wb

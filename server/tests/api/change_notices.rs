@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use workbench_core::store::changes::LISTENER_NAME;
 
-use crate::helpers::{admin_with_key, fresh_pg_database, spawn_app_with, Options, TestApp};
+use crate::helpers::{
+    admin_with_key, fresh_pg_database, spawn_app_with, Backend, Options, TestApp,
+};
 use crate::{app, db_test};
 
 /// REST `storage.put` with `key`: the HTTP status.
@@ -53,22 +55,26 @@ pub async fn agent_key(app: &TestApp, admin: &str) -> (String, String) {
     )
 }
 
+/// A second service on `a`'s database, as a second worker of one deployment is.
+async fn second_service(a: &TestApp, backend: Backend) -> TestApp {
+    spawn_app_with(
+        backend,
+        Options {
+            database_url: Some(a.database_url.clone()),
+            data_dir: Some(a.data_dir.clone()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap()
+}
+
 db_test!(
     a_key_served_from_memory_is_refused_on_the_next_call_after_it_is_narrowed_or_revoked,
     |backend| {
         let a = app!(backend);
         let (_, admin) = admin_with_key(&a).await;
-        // A second service on the same database, as a second worker of one deployment is.
-        let b = spawn_app_with(
-            backend,
-            Options {
-                database_url: Some(a.database_url.clone()),
-                data_dir: Some(a.data_dir.clone()),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+        let b = second_service(&a, backend).await;
         let (id, key) = agent_key(&a, &admin).await;
         for app in [&a, &b, &a, &b] {
             assert_eq!(
@@ -153,16 +159,7 @@ db_test!(
     |backend| {
         let a = app!(backend);
         let (_, admin) = admin_with_key(&a).await;
-        let b = spawn_app_with(
-            backend,
-            Options {
-                database_url: Some(a.database_url.clone()),
-                data_dir: Some(a.data_dir.clone()),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+        let b = second_service(&a, backend).await;
         // Both clocks at the start of one minute, so the window does not roll mid-test.
         let start = [&a, &b]
             .iter()

@@ -6,8 +6,8 @@
 //! (readers call `flush` first). The `running` rows go through a second task of their own
 //! ([`Recorder::begin`]): the caller waits until its row is committed, but rows of calls that
 //! start together share one transaction (group commit), so under load a write tool costs no
-//! dedicated round trip, and a batch of finished records never delays a call's start. Records are queued on a
-//! bounded channel: when it is full, callers wait (nothing is dropped). A batch that cannot be
+//! dedicated round trip, and a batch of finished records never delays a call's start.
+//! Records are queued on a bounded channel: when it is full, callers wait (nothing is dropped). A batch that cannot be
 //! committed is retried one record at a time, so one bad record costs only itself; each
 //! record that still fails is counted in `AUDIT_WRITE_FAILURES`. On a clean shutdown the
 //! server flushes before exiting; a crash loses what was queued but not yet committed (the

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::principals::touch_from;
 use super::{
     hash_password, normalize_email, password::dummy_hash, verify_password, ApiKey, Principal, Role,
 };
@@ -563,15 +564,9 @@ impl Accounts {
         let row = store::api_keys::principal_by_hash(self.db.pool(), &hash)
             .await?
             .ok_or(BAD)?;
-        let (revoked, last_used_at) = (row.revoked_at.is_some(), row.last_used_at);
-        let principal = (!revoked).then(|| key_principal(row));
-        let due = last_used_at.is_none_or(|t| t < now - KEY_TOUCH_GRANULARITY_MS);
+        let (due, touched) = touch_from(row.last_used_at, now, KEY_TOUCH_GRANULARITY_MS);
+        let principal = row.revoked_at.is_none().then(|| key_principal(row));
         if let Some(e) = epoch {
-            let touched = if due {
-                now
-            } else {
-                last_used_at.unwrap_or(now)
-            };
             self.principals.put(hash, e, principal.clone(), (), touched);
         }
         let principal = principal.ok_or(BAD)?;

@@ -1,6 +1,7 @@
 //! Credential → principal in memory, so a call with an API key or an MCP OAuth access token
-//! reads no database row in the steady state. An entry is good only while the database's change epoch it was read under stands
-//! (`store/changes.rs`): revoking a key, editing a policy, setting a secret or a credential
+//! reads no database row in the steady state. An entry is good only while the database's
+//! change epoch it was read under stands (`store/changes.rs`): revoking a key, editing a
+//! policy, setting a secret or a credential
 //! makes every entry stale before the write returns, and on PostgreSQL another instance's
 //! entries go stale when its notice arrives, or all at once while notices are down (then
 //! nothing is cached at all). Unknown keys are never cached (they would let anyone fill the
@@ -34,6 +35,15 @@ impl<X> Entry<X> {
                 .touched
                 .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
+    }
+}
+
+/// For a credential whose use was last recorded at `last_used`: whether to record it again at
+/// `now` (at most once per `every` ms), and the time its entry's touch starts from.
+pub fn touch_from(last_used: Option<i64>, now: i64, every: i64) -> (bool, i64) {
+    match last_used {
+        Some(t) if t >= now - every => (false, t),
+        _ => (true, now),
     }
 }
 

@@ -85,19 +85,15 @@ impl RateLeases {
                 map.clear();
             }
         }
-        let lease = map.entry(key.to_owned()).or_insert(Lease {
+        let fresh = Lease {
             window,
             limit,
             left: 0,
             exhausted: false,
-        });
+        };
+        let lease = map.entry(key.to_owned()).or_insert(fresh);
         if lease.window != window || lease.limit != limit {
-            *lease = Lease {
-                window,
-                limit,
-                left: 0,
-                exhausted: false,
-            };
+            *lease = fresh;
         }
         if granted > 0 {
             lease.left += granted - 1;

@@ -422,10 +422,12 @@ impl OAuthServer {
             Some(g) => self.accounts.grant_principal(g).await?,
             None => None,
         };
-        let last_used = grant.as_ref().and_then(|g| g.last_used_at);
-        let due = last_used.is_none_or(|t| t < now - GRANT_TOUCH_MS);
+        let (due, touched) = crate::auth::principals::touch_from(
+            grant.as_ref().and_then(|g| g.last_used_at),
+            now,
+            GRANT_TOUCH_MS,
+        );
         if let Some(e) = epoch {
-            let touched = if due { now } else { last_used.unwrap_or(now) };
             self.access.put(
                 hash,
                 e,

@@ -67,12 +67,6 @@ impl Changes {
             .then(|| self.epoch.load(Ordering::Acquire))
     }
 
-    /// Whether `epoch` (from [`snapshot`](Self::snapshot)) is still current and caches are
-    /// usable.
-    pub fn current(&self, epoch: u64) -> bool {
-        self.snapshot() == Some(epoch)
-    }
-
     /// Something changed: every cached entry is stale.
     pub fn bump(&self) {
         self.epoch.fetch_add(1, Ordering::AcqRel);

@@ -4,13 +4,13 @@
 //! instance that cannot hear PostgreSQL's change notices stops trusting its memory and reads
 //! the database for every call (fail closed). Across processes: multi_instance.rs.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use workbench_core::store::changes::LISTENER_NAME;
 
 use crate::helpers::{
-    admin_with_key, fresh_pg_database, spawn_app_with, Backend, Options, TestApp,
+    admin_with_key, fresh_pg_database, spawn_app_with, within, Backend, Options, TestApp,
 };
 use crate::{app, db_test};
 
@@ -36,6 +36,26 @@ pub async fn rest(app: &TestApp, key: &str, method: &str, path: &str, body: Valu
     let res = req.bearer_auth(key).json(&body).send().await.unwrap();
     let status = res.status().as_u16();
     (status, res.json().await.unwrap_or(Value::Null))
+}
+
+/// Changes the key `id` with `PATCH /v1/api-keys/{id}` (by the admin's key).
+pub async fn set_key(app: &TestApp, admin: &str, id: &str, body: Value) {
+    let (status, out) = rest(app, admin, "PATCH", &format!("/v1/api-keys/{id}"), body).await;
+    assert_eq!(status, 200, "{out}");
+}
+
+/// A new policy that allows only `storage.get`: its id.
+pub async fn reads_only_policy(app: &TestApp, admin: &str) -> Value {
+    let (status, pol) = rest(
+        app,
+        admin,
+        "POST",
+        "/v1/policies",
+        json!({ "name": "reads", "tool_allowlist": { "mode": "allowlist", "allow": ["storage.get"] } }),
+    )
+    .await;
+    assert_eq!(status, 201, "{pol}");
+    pol["id"].clone()
 }
 
 /// A new agent key of the admin's project (made by the admin's key): (its id, its secret).
@@ -85,24 +105,8 @@ db_test!(
         }
 
         // A policy that leaves only reads: refused at once, on both.
-        let (status, pol) = rest(
-            &a,
-            &admin,
-            "POST",
-            "/v1/policies",
-            json!({ "name": "reads", "tool_allowlist": { "mode": "allowlist", "allow": ["storage.get"] } }),
-        )
-        .await;
-        assert_eq!(status, 201, "{pol}");
-        let (status, _) = rest(
-            &a,
-            &admin,
-            "PATCH",
-            &format!("/v1/api-keys/{id}"),
-            json!({ "policy_id": pol["id"] }),
-        )
-        .await;
-        assert_eq!(status, 200);
+        let pol = reads_only_policy(&a, &admin).await;
+        set_key(&a, &admin, &id, json!({ "policy_id": pol })).await;
         for app in [&a, &b] {
             assert_eq!(
                 put(app, &key).await,
@@ -110,27 +114,11 @@ db_test!(
                 "the new policy holds on the next call"
             );
         }
-        let (status, _) = rest(
-            &a,
-            &admin,
-            "PATCH",
-            &format!("/v1/api-keys/{id}"),
-            json!({ "policy_id": null }),
-        )
-        .await;
-        assert_eq!(status, 200);
+        set_key(&a, &admin, &id, json!({ "policy_id": null })).await;
         assert_eq!(put(&b, &key).await, 200, "and its removal too");
 
         // A rate limit of one call a minute: the second call is refused.
-        let (status, _) = rest(
-            &a,
-            &admin,
-            "PATCH",
-            &format!("/v1/api-keys/{id}"),
-            json!({ "rate_limit_per_minute": 1 }),
-        )
-        .await;
-        assert_eq!(status, 200);
+        set_key(&a, &admin, &id, json!({ "rate_limit_per_minute": 1 })).await;
         assert_eq!(put(&b, &key).await, 200);
         assert_eq!(
             put(&b, &key).await,
@@ -174,15 +162,7 @@ db_test!(
         }
         let (id, key) = agent_key(&a, &admin).await;
         // 40 a minute: each instance claims two units at a time from the shared budget.
-        let (status, _) = rest(
-            &a,
-            &admin,
-            "PATCH",
-            &format!("/v1/api-keys/{id}"),
-            json!({ "rate_limit_per_minute": 40 }),
-        )
-        .await;
-        assert_eq!(status, 200);
+        set_key(&a, &admin, &id, json!({ "rate_limit_per_minute": 40 })).await;
         let mut ran = [0, 0];
         for i in 0..70 {
             let status = put([&a, &b][i % 2], &key).await;
@@ -196,15 +176,7 @@ db_test!(
         );
         assert!(ran[0] >= 19 && ran[1] >= 19, "{ran:?}");
         // Raising the limit takes effect on the next call, against the same minute's count.
-        let (status, _) = rest(
-            &b,
-            &admin,
-            "PATCH",
-            &format!("/v1/api-keys/{id}"),
-            json!({ "rate_limit_per_minute": 50 }),
-        )
-        .await;
-        assert_eq!(status, 200);
+        set_key(&b, &admin, &id, json!({ "rate_limit_per_minute": 50 })).await;
         let mut more = 0;
         for i in 0..30 {
             more += (put([&a, &b][i % 2], &key).await == 200) as usize;
@@ -243,14 +215,6 @@ pub async fn metric_up(app: &TestApp, token: &str) -> Option<bool> {
     Some(line.ends_with(" 1"))
 }
 
-pub async fn until(what: &str, limit: Duration, mut f: impl AsyncFnMut() -> bool) {
-    let start = Instant::now();
-    while !f().await {
-        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_that_cannot_hear_change_notices_reads_the_database_for_every_call() {
     const TOKEN: &str = "metrics-token-0123456789";
@@ -269,7 +233,7 @@ async fn an_instance_that_cannot_hear_change_notices_reads_the_database_for_ever
     .unwrap();
     let (who, admin) = admin_with_key(&app).await;
     let (id, key) = agent_key(&app, &admin).await;
-    until("the listener is up", Duration::from_secs(10), || {
+    within("the listener is up", Duration::from_secs(10), || {
         listener_up(&app)
     })
     .await;
@@ -297,14 +261,14 @@ async fn an_instance_that_cannot_hear_change_notices_reads_the_database_for_ever
             }
         })
     };
-    until(
+    within(
         "the listener is down",
         Duration::from_secs(10),
         async || !listener_up(&app).await,
     )
     .await;
     let mut seen_down = false;
-    until(
+    within(
         "/metrics says the listener is down",
         Duration::from_secs(5),
         async || {
@@ -340,7 +304,7 @@ async fn an_instance_that_cannot_hear_change_notices_reads_the_database_for_ever
 
     cutting.store(false, std::sync::atomic::Ordering::Relaxed);
     cutter.await.unwrap();
-    until("the listener is back", Duration::from_secs(15), || {
+    within("the listener is back", Duration::from_secs(15), || {
         listener_up(&app)
     })
     .await;

@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::redirect::Policy;
@@ -242,7 +243,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
     let mut config = ServerConfig::from_args(&args).unwrap();
     // Tests reload custom apps explicitly (see apps.rs), never behind their back, and deliver
     // callbacks by hand unless they ask for the worker.
-    config.apps_reload_every = std::time::Duration::from_secs(3600);
+    config.apps_reload_every = Duration::from_secs(3600);
     config.callback_worker = options.callback_worker;
     let state = AppState::new(wb.clone(), config, keys);
     let kept = state.clone();
@@ -269,7 +270,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
 pub const PASSWORD: &str = "correct horse battery staple";
 
 /// The longest a test's HTTP request may go unanswered.
-const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
 impl TestApp {
     /// A view of a server this test did not start in-process (a `workbench serve` process at
@@ -520,4 +521,14 @@ pub async fn admin_with_key(app: &TestApp) -> (Principal, String) {
     let p = app.user("ada@example.com", Role::Admin).await;
     let key = app.api_key(&p).await;
     (p, key)
+}
+
+/// The first time `f` answers true, polling every 10 ms up to `limit`: how long it took.
+pub async fn within(what: &str, limit: Duration, mut f: impl AsyncFnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !f().await {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    start.elapsed()
 }

@@ -13,7 +13,7 @@ use crate::fake_provider;
 use crate::fake_upstream;
 use crate::fakes;
 use crate::helpers::{
-    admin_with_key, execute, fresh_pg_database, mcp_call, Browser, TestApp, PASSWORD,
+    admin_with_key, execute, fresh_pg_database, mcp_call, within, Browser, TestApp, PASSWORD,
 };
 
 async fn cluster(options: ClusterOptions) -> Option<Cluster> {
@@ -328,20 +328,10 @@ async fn signing_out_on_one_instance_ends_the_session_on_the_other() {
     );
 }
 
-/// The first time `f` answers true, polling every 10 ms up to `limit`: how long it took.
-async fn within(what: &str, limit: Duration, mut f: impl AsyncFnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    while !f().await {
-        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    start.elapsed()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_narrowed_or_revoked_on_one_instance_is_refused_on_the_other_once_its_notice_arrives()
 {
-    use crate::change_notices::{agent_key, metric_up, put, rest};
+    use crate::change_notices::{agent_key, metric_up, put, reads_only_policy, rest, set_key};
     const TOKEN: &str = "metrics-token-0123456789";
     let Some(c) = cluster(ClusterOptions {
         args: vec!["--metrics-token".into(), TOKEN.into()],
@@ -364,24 +354,8 @@ async fn a_key_narrowed_or_revoked_on_one_instance_is_refused_on_the_other_once_
         assert_eq!(put(app, &key).await, 200);
     }
 
-    let (status, pol) = rest(
-        &a,
-        &admin,
-        "POST",
-        "/v1/policies",
-        json!({ "name": "reads", "tool_allowlist": { "mode": "allowlist", "allow": ["storage.get"] } }),
-    )
-    .await;
-    assert_eq!(status, 201, "{pol}");
-    let (status, _) = rest(
-        &a,
-        &admin,
-        "PATCH",
-        &format!("/v1/api-keys/{id}"),
-        json!({ "policy_id": pol["id"] }),
-    )
-    .await;
-    assert_eq!(status, 200);
+    let pol = reads_only_policy(&a, &admin).await;
+    set_key(&a, &admin, &id, json!({ "policy_id": pol })).await;
     assert_eq!(
         put(&a, &key).await,
         403,

@@ -9,6 +9,7 @@
 pub mod breaker;
 mod client;
 mod connection;
+pub mod discovery;
 mod handler;
 mod live;
 mod sse;

@@ -51,6 +51,7 @@ mod secrets;
 mod tracing;
 mod unconfigured;
 mod upstream;
+mod upstream_discovery;
 mod upstream_everything;
 mod upstream_identity;
 mod v1_auth;

@@ -169,8 +169,15 @@ impl Workbench {
             clock.clone(),
             catalog.clone(),
             vault.clone(),
-            guarded.reqwest(),
+            guarded.clone(),
             allowance.clone(),
+            crate::upstream::SignInParts {
+                connections: connections.clone(),
+                registry: registry.clone(),
+                ours: crate::upstream::discovery::OurClient::for_public_url(
+                    &options.confirmations.public_url,
+                ),
+            },
         );
         let webhooks = Webhooks::new(
             db.clone(),

@@ -13,6 +13,9 @@ text_enum! {
         Degraded = "degraded",
         /// The last refresh failed.
         Error = "error",
+        /// Each user signs in to it, and the admin who registered it has not connected yet:
+        /// its tools are listed once they have.
+        AwaitingSignIn = "awaiting_sign_in",
     }
 }
 

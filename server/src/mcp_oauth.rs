@@ -36,6 +36,10 @@ pub fn routes() -> Router<AppState> {
             "/.well-known/oauth-authorization-server",
             get(authorization_server),
         )
+        .route(
+            workbench_core::upstream::discovery::CLIENT_METADATA_PATH,
+            get(client_metadata),
+        )
         .route("/oauth/register", post(register))
         .route("/oauth/token", post(token))
         .route("/oauth/revoke", post(revoke))
@@ -95,6 +99,14 @@ async fn protected_resource(State(state): State<AppState>) -> Json<Value> {
         "resource_name": "workbench",
         "resource_documentation": state.config.public_link("/"),
     }))
+}
+
+/// workbench's own client ID metadata document: how it introduces itself to the authorization
+/// servers of remote MCP servers its users sign in to.
+async fn client_metadata(State(state): State<AppState>) -> Json<Value> {
+    let public = state.config.public_link("/");
+    let ours = workbench_core::upstream::discovery::OurClient::for_public_url(&public);
+    Json(ours.metadata_document(public.trim_end_matches('/')))
 }
 
 async fn authorization_server(State(state): State<AppState>) -> Json<Value> {

@@ -112,6 +112,12 @@ pub const DECLARED: &[RouteSpec] = &[
         op: Operation::Discovery,
     },
     RouteSpec {
+        method: "GET",
+        path: "/oauth/client-metadata",
+        credential: Credential::None,
+        op: Operation::Discovery,
+    },
+    RouteSpec {
         method: "POST",
         path: "/oauth/register",
         credential: Credential::None,

@@ -24,7 +24,7 @@ const BAD: &str = "rounded bg-red-50 px-2 py-0.5 text-xs font-medium text-red-70
 fn server_badge(state: ServerState) -> &'static str {
     match state {
         ServerState::Connected => GOOD,
-        ServerState::Degraded => WARN,
+        ServerState::Degraded | ServerState::AwaitingSignIn => WARN,
         ServerState::Error => BAD,
     }
 }

@@ -169,6 +169,7 @@ impl Connections {
             .await?;
         store::pending_connections::mark_connected(self.db.pool(), &row.id).await?;
         tracing::info!(integration = %row.integration, %user_id, "connected with oauth");
+        self.connected(&row.project_id, &row.integration, user_id);
         Ok(row.id)
     }
 

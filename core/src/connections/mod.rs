@@ -98,7 +98,12 @@ pub struct Connections {
     /// Per (project, user): the credentials generation the copy was read at, and the user's
     /// live credential values, for scrubbing without a query per request.
     credential_cache: Arc<std::sync::RwLock<HashMap<ProjectUser, (i64, CredentialSecrets)>>>,
+    /// Told (project, integration, user) when a user finishes connecting.
+    on_connected: Arc<std::sync::RwLock<Vec<OnConnected>>>,
 }
+
+/// A listener for finished connections: (project id, integration, user id).
+pub type OnConnected = Arc<dyn Fn(&str, &str, &str) + Send + Sync>;
 
 /// A user's live credential values, named `<integration>_credential`.
 pub type CredentialSecrets = Arc<Vec<(String, zeroize::Zeroizing<String>)>>;
@@ -124,6 +129,19 @@ impl Connections {
             connect_ttl_secs,
             stopping: Arc::new(tokio::sync::watch::channel(false).0),
             credential_cache: Arc::default(),
+            on_connected: Arc::default(),
+        }
+    }
+
+    /// Calls `f` each time a user finishes connecting an integration on this instance.
+    pub fn on_connected(&self, f: OnConnected) {
+        self.on_connected.write().expect("listeners lock").push(f);
+    }
+
+    fn connected(&self, project_id: &str, integration: &str, user_id: &str) {
+        let listeners = self.on_connected.read().expect("listeners lock").clone();
+        for f in listeners {
+            f(project_id, integration, user_id);
         }
     }
 
@@ -276,6 +294,7 @@ impl Connections {
             self.now(),
         )
         .await?;
+        self.revoke_upstream(&row).await;
         store::proxy_tokens::revoke_for_user(
             self.db.pool(),
             &who.user_id,
@@ -285,6 +304,48 @@ impl Connections {
         .await?;
         tracing::info!(integration, user_id = %who.user_id, "disconnected");
         Ok(())
+    }
+}
+
+impl Connections {
+    /// Revokes a forgotten connection's tokens at the provider (RFC 7009) when it offers a
+    /// revocation endpoint: the refresh token (which takes its access tokens with it at most
+    /// providers), then the access token. Best effort: the connection is forgotten here
+    /// whatever the provider answers, and a failure is logged without the token.
+    async fn revoke_upstream(&self, row: &ConnectionRow) {
+        let Some(i) = self.lookup(&row.project_id, &row.integration) else {
+            return;
+        };
+        let Some(url) = i.oauth.as_ref().and_then(|o| o.revocation_url.clone()) else {
+            return;
+        };
+        let Ok(credential) = self.open(row) else {
+            return;
+        };
+        let Credential::Oauth2 {
+            access_token,
+            refresh_token,
+            ..
+        } = &credential
+        else {
+            return;
+        };
+        let cfg = match self.oauth_config(&row.project_id, &i).await {
+            Ok(Some(cfg)) => cfg,
+            _ => return,
+        };
+        let Ok(http) = i.token_client(&url) else {
+            return;
+        };
+        let tokens = refresh_token
+            .iter()
+            .map(|t| (t.as_str(), "refresh_token"))
+            .chain([(access_token.as_str(), "access_token")]);
+        for (token, hint) in tokens {
+            if let Err(why) = oauth::revoke(http, &cfg, &url, token, hint).await {
+                tracing::warn!(integration = %row.integration, user_id = %row.user_id, %why, "the provider did not revoke a disconnected token");
+            }
+        }
     }
 }
 

@@ -96,6 +96,9 @@ pub fn authorization(
             }
         }
     }
+    if let Some(r) = &cfg.resource {
+        req = req.add_extra_param("resource", r.clone());
+    }
     let (url, _) = req.url();
     Ok((url.to_string(), state, verifier.secret().to_owned()))
 }
@@ -133,12 +136,13 @@ pub async fn exchange(
     let client = client.set_redirect_uri(
         RedirectUrl::new(redirect_uri.to_owned()).map_err(|e| OAuthError::BadUrl(e.to_string()))?,
     );
-    let t = client
+    let mut req = client
         .exchange_code(AuthorizationCode::new(code.to_owned()))
-        .set_pkce_verifier(PkceCodeVerifier::new(verifier.to_owned()))
-        .request_async(http)
-        .await
-        .map_err(describe)?;
+        .set_pkce_verifier(PkceCodeVerifier::new(verifier.to_owned()));
+    if let Some(r) = &cfg.resource {
+        req = req.add_extra_param("resource", r.clone());
+    }
+    let t = req.request_async(http).await.map_err(describe)?;
     Ok(credential_of(&t, now))
 }
 
@@ -154,12 +158,43 @@ pub async fn refresh(
         client = client.set_client_secret(s);
     }
     let rt = RefreshToken::new(refresh_token.to_owned());
-    let t = client
-        .exchange_refresh_token(&rt)
-        .request_async(http)
-        .await
-        .map_err(describe)?;
+    let mut req = client.exchange_refresh_token(&rt);
+    if let Some(r) = &cfg.resource {
+        req = req.add_extra_param("resource", r.clone());
+    }
+    let t = req.request_async(http).await.map_err(describe)?;
     Ok(credential_of(&t, now))
+}
+
+/// Asks the provider to revoke `token` (RFC 7009); the answer's body is not read (the RFC
+/// has the server answer 200 for tokens it does not know too).
+pub async fn revoke(
+    http: &reqwest::Client,
+    cfg: &OAuthConfig,
+    url: &str,
+    token: &str,
+    hint: &str,
+) -> std::result::Result<(), OAuthError> {
+    let client_id = cfg.client_id.clone().ok_or(OAuthError::NoClientId)?;
+    let mut form = vec![("token", token), ("token_type_hint", hint)];
+    let mut req = http.post(url);
+    match &cfg.client_secret {
+        Some(secret) => req = req.basic_auth(&client_id, Some(secret)),
+        None => form.push(("client_id", client_id.as_str())),
+    }
+    let res = req
+        .form(&form)
+        .send()
+        .await
+        .map_err(|_| OAuthError::Unreachable)?;
+    if res.status().is_success() {
+        Ok(())
+    } else {
+        Err(OAuthError::Refused(format!(
+            "HTTP {}",
+            res.status().as_u16()
+        )))
+    }
 }
 
 fn describe<RE: std::error::Error + 'static, T: oauth2::ErrorResponse + 'static>(

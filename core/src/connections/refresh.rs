@@ -90,9 +90,19 @@ impl Connections {
         who: &Principal,
         i: &Integration,
     ) -> Result<std::result::Result<Credential, ConnectionProblem>> {
+        self.credential_of(&who.project_id, &who.user_id, i).await
+    }
+
+    /// `credential` for a user named by id (an upstream server's tools are listed with the
+    /// connection of the admin who registered it).
+    pub async fn credential_of(
+        &self,
+        project_id: &str,
+        user_id: &str,
+        i: &Integration,
+    ) -> Result<std::result::Result<Credential, ConnectionProblem>> {
         let Some(row) =
-            store::connections::get(self.db.pool(), &who.project_id, &who.user_id, i.name())
-                .await?
+            store::connections::get(self.db.pool(), project_id, user_id, i.name()).await?
         else {
             return Ok(Err(ConnectionProblem::NotConnected));
         };

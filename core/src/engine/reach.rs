@@ -48,12 +48,22 @@ impl Engine {
     }
 
     /// Whether `policy` lets `who` use at least one tool of `integration`.
+    /// A server users sign in to whose tools are not listed yet is reached only by the admin
+    /// who registered it (their connection lists them).
     fn reaches(
         &self,
+        who: &Principal,
         snapshot: &crate::catalog::Snapshot,
         policy: &Applied,
         integration: &str,
     ) -> bool {
+        if let Some(admin) = self
+            .connections
+            .lookup(&who.project_id, integration)
+            .and_then(|i| i.awaiting_sign_in_by.clone())
+        {
+            return admin == who.user_id;
+        }
         self.tools_of(snapshot, integration)
             .iter()
             .any(|t| policy.decide(t).visible())
@@ -66,7 +76,7 @@ impl Engine {
         let all = self.connections.statuses(who).await?;
         Ok(all
             .into_iter()
-            .filter(|s| self.reaches(&snapshot, &policy, &s.name))
+            .filter(|s| self.reaches(who, &snapshot, &policy, &s.name))
             .collect())
     }
 
@@ -80,7 +90,7 @@ impl Engine {
             .connections
             .lookup(&who.project_id, integration)
             .is_some()
-            && !self.reaches(&snapshot, &policy, integration)
+            && !self.reaches(who, &snapshot, &policy, integration)
         {
             return Err(Error::invalid(format!(
                 "integration {integration} is not allowed by your policy; none of its tools may run"

@@ -107,6 +107,8 @@ impl std::fmt::Debug for OAuthConfig {
             .field("client_secret", &redacted(&self.client_secret))
             .field("client_secret_vault", &self.client_secret_vault)
             .field("issuer", &self.issuer)
+            .field("resource", &self.resource)
+            .field("revocation_url", &self.revocation_url)
             .finish()
     }
 }
@@ -123,6 +125,11 @@ pub struct OAuthConfig {
     /// A custom app's client secret lives in its project's vault under this name.
     pub client_secret_vault: Option<String>,
     pub issuer: Option<String>,
+    /// The resource the tokens are for (RFC 8707), sent on authorization, exchange and
+    /// refresh: an upstream MCP server's URL.
+    pub resource: Option<String>,
+    /// Where a disconnected user's tokens are revoked (RFC 7009), when the provider offers it.
+    pub revocation_url: Option<String>,
 }
 
 /// An integration ready to serve: its definition with the operator's settings applied.
@@ -134,6 +141,9 @@ pub struct Integration {
     pub source: ToolSource,
     /// The client its requests go through (guarded for custom apps).
     pub outbound: Outbound,
+    /// An upstream server users sign in to whose tools are not listed yet: the admin who
+    /// registered it, the only one it is shown to until their connection lists them.
+    pub awaiting_sign_in_by: Option<String>,
 }
 
 impl Integration {
@@ -169,6 +179,8 @@ impl Integration {
                 client_secret: s.client_secret.clone(),
                 client_secret_vault: client_secret_vault.clone(),
                 issuer: s.issuer.clone(),
+                resource: None,
+                revocation_url: None,
             }),
             _ => None,
         };
@@ -178,6 +190,7 @@ impl Integration {
             oauth,
             source,
             outbound,
+            awaiting_sign_in_by: None,
         })
     }
 

@@ -1,6 +1,7 @@
 //! The custom apps of every project as loaded integrations, with the stored app ids each project
-//! was built from (so instances reload only projects whose apps changed). Filled by the app
-//! service above; read by connections and the engine's wiring.
+//! was built from (so instances reload only projects whose apps changed), and the upstream MCP
+//! servers each user signs in to, as integrations users connect. Filled by the app and
+//! upstream services above; read by connections and the engine's wiring.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -11,6 +12,8 @@ use super::Integration;
 #[derive(Debug, Default)]
 pub struct AppRegistry {
     projects: RwLock<HashMap<String, ProjectApps>>,
+    /// Per project: its upstream MCP servers users sign in to.
+    servers: RwLock<HashMap<String, Vec<Arc<Integration>>>>,
 }
 
 /// One project's loaded apps and the stored app ids they were built from (sorted; broken,
@@ -24,24 +27,53 @@ struct ProjectApps {
 }
 
 impl AppRegistry {
+    /// A project's app, or else its upstream server users sign in to, by name.
     pub fn get(&self, project_id: &str, name: &str) -> Option<Arc<Integration>> {
-        self.projects
+        let app = self
+            .projects
             .read()
             .expect("app registry lock")
-            .get(project_id)?
-            .integrations
-            .iter()
-            .find(|i| i.name() == name)
-            .cloned()
+            .get(project_id)
+            .and_then(|p| p.integrations.iter().find(|i| i.name() == name).cloned());
+        app.or_else(|| {
+            self.servers
+                .read()
+                .expect("app registry lock")
+                .get(project_id)?
+                .iter()
+                .find(|i| i.name() == name)
+                .cloned()
+        })
     }
 
+    /// A project's apps, then its upstream servers users sign in to.
     pub fn all(&self, project_id: &str) -> Vec<Arc<Integration>> {
-        self.projects
+        let mut all = self
+            .projects
             .read()
             .expect("app registry lock")
             .get(project_id)
             .map(|p| p.integrations.clone())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        if let Some(s) = self
+            .servers
+            .read()
+            .expect("app registry lock")
+            .get(project_id)
+        {
+            all.extend(s.iter().cloned());
+        }
+        all
+    }
+
+    /// The project's upstream servers users sign in to, as integrations.
+    pub fn set_servers(&self, project_id: &str, servers: Vec<Arc<Integration>>) {
+        let mut map = self.servers.write().expect("app registry lock");
+        if servers.is_empty() {
+            map.remove(project_id);
+        } else {
+            map.insert(project_id.to_owned(), servers);
+        }
     }
 
     /// The app ids each project was loaded from.

@@ -12,6 +12,9 @@ use zeroize::Zeroizing;
 
 use crate::egress::{FetchRequest, FetchResponse, GuardedClient};
 
+/// Where workbench serves its client ID metadata document.
+pub const CLIENT_METADATA_PATH: &str = "/oauth/client-metadata";
+
 /// The largest metadata document or registration answer read.
 const MAX_METADATA_BYTES: usize = 64 * 1024;
 
@@ -46,6 +49,10 @@ pub struct Discovered {
     pub registration_endpoint: Option<String>,
     #[serde(default)]
     pub client_id_metadata_document_supported: bool,
+    /// The authorization server names itself (`iss`) in its answers (RFC 9207), so a
+    /// callback from another one can be told apart.
+    #[serde(default)]
+    pub iss_parameter_supported: bool,
     /// The scopes the server asks for (the 401's `scope`, else the metadata's
     /// `scopes_supported`), used unless the admin named some.
     #[serde(default)]
@@ -107,6 +114,15 @@ pub struct OurClient {
 }
 
 impl OurClient {
+    /// Where a workbench at `public_url` serves its metadata document and finishes connects.
+    pub fn for_public_url(public_url: &str) -> OurClient {
+        let public = public_url.trim_end_matches('/');
+        OurClient {
+            metadata_url: format!("{public}{CLIENT_METADATA_PATH}"),
+            redirect_uri: format!("{public}/oauth/callback"),
+        }
+    }
+
     /// The client ID metadata document served at `metadata_url`.
     pub fn metadata_document(&self, public_url: &str) -> Value {
         json!({
@@ -434,6 +450,10 @@ pub async fn discover(
         registration_endpoint: endpoint("registration_endpoint")?,
         client_id_metadata_document_supported: asm
             .get("client_id_metadata_document_supported")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        iss_parameter_supported: asm
+            .get("authorization_response_iss_parameter_supported")
             .and_then(Value::as_bool)
             .unwrap_or(false),
         scopes,

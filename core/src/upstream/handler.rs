@@ -14,8 +14,9 @@ use serde_json::Value;
 use super::breaker::Admission;
 use super::client::RpcError;
 use super::live::Live;
-use crate::catalog::{CallContext, HandlerError, ToolHandler};
+use crate::catalog::{CallContext, Credential, HandlerError, ToolHandler};
 use crate::vault::Scrubber;
+use zeroize::Zeroizing;
 
 /// Retries of a call that never reached the server (read-only tools only).
 pub const MAX_RETRIES: u32 = 2;
@@ -59,9 +60,16 @@ impl ToolHandler for UpstreamTool {
             .acquire()
             .await
             .map_err(|_| HandlerError::Unavailable("the server is shutting down".into()))?;
+        // Who the call is for reaches the server in `_meta`, for its own authorization.
+        let meta = ctx
+            .end_user_id
+            .map(|u| serde_json::json!({ END_USER_META: u }));
         let mut attempt = 0;
         let result = loop {
-            let r = live.call_tool(&self.name, args.clone()).await;
+            let r = match live.auth.user_oauth() {
+                None => live.call_tool(&self.name, args.clone(), meta.clone()).await,
+                Some(_) => self.call_as_user(ctx, args.clone(), meta.clone()).await?,
+            };
             match r {
                 Err(RpcError::NotSent(_)) if self.retryable && attempt < MAX_RETRIES => {
                     attempt += 1;
@@ -98,6 +106,55 @@ impl ToolHandler for UpstreamTool {
             s.scrub(&mut v);
         }
         Ok(v)
+    }
+}
+
+impl UpstreamTool {
+    /// The call with the caller's own token (a server each user signs in to); a refused token
+    /// is refreshed once through the caller's connection and the call made again. The outer
+    /// error is the connection's (not connected, expired, unavailable).
+    async fn call_as_user(
+        &self,
+        ctx: &CallContext<'_>,
+        args: Value,
+        meta: Option<Value>,
+    ) -> Result<Result<Value, RpcError>, HandlerError> {
+        let live = &self.live;
+        let not_connected = || HandlerError::NotConnected {
+            integration: live.name.clone(),
+            expired: false,
+        };
+        let token = access_token(ctx.credential.as_ref()).ok_or_else(not_connected)?;
+        let user = &ctx.principal.user_id;
+        let first = live
+            .call_tool_as(user, &token, &self.name, args.clone(), meta.clone())
+            .await;
+        let Err(RpcError::Unauthorized(_)) = first else {
+            return Ok(first);
+        };
+        let source = ctx.connection.ok_or_else(not_connected)?;
+        let fresh = source.refresh_after_unauthorized(ctx.principal).await?;
+        let token = access_token(Some(&fresh)).ok_or_else(not_connected)?;
+        let second = live
+            .call_tool_as(user, &token, &self.name, args, meta)
+            .await;
+        match second {
+            Err(RpcError::Unauthorized(_)) => Err(HandlerError::NotConnected {
+                integration: live.name.clone(),
+                expired: true,
+            }),
+            other => Ok(other),
+        }
+    }
+}
+
+/// The `_meta` key carrying the REST caller's `end_user_id` to upstream servers.
+pub const END_USER_META: &str = "workbench/end_user_id";
+
+fn access_token(c: Option<&Credential>) -> Option<Zeroizing<String>> {
+    match c? {
+        Credential::Oauth2 { access_token, .. } => Some(Zeroizing::new(access_token.clone())),
+        _ => None,
     }
 }
 

@@ -3,6 +3,7 @@
 //! `max_concurrency` semaphore, its circuit breaker, and its credential (a bearer secret or a
 //! client-credentials token, both from the project's vault, the token cached until it expires).
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -31,6 +32,33 @@ pub enum AuthConfig {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         scope: Option<String>,
     },
+    /// Each user signs in to the server (its authorization server, found by discovery) and
+    /// calls its tools with their own token, from their connection to it.
+    #[serde(rename = "user_oauth")]
+    UserOauth(Box<UserOauth>),
+}
+
+/// A server each user signs in to: what the admin gave, and what registration found out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserOauth {
+    /// A client registered at the authorization server beforehand (else workbench's metadata
+    /// document or dynamic registration), with its secret as a vault reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<String>,
+    /// The scopes to ask for; by default those the server asks for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
+    /// Set by registration, never taken from a request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovered: Option<super::discovery::Discovered>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<super::discovery::ClientRegistration>,
+    /// The admin who registered it: tools are listed with their connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registered_by: Option<String>,
 }
 
 impl AuthConfig {
@@ -39,6 +67,14 @@ impl AuthConfig {
             AuthConfig::None => "none",
             AuthConfig::Bearer { .. } => "bearer",
             AuthConfig::Oauth2 { .. } => "oauth2",
+            AuthConfig::UserOauth(_) => "user_oauth",
+        }
+    }
+
+    pub fn user_oauth(&self) -> Option<&UserOauth> {
+        match self {
+            AuthConfig::UserOauth(u) => Some(u),
+            _ => None,
         }
     }
 }
@@ -62,13 +98,22 @@ pub struct Live {
     /// The semaphore's size: `max_concurrency`.
     pub max_concurrency: usize,
     pub breaker: Breaker,
+    /// For a server each user signs in to: the caller's connection to it, which its tools
+    /// need before they run.
+    pub sign_in: Option<Arc<dyn crate::catalog::ConnectionSource>>,
     session: tokio::sync::Mutex<Option<Arc<Connection>>>,
     transport: String,
     /// Called when the server says its tool list changed (the owner refreshes it).
     on_changed: OnToolsChanged,
     token: Mutex<Option<(Zeroizing<String>, i64)>>,
+    /// Servers users sign in to: one session per user, opened with the token it was opened
+    /// with (a refreshed token opens a new one).
+    user_sessions: tokio::sync::Mutex<HashMap<String, (String, Arc<Connection>)>>,
     deps: Deps,
 }
+
+/// Users whose sessions a server keeps open at most; past it the oldest are dropped.
+const USER_SESSIONS: usize = 1000;
 
 impl Live {
     #[allow(clippy::too_many_arguments)]
@@ -94,8 +139,10 @@ impl Live {
             limit: tokio::sync::Semaphore::new(max_concurrency.max(1)),
             max_concurrency: max_concurrency.max(1),
             breaker: Breaker::default(),
+            sign_in: None,
             session: tokio::sync::Mutex::new(None),
             token: Mutex::new(None),
+            user_sessions: tokio::sync::Mutex::default(),
             deps,
         }
     }
@@ -132,6 +179,9 @@ impl Live {
     async fn authorization(&self, fresh: bool) -> Result<Option<Zeroizing<String>>, RpcError> {
         match &self.auth {
             AuthConfig::None => Ok(None),
+            AuthConfig::UserOauth(_) => Err(RpcError::Protocol(
+                "each user signs in to this server; there is no shared session".into(),
+            )),
             AuthConfig::Bearer { secret_ref } => Ok(Some(Zeroizing::new(format!(
                 "Bearer {}",
                 self.secret(secret_ref).await?.as_str()
@@ -236,13 +286,92 @@ impl Live {
             .await
     }
 
-    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, RpcError> {
-        self.request(
-            "tools/call",
-            json!({ "name": name, "arguments": arguments }),
-            self.timeout,
-        )
+    /// The session of `user` opened with `token` (a new one when the token changed).
+    async fn user_session(&self, user: &str, token: &str) -> Result<Arc<Connection>, RpcError> {
+        let mark = crate::crypto::sha256_hex(token.as_bytes());
+        let mut sessions = self.user_sessions.lock().await;
+        if let Some((m, s)) = sessions.get(user) {
+            if *m == mark {
+                return Ok(s.clone());
+            }
+        }
+        let s = Arc::new(
+            Connection::open(
+                &self.transport,
+                self.deps.http.clone(),
+                self.url.clone(),
+                Some(Zeroizing::new(format!("Bearer {token}"))),
+                self.timeout,
+                self.on_changed.clone(),
+            )
+            .await?,
+        );
+        if sessions.len() >= USER_SESSIONS {
+            sessions.clear();
+        }
+        sessions.insert(user.to_owned(), (mark, s.clone()));
+        Ok(s)
+    }
+
+    /// `op` on `user`'s session, reopened once when the server forgot it. A refused token is
+    /// the caller's to refresh (`RpcError::Unauthorized`).
+    async fn as_user<T, F, Fut>(&self, user: &str, token: &str, op: F) -> Result<T, RpcError>
+    where
+        F: Fn(Arc<Connection>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, RpcError>>,
+    {
+        match op(self.user_session(user, token).await?).await {
+            Err(RpcError::SessionGone) => {
+                self.user_sessions.lock().await.remove(user);
+                op(self.user_session(user, token).await?).await
+            }
+            Err(e) if e.is_server_failure() || matches!(e, RpcError::Unauthorized(_)) => {
+                self.user_sessions.lock().await.remove(user);
+                Err(e)
+            }
+            other => other,
+        }
+    }
+
+    /// `tools/call` as `user`, with their token.
+    pub async fn call_tool_as(
+        &self,
+        user: &str,
+        token: &str,
+        name: &str,
+        arguments: Value,
+        meta: Option<Value>,
+    ) -> Result<Value, RpcError> {
+        let timeout = self.timeout;
+        let mut params = json!({ "name": name, "arguments": arguments });
+        if let Some(m) = meta {
+            params["_meta"] = m;
+        }
+        self.as_user(user, token, |s| {
+            let params = params.clone();
+            async move { s.request("tools/call", params, timeout).await }
+        })
         .await
+    }
+
+    /// The tool list as `user` sees it.
+    pub async fn list_tools_as(&self, user: &str, token: &str) -> Result<Vec<Value>, RpcError> {
+        let timeout = self.timeout;
+        self.as_user(user, token, |s| async move { s.list_tools(timeout).await })
+            .await
+    }
+
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        meta: Option<Value>,
+    ) -> Result<Value, RpcError> {
+        let mut params = json!({ "name": name, "arguments": arguments });
+        if let Some(m) = meta {
+            params["_meta"] = m;
+        }
+        self.request("tools/call", params, self.timeout).await
     }
 }
 

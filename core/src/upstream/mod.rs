@@ -12,6 +12,7 @@ mod connection;
 pub mod discovery;
 mod handler;
 mod live;
+mod sign_in;
 mod sse;
 
 use std::collections::HashMap;
@@ -23,15 +24,17 @@ use serde_json::{json, Value};
 
 pub use client::{RpcError, Session, PROTOCOL_VERSION};
 pub use connection::Connection;
-pub use live::AuthConfig;
+pub use live::{AuthConfig, UserOauth};
 pub use workbench_model::upstream::{BreakerState, ServerState};
 
 use crate::auth::{Operation, Principal};
 use crate::catalog::{Catalog, SideEffects, Snapshot, Tool, ToolName, ToolSource, ToolSpec};
 use crate::clock::{rfc3339, Clock};
+use crate::connections::Connections;
 use crate::crypto::sha256_hex;
-use crate::egress::PrivateAllowance;
+use crate::egress::{GuardedClient, PrivateAllowance};
 use crate::ids::new_id;
+use crate::integrations::AppRegistry;
 use crate::store::mcp_servers::{NameOwner, ServerRow, ToolRow, ToolState};
 use crate::store::{self, Db};
 use crate::vault::Vault;
@@ -454,7 +457,10 @@ fn build_tool(
         name: row.name.clone(),
         retryable: side_effects == SideEffects::None,
     };
-    let tool = Tool::new(spec, Arc::new(handler)).map_err(|e| e.to_string())?;
+    let mut tool = Tool::new(spec, Arc::new(handler)).map_err(|e| e.to_string())?;
+    if let Some(source) = &live.sign_in {
+        tool = tool.with_connection(source.clone());
+    }
     Ok(match unavailable_reason(server, row) {
         Some(reason) => tool.unavailable_because(reason),
         None => tool,
@@ -527,6 +533,13 @@ pub struct Upstreams {
     vault: Vault,
     allowance: PrivateAllowance,
     deps: Deps,
+    /// The guarded client discovery and client registration go through.
+    guarded: GuardedClient,
+    /// Servers users sign in to are integrations of their project there.
+    connections: Connections,
+    registry: Arc<AppRegistry>,
+    /// workbench as an OAuth client: its metadata document URL and redirect URI.
+    ours: discovery::OurClient,
     /// Servers this instance runs, by id (kept across reloads: sessions and breakers live on).
     live: Arc<RwLock<HashMap<String, Arc<Live>>>>,
     /// Servers that said their tool list changed: (project, server id), refreshed in turn.
@@ -534,6 +547,13 @@ pub struct Upstreams {
     /// Per project: the (server id, updated_at) its catalog tools were built from.
     loaded: Arc<RwLock<HashMap<String, Vec<ServerVersion>>>>,
     reloading: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// What servers users sign in to need from the rest of workbench.
+pub struct SignInParts {
+    pub connections: Connections,
+    pub registry: Arc<AppRegistry>,
+    pub ours: discovery::OurClient,
 }
 
 /// What /metrics shows of one upstream server this instance runs.
@@ -570,13 +590,14 @@ impl Upstreams {
         clock: Arc<dyn Clock>,
         catalog: Arc<Catalog>,
         vault: Vault,
-        http: reqwest::Client,
+        guarded: GuardedClient,
         allowance: PrivateAllowance,
+        sign_in: SignInParts,
     ) -> Upstreams {
         let deps = Deps {
             vault: vault.clone(),
             clock: clock.clone(),
-            http,
+            http: guarded.reqwest(),
         };
         let (changed, mut heard) = tokio::sync::mpsc::unbounded_channel::<(String, String)>();
         let upstreams = Upstreams {
@@ -586,11 +607,30 @@ impl Upstreams {
             vault,
             allowance,
             deps,
+            guarded,
+            connections: sign_in.connections,
+            registry: sign_in.registry,
+            ours: sign_in.ours,
             live: Arc::default(),
             changed,
             loaded: Arc::default(),
             reloading: Arc::default(),
         };
+        // The tools of a server users sign in to are listed once its admin connected it.
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let (tx, mut connected) = tokio::sync::mpsc::unbounded_channel::<[String; 3]>();
+            upstreams.connections.on_connected(Arc::new(move |p, i, u| {
+                let _ = tx.send([p.to_owned(), i.to_owned(), u.to_owned()]);
+            }));
+            let me = upstreams.clone();
+            rt.spawn(async move {
+                while let Some([project, name, user]) = connected.recv().await {
+                    if let Err(e) = me.connected(&project, &name, &user).await {
+                        tracing::warn!(server = %name, error = %e, "listing the tools of a server just signed in to failed");
+                    }
+                }
+            });
+        }
         // `notifications/tools/list_changed` triggers the same refresh an admin would.
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             let me = upstreams.clone();
@@ -636,7 +676,11 @@ impl Upstreams {
         let on_changed: client::OnToolsChanged = Arc::new(move || {
             let _ = tx.send((project.clone(), id.clone()));
         });
-        Arc::new(Live::new(
+        let sign_in = auth
+            .user_oauth()
+            .and_then(|u| self.integration_of(row, u, false))
+            .map(|i| self.connections.source_for(i));
+        let mut live = Live::new(
             row.project_id.clone(),
             row.name.clone(),
             row.transport.clone(),
@@ -646,7 +690,9 @@ impl Upstreams {
             row.max_concurrency as usize,
             self.deps.clone(),
             on_changed,
-        ))
+        );
+        live.sign_in = sign_in;
+        Arc::new(live)
     }
 
     /// Checks a registration completely (nothing is stored by this): the shape, the URL against
@@ -738,6 +784,12 @@ impl Upstreams {
             .map_err(|e| Error::invalid(format!("invalid auth: {e}")))?;
         let secret_ref = match &mut auth {
             AuthConfig::None => None,
+            AuthConfig::UserOauth(u) => {
+                let transport = reg.transport.as_deref().unwrap_or("http");
+                self.prepare_sign_in(admin, &reg.name, &url, transport, u)
+                    .await?;
+                None
+            }
             AuthConfig::Bearer { secret_ref } => Some(secret_ref),
             AuthConfig::Oauth2 {
                 secret_ref,
@@ -800,12 +852,20 @@ impl Upstreams {
             created_at: now,
             updated_at: now,
         };
-        // A live server for the check only; it is kept once the row is stored.
+        // A live server for the check only; it is kept once the row is stored. A server each
+        // user signs in to is listed once its admin connected (nobody has yet).
+        let signs_in = auth.user_oauth().is_some();
         let live = self.new_live(&row, url, auth);
-        let listed = self.listing(&live).await.map_err(|e| match e {
-            Error::Invalid(why) => Error::invalid(format!("cannot register {}: {why}", row.url)),
-            other => other,
-        })?;
+        let listed = if signs_in {
+            Vec::new()
+        } else {
+            self.listing(&row, &live).await.map_err(|e| match e {
+                Error::Invalid(why) => {
+                    Error::invalid(format!("cannot register {}: {why}", row.url))
+                }
+                other => other,
+            })?
+        };
         let mut rows: Vec<ToolRow> = listed
             .iter()
             .filter_map(|t| row_of(&row.id, t, now))
@@ -885,9 +945,15 @@ impl Upstreams {
     /// token before anything is stored or shown: a server that echoes the credential it was
     /// sent (in a description, a schema or an error) must not hand it to agents or admins.
     /// An unanswered listing is `Error::Invalid` with the (scrubbed) reason.
-    async fn listing(&self, live: &Live) -> Result<Vec<Value>> {
-        let listed = live.list_tools().await;
+    async fn listing(&self, row: &ServerRow, live: &Live) -> Result<Vec<Value>> {
         let mut scrubber = self.vault.scrubber(&live.project_id).await?;
+        let listed = if live.auth.user_oauth().is_some() {
+            let (user, token) = self.lister_token(row, live).await?;
+            scrubber.add(&format!("{}_credential", live.name), &token);
+            live.list_tools_as(&user, &token).await
+        } else {
+            live.list_tools().await
+        };
         if let Some(t) = live.current_token() {
             scrubber.add(&format!("{}_token", live.name), &t);
         }
@@ -939,7 +1005,9 @@ impl Upstreams {
             url: row.url.clone(),
             auth_type: auth.kind(),
             tool_prefix: row.tool_prefix.clone(),
-            state: if row.last_error.is_some() {
+            state: if auth.user_oauth().is_some() && tools.is_empty() {
+                ServerState::AwaitingSignIn
+            } else if row.last_error.is_some() {
                 ServerState::Error
             } else if breaker == BreakerState::Open {
                 ServerState::Degraded
@@ -1066,7 +1134,7 @@ impl Upstreams {
     async fn refresh_row(&self, row: &ServerRow) -> Result<Changes> {
         let live = self.live_for(row)?;
         let now = self.now();
-        let listed = match self.listing(&live).await {
+        let listed = match self.listing(row, &live).await {
             Ok(l) => l,
             Err(Error::Invalid(why)) => {
                 store::mcp_servers::set_refreshed(self.db.pool(), &row.id, now, Some(&why)).await?;
@@ -1286,6 +1354,14 @@ impl Upstreams {
             .filter(|t| !matches!(t.spec.source, ToolSource::Mcp(_)))
             .map(|t| t.name().to_owned())
             .collect();
+        let sign_ins = servers
+            .iter()
+            .zip(&rows)
+            .filter_map(|(s, tools)| {
+                let auth: AuthConfig = serde_json::from_str(&s.auth).ok()?;
+                self.integration_of(s, auth.user_oauth()?, tools.is_empty())
+            })
+            .collect();
         let mut tools: Vec<Tool> = Vec::new();
         let mut versions = Vec::new();
         for (server, rows) in servers.iter().zip(rows) {
@@ -1325,6 +1401,7 @@ impl Upstreams {
             }
         }
         versions.sort();
+        self.registry.set_servers(project_id, sign_ins);
         self.catalog.set_source_tools(project_id, SOURCE, tools)?;
         let ids: Vec<&String> = servers.iter().map(|s| &s.id).collect();
         self.live

@@ -188,6 +188,8 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
     let clock = ManualClock::default();
     let data_dir = options.data_dir.clone().unwrap_or_else(|| temp_dir("data"));
     let keys = Keys::load_or_create(&data_dir).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
     let wb = Workbench::open(
         &database_url,
         WorkbenchOptions {
@@ -206,7 +208,10 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
             connect_ttl_secs: options.connect_ttl_secs.unwrap_or(600),
             confirmations: workbench_core::engine::ConfirmSettings {
                 ttl_secs: options.confirmation_ttl_secs.unwrap_or(900),
-                ..Default::default()
+                public_url: options
+                    .public_url
+                    .clone()
+                    .unwrap_or_else(|| format!("http://{addr}")),
             },
             web_search: options.web_search.clone(),
             email: options.email.clone(),
@@ -214,8 +219,6 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
     )
     .await
     .expect("open test database");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let args = ServeArgs {
         bind: addr,
         database_url: database_url.clone(),

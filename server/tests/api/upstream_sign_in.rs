@@ -1,0 +1,218 @@
+//! Issue 31: a remote MCP server each user signs in to, end to end against a second workbench
+//! (a real MCP OAuth 2.1 server): registration discovers it and introduces workbench with its
+//! client ID metadata document, the admin's connection lists its tools, each user's calls
+//! carry their own token (two users see two upstream identities), a user who has not
+//! connected gets the not-connected answer, and a disconnected user is not connected again.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use workbench_core::auth::Role;
+
+use crate::connections::{location, path_of};
+use crate::helpers::{admin_with_key, execute, mcp_call, within, Options, TestApp, PASSWORD};
+use crate::{app, db_test};
+
+fn loopback() -> Options {
+    Options {
+        egress_allow_private: vec!["127.0.0.1"],
+        ..Default::default()
+    }
+}
+
+/// The person `upstream_user` signs in to the upstream and approves the consent its
+/// authorization URL asks for; the redirect back to workbench.
+async fn consent(up: &TestApp, upstream_user: &str, authorize: &str) -> String {
+    let b = up.browser();
+    assert!(b
+        .sign_in(upstream_user, PASSWORD)
+        .await
+        .status()
+        .is_success());
+    let q: Vec<(String, String)> = url::Url::parse(authorize)
+        .unwrap()
+        .query_pairs()
+        .into_owned()
+        .collect();
+    let mut form: Vec<(&str, &str)> = q.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    form.push(("decision", "approve"));
+    form.push(("policy_id", ""));
+    let res = b
+        .client
+        .post(format!("{}/api/oauth_decide", b.base))
+        .header("accept", "text/html")
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_redirection(), "{}", res.status());
+    location(&res)
+}
+
+/// `user` (signed in to workbench as `email`) connects `integration` through the connect link
+/// and signs in upstream as `upstream_user`; the `connect` answer.
+async fn connect_as(
+    app: &TestApp,
+    up: &TestApp,
+    key: &str,
+    email: &str,
+    upstream_user: &str,
+) -> Value {
+    let (link, _) = mcp_call(app, key, "connect", json!({ "integration": "remote" })).await;
+    let url = link["url"].as_str().unwrap_or_else(|| panic!("{link}"));
+    let b = app.browser();
+    assert!(b.sign_in(email, PASSWORD).await.status().is_success());
+    let res = b.get(&path_of(url)).await;
+    assert!(res.status().is_redirection(), "{}", res.status());
+    let authorize = location(&res);
+    assert!(
+        authorize.starts_with(&up.url("/oauth/authorize")),
+        "{authorize}"
+    );
+    let q: std::collections::HashMap<String, String> = url::Url::parse(&authorize)
+        .unwrap()
+        .query_pairs()
+        .into_owned()
+        .collect();
+    assert_eq!(q["resource"], up.url("/mcp"), "RFC 8707 resource");
+    assert_eq!(
+        q["client_id"],
+        app.url("/oauth/client-metadata"),
+        "the metadata document"
+    );
+    assert_eq!(q["code_challenge_method"], "S256");
+    let back = consent(up, upstream_user, &authorize).await;
+    assert!(back.starts_with(&app.url("/oauth/callback")), "{back}");
+    let res = b.get(&path_of(&back)).await;
+    assert!(res.status().is_redirection(), "{}", res.status());
+    link
+}
+
+/// `remote` in the caller's list_integrations: whether they are connected, or None if absent.
+async fn remote_status(app: &TestApp, key: &str) -> Option<bool> {
+    let (listed, _) = mcp_call(app, key, "list_integrations", json!({})).await;
+    listed["integrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == "remote")
+        .map(|i| i["connected"].as_bool().unwrap())
+}
+
+async fn whoami(app: &TestApp, key: &str) -> Value {
+    execute(app, key, json!([{ "tool": "remote.whoami", "args": {} }])).await[0].clone()
+}
+
+db_test!(
+    two_users_signed_in_to_a_remote_server_each_call_it_as_themselves,
+    |backend| {
+        let up = app!(backend, loopback());
+        up.user("ada@upstream.test", Role::Admin).await;
+        up.user("bob@upstream.test", Role::Admin).await;
+        let app = app!(backend, loopback());
+        let (_, key) = admin_with_key(&app).await;
+        let bob = app.user("bob@example.com", Role::Member).await;
+        let bob_key = app.api_key(&bob).await;
+
+        let res = app
+            .http()
+            .post(app.url("/v1/mcp/servers"))
+            .bearer_auth(&key)
+            .json(
+                &json!({ "name": "remote", "url": up.url("/mcp"), "auth": { "type": "user_oauth" },
+                           "tool_prefix": "remote.", "auto_approve": true }),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+        let server: Value = res.json().await.unwrap();
+        assert_eq!(
+            (
+                server["auth_type"].as_str(),
+                server["state"].as_str(),
+                server["tools_discovered"].as_u64()
+            ),
+            (Some("user_oauth"), Some("awaiting_sign_in"), Some(0)),
+            "{server}"
+        );
+        let id = server["id"].as_str().unwrap().to_owned();
+
+        // Until its admin connected, only they see it (nobody else can judge it by its tools).
+        assert_eq!(remote_status(&app, &key).await, Some(false));
+        assert_eq!(remote_status(&app, &bob_key).await, None);
+        let (refused, is_error) = mcp_call(
+            &app,
+            &bob_key,
+            "connect",
+            json!({ "integration": "remote" }),
+        )
+        .await;
+        assert!(is_error, "{refused}");
+
+        // The admin connects: the tools are listed with their connection.
+        let link = connect_as(&app, &up, &key, "ada@example.com", "ada@upstream.test").await;
+        let (waited, _) = mcp_call(
+            &app,
+            &key,
+            "wait_for_connection",
+            json!({ "connectionId": link["connectionId"], "timeoutSec": 5 }),
+        )
+        .await;
+        assert_eq!(waited, json!({ "status": "CONNECTED" }));
+        within(
+            "the tools listed with the admin's connection",
+            Duration::from_secs(20),
+            async || {
+                let v: Value = app
+                    .http()
+                    .get(app.url(&format!("/v1/mcp/servers/{id}")))
+                    .bearer_auth(&key)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                let listed = v["state"] == "connected" && v["tools_discovered"].as_u64() == Some(9);
+                // … and in the catalog, which is rebuilt right after the listing is stored.
+                let schema = app
+                    .http()
+                    .get(app.url("/v1/tools/remote.whoami"))
+                    .bearer_auth(&key)
+                    .send()
+                    .await
+                    .unwrap();
+                listed && schema.status() == 200
+            },
+        )
+        .await;
+
+        let ada_out = whoami(&app, &key).await;
+        assert_eq!(ada_out["result"]["email"], "ada@upstream.test", "{ada_out}");
+        assert_eq!(remote_status(&app, &key).await, Some(true));
+        assert_eq!(remote_status(&app, &bob_key).await, Some(false));
+
+        // Bob has not signed in: his call answers not connected, never with ada's token.
+        let bob_out = whoami(&app, &bob_key).await;
+        assert_eq!(bob_out["code"], "NOT_CONNECTED", "{bob_out}");
+
+        connect_as(&app, &up, &bob_key, "bob@example.com", "bob@upstream.test").await;
+        let bob_out = whoami(&app, &bob_key).await;
+        assert_eq!(bob_out["result"]["email"], "bob@upstream.test", "{bob_out}");
+        let ada_out = whoami(&app, &key).await;
+        assert_eq!(ada_out["result"]["email"], "ada@upstream.test");
+
+        // Bob disconnects: his next call is not connected.
+        let b = app.browser();
+        assert!(b
+            .sign_in("bob@example.com", PASSWORD)
+            .await
+            .status()
+            .is_success());
+        let res = b.call("disconnect", &[("integration", "remote")]).await;
+        assert!(res.status().is_success(), "{}", res.status());
+        let bob_out = whoami(&app, &bob_key).await;
+        assert_eq!(bob_out["code"], "NOT_CONNECTED", "{bob_out}");
+    }
+);

@@ -203,6 +203,19 @@ db_test!(
         let ada_out = whoami(&app, &key).await;
         assert_eq!(ada_out["result"]["email"], "ada@upstream.test");
 
+        // The upstream's clock passes the access tokens' hour: it refuses them (401); each
+        // call refreshes once (RFC 8707 resource sent again) and is made again.
+        up.clock.advance_ms(3_700_000);
+        let ada_out = whoami(&app, &key).await;
+        assert_eq!(ada_out["result"]["email"], "ada@upstream.test", "{ada_out}");
+        let bob_out = whoami(&app, &bob_key).await;
+        assert_eq!(bob_out["result"]["email"], "bob@upstream.test", "{bob_out}");
+        // workbench's clock passes them too: the tokens are refreshed before use.
+        app.clock.advance_ms(3_700_000);
+        up.clock.advance_ms(3_700_000);
+        let ada_out = whoami(&app, &key).await;
+        assert_eq!(ada_out["result"]["email"], "ada@upstream.test", "{ada_out}");
+
         // Bob disconnects: his next call is not connected.
         let b = app.browser();
         assert!(b

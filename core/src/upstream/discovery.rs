@@ -260,6 +260,20 @@ async fn get_json(
     }
 }
 
+/// The first of `urls` that answers a JSON object, with its URL; none: `missing`, naming all.
+async fn first_document(
+    http: &GuardedClient,
+    urls: &[String],
+    missing: &str,
+) -> Result<(String, serde_json::Map<String, Value>), DiscoveryError> {
+    for url in urls {
+        if let Some(doc) = get_json(http, url).await? {
+            return Ok((url.clone(), doc));
+        }
+    }
+    Err(fail(&urls.join(", "), missing))
+}
+
 async fn send(
     http: &GuardedClient,
     method: reqwest::Method,
@@ -347,30 +361,24 @@ pub async fn discover(
         Some(u) => vec![secure_url(&u, "resource_metadata", server.as_str())?.to_string()],
         None => resource_metadata_urls(server),
     };
-    let mut prm = None;
-    for url in &candidates {
-        if let Some(doc) = get_json(http, url).await? {
-            prm = Some((url.clone(), doc));
-            break;
-        }
-    }
-    let Some((prm_url, prm)) = prm else {
-        return Err(fail(
-            &candidates.join(", "),
-            "no protected resource metadata (RFC 9728) was found there",
-        ));
-    };
+    let (prm_url, prm) = first_document(
+        http,
+        &candidates,
+        "no protected resource metadata (RFC 9728) was found there",
+    )
+    .await?;
     let resource = prm
         .get("resource")
         .and_then(Value::as_str)
         .ok_or_else(|| fail(&prm_url, "the metadata has no resource"))?
         .to_owned();
     let names_this_server = url::Url::parse(&resource).is_ok_and(|r| {
+        let (at, of) = (
+            server.path().trim_end_matches('/'),
+            r.path().trim_end_matches('/'),
+        );
         r.origin() == server.origin()
-            && server
-                .path()
-                .trim_end_matches('/')
-                .starts_with(r.path().trim_end_matches('/'))
+            && (at == of || at.starts_with(&format!("{of}/")) || of.is_empty())
     });
     if !names_this_server {
         return Err(fail(
@@ -385,20 +393,12 @@ pub async fn discover(
         .ok_or_else(|| fail(&prm_url, "the metadata names no authorization server"))?
         .to_owned();
     let issuer = secure_url(&issuer_raw, "the authorization server", &prm_url)?;
-    let mut asm = None;
-    let as_candidates = authorization_server_metadata_urls(&issuer);
-    for url in &as_candidates {
-        if let Some(doc) = get_json(http, url).await? {
-            asm = Some((url.clone(), doc));
-            break;
-        }
-    }
-    let Some((asm_url, asm)) = asm else {
-        return Err(fail(
-            &as_candidates.join(", "),
-            "no authorization server metadata (RFC 8414 or OpenID discovery) was found there",
-        ));
-    };
+    let (asm_url, asm) = first_document(
+        http,
+        &authorization_server_metadata_urls(&issuer),
+        "no authorization server metadata (RFC 8414 or OpenID discovery) was found there",
+    )
+    .await?;
     let text = |k: &str| asm.get(k).and_then(Value::as_str).map(str::to_owned);
     let said_issuer = text("issuer").unwrap_or_default();
     if !same_url(&said_issuer, &issuer_raw) {

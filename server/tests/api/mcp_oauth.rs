@@ -81,7 +81,7 @@ async fn decide(b: &Browser, q: &[(String, String)], decision: &str, policy: &st
 }
 
 /// `decide` with the admin's choices (`policy_id`, `rate_limit_per_minute`).
-async fn decide_with(
+pub(crate) async fn decide_with(
     b: &Browser,
     q: &[(String, String)],
     decision: &str,

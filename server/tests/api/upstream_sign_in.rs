@@ -34,19 +34,7 @@ async fn consent(up: &TestApp, upstream_user: &str, authorize: &str) -> String {
         .query_pairs()
         .into_owned()
         .collect();
-    let mut form: Vec<(&str, &str)> = q.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    form.push(("decision", "approve"));
-    form.push(("policy_id", ""));
-    let res = b
-        .client
-        .post(format!("{}/api/oauth_decide", b.base))
-        .header("accept", "text/html")
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
-    assert!(res.status().is_redirection(), "{}", res.status());
-    location(&res)
+    crate::mcp_oauth::decide_with(&b, &q, "approve", &[("policy_id", "")]).await
 }
 
 /// `user` (signed in to workbench as `email`) connects `integration` through the connect link

@@ -96,7 +96,7 @@ db_test!(
     |backend| {
         let up = app!(backend, loopback());
         up.user("ada@upstream.test", Role::Admin).await;
-        up.user("bob@upstream.test", Role::Admin).await;
+        let bob_up = up.user("bob@upstream.test", Role::Admin).await;
         let app = app!(backend, loopback());
         let (_, key) = admin_with_key(&app).await;
         let bob = app.user("bob@example.com", Role::Member).await;
@@ -215,5 +215,17 @@ db_test!(
         assert!(res.status().is_success(), "{}", res.status());
         let bob_out = whoami(&app, &bob_key).await;
         assert_eq!(bob_out["code"], "NOT_CONNECTED", "{bob_out}");
+        // … and the upstream revoked every token it issued him (RFC 7009): none is left live.
+        let grants = up.wb.oauth().grants(&bob_up).await.unwrap();
+        assert_eq!(grants.len(), 1);
+        assert_eq!(grants[0].client_id, app.url("/oauth/client-metadata"));
+        let live = workbench_core::store::oauth::revoke_grant_tokens(
+            up.wb.db().pool(),
+            &grants[0].id,
+            workbench_core::clock::Clock::now_ms(&up.clock),
+        )
+        .await
+        .unwrap();
+        assert_eq!(live, 0, "tokens still live upstream after disconnect");
     }
 );

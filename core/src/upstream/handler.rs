@@ -14,9 +14,8 @@ use serde_json::Value;
 use super::breaker::Admission;
 use super::client::RpcError;
 use super::live::Live;
-use crate::catalog::{CallContext, Credential, HandlerError, ToolHandler};
+use crate::catalog::{CallContext, HandlerError, ToolHandler};
 use crate::vault::Scrubber;
-use zeroize::Zeroizing;
 
 /// Retries of a call that never reached the server (read-only tools only).
 pub const MAX_RETRIES: u32 = 2;
@@ -124,19 +123,24 @@ impl UpstreamTool {
             integration: live.name.clone(),
             expired: false,
         };
-        let token = access_token(ctx.credential.as_ref()).ok_or_else(not_connected)?;
+        let credential = ctx.credential.as_ref().ok_or_else(not_connected)?;
         let user = &ctx.principal.user_id;
         let first = live
-            .call_tool_as(user, &token, &self.name, args.clone(), meta.clone())
+            .call_tool_as(
+                user,
+                credential.token(),
+                &self.name,
+                args.clone(),
+                meta.clone(),
+            )
             .await;
         let Err(RpcError::Unauthorized(_)) = first else {
             return Ok(first);
         };
         let source = ctx.connection.ok_or_else(not_connected)?;
         let fresh = source.refresh_after_unauthorized(ctx.principal).await?;
-        let token = access_token(Some(&fresh)).ok_or_else(not_connected)?;
         let second = live
-            .call_tool_as(user, &token, &self.name, args, meta)
+            .call_tool_as(user, fresh.token(), &self.name, args, meta)
             .await;
         match second {
             Err(RpcError::Unauthorized(_)) => Err(HandlerError::NotConnected {
@@ -150,13 +154,6 @@ impl UpstreamTool {
 
 /// The `_meta` key carrying the REST caller's `end_user_id` to upstream servers.
 pub const END_USER_META: &str = "workbench/end_user_id";
-
-fn access_token(c: Option<&Credential>) -> Option<Zeroizing<String>> {
-    match c? {
-        Credential::Oauth2 { access_token, .. } => Some(Zeroizing::new(access_token.clone())),
-        _ => None,
-    }
-}
 
 fn failure(server: &str, e: RpcError) -> HandlerError {
     match e {

@@ -343,10 +343,7 @@ impl Live {
         meta: Option<Value>,
     ) -> Result<Value, RpcError> {
         let timeout = self.timeout;
-        let mut params = json!({ "name": name, "arguments": arguments });
-        if let Some(m) = meta {
-            params["_meta"] = m;
-        }
+        let params = call_params(name, arguments, meta);
         self.as_user(user, token, |s| {
             let params = params.clone();
             async move { s.request("tools/call", params, timeout).await }
@@ -367,12 +364,18 @@ impl Live {
         arguments: Value,
         meta: Option<Value>,
     ) -> Result<Value, RpcError> {
-        let mut params = json!({ "name": name, "arguments": arguments });
-        if let Some(m) = meta {
-            params["_meta"] = m;
-        }
+        let params = call_params(name, arguments, meta);
         self.request("tools/call", params, self.timeout).await
     }
+}
+
+/// The params of `tools/call`, with `_meta` when the call carries any.
+fn call_params(name: &str, arguments: Value, meta: Option<Value>) -> Value {
+    let mut params = json!({ "name": name, "arguments": arguments });
+    if let Some(m) = meta {
+        params["_meta"] = m;
+    }
+    params
 }
 
 /// The OAuth 2 client-credentials grant: a token and when it expires (an hour when unsaid).

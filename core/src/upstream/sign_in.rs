@@ -12,7 +12,6 @@ use super::live::UserOauth;
 use super::{Live, Upstreams};
 use crate::auth::Principal;
 use crate::catalog::ToolSource;
-use crate::connections::Credential;
 use crate::integrations::{AuthDef, Integration, IntegrationDef, Outbound};
 use crate::store::mcp_servers::ServerRow;
 use crate::{Error, Result};
@@ -217,16 +216,13 @@ impl Upstreams {
                 row.name, row.name
             ))
         };
-        let Ok(c) = self
+        match self
             .connections
             .credential_of(&row.project_id, &admin, &i)
             .await?
-        else {
-            return Err(waiting());
-        };
-        match &c {
-            Credential::Oauth2 { access_token, .. } => Ok((admin, access_token.clone())),
-            _ => Err(waiting()),
+        {
+            Ok(c) => Ok((admin, c.token().to_owned())),
+            Err(_) => Err(waiting()),
         }
     }
 }

@@ -52,6 +52,13 @@ impl Upstreams {
                 ));
             }
         }
+        if let Some(id) = &u.client_id {
+            if id.is_empty() || id.len() > 2048 || !id.chars().all(|c| c.is_ascii_graphic()) {
+                return Err(Error::invalid(
+                    "auth.client_id must be 1 to 2048 visible ASCII characters",
+                ));
+            }
+        }
         if u.secret_ref.is_some() && u.client_id.is_none() {
             return Err(Error::invalid(
                 "auth.secret_ref is the secret of a pre-registered client: give auth.client_id too",

@@ -229,3 +229,70 @@ db_test!(
         assert_eq!(live, 0, "tokens still live upstream after disconnect");
     }
 );
+
+db_test!(
+    user_oauth_settings_are_checked_before_anything_is_contacted_or_stored,
+    |backend| {
+        let app = app!(backend, loopback());
+        let (_, key) = admin_with_key(&app).await;
+        let long = "x".repeat(2049);
+        for (auth, says) in [
+            (
+                json!({ "type": "user_oauth", "client_id": "" }),
+                "auth.client_id",
+            ),
+            (
+                json!({ "type": "user_oauth", "client_id": long }),
+                "auth.client_id",
+            ),
+            (
+                json!({ "type": "user_oauth", "client_id": "a b" }),
+                "auth.client_id",
+            ),
+            (
+                json!({ "type": "user_oauth", "scopes": ["a\"b"] }),
+                "auth.scopes",
+            ),
+            (
+                json!({ "type": "user_oauth", "secret_ref": "X" }),
+                "auth.client_id too",
+            ),
+            (
+                json!({ "type": "user_oauth", "client_id": "c", "secret_ref": "NOPE" }),
+                "names no secret",
+            ),
+            (
+                json!({ "type": "user_oauth", "registered_by": "usr_x" }),
+                "the rest is discovered",
+            ),
+            (
+                json!({ "type": "user_oauth", "token": "t" }),
+                "never inline",
+            ),
+        ] {
+            let res = app
+                .http()
+                .post(app.url("/v1/mcp/servers"))
+                .bearer_auth(&key)
+                .json(&json!({ "name": "remote", "url": "http://127.0.0.1:9/mcp", "auth": auth }))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 422, "{auth}");
+            let body: Value = res.json().await.unwrap();
+            let message = body["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains(says), "{auth}: {body}");
+        }
+        let listed: Value = app
+            .http()
+            .get(app.url("/v1/mcp/servers"))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(listed["data"], json!([]), "nothing stored: {listed}");
+    }
+);

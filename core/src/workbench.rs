@@ -386,6 +386,17 @@ impl Workbench {
         &self.metering
     }
 
+    /// An admin removes someone from their project: their keys, approved MCP clients, proxy
+    /// tokens and connections end at once (`Accounts::remove_member`), then the tokens of
+    /// their connections are revoked at the providers that offer it, as a disconnect does.
+    pub async fn remove_member(&self, admin: &crate::auth::Principal, user_id: &str) -> Result<()> {
+        let removed = self.accounts.remove_member(admin, user_id).await?;
+        for row in &removed.connections {
+            self.connections.revoke_upstream(row).await;
+        }
+        Ok(())
+    }
+
     /// The process is shutting down: long waits answer now.
     pub fn begin_shutdown(&self) {
         self.connections.begin_shutdown();

@@ -21,6 +21,7 @@ pub struct ViewerInfo {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemberView {
+    pub user_id: String,
     pub email: String,
     pub role: Role,
     pub joined: String,

@@ -187,6 +187,7 @@ pub const SERVER_FNS: &[(&str, Operation)] = &[
     ("check_patterns", Operation::PoliciesManage),
     ("members_page", Operation::MembersRead),
     ("add_member", Operation::MembersManage),
+    ("remove_member", Operation::MembersManage),
     // The confirmations page asks everyone; it answers nothing to whoever may not manage settings.
     ("webhook_settings", Operation::ConfirmationsDecide),
     ("save_webhook", Operation::SettingsManage),

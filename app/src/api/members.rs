@@ -1,4 +1,4 @@
-//! Server functions of the Members page: list the project's members and add one.
+//! Server functions of the Members page: list the project's members, add and remove one.
 
 use leptos::prelude::*;
 
@@ -18,6 +18,7 @@ pub async fn members_page() -> Result<MembersData, AppError> {
         .await?
         .into_iter()
         .map(|m| MemberView {
+            user_id: m.user_id.clone(),
             is_you: m.user_id == p.user_id,
             email: m.email,
             role: m.role,
@@ -39,5 +40,13 @@ pub async fn add_member(email: String, password: String, role: String) -> Result
         .accounts()
         .add_member(&p, &email, &password, role)
         .await?;
+    Ok(())
+}
+
+/// Removes a member: their keys, approved MCP clients and connections end with it.
+#[server(endpoint = "remove_member")]
+pub async fn remove_member(id: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    ssr::wb()?.remove_member(&p, &id).await?;
     Ok(())
 }

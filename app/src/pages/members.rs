@@ -1,25 +1,37 @@
 //! Members of the project: everyone can see who is in it; admins add people with an initial
-//! password and a role.
+//! password and a role, and remove them.
 
 use leptos::prelude::*;
 
-use crate::api::{members_page, AddMember};
-use crate::components::{ActionError, Loaded, Page, Table, BUTTON, CARD, INPUT, LABEL};
+use crate::api::{members_page, AddMember, RemoveMember};
+use crate::components::{
+    ActionError, ButtonKind, Loaded, Page, RowAction, Table, BUTTON, CARD, INPUT, LABEL,
+};
 
 #[component]
 pub fn Members() -> impl IntoView {
     let add = ServerAction::<AddMember>::new();
-    let page = reloaded_after!(members_page(); add);
+    let remove = ServerAction::<RemoveMember>::new();
+    let page = reloaded_after!(members_page(); add, remove);
     view! {
         <Page current="/members" title="Members"
             subtitle="People who can sign in to this project.">
             <Loaded data=page content=move |data| {
-                let rows = data.members.into_iter().map(|m| view! {
-                    <tr class="border-t border-slate-100" data-testid="member-row">
-                        <td class="py-2 pr-4 font-medium">{m.email} {m.is_you.then_some(" (you)")}</td>
-                        <td class="py-2 pr-4 text-slate-600">{m.role.as_str()}</td>
-                        <td class="py-2 text-slate-600">{m.joined}</td>
-                    </tr>
+                let can_manage = data.can_manage;
+                let rows = data.members.into_iter().map(|m| {
+                    let action = (can_manage && !m.is_you).then(|| view! {
+                        <RowAction action=remove id=m.user_id.clone() label="Remove" kind=ButtonKind::Danger
+                            aria_label=format!("Remove {}", m.email)
+                            confirm=format!("Remove {} from the project? Their API keys, approved MCP clients and connections end now.", m.email)/>
+                    });
+                    view! {
+                        <tr class="border-t border-slate-100" data-testid="member-row">
+                            <td class="py-2 pr-4 font-medium">{m.email} {m.is_you.then_some(" (you)")}</td>
+                            <td class="py-2 pr-4 text-slate-600">{m.role.as_str()}</td>
+                            <td class="py-2 pr-4 text-slate-600">{m.joined}</td>
+                            <td class="py-2 text-right">{action}</td>
+                        </tr>
+                    }
                 }).collect_view();
                 view! {
                     {data.can_manage.then(|| view! {
@@ -44,10 +56,11 @@ pub fn Members() -> impl IntoView {
                                 <div class="flex items-end"><button type="submit" class=BUTTON>"Add member"</button></div>
                             </ActionForm>
                             <ActionError value=add.value()/>
+                            <ActionError value=remove.value()/>
                         </section>
                     })}
                     <section class=CARD>
-                        <Table headers=&["Email", "Role", "Joined"]>{rows}</Table>
+                        <Table headers=&["Email", "Role", "Joined", ""]>{rows}</Table>
                     </section>
                 }.into_any()
             }/>

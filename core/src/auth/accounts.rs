@@ -1,5 +1,5 @@
-//! Account operations: first-admin setup, users and memberships, sign-in with throttling, and
-//! API key issue / list / revoke / authenticate.
+//! Account operations: first-admin setup, users, sign-in with throttling, and API key issue /
+//! list / revoke / authenticate. Members of a project are in `members.rs`.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -44,14 +44,6 @@ impl From<UserRow> for User {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Member {
-    pub user_id: String,
-    pub email: String,
-    pub role: Role,
-    pub joined_at: i64,
-}
-
 /// An API key as listed: never the secret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApiKeyInfo {
@@ -93,7 +85,7 @@ pub struct NewApiKey {
 
 #[derive(Clone)]
 pub struct Accounts {
-    db: Db,
+    pub(super) db: Db,
     clock: Arc<dyn Clock>,
     /// Key → principal, good while the database's change epoch stands (`principals.rs`).
     principals: Arc<super::principals::Principals>,
@@ -124,7 +116,7 @@ impl Accounts {
         }
     }
 
-    fn now(&self) -> i64 {
+    pub(super) fn now(&self) -> i64 {
         self.clock.now_ms()
     }
 
@@ -241,62 +233,6 @@ impl Accounts {
         tx.commit().await?;
         self.db.changed();
         Ok((user.into(), project))
-    }
-
-    /// An admin adds a person to their project with an initial password.
-    pub async fn add_member(
-        &self,
-        admin: &Principal,
-        email: &str,
-        password: &str,
-        role: Role,
-    ) -> Result<Member> {
-        admin.require(super::Operation::MembersManage)?;
-        let email = normalize_email(email)?;
-        let hash = hash_password(password).await?;
-        let now = self.now();
-        let mut tx = self.db.begin_write().await?;
-        if store::users::by_email(&mut *tx, &email).await?.is_some() {
-            return Err(Error::Conflict(format!(
-                "a user with email {email} already exists"
-            )));
-        }
-        let user = UserRow {
-            id: new_id("usr"),
-            email: email.clone(),
-            password_hash: hash,
-            created_at: now,
-        };
-        store::users::insert(&mut *tx, &user).await?;
-        store::projects::upsert_membership(
-            &mut *tx,
-            &admin.project_id,
-            &user.id,
-            role.as_str(),
-            now,
-        )
-        .await?;
-        tx.commit().await?;
-        self.db.changed();
-        Ok(Member {
-            user_id: user.id,
-            email,
-            role,
-            joined_at: now,
-        })
-    }
-
-    pub async fn members(&self, who: &Principal) -> Result<Vec<Member>> {
-        let rows = store::users::of_project(self.db.pool(), &who.project_id).await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| Member {
-                user_id: r.id,
-                email: r.email,
-                role: Role::parse(&r.role).unwrap_or(Role::Member),
-                joined_at: r.created_at,
-            })
-            .collect())
     }
 
     /// Checks email and password. Unknown email and wrong password answer the same error after

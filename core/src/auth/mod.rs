@@ -4,14 +4,16 @@
 
 mod accounts;
 mod api_key;
+mod members;
 mod password;
 mod permissions;
 pub(crate) mod principals;
 mod rate;
 mod redirect;
 
-pub use accounts::{Accounts, ApiKeyInfo, Member, NewApiKey, User, MAX_RATE_LIMIT};
+pub use accounts::{Accounts, ApiKeyInfo, NewApiKey, User, MAX_RATE_LIMIT};
 pub use api_key::ApiKey;
+pub use members::{Member, Removed};
 pub use password::{hash_password, validate_password, verify_password};
 pub use permissions::{markdown_table, Access, Operation};
 pub use redirect::safe_next;

@@ -312,7 +312,7 @@ impl Connections {
     /// revocation endpoint: the refresh token (which takes its access tokens with it at most
     /// providers), then the access token. Best effort: the connection is forgotten here
     /// whatever the provider answers, and a failure is logged without the token.
-    async fn revoke_upstream(&self, row: &ConnectionRow) {
+    pub(crate) async fn revoke_upstream(&self, row: &ConnectionRow) {
         let Some(i) = self.lookup(&row.project_id, &row.integration) else {
             return;
         };

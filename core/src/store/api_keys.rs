@@ -108,6 +108,24 @@ pub async fn revoke<'e>(ex: impl Exec<'e>, project_id: &str, id: &str, now: i64)
     Ok(r.rows_affected() == 1)
 }
 
+/// Revokes every live key a user holds in a project (they left it).
+pub async fn revoke_of_member<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    user_id: &str,
+    now: i64,
+) -> Result<u64> {
+    let r = sqlx::query(
+        "UPDATE api_keys SET revoked_at = $1 WHERE project_id = $2 AND user_id = $3 AND revoked_at IS NULL",
+    )
+    .bind(now)
+    .bind(project_id)
+    .bind(user_id)
+    .execute(ex)
+    .await?;
+    Ok(r.rows_affected())
+}
+
 /// Records use, at most once per `granularity_ms` per key, so a busy key is not a write per call.
 pub async fn touch<'e>(ex: impl Exec<'e>, id: &str, now: i64, granularity_ms: i64) -> Result<()> {
     sqlx::query(

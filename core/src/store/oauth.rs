@@ -200,6 +200,34 @@ pub async fn revoke_grant<'e>(
     Ok(r.rows_affected() == 1)
 }
 
+/// Revokes every grant a user gave in a project (they left it), and every token those grants
+/// issued; the number of grants.
+pub async fn revoke_grants_of_member(
+    tx: &mut super::Tx,
+    project_id: &str,
+    user_id: &str,
+    now: i64,
+) -> Result<u64> {
+    sqlx::query(
+        "UPDATE oauth_tokens SET revoked_at = $1 WHERE revoked_at IS NULL AND grant_id IN \
+         (SELECT id FROM oauth_grants WHERE project_id = $2 AND user_id = $3)",
+    )
+    .bind(now)
+    .bind(project_id)
+    .bind(user_id)
+    .execute(&mut **tx)
+    .await?;
+    let r = sqlx::query(
+        "UPDATE oauth_grants SET revoked_at = $1 WHERE project_id = $2 AND user_id = $3 AND revoked_at IS NULL",
+    )
+    .bind(now)
+    .bind(project_id)
+    .bind(user_id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(r.rows_affected())
+}
+
 pub async fn touch_grant<'e>(ex: impl Exec<'e>, id: &str, now: i64) -> Result<()> {
     sqlx::query("UPDATE oauth_grants SET last_used_at = $1 WHERE id = $2")
         .bind(now)

@@ -78,6 +78,20 @@ pub async fn upsert_membership<'e>(
     Ok(())
 }
 
+/// Ends a membership; false when there was none.
+pub async fn delete_membership<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    user_id: &str,
+) -> Result<bool> {
+    let r = sqlx::query("DELETE FROM memberships WHERE project_id = $1 AND user_id = $2")
+        .bind(project_id)
+        .bind(user_id)
+        .execute(ex)
+        .await?;
+    Ok(r.rows_affected() == 1)
+}
+
 const MEMBERSHIP_SELECT: &str = "SELECT m.project_id, p.name AS project_name, m.user_id, m.role, \
      m.created_at FROM memberships m JOIN projects p ON p.id = m.project_id";
 

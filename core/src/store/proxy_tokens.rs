@@ -65,6 +65,24 @@ pub async fn revoke_for_user<'e>(
     }
 }
 
+/// Revokes the live proxy tokens a user holds in a project (they left it).
+pub async fn revoke_of_member<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    user_id: &str,
+    now: i64,
+) -> Result<u64> {
+    Ok(sqlx::query(
+        "UPDATE proxy_tokens SET revoked_at = $1 WHERE project_id = $2 AND user_id = $3 AND revoked_at IS NULL AND expires_at > $1",
+    )
+    .bind(now)
+    .bind(project_id)
+    .bind(user_id)
+    .execute(ex)
+    .await?
+    .rows_affected())
+}
+
 /// Whose live proxy tokens a revocation covers.
 pub(super) enum Owner {
     User,

@@ -184,7 +184,7 @@ pub(crate) async fn authorized_with(
     t
 }
 
-async fn mcp_status(app: &TestApp, bearer: &str) -> u16 {
+pub(crate) async fn mcp_status(app: &TestApp, bearer: &str) -> u16 {
     mcp_request(app, bearer, "tools/list", json!({}))
         .await
         .status()

@@ -1,9 +1,11 @@
-//! Admins add members; members cannot.
+//! Admins add and remove members; members cannot. Removing someone ends every credential
+//! they held in the project.
 
 use serde_json::Value;
 use workbench_core::auth::Role;
 
 use crate::helpers::PASSWORD;
+use crate::mcp_oauth::{authorized, client, mcp_status, signed_in};
 use crate::{app, db_test};
 
 db_test!(an_admin_adds_a_member_who_can_then_sign_in, |backend| {
@@ -84,3 +86,75 @@ db_test!(a_member_cannot_add_members, |backend| {
             != 200
     );
 });
+
+db_test!(
+    removing_a_member_ends_their_keys_mcp_clients_and_portal_access,
+    |backend| {
+        let app = app!(backend);
+        let ada = app.user("ada@example.com", Role::Admin).await;
+        let bob = app.user("bob@example.com", Role::Member).await;
+        let bob_key = app.api_key(&bob).await;
+        let b = signed_in(&app, "bob@example.com").await;
+        let client_id = client(&app).await;
+        let token = authorized(&app, &b, &client_id).await;
+        let access = token["access_token"].as_str().unwrap().to_owned();
+        assert_eq!(mcp_status(&app, &access).await, 200);
+        let tools = |key: String| {
+            let app = &app;
+            async move {
+                app.http()
+                    .get(app.url("/v1/tools"))
+                    .bearer_auth(key)
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16()
+            }
+        };
+        assert_eq!(tools(bob_key.clone()).await, 200);
+
+        // A member may not remove anyone; an admin may not remove themselves.
+        let res = b
+            .call("remove_member", &[("id", ada.user_id.as_str())])
+            .await;
+        assert!(res.text().await.unwrap().contains("only project admins"));
+        let a = signed_in(&app, "ada@example.com").await;
+        let res = a
+            .call("remove_member", &[("id", ada.user_id.as_str())])
+            .await;
+        assert!(res.text().await.unwrap().contains("cannot remove yourself"));
+
+        let page: Value = a.call("members_page", &[]).await.json().await.unwrap();
+        let bob_row = page["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["email"] == "bob@example.com")
+            .unwrap()
+            .clone();
+        assert_eq!(bob_row["user_id"], bob.user_id.as_str());
+        let res = a
+            .call("remove_member", &[("id", bob.user_id.as_str())])
+            .await;
+        assert_eq!(res.status(), 200);
+
+        assert_eq!(tools(bob_key).await, 401, "the removed member's API key");
+        assert_eq!(
+            mcp_status(&app, &access).await,
+            401,
+            "the MCP client bob approved"
+        );
+        let me = b.get("/me").await;
+        assert_ne!(me.status(), 200, "bob's portal session");
+        let page: Value = a.call("members_page", &[]).await.json().await.unwrap();
+        assert_eq!(page["members"].as_array().unwrap().len(), 1, "{page}");
+        // Removing again, or someone who never was a member, is not found.
+        let res = a
+            .call("remove_member", &[("id", bob.user_id.as_str())])
+            .await;
+        assert_ne!(res.status(), 200);
+        let res = a.call("remove_member", &[("id", "usr_nobody")]).await;
+        assert_ne!(res.status(), 200);
+    }
+);

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use workbench_core::auth::Role;
+use workbench_core::auth::{Principal, Role};
 
 use crate::connections::{location, path_of};
 use crate::helpers::{admin_with_key, execute, mcp_call, within, Options, TestApp, PASSWORD};
@@ -91,6 +91,90 @@ async fn whoami(app: &TestApp, key: &str) -> Value {
     execute(app, key, json!([{ "tool": "remote.whoami", "args": {} }])).await[0].clone()
 }
 
+/// The admin registers the second workbench as `remote`, in user_oauth mode: it awaits their
+/// sign-in; the server's id.
+async fn register(app: &TestApp, up: &TestApp, key: &str) -> String {
+    let res = app
+        .http()
+        .post(app.url("/v1/mcp/servers"))
+        .bearer_auth(key)
+        .json(
+            &json!({ "name": "remote", "url": up.url("/mcp"), "auth": { "type": "user_oauth" },
+                           "tool_prefix": "remote.", "auto_approve": true }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let server: Value = res.json().await.unwrap();
+    assert_eq!(
+        (
+            server["auth_type"].as_str(),
+            server["state"].as_str(),
+            server["tools_discovered"].as_u64()
+        ),
+        (Some("user_oauth"), Some("awaiting_sign_in"), Some(0)),
+        "{server}"
+    );
+    server["id"].as_str().unwrap().to_owned()
+}
+
+/// The admin (ada, upstream ada@upstream.test) connects: the tools are listed with their
+/// connection and reach the catalog.
+async fn admin_connects(app: &TestApp, up: &TestApp, key: &str, id: &str) {
+    let link = connect_as(app, up, key, "ada@example.com", "ada@upstream.test").await;
+    let (waited, _) = mcp_call(
+        app,
+        key,
+        "wait_for_connection",
+        json!({ "connectionId": link["connectionId"], "timeoutSec": 5 }),
+    )
+    .await;
+    assert_eq!(waited, json!({ "status": "CONNECTED" }));
+    within(
+        "the tools listed with the admin's connection",
+        Duration::from_secs(20),
+        async || {
+            let v: Value = app
+                .http()
+                .get(app.url(&format!("/v1/mcp/servers/{id}")))
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let listed = v["state"] == "connected" && v["tools_discovered"].as_u64() == Some(9);
+            // … and in the catalog, which is rebuilt right after the listing is stored.
+            let schema = app
+                .http()
+                .get(app.url("/v1/tools/remote.whoami"))
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap();
+            listed && schema.status() == 200
+        },
+    )
+    .await;
+}
+
+/// How many tokens the upstream issued workbench for `upstream_user` are still live (revoking
+/// them is how they are counted: the test ends with them).
+async fn live_upstream_tokens(app: &TestApp, up: &TestApp, upstream_user: &Principal) -> u64 {
+    let grants = up.wb.oauth().grants(upstream_user).await.unwrap();
+    assert_eq!(grants.len(), 1);
+    assert_eq!(grants[0].client_id, app.url("/oauth/client-metadata"));
+    workbench_core::store::oauth::revoke_grant_tokens(
+        up.wb.db().pool(),
+        &grants[0].id,
+        workbench_core::clock::Clock::now_ms(&up.clock),
+    )
+    .await
+    .unwrap()
+}
+
 db_test!(
     two_users_signed_in_to_a_remote_server_each_call_it_as_themselves,
     |backend| {
@@ -102,29 +186,7 @@ db_test!(
         let bob = app.user("bob@example.com", Role::Member).await;
         let bob_key = app.api_key(&bob).await;
 
-        let res = app
-            .http()
-            .post(app.url("/v1/mcp/servers"))
-            .bearer_auth(&key)
-            .json(
-                &json!({ "name": "remote", "url": up.url("/mcp"), "auth": { "type": "user_oauth" },
-                           "tool_prefix": "remote.", "auto_approve": true }),
-            )
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status(), 201);
-        let server: Value = res.json().await.unwrap();
-        assert_eq!(
-            (
-                server["auth_type"].as_str(),
-                server["state"].as_str(),
-                server["tools_discovered"].as_u64()
-            ),
-            (Some("user_oauth"), Some("awaiting_sign_in"), Some(0)),
-            "{server}"
-        );
-        let id = server["id"].as_str().unwrap().to_owned();
+        let id = register(&app, &up, &key).await;
 
         // Until its admin connected, only they see it (nobody else can judge it by its tools).
         assert_eq!(remote_status(&app, &key).await, Some(false));
@@ -138,44 +200,7 @@ db_test!(
         .await;
         assert!(is_error, "{refused}");
 
-        // The admin connects: the tools are listed with their connection.
-        let link = connect_as(&app, &up, &key, "ada@example.com", "ada@upstream.test").await;
-        let (waited, _) = mcp_call(
-            &app,
-            &key,
-            "wait_for_connection",
-            json!({ "connectionId": link["connectionId"], "timeoutSec": 5 }),
-        )
-        .await;
-        assert_eq!(waited, json!({ "status": "CONNECTED" }));
-        within(
-            "the tools listed with the admin's connection",
-            Duration::from_secs(20),
-            async || {
-                let v: Value = app
-                    .http()
-                    .get(app.url(&format!("/v1/mcp/servers/{id}")))
-                    .bearer_auth(&key)
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
-                let listed = v["state"] == "connected" && v["tools_discovered"].as_u64() == Some(9);
-                // … and in the catalog, which is rebuilt right after the listing is stored.
-                let schema = app
-                    .http()
-                    .get(app.url("/v1/tools/remote.whoami"))
-                    .bearer_auth(&key)
-                    .send()
-                    .await
-                    .unwrap();
-                listed && schema.status() == 200
-            },
-        )
-        .await;
-
+        admin_connects(&app, &up, &key, &id).await;
         let ada_out = whoami(&app, &key).await;
         assert_eq!(ada_out["result"]["email"], "ada@upstream.test", "{ada_out}");
         assert_eq!(remote_status(&app, &key).await, Some(true));
@@ -216,17 +241,7 @@ db_test!(
         let bob_out = whoami(&app, &bob_key).await;
         assert_eq!(bob_out["code"], "NOT_CONNECTED", "{bob_out}");
         // … and the upstream revoked every token it issued him (RFC 7009): none is left live.
-        let grants = up.wb.oauth().grants(&bob_up).await.unwrap();
-        assert_eq!(grants.len(), 1);
-        assert_eq!(grants[0].client_id, app.url("/oauth/client-metadata"));
-        let live = workbench_core::store::oauth::revoke_grant_tokens(
-            up.wb.db().pool(),
-            &grants[0].id,
-            workbench_core::clock::Clock::now_ms(&up.clock),
-        )
-        .await
-        .unwrap();
-        assert_eq!(live, 0, "tokens still live upstream after disconnect");
+        assert_eq!(live_upstream_tokens(&app, &up, &bob_up).await, 0);
     }
 );
 
@@ -294,5 +309,48 @@ db_test!(
             .await
             .unwrap();
         assert_eq!(listed["data"], json!([]), "nothing stored: {listed}");
+    }
+);
+
+db_test!(
+    removing_a_member_revokes_their_tokens_at_the_remote_server,
+    |backend| {
+        let up = app!(backend, loopback());
+        up.user("ada@upstream.test", Role::Admin).await;
+        let carol_up = up.user("carol@upstream.test", Role::Member).await;
+        let app = app!(backend, loopback());
+        let (ada, key) = admin_with_key(&app).await;
+        let carol = app.user("carol@example.com", Role::Member).await;
+        let carol_key = app.api_key(&carol).await;
+        let id = register(&app, &up, &key).await;
+        admin_connects(&app, &up, &key, &id).await;
+        connect_as(
+            &app,
+            &up,
+            &carol_key,
+            "carol@example.com",
+            "carol@upstream.test",
+        )
+        .await;
+        let out = whoami(&app, &carol_key).await;
+        assert_eq!(out["result"]["email"], "carol@upstream.test", "{out}");
+
+        app.wb.remove_member(&ada, &carol.user_id).await.unwrap();
+        assert_eq!(
+            live_upstream_tokens(&app, &up, &carol_up).await,
+            0,
+            "tokens still live upstream after the member was removed"
+        );
+        let res = app
+            .http()
+            .get(app.url("/v1/tools"))
+            .bearer_auth(&carol_key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 401, "the removed member's key");
+        // The admin's own connection is untouched.
+        let out = whoami(&app, &key).await;
+        assert_eq!(out["result"]["email"], "ada@upstream.test", "{out}");
     }
 );

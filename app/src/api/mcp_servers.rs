@@ -57,36 +57,102 @@ pub async fn mcp_servers_page() -> Result<McpServersData, AppError> {
     })
 }
 
-/// Registers a server from the form; an empty secret means no credential.
+/// The `auth` object of a registration from the form's fields, as REST takes it: only what
+/// the chosen kind uses, and only fields that were filled in, so that core's validation (the
+/// same as REST's) names what is missing.
+#[cfg(feature = "ssr")]
+fn auth_of_form(
+    kind: &str,
+    secret: &str,
+    client_id: &str,
+    token_url: &str,
+    scopes: &str,
+) -> Result<Option<serde_json::Value>, String> {
+    let (secret, client_id, token_url, scopes) = (
+        secret.trim(),
+        client_id.trim(),
+        token_url.trim(),
+        scopes.trim(),
+    );
+    let mut auth = serde_json::json!({ "type": kind });
+    let mut put = |field: &str, value: &str| {
+        if !value.is_empty() {
+            auth[field] = serde_json::json!(value);
+        }
+    };
+    match kind {
+        "" | "none" => return Ok(None),
+        "bearer" => put("secret_ref", secret),
+        "oauth2" => {
+            put("token_url", token_url);
+            put("client_id", client_id);
+            put("secret_ref", secret);
+            put("scope", scopes);
+        }
+        "user_oauth" => {
+            put("client_id", client_id);
+            put("secret_ref", secret);
+            if !scopes.is_empty() {
+                auth["scopes"] = serde_json::json!(scopes.split_whitespace().collect::<Vec<_>>());
+            }
+        }
+        other => return Err(format!("unknown authentication {other:?}")),
+    }
+    Ok(Some(auth))
+}
+
+/// Registers a server from the form, with every option REST offers.
+#[allow(clippy::too_many_arguments)]
 #[server(endpoint = "register_mcp_server")]
 pub async fn register_mcp_server(
     name: String,
     url: String,
-    secret: String,
-    tool_prefix: String,
-    timeout_ms: String,
-    max_concurrency: String,
+    transport: Option<String>,
+    auth: Option<String>,
+    secret: Option<String>,
+    client_id: Option<String>,
+    token_url: Option<String>,
+    scopes: Option<String>,
+    tool_prefix: Option<String>,
+    timeout_ms: Option<String>,
+    max_concurrency: Option<String>,
+    auto_approve: Option<String>,
 ) -> Result<(), AppError> {
     let p = ssr::principal().await?;
+    let text = |v: &Option<String>| v.as_deref().unwrap_or_default().trim().to_owned();
+    let transport = match text(&transport).as_str() {
+        "" => "http".to_owned(),
+        t => t.to_owned(),
+    };
     let mut body =
-        serde_json::json!({ "name": name.trim(), "transport": "http", "url": url.trim() });
-    if !secret.trim().is_empty() {
-        body["auth"] = serde_json::json!({ "type": "bearer", "secret_ref": secret.trim() });
+        serde_json::json!({ "name": name.trim(), "transport": transport, "url": url.trim() });
+    if let Some(a) = auth_of_form(
+        &text(&auth),
+        &text(&secret),
+        &text(&client_id),
+        &text(&token_url),
+        &text(&scopes),
+    )
+    .map_err(AppError::Message)?
+    {
+        body["auth"] = a;
     }
-    if !tool_prefix.trim().is_empty() {
-        body["tool_prefix"] = serde_json::json!(tool_prefix.trim());
+    if !text(&tool_prefix).is_empty() {
+        body["tool_prefix"] = serde_json::json!(text(&tool_prefix));
     }
     for (field, value) in [
-        ("timeout_ms", &timeout_ms),
-        ("max_concurrency", &max_concurrency),
+        ("timeout_ms", text(&timeout_ms)),
+        ("max_concurrency", text(&max_concurrency)),
     ] {
-        if !value.trim().is_empty() {
+        if !value.is_empty() {
             let n: u64 = value
-                .trim()
                 .parse()
                 .map_err(|_| AppError::Message(format!("{field} must be a whole number")))?;
             body[field] = serde_json::json!(n);
         }
+    }
+    if auto_approve.is_some_and(|v| v == "on" || v == "true") {
+        body["auto_approve"] = serde_json::json!(true);
     }
     ssr::wb()?.upstreams().register(&p, &body).await?;
     Ok(())

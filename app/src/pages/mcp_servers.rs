@@ -1,4 +1,4 @@
-//! MCP servers: the project's upstream servers (register with a vault secret as credential,
+//! MCP servers: the project's upstream servers (register with every option REST has,
 //! state and breaker, refresh, delete with confirmation), and one server's tools for review
 //! (a changed description or schema side by side with what was approved, approve, side-effects
 //! override).
@@ -51,6 +51,8 @@ pub fn McpServers() -> impl IntoView {
     let refresh = ServerAction::<RefreshMcpServer>::new();
     let delete = ServerAction::<DeleteMcpServer>::new();
     let data = reloaded_after!(mcp_servers_page(); register, refresh, delete);
+    // The chosen authentication: which of its fields the form shows.
+    let auth = RwSignal::new("none".to_owned());
     view! {
         <Page current="/mcp-servers" title="MCP servers"
             subtitle="Upstream MCP servers whose tools join this project's catalog, behind a timeout, a concurrency ceiling and a circuit breaker.">
@@ -61,17 +63,56 @@ pub fn McpServers() -> impl IntoView {
                         <h2 class="mb-3 text-base font-semibold">"Register a server"</h2>
                         <ActionForm action=register attr:class="grid grid-cols-2 gap-3">
                             <div><label for="mcp-name" class=LABEL>"Name"</label><input id="mcp-name" name="name" required class=INPUT placeholder="crm"/></div>
-                            <div><label for="mcp-url" class=LABEL>"Streamable HTTP URL"</label><input id="mcp-url" name="url" type="url" required class=INPUT placeholder="https://mcp.example.com/mcp"/></div>
+                            <div><label for="mcp-url" class=LABEL>"URL"</label><input id="mcp-url" name="url" type="url" required class=INPUT placeholder="https://mcp.example.com/mcp"/></div>
                             <div>
-                                <label for="mcp-secret" class=LABEL>"Bearer credential (vault secret)"</label>
+                                <label for="mcp-transport" class=LABEL>"Transport"</label>
+                                <select id="mcp-transport" name="transport" class=INPUT>
+                                    <option value="http" selected>"Streamable HTTP"</option>
+                                    <option value="sse">"HTTP with SSE (older servers)"</option>
+                                </select>
+                            </div>
+                            <div>
+                                <label for="mcp-auth" class=LABEL>"Authentication"</label>
+                                <select id="mcp-auth" name="auth" class=INPUT on:change=move |ev| auth.set(event_target_value(&ev))>
+                                    <option value="none" selected>"None"</option>
+                                    <option value="bearer">"Bearer token (vault secret)"</option>
+                                    <option value="oauth2">"OAuth 2.0 client credentials"</option>
+                                    <option value="user_oauth">"Each user signs in (OAuth)"</option>
+                                </select>
+                            </div>
+                            <p class="col-span-2 text-xs text-slate-500" class:hidden=move || auth.get() != "user_oauth" data-testid="user-oauth-help">
+                                "Each person connects with their own account and the server's tools run as them. workbench finds the server's authorization server and registers itself; give a client ID only if the server's owner registered one for you. After registering, connect on the Connections page: the tools are listed with your connection."
+                            </p>
+                            <div class:hidden=move || !matches!(auth.get().as_str(), "oauth2" | "user_oauth")>
+                                <label for="mcp-client-id" class=LABEL>{move || if auth.get() == "user_oauth" { "Client ID (optional)" } else { "Client ID" }}</label>
+                                <input id="mcp-client-id" name="client_id" class=INPUT autocomplete="off"/>
+                            </div>
+                            <div class:hidden=move || auth.get() != "oauth2">
+                                <label for="mcp-token-url" class=LABEL>"Token URL"</label>
+                                <input id="mcp-token-url" name="token_url" type="url" class=INPUT placeholder="https://auth.example.com/oauth/token"/>
+                            </div>
+                            <div class:hidden=move || auth.get() == "none">
+                                <label for="mcp-secret" class=LABEL>{move || match auth.get().as_str() {
+                                    "bearer" => "Bearer token (vault secret)",
+                                    "oauth2" => "Client secret (vault secret)",
+                                    _ => "Client secret (vault secret, optional)",
+                                }}</label>
                                 <select id="mcp-secret" name="secret" class=INPUT>
                                     <option value="">"None"</option>
                                     {d.secrets.iter().map(|s| view! { <option value=s.clone()>{s.clone()}</option> }).collect_view()}
                                 </select>
                             </div>
+                            <div class:hidden=move || !matches!(auth.get().as_str(), "oauth2" | "user_oauth")>
+                                <label for="mcp-scopes" class=LABEL>"Scopes (space-separated, optional)"</label>
+                                <input id="mcp-scopes" name="scopes" class=INPUT placeholder="read write"/>
+                            </div>
                             <div><label for="mcp-prefix" class=LABEL>"Tool prefix"</label><input id="mcp-prefix" name="tool_prefix" class=INPUT placeholder="<name>."/></div>
                             <div><label for="mcp-timeout" class=LABEL>"Timeout (ms)"</label><input id="mcp-timeout" name="timeout_ms" inputmode="numeric" class=INPUT placeholder="30000"/></div>
                             <div><label for="mcp-conc" class=LABEL>"Max concurrency"</label><input id="mcp-conc" name="max_concurrency" inputmode="numeric" class=INPUT placeholder="10"/></div>
+                            <label class="col-span-2 flex items-start gap-2 text-sm">
+                                <input type="checkbox" name="auto_approve" value="on" class="mt-1"/>
+                                <span>"Approve its tools without review" <span class="block text-xs text-slate-500">"New and changed tools become available at once instead of waiting on this page for an admin."</span></span>
+                            </label>
                             <div class="col-span-2"><button type="submit" class=BUTTON>"Register"</button></div>
                         </ActionForm>
                         <ActionError value=register.value()/>
@@ -88,6 +129,12 @@ pub fn McpServers() -> impl IntoView {
                                         <span class=format!("ml-1 {}", breaker_badge(s.breaker))>{format!("breaker {}", s.breaker)}</span>
                                         <p class="text-xs text-slate-500">{format!("{} · auth {} · {} available, {} unavailable, {} to review", s.url, s.auth_type, s.available, s.unavailable, s.pending_review)}</p>
                                         {s.last_error.clone().map(|e| view! { <p class="text-xs text-red-700">{format!("Last refresh failed: {e}")}</p> })}
+                                        {(s.state == ServerState::AwaitingSignIn).then(|| view! {
+                                            <p class="text-xs text-amber-800" data-testid="mcp-server-awaiting">
+                                                "Its tools are listed once the admin who registered it connects: "
+                                                <a href="/connections" class="underline">"Connections"</a>
+                                            </p>
+                                        })}
                                     </div>
                                     {can_manage.then(|| view! {
                                         <div class="flex gap-2">

@@ -40,6 +40,7 @@ mod outbound_secrets;
 mod permissions;
 mod policies;
 mod portal_auth;
+mod portal_mcp_servers;
 mod portal_tools;
 mod portal_usage;
 mod protections;

@@ -16,6 +16,10 @@ const dnsPort = port + 7;
 export const mailControlURL = `http://127.0.0.1:${port + 8}`;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "wb-e2e-"));
 export const baseURL = `http://127.0.0.1:${port}`;
+// A second workbench, the remote MCP server each user signs in to. Another loopback address,
+// so that browser cookies of the two instances stay apart.
+const remotePort = port + 9;
+export const remoteURL = `http://127.0.0.2:${remotePort}`;
 
 export default defineConfig({
   testDir: "./tests",
@@ -29,6 +33,7 @@ export default defineConfig({
     { name: "connect", testMatch: /connect\.spec\.ts/, dependencies: ["portal"] },
     { name: "governance", testMatch: /governance\.spec\.ts/, dependencies: ["connect"] },
     { name: "mcp-oauth", testMatch: /mcp_oauth\.spec\.ts/, dependencies: ["governance"] },
+    { name: "upstream-sign-in", testMatch: /upstream_sign_in\.spec\.ts/, dependencies: ["mcp-oauth"] },
   ],
   use: {
     baseURL,
@@ -75,7 +80,7 @@ export default defineConfig({
         `--data-dir ${dir}/data`,
         "--site-root ../target/site",
         `--public-url ${baseURL}`,
-        "--egress-allow-private 127.0.0.1",
+        "--egress-allow-private 127.0.0.0/8",
         `--smtp-url smtp://127.0.0.1:${smtpPort}`,
         `--dns-resolver 127.0.0.1:${dnsPort}`,
       ].join(" "),
@@ -89,6 +94,23 @@ export default defineConfig({
         WB_INTEGRATION_GITHUB_ISSUER: providerURL,
       },
       url: `${baseURL}/healthz`,
+      reuseExistingServer: false,
+      timeout: 60_000,
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+    {
+      command: [
+        "../target/release/workbench serve",
+        `--bind 127.0.0.2:${remotePort}`,
+        `--database-url sqlite://${dir}/remote.db`,
+        `--data-dir ${dir}/remote-data`,
+        "--site-root ../target/site",
+        `--public-url ${remoteURL}`,
+        // It fetches workbench's client ID metadata document from 127.0.0.1.
+        "--egress-allow-private 127.0.0.0/8",
+      ].join(" "),
+      url: `${remoteURL}/healthz`,
       reuseExistingServer: false,
       timeout: 60_000,
       stdout: "pipe",

@@ -209,7 +209,7 @@ test("an MCP server's tools join the catalog, and a changed tool waits for an ad
   await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "MCP servers" }).click();
   await expect(page.getByRole("heading", { name: "MCP servers" })).toBeVisible();
   await page.getByLabel("Name").fill("crm");
-  await page.getByLabel("Streamable HTTP URL").fill(`${upstreamURL}/mcp`);
+  await page.getByLabel("URL", { exact: true }).fill(`${upstreamURL}/mcp`);
   await page.getByRole("button", { name: "Register" }).click();
   await expect(page.getByTestId("mcp-server-row")).toContainText("1 available, 0 unavailable, 0 to review");
   await expect(page.getByTestId("mcp-server-row")).toContainText("breaker closed");
@@ -259,7 +259,7 @@ test("an MCP server's tools join the catalog, and a changed tool waits for an ad
 
   // The form's options: a tool prefix, a timeout and a concurrency ceiling, as the API reads them.
   await page.getByLabel("Name").fill("sales");
-  await page.getByLabel("Streamable HTTP URL").fill(`${upstreamURL}/mcp`);
+  await page.getByLabel("URL", { exact: true }).fill(`${upstreamURL}/mcp`);
   await page.getByLabel("Tool prefix").fill("deals.");
   await page.getByLabel("Timeout (ms)").fill("4000");
   await page.getByLabel("Max concurrency").fill("3");
@@ -278,7 +278,7 @@ test("an MCP server's tools join the catalog, and a changed tool waits for an ad
   // A value out of range is refused with the server's words, and nothing is registered.
   await page.goto("/mcp-servers");
   await page.getByLabel("Name").fill("slow");
-  await page.getByLabel("Streamable HTTP URL").fill(`${upstreamURL}/mcp`);
+  await page.getByLabel("URL", { exact: true }).fill(`${upstreamURL}/mcp`);
   await page.getByLabel("Max concurrency").fill("0");
   await page.getByRole("button", { name: "Register" }).click();
   await expect(page.getByRole("alert")).toContainText("concurrency");

@@ -1146,6 +1146,11 @@ impl Upstreams {
         let existing = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
         let mut by_name: HashMap<String, ToolRow> =
             existing.into_iter().map(|t| (t.name.clone(), t)).collect();
+        // A server each user signs in to is first listed when its admin connects: that listing
+        // is its registration, approved as registering any other server approves what it lists.
+        let first_listing = by_name.is_empty()
+            && serde_json::from_str::<AuthConfig>(&row.auth)
+                .is_ok_and(|a| a.user_oauth().is_some());
         let mut changes = Changes::default();
         let mut tx = self.db.begin_write().await?;
         // Read within the write, so a name claimed elsewhere meanwhile is seen (or, racing on
@@ -1180,7 +1185,7 @@ impl Upstreams {
                     changes.added.push(fresh.name.clone());
                     // A new tool whose name another server owns is never approved on its own:
                     // held, and once the name is free an admin decides.
-                    if row.auto_approve != 0 && !taken {
+                    if (row.auto_approve != 0 || first_listing) && !taken {
                         approve(&mut fresh);
                     } else {
                         fresh.status = ToolState::PendingReview;

@@ -100,7 +100,7 @@ async fn register(app: &TestApp, up: &TestApp, key: &str) -> String {
         .bearer_auth(key)
         .json(
             &json!({ "name": "remote", "url": up.url("/mcp"), "auth": { "type": "user_oauth" },
-                           "tool_prefix": "remote.", "auto_approve": true }),
+                           "tool_prefix": "remote." }),
         )
         .send()
         .await
@@ -120,7 +120,7 @@ async fn register(app: &TestApp, up: &TestApp, key: &str) -> String {
 }
 
 /// The admin (ada, upstream ada@upstream.test) connects: the tools are listed with their
-/// connection and reach the catalog.
+/// connection and, that first listing being the registration's, reach the catalog approved.
 async fn admin_connects(app: &TestApp, up: &TestApp, key: &str, id: &str) {
     let link = connect_as(app, up, key, "ada@example.com", "ada@upstream.test").await;
     let (waited, _) = mcp_call(

@@ -51,8 +51,21 @@ pub fn McpServers() -> impl IntoView {
     let refresh = ServerAction::<RefreshMcpServer>::new();
     let delete = ServerAction::<DeleteMcpServer>::new();
     let data = reloaded_after!(mcp_servers_page(); register, refresh, delete);
-    // The chosen authentication: which of its fields the form shows.
-    let auth = RwSignal::new("none".to_owned());
+    // The chosen authentication: which of its fields the form shows. Empty until the page
+    // runs in the browser, so that without JavaScript every field is there to fill.
+    let auth = RwSignal::new(String::new());
+    let auth_select = NodeRef::<leptos::html::Select>::new();
+    Effect::new(move |_| {
+        if let Some(select) = auth_select.get() {
+            auth.set(select.value());
+        }
+    });
+    let hidden_unless = move |kinds: &'static [&'static str]| {
+        move || {
+            let a = auth.get();
+            !a.is_empty() && !kinds.contains(&a.as_str())
+        }
+    };
     view! {
         <Page current="/mcp-servers" title="MCP servers"
             subtitle="Upstream MCP servers whose tools join this project's catalog, behind a timeout, a concurrency ceiling and a circuit breaker.">
@@ -73,36 +86,40 @@ pub fn McpServers() -> impl IntoView {
                             </div>
                             <div>
                                 <label for="mcp-auth" class=LABEL>"Authentication"</label>
-                                <select id="mcp-auth" name="auth" class=INPUT on:change=move |ev| auth.set(event_target_value(&ev))>
+                                <select id="mcp-auth" name="auth" class=INPUT node_ref=auth_select on:change=move |ev| auth.set(event_target_value(&ev))>
                                     <option value="none" selected>"None"</option>
                                     <option value="bearer">"Bearer token (vault secret)"</option>
                                     <option value="oauth2">"OAuth 2.0 client credentials"</option>
                                     <option value="user_oauth">"Each user signs in (OAuth)"</option>
                                 </select>
                             </div>
-                            <p class="col-span-2 text-xs text-slate-500" class:hidden=move || auth.get() != "user_oauth" data-testid="user-oauth-help">
+                            <p class="col-span-2 text-xs text-slate-500" class:hidden=hidden_unless(&["user_oauth"]) data-testid="user-oauth-help">
                                 "Each person connects with their own account and the server's tools run as them. workbench finds the server's authorization server and registers itself; give a client ID only if the server's owner registered one for you. After registering, connect on the Connections page: the tools are listed with your connection."
                             </p>
-                            <div class:hidden=move || !matches!(auth.get().as_str(), "oauth2" | "user_oauth")>
-                                <label for="mcp-client-id" class=LABEL>{move || if auth.get() == "user_oauth" { "Client ID (optional)" } else { "Client ID" }}</label>
+                            <div class:hidden=hidden_unless(&["oauth2", "user_oauth"])>
+                                <label for="mcp-client-id" class=LABEL>{move || match auth.get().as_str() {
+                                    "oauth2" => "Client ID",
+                                    _ => "Client ID (OAuth; optional when each user signs in)",
+                                }}</label>
                                 <input id="mcp-client-id" name="client_id" class=INPUT autocomplete="off"/>
                             </div>
-                            <div class:hidden=move || auth.get() != "oauth2">
+                            <div class:hidden=hidden_unless(&["oauth2"])>
                                 <label for="mcp-token-url" class=LABEL>"Token URL"</label>
                                 <input id="mcp-token-url" name="token_url" type="url" class=INPUT placeholder="https://auth.example.com/oauth/token"/>
                             </div>
-                            <div class:hidden=move || auth.get() == "none">
+                            <div class:hidden=hidden_unless(&["bearer", "oauth2", "user_oauth"])>
                                 <label for="mcp-secret" class=LABEL>{move || match auth.get().as_str() {
                                     "bearer" => "Bearer token (vault secret)",
                                     "oauth2" => "Client secret (vault secret)",
-                                    _ => "Client secret (vault secret, optional)",
+                                    "user_oauth" => "Client secret (vault secret, optional)",
+                                    _ => "Vault secret (bearer token or client secret)",
                                 }}</label>
                                 <select id="mcp-secret" name="secret" class=INPUT>
                                     <option value="">"None"</option>
                                     {d.secrets.iter().map(|s| view! { <option value=s.clone()>{s.clone()}</option> }).collect_view()}
                                 </select>
                             </div>
-                            <div class:hidden=move || !matches!(auth.get().as_str(), "oauth2" | "user_oauth")>
+                            <div class:hidden=hidden_unless(&["oauth2", "user_oauth"])>
                                 <label for="mcp-scopes" class=LABEL>"Scopes (space-separated, optional)"</label>
                                 <input id="mcp-scopes" name="scopes" class=INPUT placeholder="read write"/>
                             </div>

@@ -154,10 +154,16 @@ pub struct ToolDef {
     pub result: Option<ResultDef>,
 }
 
+/// The placeholder a request template uses for the caller's end user (REST `end_user_id`):
+/// `{workbench.end_user_id}` in the path, a query value or a header, `"$workbench.end_user_id"`
+/// in the body; absent when the call names none (a path that needs it is then refused).
+pub const END_USER: &str = "workbench.end_user_id";
+
 /// `path` and `query` values use `{arg}` placeholders (a path placeholder is one
 /// percent-encoded segment, `{+arg}` several; absent arguments drop the query parameter); in
 /// `body`, a string that is exactly `$arg` is replaced by the argument's value (type kept) and
-/// dropped when the argument is absent. The body goes as JSON or as a form.
+/// dropped when the argument is absent. The body goes as JSON or as a form. The caller's end
+/// user fills `{workbench.end_user_id}` / `"$workbench.end_user_id"` (`request::END_USER`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RequestDef {
@@ -385,7 +391,7 @@ impl IntegrationDef {
                 (Some(r), None) => {
                     check_request_line(&r.method, &r.path).map_err(tbad)?;
                     let props = t.input_schema.get("properties").and_then(Value::as_object);
-                    let known = |p: &str| props.is_some_and(|m| m.contains_key(p));
+                    let known = |p: &str| p == END_USER || props.is_some_and(|m| m.contains_key(p));
                     for p in placeholders(&r.path)
                         .into_iter()
                         .chain(r.query.values().flat_map(|v| placeholders(v)))

@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+pub use super::definition::END_USER;
 use super::definition::{BodyEncoding, Inject, NextAs, NextFrom, RequestDef, ResultDef};
 use crate::catalog::HandlerError;
 
@@ -230,6 +231,19 @@ pub fn join(base: &url::Url, path: &str) -> url::Url {
     url.set_path(&format!("{prefix}{path}"));
     url.set_query(None);
     url
+}
+
+/// The arguments a template is filled from: the validated arguments and the caller's end user
+/// under `END_USER`, which an argument of that name can never supply.
+pub fn with_end_user(args: &Value, end_user_id: Option<&str>) -> Value {
+    let mut filled = args.clone();
+    if let Some(map) = filled.as_object_mut() {
+        map.remove(END_USER);
+        if let Some(id) = end_user_id {
+            map.insert(END_USER.to_owned(), Value::String(id.to_owned()));
+        }
+    }
+    filled
 }
 
 pub fn prepare(base: &url::Url, req: &RequestDef, args: &Value) -> Result<Prepared, HandlerError> {
@@ -586,6 +600,37 @@ mod tests {
             "the body itself is always sent"
         );
         assert!(prepare(&base, &req("/repos/{owner}"), &json!({})).is_err());
+    }
+
+    #[test]
+    fn the_end_user_fills_its_placeholder_and_no_argument_can_pose_as_it() {
+        let base = url::Url::parse("https://api.example.com").unwrap();
+        let mut r = req("/users/{workbench.end_user_id}/orders");
+        r.query
+            .insert("on_behalf".into(), "{workbench.end_user_id}".into());
+        r.headers
+            .insert("X-End-User".into(), "{workbench.end_user_id}".into());
+        r.body = Some(json!({ "for": "$workbench.end_user_id", "note": "$note" }));
+        let spoof = json!({ "note": "n", "workbench.end_user_id": "eu_admin" });
+        let p = prepare(&base, &r, &with_end_user(&spoof, Some("eu 4821"))).unwrap();
+        assert_eq!(
+            p.url.as_str(),
+            "https://api.example.com/users/eu%204821/orders?on_behalf=eu+4821"
+        );
+        assert_eq!(
+            p.headers,
+            vec![("X-End-User".to_owned(), "eu 4821".to_owned())]
+        );
+        assert_eq!(
+            p.body,
+            Some(Body::Json(json!({ "for": "eu 4821", "note": "n" })))
+        );
+        // Without an end user the path cannot be built, whatever the arguments say.
+        assert!(prepare(&base, &r, &with_end_user(&spoof, None)).is_err());
+        r.path = "/orders".into();
+        let p = prepare(&base, &r, &with_end_user(&spoof, None)).unwrap();
+        assert!(p.headers.is_empty() && p.url.query().is_none(), "{p:?}");
+        assert_eq!(p.body, Some(Body::Json(json!({ "note": "n" }))));
     }
 
     #[test]

@@ -37,9 +37,10 @@ impl ToolHandler for PluginTool {
             return Err(HandlerError::Unavailable("this tool has no request".into()));
         };
         let base = self.client.integration.base_url.clone();
+        let filled = request::with_end_user(&args, ctx.end_user_id);
         let reply = self
             .client
-            .send_authorized(ctx, || request::prepare(&base, req, &args))
+            .send_authorized(ctx, || request::prepare(&base, req, &filled))
             .await?;
         let rule = self.tool.result.as_ref();
         if let Some(field) = rule.and_then(|r| r.text_as.as_deref()) {

@@ -1001,3 +1001,67 @@ db_test!(
         );
     }
 );
+
+db_test!(
+    an_apps_request_carries_the_callers_end_user_and_no_argument_can_pose_as_it,
+    |backend| {
+        let app = app!(
+            backend,
+            Options {
+                egress_allow_private: vec!["127.0.0.1"],
+                ..Default::default()
+            }
+        );
+        let (_, key) = admin_with_key(&app).await;
+        let fake = fakes::start().await;
+        let mut def = definition("orders", &fake.url(""));
+        def["tools"][0]["request"] = json!({
+            "method": "POST", "path": "/echo",
+            "headers": { "X-End-User": "{workbench.end_user_id}" },
+            "body": { "message": "$message", "for": "$workbench.end_user_id" }
+        });
+        def["tools"][0]["input_schema"]["properties"]["workbench.end_user_id"] =
+            json!({ "type": "string" });
+        let (status, created) = post_app(&app, &key, &def).await;
+        assert_eq!(status, 201, "{created}");
+
+        let invoke = |body: Value| {
+            let (app, key) = (&app, &key);
+            async move {
+                let res = app
+                    .http()
+                    .post(app.url("/v1/tools/invoke"))
+                    .bearer_auth(key)
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(res.status(), 200);
+            }
+        };
+        let sent = || {
+            let (headers, body) = fake.state.last.lock().unwrap().clone().unwrap();
+            let header = headers
+                .get("x-end-user")
+                .map(|v| v.to_str().unwrap().to_owned());
+            (header, serde_json::from_str::<Value>(&body).unwrap())
+        };
+        invoke(
+            json!({ "tool": "orders_echo_message", "end_user_id": "eu_customer_4821",
+                       "arguments": { "message": "hi", "workbench.end_user_id": "eu_admin" } }),
+        )
+        .await;
+        assert_eq!(
+            sent(),
+            (
+                Some("eu_customer_4821".to_owned()),
+                json!({ "message": "hi", "for": "eu_customer_4821" })
+            )
+        );
+        // No end user: nothing is sent in its place, whatever the arguments say.
+        invoke(json!({ "tool": "orders_echo_message",
+                       "arguments": { "message": "hi", "workbench.end_user_id": "eu_admin" } }))
+        .await;
+        assert_eq!(sent(), (None, json!({ "message": "hi" })));
+    }
+);

@@ -55,6 +55,7 @@ mod upstream;
 mod upstream_discovery;
 mod upstream_everything;
 mod upstream_identity;
+mod upstream_python_sdk;
 mod upstream_sign_in;
 mod v1_auth;
 mod v1_tools;

@@ -1,0 +1,307 @@
+//! Issue 31 against the reference implementation: a remote MCP server of the official MCP
+//! Python SDK, OAuth-protected by the SDK's own authorization server (`tests/mcp_sdk/
+//! oauth_server.py`). workbench discovers it from its 401, registers itself dynamically (the
+//! server offers no client ID metadata documents) or uses a client registered beforehand, and
+//! each user signs in on the server's own sign-in page; calls carry each user's token, an
+//! expired one is refreshed once after the 401, and disconnecting revokes it there.
+
+use std::process::Stdio;
+
+use serde_json::{json, Value};
+use tokio::io::AsyncBufReadExt;
+use workbench_core::auth::Role;
+
+use crate::connections::{location, path_of};
+use crate::helpers::{admin_with_key, execute, mcp_call, within, Options, TestApp, PASSWORD};
+use crate::{app, db_test};
+
+fn loopback() -> Options {
+    Options {
+        egress_allow_private: vec!["127.0.0.1"],
+        ..Default::default()
+    }
+}
+
+/// The SDK's OAuth-protected server on a free loopback port, killed when dropped.
+struct SdkServer {
+    _child: tokio::process::Child,
+    base: String,
+    http: reqwest::Client,
+}
+
+impl SdkServer {
+    async fn start() -> Option<SdkServer> {
+        let py = crate::mcp_sdk::python()?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_sdk/oauth_server.py");
+        // mcp 2.3.0 refuses HTTP Basic client authentication without a client_id in the body
+        // and a public client's revocation without a client_secret field (python-sdk#3545,
+        // #3508); the flag makes the server accept both, as RFC 6749 and RFC 7009 do.
+        let mut child = tokio::process::Command::new(py)
+            .arg(script)
+            .arg(port.to_string())
+            .arg("--fix-sdk-client-auth")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let ready = tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line())
+            .await
+            .expect("the SDK server did not start within a minute")
+            .unwrap();
+        assert_eq!(ready.as_deref(), Some("READY"));
+        Some(SdkServer {
+            _child: child,
+            base: format!("http://127.0.0.1:{port}"),
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+        })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Unrevoked, unexpired tokens the server holds for `user`.
+    async fn live(&self, user: &str) -> u64 {
+        let v: Value = self
+            .http
+            .get(self.url(&format!("/test/live?user={user}")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        v["live"].as_u64().unwrap()
+    }
+
+    /// `user` signs in on the server's page the authorization URL leads to; where the server
+    /// sends the browser back.
+    async fn sign_in(&self, authorize: &str, user: &str) -> String {
+        let res = self.http.get(authorize).send().await.unwrap();
+        assert!(res.status().is_redirection(), "{}", res.status());
+        let login = location(&res);
+        let request = url::Url::parse(&login)
+            .unwrap()
+            .query_pairs()
+            .find(|(k, _)| k == "request")
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_else(|| panic!("{login}"));
+        let res = self
+            .http
+            .post(self.url("/login"))
+            .form(&[("request", request.as_str()), ("username", user)])
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_redirection(), "{}", res.status());
+        location(&res)
+    }
+}
+
+/// The workbench user `email` (holding `key`) connects `remote`, signing in upstream as `user`.
+async fn connect(app: &TestApp, sdk: &SdkServer, key: &str, email: &str, user: &str) {
+    let (link, _) = mcp_call(app, key, "connect", json!({ "integration": "remote" })).await;
+    let b = app.browser();
+    assert!(b.sign_in(email, PASSWORD).await.status().is_success());
+    let res = b.get(&path_of(link["url"].as_str().unwrap())).await;
+    let authorize = location(&res);
+    assert!(authorize.starts_with(&sdk.url("/authorize")), "{authorize}");
+    let back = sdk.sign_in(&authorize, user).await;
+    assert!(back.starts_with(&app.url("/oauth/callback")), "{back}");
+    assert!(b.get(&path_of(&back)).await.status().is_redirection());
+    let (waited, _) = mcp_call(
+        app,
+        key,
+        "wait_for_connection",
+        json!({ "connectionId": link["connectionId"], "timeoutSec": 5 }),
+    )
+    .await;
+    assert_eq!(waited, json!({ "status": "CONNECTED" }));
+}
+
+async fn whoami(app: &TestApp, key: &str) -> Value {
+    execute(app, key, json!([{ "tool": "remote.whoami", "args": {} }])).await[0].clone()
+}
+
+async fn register(app: &TestApp, key: &str, url: &str, auth: Value) -> Value {
+    let res = app
+        .http()
+        .post(app.url("/v1/mcp/servers"))
+        .bearer_auth(key)
+        .json(&json!({ "name": "remote", "url": url, "auth": auth }))
+        .send()
+        .await
+        .unwrap();
+    let status = res.status();
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        (body["auth_type"].as_str(), body["state"].as_str()),
+        (Some("user_oauth"), Some("awaiting_sign_in")),
+        "{body}"
+    );
+    body
+}
+
+/// The tools are listed with the admin's connection and reach the catalog.
+async fn listed(app: &TestApp, key: &str) {
+    within(
+        "remote.whoami in the catalog",
+        std::time::Duration::from_secs(20),
+        async || {
+            app.http()
+                .get(app.url("/v1/tools/remote.whoami"))
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                == 200
+        },
+    )
+    .await;
+}
+
+db_test!(
+    each_user_signs_in_to_the_python_sdks_oauth_server_through_dynamic_registration,
+    |backend| {
+        let Some(sdk) = SdkServer::start().await else {
+            return;
+        };
+        let app = app!(backend, loopback());
+        let (_, key) = admin_with_key(&app).await;
+        let bob = app.user("bob@example.com", Role::Member).await;
+        let bob_key = app.api_key(&bob).await;
+        register(
+            &app,
+            &key,
+            &sdk.url("/mcp"),
+            json!({ "type": "user_oauth" }),
+        )
+        .await;
+
+        connect(&app, &sdk, &key, "ada@example.com", "alice").await;
+        listed(&app, &key).await;
+        let ada = whoami(&app, &key).await;
+        assert_eq!(ada["result"]["user"], "alice", "{ada}");
+        assert_eq!(ada["result"]["scopes"], json!(["mcp:tools"]), "{ada}");
+        let bob_out = whoami(&app, &bob_key).await;
+        assert_eq!(bob_out["code"], "NOT_CONNECTED", "{bob_out}");
+
+        connect(&app, &sdk, &bob_key, "bob@example.com", "bobby").await;
+        let bob_out = whoami(&app, &bob_key).await;
+        assert_eq!(bob_out["result"]["user"], "bobby", "{bob_out}");
+        assert_eq!(
+            bob_out["result"]["client_id"], ada["result"]["client_id"],
+            "one client, registered once"
+        );
+
+        // Every access token expires at the server: the next call gets its 401, refreshes
+        // once and is made again.
+        let res = sdk.http.post(sdk.url("/test/expire")).send().await.unwrap();
+        assert!(res.status().is_success());
+        let ada = whoami(&app, &key).await;
+        assert_eq!(ada["result"]["user"], "alice", "{ada}");
+        let bob_out = whoami(&app, &bob_key).await;
+        assert_eq!(bob_out["result"]["user"], "bobby", "{bob_out}");
+
+        // Bob disconnects: the server revoked his tokens; his next call is not connected.
+        assert!(sdk.live("bobby").await > 0);
+        let b = app.browser();
+        assert!(b
+            .sign_in("bob@example.com", PASSWORD)
+            .await
+            .status()
+            .is_success());
+        let res = b.call("disconnect", &[("integration", "remote")]).await;
+        assert!(res.status().is_success());
+        assert_eq!(
+            sdk.live("bobby").await,
+            0,
+            "tokens live upstream after disconnect"
+        );
+        let bob_out = whoami(&app, &bob_key).await;
+        assert_eq!(bob_out["code"], "NOT_CONNECTED", "{bob_out}");
+        assert!(sdk.live("alice").await > 0, "ada's tokens untouched");
+    }
+);
+
+db_test!(
+    a_client_registered_beforehand_signs_in_to_the_python_sdks_server_with_its_secret,
+    |backend| {
+        let Some(sdk) = SdkServer::start().await else {
+            return;
+        };
+        let app = app!(backend, loopback());
+        let (_, key) = admin_with_key(&app).await;
+        // The server's owner registers a confidential client for this workbench.
+        let client: Value = sdk
+            .http
+            .post(sdk.url("/register"))
+            .json(&json!({
+                "redirect_uris": [app.url("/oauth/callback")],
+                "token_endpoint_auth_method": "client_secret_basic",
+                "grant_types": ["authorization_code", "refresh_token"],
+                "response_types": ["code"],
+                "scope": "mcp:tools",
+                "client_name": "workbench (pre-registered)"
+            }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let client_id = client["client_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{client}"));
+        let secret = client["client_secret"].as_str().unwrap();
+        let out = execute(&app, &key, json!([{ "tool": "vault_set", "args": { "name": "SDK_CLIENT_SECRET", "value": secret } }])).await;
+        assert!(out[0].get("result").is_some(), "{out:?}");
+        register(
+            &app,
+            &key,
+            &sdk.url("/mcp"),
+            json!({ "type": "user_oauth", "client_id": client_id, "secret_ref": "SDK_CLIENT_SECRET" }),
+        )
+        .await;
+
+        connect(&app, &sdk, &key, "ada@example.com", "alice").await;
+        listed(&app, &key).await;
+        let ada = whoami(&app, &key).await;
+        assert_eq!(
+            (
+                ada["result"]["user"].as_str(),
+                ada["result"]["client_id"].as_str()
+            ),
+            (Some("alice"), Some(client_id)),
+            "{ada}"
+        );
+        // The secret never comes back, not even from the upstream's own answer.
+        assert!(!ada.to_string().contains(secret));
+
+        let b = app.browser();
+        assert!(b
+            .sign_in("ada@example.com", PASSWORD)
+            .await
+            .status()
+            .is_success());
+        let res = b.call("disconnect", &[("integration", "remote")]).await;
+        assert!(res.status().is_success());
+        assert_eq!(
+            sdk.live("alice").await,
+            0,
+            "tokens live upstream after disconnect"
+        );
+    }
+);

@@ -113,7 +113,7 @@ export default defineConfig({
       url: `${remoteURL}/healthz`,
       reuseExistingServer: false,
       timeout: 60_000,
-      stdout: "pipe",
+      stdout: "ignore",
       stderr: "pipe",
     },
   ],

@@ -5,7 +5,7 @@
 // wait_for_connection answers CONNECTED, the remote's tools are listed with that connection,
 // and a call carries the person's own token: the remote's whoami names its own user.
 import { test, expect } from "@playwright/test";
-import { remoteURL } from "../playwright.config";
+import { baseURL, remoteURL } from "../playwright.config";
 import { PASSWORD, createKey, mcpClient, signIn, structured } from "./helpers";
 
 const REMOTE_USER = "remote-admin@example.com";
@@ -21,6 +21,9 @@ test("a person signs in to a remote MCP server from a connect link and the agent
   await page.getByLabel("Project name").fill("remote");
   await page.getByRole("button", { name: "Create admin" }).click();
   await expect(page.getByTestId("viewer-email")).toHaveText(REMOTE_USER);
+  // Signed out there, so that the connect flow meets the remote's sign-in page.
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await expect(page).toHaveURL(/\/login/);
 
   // The admin registers it with "each user signs in": discovery runs, it awaits their sign-in.
   await signIn(page);
@@ -56,6 +59,8 @@ test("a person signs in to a remote MCP server from a connect link and the agent
   await page.getByLabel("Password").fill(PASSWORD);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.waitForURL((u) => u.origin === remoteURL && u.pathname === "/oauth/authorize");
+  // The remote's consent page names workbench by its client ID metadata document.
+  await expect(page.getByText(`${baseURL}/oauth/client-metadata`).first()).toBeVisible();
   await page.getByTestId("oauth-approve").click();
   await expect(page.getByTestId("connect-done")).toContainText("is connected");
   expect(structured(await waiting)).toEqual({ status: "CONNECTED" });

@@ -58,6 +58,16 @@ pub struct Options {
     pub metrics_token: Option<String>,
 }
 
+impl Options {
+    /// An app allowed to reach loopback (fake upstreams, fake providers, another app).
+    pub fn loopback() -> Options {
+        Options {
+            egress_allow_private: vec!["127.0.0.1"],
+            ..Default::default()
+        }
+    }
+}
+
 pub struct TestApp {
     pub base: String,
     /// The Origin a browser sends: the public URL's origin (`base` unless the app is one

@@ -7,13 +7,6 @@ use serde_json::{json, Value};
 use crate::helpers::{admin_with_key, execute, Browser, Options, TestApp, PASSWORD};
 use crate::{app, db_test, fake_provider, fake_upstream};
 
-fn loopback() -> Options {
-    Options {
-        egress_allow_private: vec!["127.0.0.1"],
-        ..Default::default()
-    }
-}
-
 /// Submits the registration form with `fields`; the answer's status and text.
 async fn submit(b: &Browser, fields: &[(&str, &str)]) -> (u16, String) {
     let res = b.call("register_mcp_server", fields).await;
@@ -43,7 +36,7 @@ async fn listed(app: &TestApp, key: &str, name: &str) -> Option<Value> {
 db_test!(
     the_portal_registers_servers_with_every_option_rest_has,
     |backend| {
-        let app = app!(backend, loopback());
+        let app = app!(backend, Options::loopback());
         let (_, key) = admin_with_key(&app).await;
         let out = execute(&app, &key, json!([
             { "tool": "vault_set", "args": { "name": "FAKE_TOKEN", "value": "upstream-token-7f3a9c" } },
@@ -173,7 +166,7 @@ db_test!(
         }
 
         // Each user signs in: discovery runs at once and the server awaits its admin's sign-in.
-        let remote = app!(backend, loopback());
+        let remote = app!(backend, Options::loopback());
         let remote_url = remote.url("/mcp");
         let (status, text) = submit(
             &b,

@@ -11,13 +11,6 @@ use crate::fake_upstream::{self, FakeUpstream};
 use crate::helpers::{admin_with_key, execute, mcp_call, Options, TestApp};
 use crate::{app, db_test};
 
-fn loopback() -> Options {
-    Options {
-        egress_allow_private: vec!["127.0.0.1"],
-        ..Default::default()
-    }
-}
-
 async fn register(app: &TestApp, key: &str, body: Value) -> (u16, Value) {
     let res = app
         .http()
@@ -52,7 +45,7 @@ async fn with_token(app: &TestApp, key: &str) {
 async fn registered(
     backend: crate::helpers::Backend,
 ) -> Option<(TestApp, String, FakeUpstream, Value)> {
-    let app = crate::helpers::spawn_app_with(backend, loopback()).await?;
+    let app = crate::helpers::spawn_app_with(backend, Options::loopback()).await?;
     let (_, key) = admin_with_key(&app).await;
     with_token(&app, &key).await;
     let up = fake_upstream::start().await;
@@ -250,7 +243,7 @@ db_test!(
 db_test!(
     registrations_are_checked_completely_and_nothing_is_stored_when_they_fail,
     |backend| {
-        let app = app!(backend, loopback());
+        let app = app!(backend, Options::loopback());
         let (_, key) = admin_with_key(&app).await;
         with_token(&app, &key).await;
         let up = fake_upstream::start().await;
@@ -812,7 +805,7 @@ db_test!(
 db_test!(
     a_failing_server_opens_its_breaker_and_a_probe_closes_it,
     |backend| {
-        let app = app!(backend, loopback());
+        let app = app!(backend, Options::loopback());
         let (_, key) = admin_with_key(&app).await;
         with_token(&app, &key).await;
         let up = fake_upstream::start().await;
@@ -1032,7 +1025,7 @@ db_test!(
 db_test!(
     a_slow_server_times_out_and_degrades_only_its_own_tools,
     |backend| {
-        let app = app!(backend, loopback());
+        let app = app!(backend, Options::loopback());
         let (_, key) = admin_with_key(&app).await;
         with_token(&app, &key).await;
         let tight = fake_upstream::start().await;
@@ -1118,7 +1111,7 @@ db_test!(
 db_test!(
     an_oauth2_server_gets_a_client_credentials_token_that_never_comes_back,
     |backend| {
-        let app = app!(backend, loopback());
+        let app = app!(backend, Options::loopback());
         let (_, key) = admin_with_key(&app).await;
         let provider = crate::fake_provider::start().await;
         let out = execute(&app, &key, json!([{ "tool": "vault_set", "args": { "name": "CC_SECRET", "value": crate::fake_provider::CLIENT_SECRET } }])).await;
@@ -1218,7 +1211,7 @@ db_test!(
 db_test!(
     an_upstream_that_echoes_its_credential_never_hands_it_out,
     |backend| {
-        let app = app!(backend, loopback());
+        let app = app!(backend, Options::loopback());
         let (_, key) = admin_with_key(&app).await;
         with_token(&app, &key).await;
         let token = "upstream-token-7f3a9c";

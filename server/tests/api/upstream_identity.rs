@@ -12,13 +12,6 @@ use crate::fake_upstream::{self, FakeUpstream};
 use crate::helpers::{admin_with_key, execute, Options, TestApp};
 use crate::{app, db_test};
 
-fn loopback() -> Options {
-    Options {
-        egress_allow_private: vec!["127.0.0.1"],
-        ..Default::default()
-    }
-}
-
 async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (u16, Value) {
     let res = app
         .http()
@@ -116,7 +109,7 @@ async fn both_reach(
 db_test!(
     a_later_server_whose_name_sorts_first_never_takes_a_tool_name_another_server_owns,
     |backend| {
-        let app = app!(backend, loopback());
+        let app = app!(backend, Options::loopback());
         let (_, key) = admin_with_key(&app).await;
         let first = fake_upstream::start().await;
         let later = fake_upstream::start().await;
@@ -290,7 +283,7 @@ db_test!(
 db_test!(
     a_tool_held_for_review_keeps_its_name_against_a_new_registration,
     |backend| {
-        let app = app!(backend, loopback());
+        let app = app!(backend, Options::loopback());
         let (_, key) = admin_with_key(&app).await;
         let first = fake_upstream::start().await;
         let later = fake_upstream::start().await;
@@ -350,7 +343,7 @@ db_test!(
 db_test!(
     an_annotation_change_is_held_for_review_like_a_description_change,
     |backend| {
-        let app = app!(backend, loopback());
+        let app = app!(backend, Options::loopback());
         let (_, key) = admin_with_key(&app).await;
         let up = fake_upstream::start().await;
         up.set_annotations("add", json!({ "destructiveHint": true }));
@@ -445,7 +438,7 @@ db_test!(
 db_test!(
     fingerprints_stored_before_annotations_joined_them_hold_only_what_changed,
     |backend| {
-        let app = app!(backend, loopback());
+        let app = app!(backend, Options::loopback());
         let (_, key) = admin_with_key(&app).await;
         let up = fake_upstream::start().await;
         let id = register(&app, &key, "fake", &up, json!({})).await;

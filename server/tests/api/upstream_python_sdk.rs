@@ -15,13 +15,6 @@ use crate::connections::{location, path_of};
 use crate::helpers::{admin_with_key, execute, mcp_call, within, Options, TestApp, PASSWORD};
 use crate::{app, db_test};
 
-fn loopback() -> Options {
-    Options {
-        egress_allow_private: vec!["127.0.0.1"],
-        ..Default::default()
-    }
-}
-
 /// The SDK's OAuth-protected server on a free loopback port, killed when dropped.
 struct SdkServer {
     _child: tokio::process::Child,
@@ -129,6 +122,14 @@ async fn connect(app: &TestApp, sdk: &SdkServer, key: &str, email: &str, user: &
     assert_eq!(waited, json!({ "status": "CONNECTED" }));
 }
 
+/// `email` disconnects `remote` on the portal's Connections page.
+async fn disconnect(app: &TestApp, email: &str) {
+    let b = app.browser();
+    assert!(b.sign_in(email, PASSWORD).await.status().is_success());
+    let res = b.call("disconnect", &[("integration", "remote")]).await;
+    assert!(res.status().is_success(), "{}", res.status());
+}
+
 async fn whoami(app: &TestApp, key: &str) -> Value {
     execute(app, key, json!([{ "tool": "remote.whoami", "args": {} }])).await[0].clone()
 }
@@ -178,7 +179,7 @@ db_test!(
         let Some(sdk) = SdkServer::start().await else {
             return;
         };
-        let app = app!(backend, loopback());
+        let app = app!(backend, Options::loopback());
         let (_, key) = admin_with_key(&app).await;
         let bob = app.user("bob@example.com", Role::Member).await;
         let bob_key = app.api_key(&bob).await;
@@ -217,14 +218,7 @@ db_test!(
 
         // Bob disconnects: the server revoked his tokens; his next call is not connected.
         assert!(sdk.live("bobby").await > 0);
-        let b = app.browser();
-        assert!(b
-            .sign_in("bob@example.com", PASSWORD)
-            .await
-            .status()
-            .is_success());
-        let res = b.call("disconnect", &[("integration", "remote")]).await;
-        assert!(res.status().is_success());
+        disconnect(&app, "bob@example.com").await;
         assert_eq!(
             sdk.live("bobby").await,
             0,
@@ -242,7 +236,7 @@ db_test!(
         let Some(sdk) = SdkServer::start().await else {
             return;
         };
-        let app = app!(backend, loopback());
+        let app = app!(backend, Options::loopback());
         let (_, key) = admin_with_key(&app).await;
         // The server's owner registers a confidential client for this workbench.
         let client: Value = sdk
@@ -290,14 +284,7 @@ db_test!(
         // The secret never comes back, not even from the upstream's own answer.
         assert!(!ada.to_string().contains(secret));
 
-        let b = app.browser();
-        assert!(b
-            .sign_in("ada@example.com", PASSWORD)
-            .await
-            .status()
-            .is_success());
-        let res = b.call("disconnect", &[("integration", "remote")]).await;
-        assert!(res.status().is_success());
+        disconnect(&app, "ada@example.com").await;
         assert_eq!(
             sdk.live("alice").await,
             0,

@@ -13,13 +13,6 @@ use crate::connections::{location, path_of};
 use crate::helpers::{admin_with_key, execute, mcp_call, within, Options, TestApp, PASSWORD};
 use crate::{app, db_test};
 
-fn loopback() -> Options {
-    Options {
-        egress_allow_private: vec!["127.0.0.1"],
-        ..Default::default()
-    }
-}
-
 /// The person `upstream_user` signs in to the upstream and approves the consent its
 /// authorization URL asks for; the redirect back to workbench.
 async fn consent(up: &TestApp, upstream_user: &str, authorize: &str) -> String {
@@ -178,10 +171,10 @@ async fn live_upstream_tokens(app: &TestApp, up: &TestApp, upstream_user: &Princ
 db_test!(
     two_users_signed_in_to_a_remote_server_each_call_it_as_themselves,
     |backend| {
-        let up = app!(backend, loopback());
+        let up = app!(backend, Options::loopback());
         up.user("ada@upstream.test", Role::Admin).await;
         let bob_up = up.user("bob@upstream.test", Role::Admin).await;
-        let app = app!(backend, loopback());
+        let app = app!(backend, Options::loopback());
         let (_, key) = admin_with_key(&app).await;
         let bob = app.user("bob@example.com", Role::Member).await;
         let bob_key = app.api_key(&bob).await;
@@ -248,7 +241,7 @@ db_test!(
 db_test!(
     user_oauth_settings_are_checked_before_anything_is_contacted_or_stored,
     |backend| {
-        let app = app!(backend, loopback());
+        let app = app!(backend, Options::loopback());
         let (_, key) = admin_with_key(&app).await;
         let long = "x".repeat(2049);
         for (auth, says) in [
@@ -315,10 +308,10 @@ db_test!(
 db_test!(
     removing_a_member_revokes_their_tokens_at_the_remote_server,
     |backend| {
-        let up = app!(backend, loopback());
+        let up = app!(backend, Options::loopback());
         up.user("ada@upstream.test", Role::Admin).await;
         let carol_up = up.user("carol@upstream.test", Role::Member).await;
-        let app = app!(backend, loopback());
+        let app = app!(backend, Options::loopback());
         let (ada, key) = admin_with_key(&app).await;
         let carol = app.user("carol@example.com", Role::Member).await;
         let carol_key = app.api_key(&carol).await;

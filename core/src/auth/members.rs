@@ -83,7 +83,8 @@ impl Accounts {
 
     /// An admin removes someone from their project. In one transaction the membership ends
     /// and with it every way the person acted here: their API keys, the MCP clients they
-    /// approved (grants and tokens), their curl_session proxy tokens and their connections.
+    /// approved (grants and tokens), their curl_session proxy tokens and their connections; the
+    /// calls they left waiting for a confirmation expire.
     /// An admin cannot remove themselves, so a project always keeps one.
     pub async fn remove_member(&self, admin: &Principal, user_id: &str) -> Result<Removed> {
         admin.require(super::Operation::MembersManage)?;
@@ -101,6 +102,7 @@ impl Accounts {
         store::api_keys::revoke_of_member(&mut *tx, project, user_id, now).await?;
         store::oauth::revoke_grants_of_member(&mut tx, project, user_id, now).await?;
         store::proxy_tokens::revoke_of_member(&mut *tx, project, user_id, now).await?;
+        store::confirmations::expire_of_member(&mut *tx, project, user_id).await?;
         let mut connections = Vec::new();
         for row in store::connections::list_for_user(&mut *tx, project, user_id).await? {
             if row.status == store::connections::ConnectionStatus::Revoked {

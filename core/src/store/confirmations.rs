@@ -190,6 +190,23 @@ pub async fn expire<'e>(ex: impl Exec<'e>, project_id: &str, id: &str, now: i64)
     Ok(())
 }
 
+/// Expires the pending confirmations a user's calls asked for in a project (they left it):
+/// nobody can approve them into running as someone no longer there.
+pub async fn expire_of_member<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    user_id: &str,
+) -> Result<u64> {
+    Ok(sqlx::query(
+        "UPDATE confirmations SET status = 'expired' WHERE project_id = $1 AND user_id = $2 AND status = 'pending'",
+    )
+    .bind(project_id)
+    .bind(user_id)
+    .execute(ex)
+    .await?
+    .rows_affected())
+}
+
 /// Stores the outcome of an approved call's run.
 pub async fn set_outcome<'e>(
     ex: impl Exec<'e>,

@@ -1,9 +1,10 @@
 //! Admins add and remove members; members cannot. Removing someone ends every credential
 //! they held in the project.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use workbench_core::auth::Role;
 
+use crate::confirmations::post;
 use crate::helpers::PASSWORD;
 use crate::mcp_oauth::{authorized, client, mcp_status, signed_in};
 use crate::{app, db_test};
@@ -156,5 +157,62 @@ db_test!(
         assert_ne!(res.status(), 200);
         let res = a.call("remove_member", &[("id", "usr_nobody")]).await;
         assert_ne!(res.status(), 200);
+    }
+);
+
+db_test!(
+    a_removed_members_held_calls_expire_and_cannot_be_approved,
+    |backend| {
+        let app = app!(backend);
+        let (ada, admin) = crate::helpers::admin_with_key(&app).await;
+        let bob = app.user("bob@example.com", Role::Member).await;
+        let rules = json!({ "mode": "open", "require_confirmation": ["storage.put"] });
+        let (status, pol) = post(
+            &app,
+            &admin,
+            "/v1/policies",
+            json!({ "name": "careful", "tool_allowlist": rules }),
+        )
+        .await;
+        assert_eq!(status, 201, "{pol}");
+        let bob_key = app
+            .wb
+            .accounts()
+            .create_api_key_with_policy(&bob, "agent", pol["id"].as_str())
+            .await
+            .unwrap()
+            .secret
+            .expose()
+            .to_owned();
+        let (status, held) = post(
+            &app,
+            &bob_key,
+            "/v1/tools/invoke",
+            json!({ "tool": "storage.put", "arguments": { "key": "k", "content": "v" } }),
+        )
+        .await;
+        assert_eq!(status, 202, "{held}");
+        let id = held["confirmation_id"].as_str().unwrap().to_owned();
+
+        app.wb.remove_member(&ada, &bob.user_id).await.unwrap();
+        let (status, out) = post(
+            &app,
+            &admin,
+            &format!("/v1/tools/confirmations/{id}"),
+            json!({ "decision": "approve" }),
+        )
+        .await;
+        assert_ne!(status, 200, "a removed member's call was approved: {out}");
+        let listed: Value = app
+            .http()
+            .get(app.url(&format!("/v1/tools/confirmations/{id}")))
+            .bearer_auth(&admin)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(listed["status"], "expired", "{listed}");
     }
 );

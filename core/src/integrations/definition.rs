@@ -163,7 +163,7 @@ pub const END_USER: &str = "workbench.end_user_id";
 /// percent-encoded segment, `{+arg}` several; absent arguments drop the query parameter); in
 /// `body`, a string that is exactly `$arg` is replaced by the argument's value (type kept) and
 /// dropped when the argument is absent. The body goes as JSON or as a form. The caller's end
-/// user fills `{workbench.end_user_id}` / `"$workbench.end_user_id"` (`request::END_USER`).
+/// user fills `{workbench.end_user_id}` / `"$workbench.end_user_id"` (`END_USER`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RequestDef {

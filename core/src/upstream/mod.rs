@@ -1148,9 +1148,7 @@ impl Upstreams {
             existing.into_iter().map(|t| (t.name.clone(), t)).collect();
         // A server each user signs in to is first listed when its admin connects: that listing
         // is its registration, approved as registering any other server approves what it lists.
-        let first_listing = by_name.is_empty()
-            && serde_json::from_str::<AuthConfig>(&row.auth)
-                .is_ok_and(|a| a.user_oauth().is_some());
+        let first_listing = by_name.is_empty() && live.auth.user_oauth().is_some();
         let mut changes = Changes::default();
         let mut tx = self.db.begin_write().await?;
         // Read within the write, so a name claimed elsewhere meanwhile is seen (or, racing on

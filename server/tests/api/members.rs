@@ -157,6 +157,18 @@ db_test!(
         assert_ne!(res.status(), 200);
         let res = a.call("remove_member", &[("id", "usr_nobody")]).await;
         assert_ne!(res.status(), 200);
+        // Nor can an admin reach a member of another project.
+        let eve = app.user_in("eve@example.com", "other", Role::Member).await;
+        let eve_key = app.api_key(&eve).await;
+        let res = a
+            .call("remove_member", &[("id", eve.user_id.as_str())])
+            .await;
+        assert_ne!(res.status(), 200);
+        assert_eq!(
+            tools(eve_key).await,
+            200,
+            "another project's member was removed"
+        );
     }
 );
 

@@ -392,7 +392,7 @@ impl Workbench {
     pub async fn remove_member(&self, admin: &crate::auth::Principal, user_id: &str) -> Result<()> {
         let removed = self.accounts.remove_member(admin, user_id).await?;
         for row in &removed.connections {
-            self.connections.revoke_upstream(row).await;
+            self.connections.revoke_upstream(row, None).await;
         }
         Ok(())
     }

@@ -25,6 +25,10 @@ pub trait ConnectionSource: Send + Sync + 'static {
     /// connection is expired (`NotConnected`).
     async fn refresh_after_unauthorized(&self, who: &Principal)
         -> Result<Credential, HandlerError>;
+    /// The API said the credential lacks access (403 `insufficient_scope`) and asked for
+    /// `scopes`: remembered, so the user's next connect asks for them too. Answers the error
+    /// the call ends with (`ScopeNeeded`).
+    async fn step_up(&self, who: &Principal, scopes: &[String]) -> HandlerError;
 }
 
 /// What a handler knows about the call it serves.
@@ -112,6 +116,12 @@ pub enum HandlerError {
     Unavailable(String),
     /// The user's connection is missing or expired (`NOT_CONNECTED`).
     NotConnected { integration: String, expired: bool },
+    /// The user's connection lacks access the API asked for: connecting again asks for
+    /// `scopes` (`NOT_CONNECTED`, a step-up).
+    ScopeNeeded {
+        integration: String,
+        scopes: Vec<String>,
+    },
     /// The tool's own deadline passed (`TIMEOUT`), e.g. an upstream server's `timeout_ms`.
     Timeout { timeout_ms: u64 },
 }

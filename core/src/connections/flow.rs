@@ -96,7 +96,8 @@ impl Connections {
     }
 
     /// Starts the OAuth flow for a pending connection: a fresh single-use state and PKCE
-    /// verifier, and the provider's authorization URL to redirect to.
+    /// verifier, and the provider's authorization URL to redirect to. It asks for the
+    /// integration's scopes and those an upstream asked the user's connection for (step-up).
     pub async fn authorization_url(
         &self,
         user_id: &str,
@@ -104,11 +105,24 @@ impl Connections {
         redirect_uri: &str,
     ) -> Result<String> {
         let page = self.page(user_id, id).await?;
-        let cfg = page
+        let mut cfg = page
             .integration
             .oauth
             .clone()
             .ok_or_else(|| Error::invalid("this integration does not use OAuth"))?;
+        // A step-up: scopes an upstream asked this user's connection for, beyond its own.
+        for s in store::connections::wanted_scopes(
+            self.db.pool(),
+            &page.pending.project_id,
+            user_id,
+            page.integration.name(),
+        )
+        .await?
+        {
+            if !cfg.scopes.contains(&s) {
+                cfg.scopes.push(s);
+            }
+        }
         let (url, state, verifier) =
             oauth::authorization(&cfg, page.integration.name(), redirect_uri)?;
         store::pending_connections::set_oauth_state(

@@ -173,7 +173,8 @@ impl Connections {
         &self.integrations
     }
 
-    /// Stores a credential as the user's connection to `integration`.
+    /// Stores a credential as the user's connection to `integration`; tokens of the
+    /// connection it replaces (a reconnect, a step-up) are revoked at the provider.
     pub async fn store(
         &self,
         project_id: &str,
@@ -196,7 +197,13 @@ impl Connections {
             updated_at: now,
         };
         self.seal(&mut row, c)?;
-        store::connections::upsert(&self.db, &row).await
+        let replaced =
+            store::connections::get(self.db.pool(), project_id, user_id, integration).await?;
+        store::connections::upsert(&self.db, &row).await?;
+        if let Some(old) = replaced.filter(|r| r.status == ConnectionStatus::Connected) {
+            self.revoke_upstream(&old, Some(c)).await;
+        }
+        Ok(())
     }
 
     /// The user's connections in the project.
@@ -294,7 +301,7 @@ impl Connections {
             self.now(),
         )
         .await?;
-        self.revoke_upstream(&row).await;
+        self.revoke_upstream(&row, None).await;
         store::proxy_tokens::revoke_for_user(
             self.db.pool(),
             &who.user_id,
@@ -308,11 +315,12 @@ impl Connections {
 }
 
 impl Connections {
-    /// Revokes a forgotten connection's tokens at the provider (RFC 7009) when it offers a
-    /// revocation endpoint: the refresh token (which takes its access tokens with it at most
-    /// providers), then the access token. Best effort: the connection is forgotten here
-    /// whatever the provider answers, and a failure is logged without the token.
-    pub(crate) async fn revoke_upstream(&self, row: &ConnectionRow) {
+    /// Revokes a forgotten or replaced connection's tokens at the provider (RFC 7009) when it
+    /// offers a revocation endpoint: the refresh token (which takes its access tokens with it
+    /// at most providers), then the access token; none that `keep` (the replacing credential)
+    /// holds too. Best effort: the connection is forgotten here whatever the provider answers,
+    /// and a failure is logged without the token.
+    pub(crate) async fn revoke_upstream(&self, row: &ConnectionRow, keep: Option<&Credential>) {
         let Some(i) = self.lookup(&row.project_id, &row.integration) else {
             return;
         };
@@ -337,10 +345,12 @@ impl Connections {
         let Ok(http) = i.token_client(&url) else {
             return;
         };
+        let kept: Vec<&str> = keep.map(Credential::secrets).unwrap_or_default();
         let tokens = refresh_token
             .iter()
             .map(|t| (t.as_str(), "refresh_token"))
-            .chain([(access_token.as_str(), "access_token")]);
+            .chain([(access_token.as_str(), "access_token")])
+            .filter(|(t, _)| !kept.contains(t));
         for (token, hint) in tokens {
             if let Err(why) = oauth::revoke(http, &cfg, &url, token, hint).await {
                 tracing::warn!(integration = %row.integration, user_id = %row.user_id, %why, "the provider did not revoke a disconnected token");

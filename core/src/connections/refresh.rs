@@ -73,6 +73,27 @@ impl ConnectionSource for ToolConnection {
             Err(_) => Err(unavailable()),
         }
     }
+
+    async fn step_up(&self, who: &Principal, scopes: &[String]) -> HandlerError {
+        let name = self.integration.name();
+        let c = &self.connections;
+        if let Err(e) = store::connections::add_wanted_scopes(
+            &c.db,
+            &who.project_id,
+            &who.user_id,
+            name,
+            scopes,
+        )
+        .await
+        {
+            tracing::error!(error = ?e, integration = name, "remembering the scopes a step-up needs failed");
+            return HandlerError::Unavailable("connections cannot be written right now".into());
+        }
+        HandlerError::ScopeNeeded {
+            integration: name.to_owned(),
+            scopes: scopes.to_vec(),
+        }
+    }
 }
 
 impl Connections {

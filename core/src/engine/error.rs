@@ -39,6 +39,12 @@ pub enum ToolError {
         #[serde(default)]
         expired: bool,
     },
+    /// Connected, but the API asked for access the user did not grant: connecting again asks
+    /// for `scopes` too (a step-up).
+    ScopeNeeded {
+        integration: String,
+        scopes: Vec<String>,
+    },
     InvalidArguments {
         errors: Vec<FieldError>,
     },
@@ -84,6 +90,13 @@ impl From<HandlerError> for ToolError {
                 integration,
                 expired,
             },
+            HandlerError::ScopeNeeded {
+                integration,
+                scopes,
+            } => ToolError::ScopeNeeded {
+                integration,
+                scopes,
+            },
             HandlerError::Timeout { timeout_ms } => ToolError::Timeout { timeout_ms },
         }
     }
@@ -106,7 +119,7 @@ impl ToolError {
         match self {
             ToolError::NotFound { .. } => "TOOL_NOT_FOUND",
             ToolError::NotAllowed { .. } | ToolError::Denied { .. } => "NOT_ALLOWED",
-            ToolError::NotConnected { .. } => "NOT_CONNECTED",
+            ToolError::NotConnected { .. } | ToolError::ScopeNeeded { .. } => "NOT_CONNECTED",
             ToolError::InvalidArguments { .. } => "INVALID_ARGUMENTS",
             ToolError::AwaitingConfirmation { .. } => "AWAITING_CONFIRMATION",
             ToolError::Timeout { .. } => "TIMEOUT",
@@ -135,6 +148,13 @@ impl ToolError {
             ),
             ToolError::NotConnected { integration, expired: true } => format!(
                 "the connection to {integration} expired and could not be refreshed; call connect with integration \"{integration}\" to reconnect"
+            ),
+            ToolError::ScopeNeeded { integration, scopes } if scopes.is_empty() => format!(
+                "{integration} needs access the user has not granted; call connect with integration \"{integration}\" and ask the user to open the link and grant it"
+            ),
+            ToolError::ScopeNeeded { integration, scopes } => format!(
+                "{integration} needs access the user has not granted (scopes: {}); call connect with integration \"{integration}\" and ask the user to open the link and grant it",
+                scopes.join(" ")
             ),
             ToolError::InvalidArguments { errors } => match errors.first() {
                 Some(e) if errors.len() == 1 => format!("invalid arguments: {} at {}", e.message, display_path(&e.path)),
@@ -177,6 +197,13 @@ impl ToolError {
             }
             ToolError::NotConnected { integration, .. } => {
                 m.insert("integration".into(), json!(integration));
+            }
+            ToolError::ScopeNeeded {
+                integration,
+                scopes,
+            } => {
+                m.insert("integration".into(), json!(integration));
+                m.insert("required_scopes".into(), json!(scopes));
             }
             ToolError::InvalidArguments { errors } => {
                 m.insert("errors".into(), json!(errors));
@@ -238,7 +265,9 @@ impl ToolError {
         match self {
             ToolError::NotFound { .. } => (404, "tool_not_found"),
             ToolError::NotAllowed { .. } | ToolError::Denied { .. } => (403, "tool_not_allowed"),
-            ToolError::NotConnected { .. } => (409, "not_connected"),
+            ToolError::NotConnected { .. } | ToolError::ScopeNeeded { .. } => {
+                (409, "not_connected")
+            }
             ToolError::InvalidArguments { .. } => (422, "tool_invalid_arguments"),
             ToolError::AwaitingConfirmation { .. } => (202, "awaiting_confirmation"),
             ToolError::Timeout { .. } => (504, "tool_timeout"),

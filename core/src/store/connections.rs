@@ -219,3 +219,79 @@ pub async fn forget_integration(
     .await?;
     Ok(gone)
 }
+
+/// Adds `scopes` to what the user's connection asks for at its next authorization (an
+/// upstream answered `insufficient_scope`); the stored set stays sorted and unique. Two
+/// instances adding at once both land: the update only applies to the set it read.
+pub async fn add_wanted_scopes(
+    db: &super::Db,
+    project_id: &str,
+    user_id: &str,
+    integration: &str,
+    scopes: &[String],
+) -> Result<()> {
+    for _ in 0..5 {
+        let Some(had) = wanted_of(db.pool(), project_id, user_id, integration).await? else {
+            return Ok(()); // no connection: nothing to remember it on
+        };
+        let old = had.join(" ");
+        let mut all: std::collections::BTreeSet<&str> = had.iter().map(String::as_str).collect();
+        all.extend(scopes.iter().map(String::as_str));
+        let new = all.into_iter().collect::<Vec<_>>().join(" ");
+        if new == old {
+            return Ok(());
+        }
+        let done = sqlx::query(
+            "UPDATE connections SET wanted_scopes = $1 \
+             WHERE project_id = $2 AND user_id = $3 AND integration = $4 AND COALESCE(wanted_scopes, '') = $5",
+        )
+        .bind(&new)
+        .bind(project_id)
+        .bind(user_id)
+        .bind(integration)
+        .bind(&old)
+        .execute(db.pool())
+        .await?;
+        if done.rows_affected() == 1 {
+            return Ok(());
+        }
+    }
+    Err(crate::Error::Conflict(
+        "the connection's scopes kept changing; try again".into(),
+    ))
+}
+
+/// The scopes the user's connection asks for beyond the integration's own (see
+/// `add_wanted_scopes`); none when there is no connection.
+pub async fn wanted_scopes<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    user_id: &str,
+    integration: &str,
+) -> Result<Vec<String>> {
+    Ok(wanted_of(ex, project_id, user_id, integration)
+        .await?
+        .unwrap_or_default())
+}
+
+async fn wanted_of<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    user_id: &str,
+    integration: &str,
+) -> Result<Option<Vec<String>>> {
+    let row: Option<(Option<String>,)> = sqlx::query_as(
+        "SELECT wanted_scopes FROM connections WHERE project_id = $1 AND user_id = $2 AND integration = $3",
+    )
+    .bind(project_id)
+    .bind(user_id)
+    .bind(integration)
+    .fetch_optional(ex)
+    .await?;
+    Ok(row.map(|(s,)| {
+        s.unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    }))
+}

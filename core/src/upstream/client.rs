@@ -40,6 +40,10 @@ pub enum RpcError {
     /// HTTP 401/403: the credential was refused.
     #[error("the server refused the credential (HTTP {0})")]
     Unauthorized(u16),
+    /// HTTP 403 `insufficient_scope` (RFC 6750 §3.1): the credential is good but lacks
+    /// access; `scopes` are what the challenge's `scope` asks for (may be empty).
+    #[error("the credential lacks the access this needs (scopes: {})", .scopes.join(" "))]
+    InsufficientScope { scopes: Vec<String> },
     /// A JSON-RPC error answer.
     #[error("{message} (JSON-RPC error {code})")]
     Remote { code: i64, message: String },
@@ -205,7 +209,7 @@ impl Session {
             .map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?
             .map_err(|e| send_error(e, timeout))?;
         let has_session = self.session_id.lock().expect("session id lock").is_some();
-        status_error(res.status().as_u16(), has_session)?;
+        status_error(&res, has_session)?;
         Ok(res)
     }
 
@@ -258,17 +262,41 @@ pub(super) fn send_error(e: reqwest::Error, timeout: Duration) -> RpcError {
     }
 }
 
-/// What an HTTP status says; `has_session`: a 404 means the session is gone.
-pub(super) fn status_error(status: u16, has_session: bool) -> Result<(), RpcError> {
+/// What an answer's HTTP status says; `has_session`: a 404 means the session is gone.
+pub(super) fn status_error(res: &reqwest::Response, has_session: bool) -> Result<(), RpcError> {
+    let status = res.status().as_u16();
     match status {
         200..=299 => Ok(()),
         404 if has_session => Err(RpcError::SessionGone),
-        401 | 403 => Err(RpcError::Unauthorized(status)),
+        403 => Err(insufficient_scope(res.headers()).unwrap_or(RpcError::Unauthorized(403))),
+        401 => Err(RpcError::Unauthorized(status)),
         500..=599 => Err(RpcError::ServerError(status)),
         other => Err(RpcError::Protocol(format!(
             "the server answered HTTP {other}"
         ))),
     }
+}
+
+/// A 403's `WWW-Authenticate: Bearer error="insufficient_scope", scope="…"` challenge: the
+/// token is valid but the operation needs more scopes (the MCP authorization spec's step-up).
+fn insufficient_scope(headers: &reqwest::header::HeaderMap) -> Option<RpcError> {
+    headers
+        .get_all("www-authenticate")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .filter_map(super::discovery::bearer_challenge)
+        .find_map(|params| {
+            let param = |n: &str| params.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+            (param("error") == Some("insufficient_scope")).then(|| RpcError::InsufficientScope {
+                scopes: param("scope")
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .filter(|s| s.len() <= 200 && s.chars().all(|c| c.is_ascii_graphic()))
+                    .take(50)
+                    .map(str::to_owned)
+                    .collect(),
+            })
+        })
 }
 
 /// The result of a JSON-RPC answer, or its error.
@@ -412,5 +440,45 @@ mod tests {
         }
         .is_server_failure());
         assert!(!RpcError::Unauthorized(401).is_server_failure());
+    }
+
+    #[test]
+    fn a_403_insufficient_scope_challenge_names_the_scopes_to_step_up_to() {
+        let headers = |v: &[&str]| {
+            let mut h = reqwest::header::HeaderMap::new();
+            for v in v {
+                h.append("www-authenticate", v.parse().unwrap());
+            }
+            h
+        };
+        assert_eq!(
+            insufficient_scope(&headers(&[
+                r#"Basic realm="x""#,
+                r#"Bearer error="insufficient_scope", scope="files:read  files:write", resource_metadata="https://s/.well-known/oauth-protected-resource""#
+            ])),
+            Some(RpcError::InsufficientScope {
+                scopes: vec!["files:read".into(), "files:write".into()]
+            })
+        );
+        assert_eq!(
+            insufficient_scope(&headers(&[r#"Bearer error="insufficient_scope""#])),
+            Some(RpcError::InsufficientScope { scopes: vec![] })
+        );
+        // Another error, or none, is a refused credential.
+        assert_eq!(
+            insufficient_scope(&headers(&[r#"Bearer error="invalid_token", scope="a""#])),
+            None
+        );
+        assert_eq!(insufficient_scope(&headers(&[])), None);
+        // Hostile scope lists are bounded.
+        let many = format!(
+            r#"Bearer error="insufficient_scope", scope="{}""#,
+            "s ".repeat(500)
+        );
+        let Some(RpcError::InsufficientScope { scopes }) = insufficient_scope(&headers(&[&many]))
+        else {
+            panic!("no challenge")
+        };
+        assert_eq!(scopes.len(), 50);
     }
 }

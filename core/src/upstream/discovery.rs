@@ -57,6 +57,15 @@ pub struct Discovered {
     /// `scopes_supported`), used unless the admin named some.
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// The protected resource metadata's `scopes_supported`: what a step-up asks for when the
+    /// server's `insufficient_scope` answer names none, and what dynamic registration asks to
+    /// be allowed (so a later step-up is not refused for the client's registered scope).
+    #[serde(default)]
+    pub scopes_supported: Vec<String>,
+    /// The authorization server metadata's `scopes_supported` (when it lists at most 50):
+    /// dynamic registration asks to be allowed these too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub authorization_server_scopes: Vec<String>,
 }
 
 /// How workbench is known to the authorization server.
@@ -436,9 +445,10 @@ pub async fn discover(
             })
             .unwrap_or_default()
     };
+    let scopes_supported = words(prm.get("scopes_supported"));
     let scopes = match param("scope") {
         Some(s) => s.split_whitespace().map(str::to_owned).collect(),
-        None => words(prm.get("scopes_supported")),
+        None => scopes_supported.clone(),
     };
     Ok(Discovered {
         resource_metadata: prm_url,
@@ -457,6 +467,10 @@ pub async fn discover(
             .and_then(Value::as_bool)
             .unwrap_or(false),
         scopes,
+        scopes_supported,
+        authorization_server_scopes: Some(words(asm.get("scopes_supported")))
+            .filter(|s| s.len() <= 50)
+            .unwrap_or_default(),
     })
 }
 

@@ -134,10 +134,16 @@ impl UpstreamTool {
                 meta.clone(),
             )
             .await;
-        let Err(RpcError::Unauthorized(_)) = first else {
-            return Ok(first);
-        };
         let source = ctx.connection.ok_or_else(not_connected)?;
+        match first {
+            Err(RpcError::Unauthorized(_)) => {}
+            Err(RpcError::InsufficientScope { scopes }) => {
+                return Err(source
+                    .step_up(ctx.principal, &self.step_up_scopes(scopes))
+                    .await)
+            }
+            other => return Ok(other),
+        }
         let fresh = source.refresh_after_unauthorized(ctx.principal).await?;
         let second = live
             .call_tool_as(user, fresh.token(), &self.name, args, meta)
@@ -147,8 +153,25 @@ impl UpstreamTool {
                 integration: live.name.clone(),
                 expired: true,
             }),
+            Err(RpcError::InsufficientScope { scopes }) => Err(source
+                .step_up(ctx.principal, &self.step_up_scopes(scopes))
+                .await),
             other => Ok(other),
         }
+    }
+
+    /// What a step-up asks for: the scopes the server's challenge named, else every scope its
+    /// metadata says it supports (the MCP authorization spec's scope selection).
+    fn step_up_scopes(&self, named: Vec<String>) -> Vec<String> {
+        if !named.is_empty() {
+            return named;
+        }
+        self.live
+            .auth
+            .user_oauth()
+            .and_then(|u| u.discovered.as_ref())
+            .map(|d| d.scopes_supported.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -165,6 +188,10 @@ fn failure(server: &str, e: RpcError) -> HandlerError {
         RpcError::Remote { message, .. } => HandlerError::failed(format!("{server}: {message}")),
         RpcError::Unauthorized(_) => HandlerError::Unavailable(format!(
             "the MCP server {server} refused workbench's credential"
+        )),
+        RpcError::InsufficientScope { scopes } => HandlerError::Unavailable(format!(
+            "the MCP server {server} says workbench's credential lacks access{}; an admin gives the server's credential more access",
+            if scopes.is_empty() { String::new() } else { format!(" (scopes: {})", scopes.join(" ")) }
         )),
         other => HandlerError::Unavailable(format!(
             "the MCP server {server} cannot be reached: {other}"

@@ -90,11 +90,19 @@ impl Upstreams {
                     client_id: self.ours.metadata_url.clone(),
                 }
             }
-            (None, Discovered {
+            (None, d @ Discovered {
                 registration_endpoint: Some(endpoint),
                 ..
             }) => {
-                let c = discovery::register_dynamically(&self.guarded, endpoint, &self.ours, &scopes)
+                // Registered for every scope the server and its authorization server offer, so
+                // a step-up beyond `scopes` is not refused as outside the client's registration.
+                let mut allowed = scopes.clone();
+                for s in d.scopes_supported.iter().chain(&d.authorization_server_scopes) {
+                    if !allowed.contains(s) {
+                        allowed.push(s.clone());
+                    }
+                }
+                let c = discovery::register_dynamically(&self.guarded, endpoint, &self.ours, &allowed)
                     .await
                     .map_err(|e| {
                         Error::invalid(format!(

@@ -57,7 +57,7 @@ impl SseSession {
             .await
             .map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?
             .map_err(|e| send_error(e, timeout))?;
-        status_error(res.status().as_u16(), false)?;
+        status_error(&res, false)?;
         let pending: Pending = Arc::default();
         let (endpoint_tx, endpoint_rx) = oneshot::channel();
         let reader = tokio::spawn(read_stream(res, pending.clone(), endpoint_tx, on_changed));
@@ -124,7 +124,7 @@ impl SseSession {
             .await
             .map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?
             .map_err(|e| send_error(e, timeout))?;
-        status_error(res.status().as_u16(), true)
+        status_error(&res, true)
     }
 
     pub async fn request(

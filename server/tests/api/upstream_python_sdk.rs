@@ -101,8 +101,9 @@ impl SdkServer {
     }
 }
 
-/// The workbench user `email` (holding `key`) connects `remote`, signing in upstream as `user`.
-async fn connect(app: &TestApp, sdk: &SdkServer, key: &str, email: &str, user: &str) {
+/// The workbench user `email` (holding `key`) connects `remote`, signing in upstream as `user`;
+/// the authorization URL workbench sent the browser to.
+async fn connect(app: &TestApp, sdk: &SdkServer, key: &str, email: &str, user: &str) -> String {
     let (link, _) = mcp_call(app, key, "connect", json!({ "integration": "remote" })).await;
     let b = app.browser();
     assert!(b.sign_in(email, PASSWORD).await.status().is_success());
@@ -120,6 +121,61 @@ async fn connect(app: &TestApp, sdk: &SdkServer, key: &str, email: &str, user: &
     )
     .await;
     assert_eq!(waited, json!({ "status": "CONNECTED" }));
+    authorize
+}
+
+/// Ada (`key`) calls a tool that needs more access than she granted: the server's 403
+/// insufficient_scope becomes NOT_CONNECTED naming the scopes, connecting again asks for them
+/// and the call then runs; later connects keep asking for them.
+async fn step_up(app: &TestApp, sdk: &SdkServer, key: &str) {
+    let report = execute(
+        app,
+        key,
+        json!([{ "tool": "remote.admin_report", "args": {} }]),
+    )
+    .await[0]
+        .clone();
+    assert_eq!(report["code"], "NOT_CONNECTED", "{report}");
+    assert_eq!(
+        report["required_scopes"],
+        json!(["mcp:admin", "mcp:tools"]),
+        "{report}"
+    );
+    let said = report["error"].as_str().unwrap();
+    assert!(
+        said.contains("mcp:admin") && said.contains("call connect"),
+        "{said}"
+    );
+    let authorize = connect(app, sdk, key, "ada@example.com", "alice").await;
+    assert_eq!(scopes_asked(&authorize), ["mcp:admin", "mcp:tools"]);
+    let report = execute(
+        app,
+        key,
+        json!([{ "tool": "remote.admin_report", "args": {} }]),
+    )
+    .await[0]
+        .clone();
+    assert_eq!(report["result"]["user"], "alice", "{report}");
+    let mut granted: Vec<&str> = report["result"]["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    granted.sort();
+    assert_eq!(granted, ["mcp:admin", "mcp:tools"], "{report}");
+    // A later reconnect keeps asking for what the server needed.
+    let authorize = connect(app, sdk, key, "ada@example.com", "alice").await;
+    assert_eq!(scopes_asked(&authorize), ["mcp:admin", "mcp:tools"]);
+}
+
+/// The scopes an authorization URL asks for.
+fn scopes_asked(authorize: &str) -> Vec<String> {
+    let url = url::Url::parse(authorize).unwrap();
+    let (_, scope) = url.query_pairs().find(|(k, _)| k == "scope").unwrap();
+    let mut v: Vec<String> = scope.split_whitespace().map(str::to_owned).collect();
+    v.sort();
+    v
 }
 
 /// `email` disconnects `remote` on the portal's Connections page.
@@ -198,6 +254,9 @@ db_test!(
         assert_eq!(ada["result"]["scopes"], json!(["mcp:tools"]), "{ada}");
         let bob_out = whoami(&app, &bob_key).await;
         assert_eq!(bob_out["code"], "NOT_CONNECTED", "{bob_out}");
+        // workbench registered itself for every scope the authorization server offers, so the
+        // SDK (which checks requested scopes against the registration) allows a step-up.
+        step_up(&app, &sdk, &key).await;
 
         connect(&app, &sdk, &bob_key, "bob@example.com", "bobby").await;
         let bob_out = whoami(&app, &bob_key).await;
@@ -247,7 +306,7 @@ db_test!(
                 "token_endpoint_auth_method": "client_secret_basic",
                 "grant_types": ["authorization_code", "refresh_token"],
                 "response_types": ["code"],
-                "scope": "mcp:tools",
+                "scope": "mcp:tools mcp:admin",
                 "client_name": "workbench (pre-registered)"
             }))
             .send()
@@ -283,6 +342,8 @@ db_test!(
         );
         // The secret never comes back, not even from the upstream's own answer.
         assert!(!ada.to_string().contains(secret));
+
+        step_up(&app, &sdk, &key).await;
 
         disconnect(&app, "ada@example.com").await;
         assert_eq!(

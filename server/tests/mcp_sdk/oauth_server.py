@@ -27,6 +27,14 @@ test-only control endpoints:
   * POST /test/expire        makes every current access token expired, so the next /mcp call is
                              answered 401 and the client has to refresh
   * tool `whoami`            structured {"user", "scopes", "client_id"} of the calling token
+  * tool `admin_report`      the same, but only for a token holding the scope `mcp:admin`: a
+                             call without it is answered HTTP 403 with
+                             WWW-Authenticate: Bearer error="insufficient_scope",
+                             scope="mcp:tools mcp:admin", resource_metadata="..." - the MCP
+                             authorization spec's scope challenge, which the SDK has no per-tool
+                             switch for, so `ScopeChallenge` (an ASGI shim in front of the SDK's
+                             app) answers it; the client is expected to step up (authorize again
+                             asking for those scopes)
 
 Usage: .venv/bin/python server/tests/mcp_sdk/oauth_server.py PORT [--fix-sdk-client-auth]
 
@@ -57,6 +65,7 @@ Known SDK quirks a client meets here (mcp 2.3.0; see `FixSdkClientAuth`, which
 import asyncio
 import base64
 import html
+import json
 import secrets
 import signal
 import sys
@@ -87,7 +96,9 @@ HOST = "127.0.0.1"
 ACCESS_TOKEN_SECONDS = 3600
 CODE_SECONDS = 300  # an authorization code is good for five minutes, and only once
 LOGIN_SECONDS = 600  # a pending sign-in (between /authorize and POST /login) lasts ten minutes
-VALID_SCOPES = ["mcp:tools", "offline_access"]
+VALID_SCOPES = ["mcp:tools", "mcp:admin", "offline_access"]
+ADMIN_SCOPE = "mcp:admin"
+ADMIN_TOOL = "admin_report"
 DEFAULT_SCOPES = ["mcp:tools"]
 REQUIRED_SCOPES = ["mcp:tools"]
 
@@ -294,7 +305,7 @@ class WhoAmI(BaseModel):
     client_id: str
 
 
-def build(port: int) -> MCPServer:
+def build(port: int) -> tuple[MCPServer, InMemoryProvider]:
     issuer = f"http://{HOST}:{port}"
     resource = f"{issuer}/mcp"
     provider = InMemoryProvider(issuer, resource)
@@ -326,6 +337,13 @@ def build(port: int) -> MCPServer:
         token = get_access_token()  # the SDK's auth context: the AccessToken of this request
         if token is None:  # cannot happen behind the SDK's RequireAuthMiddleware
             raise ValueError("no access token in this request")
+        return WhoAmI(user=token.subject or "", scopes=token.scopes, client_id=token.client_id)
+
+    @server.tool(name=ADMIN_TOOL, description="whoami for tokens holding mcp:admin only.")
+    def admin_report() -> WhoAmI:
+        token = get_access_token()
+        if token is None or ADMIN_SCOPE not in token.scopes:  # ScopeChallenge stops these first
+            raise ValueError("mcp:admin is required")
         return WhoAmI(user=token.subject or "", scopes=token.scopes, client_id=token.client_id)
 
     # -- the sign-in page the provider's authorize() sends the browser to --
@@ -382,7 +400,68 @@ def build(port: int) -> MCPServer:
             return PlainTextResponse("loopback only", status_code=403)
         return JSONResponse({"expired": provider.expire_access_tokens()})
 
-    return server
+    return server, provider
+
+
+class ScopeChallenge:
+    """The scope challenge of the MCP authorization spec for one tool: a `tools/call` of
+    `admin_report` (POST /mcp) whose bearer token lacks `mcp:admin` is answered 403
+    insufficient_scope naming the scopes the call needs, before the SDK sees it. Requests
+    without a known token pass through, for the SDK's own 401."""
+
+    def __init__(self, app: ASGIApp, provider: InMemoryProvider, resource_metadata: str) -> None:
+        self.app = app
+        self.provider = provider
+        self.resource_metadata = resource_metadata
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/mcp":
+            await self.app(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        try:
+            rpc = json.loads(body)
+        except ValueError:
+            rpc = None
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        bearer = headers.get("authorization", "")
+        token = self.provider.access.get(bearer[7:].strip()) if bearer[:7].lower() == "bearer " else None
+        if (
+            isinstance(rpc, dict)
+            and rpc.get("method") == "tools/call"
+            and isinstance(rpc.get("params"), dict)
+            and rpc["params"].get("name") == ADMIN_TOOL
+            and token is not None
+            and ADMIN_SCOPE not in token.scopes
+        ):
+            challenge = (
+                'Bearer error="insufficient_scope", '
+                f'scope="{" ".join(sorted(set(token.scopes) | {ADMIN_SCOPE}))}", '
+                f'resource_metadata="{self.resource_metadata}", '
+                f'error_description="{ADMIN_TOOL} needs {ADMIN_SCOPE}"'
+            )
+            response = JSONResponse(
+                {"error": "insufficient_scope", "error_description": f"{ADMIN_TOOL} needs {ADMIN_SCOPE}"},
+                status_code=403,
+                headers={"WWW-Authenticate": challenge},
+            )
+            await response(scope, receive, send)
+            return
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
 
 
 class FixSdkClientAuth:
@@ -449,7 +528,9 @@ class FixSdkClientAuth:
 
 
 async def serve(port: int, fix_sdk_client_auth: bool) -> None:
-    app: ASGIApp = build(port).streamable_http_app(host=HOST)  # /mcp, with the SDK's DNS-rebinding guard
+    server, provider = build(port)
+    app: ASGIApp = server.streamable_http_app(host=HOST)  # /mcp, with the SDK's DNS-rebinding guard
+    app = ScopeChallenge(app, provider, f"http://{HOST}:{port}/.well-known/oauth-protected-resource/mcp")
     if fix_sdk_client_auth:
         app = FixSdkClientAuth(app)
     config = uvicorn.Config(

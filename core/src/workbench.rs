@@ -46,6 +46,8 @@ pub struct WorkbenchOptions {
     pub web_search: Option<builtin::SearchProvider>,
     /// The mail server, DNS server and hourly limit email.send uses (operator settings).
     pub email: EmailSettings,
+    /// The programs stdio MCP servers may run and where they work (operator settings).
+    pub stdio: crate::upstream::stdio::StdioSettings,
 }
 
 impl Default for WorkbenchOptions {
@@ -61,6 +63,7 @@ impl Default for WorkbenchOptions {
             confirmations: ConfirmSettings::default(),
             web_search: None,
             email: EmailSettings::default(),
+            stdio: Default::default(),
         }
     }
 }
@@ -178,6 +181,7 @@ impl Workbench {
                     &options.confirmations.public_url,
                 ),
             },
+            options.stdio,
         );
         let webhooks = Webhooks::new(
             db.clone(),

@@ -48,6 +48,11 @@ pub struct ServeArgs {
     /// link-local and metadata addresses are refused.
     #[arg(long, env = "WB_EGRESS_ALLOW_PRIVATE", value_delimiter = ',')]
     pub egress_allow_private: Vec<AddrRange>,
+    /// Programs stdio MCP servers may run, comma-separated: absolute paths, or names looked up
+    /// on PATH at start (e.g. npx,uvx,/opt/mcp/bin/server). Empty (the default): admins cannot
+    /// register stdio servers. Each runs as this user, confined (see docs/features.md).
+    #[arg(long, env = "WB_STDIO_COMMANDS", value_delimiter = ',')]
+    pub stdio_commands: Vec<String>,
     /// Extra Host names /mcp accepts besides the public URL's host and loopback names
     /// (DNS-rebinding protection), comma-separated.
     #[arg(long, env = "WB_ALLOWED_HOSTS", value_delimiter = ',')]
@@ -118,6 +123,9 @@ fn parse_dns_server(s: &str) -> Result<SocketAddr, String> {
 /// URL whole; it is built once, at start-up, so its size costs nothing worth boxing for.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// A program of --stdio-commands that is not an executable file.
+    #[error("invalid --stdio-commands (WB_STDIO_COMMANDS) entry {entry:?}: {reason}")]
+    StdioCommand { entry: String, reason: String },
     /// Several of the above at once, one per line.
     #[error("{}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))]
     Several(Vec<ConfigError>),
@@ -233,6 +241,8 @@ pub struct ServerConfig {
     pub email: workbench_core::email::EmailSettings,
     /// The bearer token /metrics requires; `None`: /metrics is off.
     pub metrics_token: Option<String>,
+    /// The programs stdio MCP servers may run, and where they work.
+    pub stdio: workbench_core::upstream::stdio::StdioSettings,
     /// Where traces are exported (the collector's `/v1/traces`); `None`: tracing is off.
     pub otlp_traces_endpoint: Option<Url>,
 }
@@ -280,6 +290,47 @@ fn web_search(
         Some(k) => SearchProvider::brave(url.clone(), k.to_owned()),
         None => SearchProvider::searxng(url.clone()),
     }))
+}
+
+/// The programs of --stdio-commands as absolute paths of executable files (names are looked
+/// up on PATH now), and `<data-dir>/stdio` as the servers' working root.
+fn stdio_settings(
+    entries: &[String],
+    data_dir: &std::path::Path,
+) -> Result<workbench_core::upstream::stdio::StdioSettings, ConfigError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut commands = Vec::new();
+    for entry in entries.iter().map(|e| e.trim()).filter(|e| !e.is_empty()) {
+        let bad = |reason: &str| ConfigError::StdioCommand {
+            entry: entry.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let path = if entry.contains('/') {
+            let p = PathBuf::from(entry);
+            if !p.is_absolute() {
+                return Err(bad("give an absolute path or a bare program name"));
+            }
+            p
+        } else {
+            std::env::var_os("PATH")
+                .iter()
+                .flat_map(std::env::split_paths)
+                .map(|d| d.join(entry))
+                .find(|p| p.is_file())
+                .ok_or_else(|| bad("not found on PATH"))?
+        };
+        let meta = std::fs::metadata(&path).map_err(|e| bad(&e.to_string()))?;
+        if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+            return Err(bad("not an executable file"));
+        }
+        commands.push(path);
+    }
+    let work_root =
+        std::path::absolute(data_dir.join("stdio")).map_err(ConfigError::ResolveDataDir)?;
+    Ok(workbench_core::upstream::stdio::StdioSettings {
+        commands,
+        work_root,
+    })
 }
 
 /// The value, or `None` with its problem noted.
@@ -373,7 +424,9 @@ impl ServerConfig {
                 .map(|h| h.trim().to_owned())
                 .filter(|h| !h.is_empty()),
         );
+        let stdio = stdio_settings(&args.stdio_commands, &args.data_dir)?;
         Ok(ServerConfig {
+            stdio,
             metrics_token,
             otlp_traces_endpoint,
             web_search,

@@ -23,11 +23,13 @@ pub struct ServerRow {
     pub last_error: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// A stdio server's start settings (JSON), else NULL.
+    pub launch: Option<String>,
 }
 
 const SERVER_COLUMNS: &str =
     "id, project_id, name, transport, url, auth, tool_prefix, timeout_ms, max_concurrency, \
-    auto_approve, last_refresh_at, last_error, created_at, updated_at";
+    auto_approve, last_refresh_at, last_error, created_at, updated_at, launch";
 
 pub use workbench_model::upstream::ToolState;
 
@@ -64,7 +66,7 @@ pub struct NameOwner {
 }
 
 pub async fn insert_server<'e>(ex: impl Exec<'e>, r: &ServerRow) -> Result<()> {
-    sqlx::query(&format!("INSERT INTO mcp_servers ({SERVER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"))
+    sqlx::query(&format!("INSERT INTO mcp_servers ({SERVER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"))
         .bind(&r.id)
         .bind(&r.project_id)
         .bind(&r.name)
@@ -79,6 +81,7 @@ pub async fn insert_server<'e>(ex: impl Exec<'e>, r: &ServerRow) -> Result<()> {
         .bind(&r.last_error)
         .bind(r.created_at)
         .bind(r.updated_at)
+        .bind(&r.launch)
         .execute(ex)
         .await?;
     Ok(())

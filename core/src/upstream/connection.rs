@@ -1,5 +1,5 @@
-//! One MCP session with an upstream over either transport (streamable HTTP or HTTP+SSE), and
-//! what both share: listing tools page by page.
+//! One MCP session with an upstream over any transport (streamable HTTP, HTTP+SSE, or a stdio
+//! process's pipes), and what they share: listing tools page by page.
 
 use std::time::Duration;
 
@@ -8,11 +8,14 @@ use zeroize::Zeroizing;
 
 use super::client::{OnToolsChanged, RpcError, Session};
 use super::sse::SseSession;
+use super::stdio::session::StdioSession;
 
-/// A session over either transport.
+/// A session over one of the transports.
 pub enum Connection {
     Http(Session),
     Sse(SseSession),
+    /// The running process's session (its supervisor owns the process).
+    Stdio(std::sync::Arc<StdioSession>),
 }
 
 impl Connection {
@@ -47,6 +50,7 @@ impl Connection {
         match self {
             Connection::Http(s) => s.request(method, params, timeout).await,
             Connection::Sse(s) => s.request(method, params, timeout).await,
+            Connection::Stdio(s) => s.request(method, params, timeout).await,
         }
     }
 

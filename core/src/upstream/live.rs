@@ -101,6 +101,8 @@ pub struct Live {
     /// For a server each user signs in to: the caller's connection to it, which its tools
     /// need before they run.
     pub sign_in: Option<Arc<dyn crate::catalog::ConnectionSource>>,
+    /// For a stdio server: what runs its process on this instance.
+    pub stdio: Option<Arc<super::stdio::supervisor::Supervisor>>,
     session: tokio::sync::Mutex<Option<Arc<Connection>>>,
     transport: String,
     /// Called when the server says its tool list changed (the owner refreshes it).
@@ -140,6 +142,7 @@ impl Live {
             max_concurrency: max_concurrency.max(1),
             breaker: Breaker::default(),
             sign_in: None,
+            stdio: None,
             session: tokio::sync::Mutex::new(None),
             token: Mutex::new(None),
             user_sessions: tokio::sync::Mutex::default(),
@@ -149,6 +152,11 @@ impl Live {
 
     pub fn now(&self) -> i64 {
         self.deps.clock.now_ms()
+    }
+
+    /// What the server's `notifications/tools/list_changed` calls.
+    pub fn on_changed(&self) -> OnToolsChanged {
+        self.on_changed.clone()
     }
 
     /// The client-credentials token in use, if any (not a vault value, so the handler scrubs
@@ -216,6 +224,10 @@ impl Live {
     }
 
     async fn session(&self, fresh_credential: bool) -> Result<Arc<Connection>, RpcError> {
+        // A stdio server's session is its supervisor's, which restarts a process that ended.
+        if let Some(s) = &self.stdio {
+            return Ok(Arc::new(Connection::Stdio(s.session().await?)));
+        }
         let mut slot = self.session.lock().await;
         if let Some(s) = slot.as_ref() {
             if !fresh_credential {

@@ -14,6 +14,7 @@ mod handler;
 mod live;
 mod sign_in;
 mod sse;
+pub mod stdio;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -58,9 +59,26 @@ struct Registration {
     name: String,
     #[serde(default)]
     transport: Option<String>,
-    url: String,
+    /// Remote servers only.
+    #[serde(default)]
+    url: Option<String>,
     #[serde(default)]
     auth: Option<Value>,
+    /// `transport: stdio` only: how to start the process.
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    args: Option<Vec<String>>,
+    #[serde(default)]
+    env: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    limits: Option<stdio::Limits>,
+    #[serde(default)]
+    start: Option<stdio::Start>,
+    #[serde(default)]
+    idle_shutdown_s: Option<u64>,
     #[serde(default)]
     tool_prefix: Option<String>,
     #[serde(default)]
@@ -95,6 +113,12 @@ pub struct ServerView {
     pub last_refresh_at: Option<String>,
     pub last_error: Option<String>,
     pub created_at: String,
+    /// A stdio server's start settings (env values of vault references stay references).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdio: Option<stdio::StdioConfig>,
+    /// A stdio server's process on the instance answering.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process: Option<stdio::supervisor::ProcessView>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -110,6 +134,20 @@ impl ServerView {
             self.url = crate::egress::mask_url(&self.url);
             if self.last_error.is_some() {
                 self.last_error = Some("the last refresh failed; an admin can see why".into());
+            }
+            // How a local server is started (arguments, environment) and what it wrote on
+            // stderr are for whoever may edit servers.
+            if let Some(c) = &mut self.stdio {
+                c.args.clear();
+                c.env.clear();
+                c.cwd = None;
+            }
+            if let Some(p) = &mut self.process {
+                p.stderr_tail.clear();
+                p.last_exit = p
+                    .last_exit
+                    .as_ref()
+                    .map(|_| "the process ended; an admin can see why".into());
             }
         }
         if !who.allows(Operation::McpServersReview) {
@@ -540,6 +578,8 @@ pub struct Upstreams {
     registry: Arc<AppRegistry>,
     /// workbench as an OAuth client: its metadata document URL and redirect URI.
     ours: discovery::OurClient,
+    /// What stdio servers the operator allows.
+    stdio: Arc<stdio::StdioSettings>,
     /// Servers this instance runs, by id (kept across reloads: sessions and breakers live on).
     live: Arc<RwLock<HashMap<String, Arc<Live>>>>,
     /// Servers that said their tool list changed: (project, server id), refreshed in turn.
@@ -554,6 +594,32 @@ pub struct SignInParts {
     pub connections: Connections,
     pub registry: Arc<AppRegistry>,
     pub ours: discovery::OurClient,
+}
+
+/// A stdio server's start settings, as stored.
+fn launch_of(row: &ServerRow) -> Result<Option<stdio::StdioConfig>> {
+    row.launch
+        .as_deref()
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| Error::internal(format!("stored stdio settings: {e}")))
+}
+
+/// The program a stdio server runs, for messages.
+fn stdio_command(row: &ServerRow) -> String {
+    launch_of(row)
+        .ok()
+        .flatten()
+        .map(|c| c.command)
+        .unwrap_or_default()
+}
+
+/// What removing a server from this instance does to it: a stdio server's process stops and
+/// never starts again.
+fn retire(live: &Live) {
+    if let Some(s) = &live.stdio {
+        s.retire();
+    }
 }
 
 /// What /metrics shows of one upstream server this instance runs.
@@ -585,6 +651,7 @@ impl Upstreams {
         out
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         db: Db,
         clock: Arc<dyn Clock>,
@@ -593,6 +660,7 @@ impl Upstreams {
         guarded: GuardedClient,
         allowance: PrivateAllowance,
         sign_in: SignInParts,
+        stdio: stdio::StdioSettings,
     ) -> Upstreams {
         let deps = Deps {
             vault: vault.clone(),
@@ -611,6 +679,7 @@ impl Upstreams {
             connections: sign_in.connections,
             registry: sign_in.registry,
             ours: sign_in.ours,
+            stdio: Arc::new(stdio),
             live: Arc::default(),
             changed,
             loaded: Arc::default(),
@@ -663,7 +732,8 @@ impl Upstreams {
             .map_err(|e| Error::internal(format!("stored server url: {e}")))?;
         let auth: AuthConfig = serde_json::from_str(&row.auth)
             .map_err(|e| Error::internal(format!("stored server auth: {e}")))?;
-        let live = self.new_live(row, url, auth);
+        let launch = launch_of(row)?;
+        let live = self.new_live(row, url, auth, launch);
         self.live
             .write()
             .expect("upstreams lock")
@@ -671,7 +741,13 @@ impl Upstreams {
         Ok(live)
     }
 
-    fn new_live(&self, row: &ServerRow, url: url::Url, auth: AuthConfig) -> Arc<Live> {
+    fn new_live(
+        &self,
+        row: &ServerRow,
+        url: url::Url,
+        auth: AuthConfig,
+        launch: Option<stdio::StdioConfig>,
+    ) -> Arc<Live> {
         let (tx, project, id) = (self.changed.clone(), row.project_id.clone(), row.id.clone());
         let on_changed: client::OnToolsChanged = Arc::new(move || {
             let _ = tx.send((project.clone(), id.clone()));
@@ -692,6 +768,19 @@ impl Upstreams {
             on_changed,
         );
         live.sign_in = sign_in;
+        live.stdio = launch.map(|config| {
+            stdio::supervisor::Supervisor::new(
+                &row.project_id,
+                &row.id,
+                &row.name,
+                config,
+                &self.stdio,
+                self.vault.clone(),
+                self.clock.clone(),
+                Duration::from_millis(row.timeout_ms as u64),
+                live.on_changed(),
+            )
+        });
         Arc::new(live)
     }
 
@@ -701,7 +790,12 @@ impl Upstreams {
         &self,
         admin: &Principal,
         body: &Value,
-    ) -> Result<(Registration, AuthConfig, url::Url)> {
+    ) -> Result<(
+        Registration,
+        AuthConfig,
+        url::Url,
+        Option<stdio::StdioConfig>,
+    )> {
         let inline = |v: &Value| {
             v.as_object().is_some_and(|m| {
                 m.keys().any(|k| {
@@ -741,17 +835,41 @@ impl Upstreams {
         if !name_ok {
             return Err(Error::invalid("name must be 1 to 40 lowercase letters, digits, '-' or '_', starting with a letter"));
         }
-        match reg.transport.as_deref().unwrap_or("http") {
-            "http" | "sse" => {}
+        let launch = match reg.transport.as_deref().unwrap_or("http") {
+            "http" | "sse" => {
+                if reg.command.is_some()
+                    || reg.args.is_some()
+                    || reg.env.is_some()
+                    || reg.cwd.is_some()
+                    || reg.limits.is_some()
+                    || reg.start.is_some()
+                    || reg.idle_shutdown_s.is_some()
+                {
+                    return Err(Error::invalid(
+                        "command, args, env, cwd, limits, start and idle_shutdown_s are for transport stdio",
+                    ));
+                }
+                None
+            }
+            "stdio" => Some(self.check_stdio(admin, &reg).await?),
             other => {
                 return Err(Error::invalid(format!(
-                    "transport must be http (streamable HTTP) or sse (HTTP+SSE), not {other:?}"
+                    "transport must be http (streamable HTTP), sse (HTTP+SSE) or stdio (a local program), not {other:?}"
                 )))
             }
-        }
-        let url = self
-            .allowance
-            .check_registered_url(&reg.url, "an http(s) URL of the server's MCP endpoint")?;
+        };
+        let url = match (&launch, &reg.url) {
+            (Some(_), None) => url::Url::parse(stdio::STDIO_URL).expect("a url"),
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid(
+                    "a stdio server has no url: it is started from command",
+                ))
+            }
+            (None, None) => return Err(Error::invalid("url is required")),
+            (None, Some(u)) => self
+                .allowance
+                .check_registered_url(u, "an http(s) URL of the server's MCP endpoint")?,
+        };
         if let Some(p) = &reg.tool_prefix {
             if p.len() > 32
                 || !p
@@ -782,6 +900,11 @@ impl Upstreams {
             .unwrap_or_else(|| json!({ "type": "none" }));
         let mut auth: AuthConfig = serde_json::from_value(auth_value)
             .map_err(|e| Error::invalid(format!("invalid auth: {e}")))?;
+        if launch.is_some() && auth != AuthConfig::None {
+            return Err(Error::invalid(
+                "a stdio server takes no auth: give it credentials as env values referring to vault secrets ({{vault:NAME}})",
+            ));
+        }
         let secret_ref = match &mut auth {
             AuthConfig::None => None,
             AuthConfig::UserOauth(u) => {
@@ -814,14 +937,50 @@ impl Upstreams {
                 .ok_or_else(|| Error::invalid(format!("auth.secret_ref {r:?} names no secret in this project's vault; add it on the Vault page first")))?;
             *r = name;
         }
-        Ok((reg, auth, url))
+        Ok((reg, auth, url, launch))
+    }
+
+    /// A stdio registration's start settings, checked completely: the program against what
+    /// the operator allows, every vault reference against the project's vault.
+    async fn check_stdio(
+        &self,
+        admin: &Principal,
+        reg: &Registration,
+    ) -> Result<stdio::StdioConfig> {
+        let command = reg
+            .command
+            .clone()
+            .ok_or_else(|| Error::invalid("a stdio server needs command (the program to start)"))?;
+        let mut config = stdio::StdioConfig {
+            command,
+            args: reg.args.clone().unwrap_or_default(),
+            cwd: reg.cwd.clone(),
+            env: reg.env.clone().unwrap_or_default(),
+            limits: reg.limits.unwrap_or_default(),
+            start: reg.start.unwrap_or_default(),
+            idle_shutdown_s: reg.idle_shutdown_s.unwrap_or(0),
+        };
+        config.check(&self.stdio)?;
+        let refs: Vec<(String, String)> = config
+            .vault_refs()
+            .map(|(k, n)| (k.to_owned(), n.to_owned()))
+            .collect();
+        for (k, n) in refs {
+            let name = self
+                .vault
+                .name_of(&admin.project_id, &n)
+                .await?
+                .ok_or_else(|| Error::invalid(format!("env {k} refers to {{{{vault:{n}}}}}, which names no secret in this project's vault; add it on the Vault page first")))?;
+            config.env.insert(k, format!("{{{{vault:{name}}}}}"));
+        }
+        Ok(config)
     }
 
     /// Registers a server: checks, connects, initializes and lists its tools; stores it only
     /// when all of that worked and no name collides (409).
     pub async fn register(&self, admin: &Principal, body: &Value) -> Result<ServerView> {
         admin.require(Operation::McpServersManage)?;
-        let (reg, auth, url) = self.check(admin, body).await?;
+        let (reg, auth, url, launch) = self.check(admin, body).await?;
         let existing = store::mcp_servers::list_servers(self.db.pool(), &admin.project_id).await?;
         if existing.iter().any(|s| s.name == reg.name) {
             return Err(Error::Conflict(format!(
@@ -851,18 +1010,25 @@ impl Upstreams {
             last_error: None,
             created_at: now,
             updated_at: now,
+            launch: launch
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(|e| Error::internal(e.to_string()))?,
         };
         // A live server for the check only; it is kept once the row is stored. A server each
         // user signs in to is listed once its admin connected (nobody has yet).
         let signs_in = auth.user_oauth().is_some();
-        let live = self.new_live(&row, url, auth);
+        let live = self.new_live(&row, url, auth, launch);
         let listed = if signs_in {
             Vec::new()
         } else {
+            let target = match &live.stdio {
+                Some(_) => format!("{} (started as {})", row.name, stdio_command(&row)),
+                None => row.url.clone(),
+            };
             self.listing(&row, &live).await.map_err(|e| match e {
-                Error::Invalid(why) => {
-                    Error::invalid(format!("cannot register {}: {why}", row.url))
-                }
+                Error::Invalid(why) => Error::invalid(format!("cannot register {target}: {why}")),
                 other => other,
             })?
         };
@@ -1033,6 +1199,11 @@ impl Upstreams {
             last_refresh_at: row.last_refresh_at.map(rfc3339),
             last_error: row.last_error.clone(),
             created_at: rfc3339(row.created_at),
+            stdio: launch_of(row).ok().flatten(),
+            process: match live.as_ref().and_then(|l| l.stdio.clone()) {
+                Some(s) => Some(s.view().await),
+                None => None,
+            },
             skipped: Vec::new(),
             changes: None,
         })
@@ -1113,7 +1284,9 @@ impl Upstreams {
         if !store::mcp_servers::delete_server(self.db.pool(), &admin.project_id, id).await? {
             return Err(Error::NotFound);
         }
-        self.live.write().expect("upstreams lock").remove(id);
+        if let Some(l) = self.live.write().expect("upstreams lock").remove(id) {
+            retire(&l);
+        }
         self.reload_project(&admin.project_id).await?;
         tracing::info!(server = %id, by = %admin.user_id, "MCP server deleted");
         Ok(())
@@ -1407,10 +1580,13 @@ impl Upstreams {
         self.registry.set_servers(project_id, sign_ins);
         self.catalog.set_source_tools(project_id, SOURCE, tools)?;
         let ids: Vec<&String> = servers.iter().map(|s| &s.id).collect();
-        self.live
-            .write()
-            .expect("upstreams lock")
-            .retain(|id, l| l.project_id != project_id || ids.contains(&id));
+        self.live.write().expect("upstreams lock").retain(|id, l| {
+            let keep = l.project_id != project_id || ids.contains(&id);
+            if !keep {
+                retire(l);
+            }
+            keep
+        });
         let mut loaded = self.loaded.write().expect("upstreams lock");
         if versions.is_empty() {
             loaded.remove(project_id);

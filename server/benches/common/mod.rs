@@ -82,6 +82,7 @@ pub async fn start(tag: &str, configure: impl FnOnce(&mut WorkbenchOptions)) -> 
         email_hourly_limit: workbench_core::email::DEFAULT_HOURLY_LIMIT,
         metrics_token: None,
         otlp_endpoint: None,
+        stdio_commands: Vec::new(),
     };
     let state = AppState::new(
         wb.clone(),

@@ -56,6 +56,8 @@ pub struct Options {
     pub email: workbench_core::email::EmailSettings,
     /// `--metrics-token`: /metrics is served to requests bearing it.
     pub metrics_token: Option<String>,
+    /// `--stdio-commands`: the programs stdio MCP servers may run.
+    pub stdio_commands: Vec<String>,
 }
 
 impl Options {
@@ -200,6 +202,32 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
     let keys = Keys::load_or_create(&data_dir).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let args = ServeArgs {
+        bind: addr,
+        database_url: database_url.clone(),
+        public_url: options.public_url.as_deref().map(|u| u.parse().unwrap()),
+        data_dir: data_dir.clone(),
+        site_root: temp_dir("site"),
+        trust_forwarded_for: options.trust_forwarded_for,
+        object_store_url: None,
+        egress_allow_private: Vec::new(),
+        allowed_hosts: Vec::new(),
+        connect_ttl_seconds: 600,
+        confirmation_ttl_seconds: 900,
+        rest_result_max_bytes: options.rest_result_max_bytes.unwrap_or(10 * 1024 * 1024),
+        proxy_timeout_seconds: options.proxy_timeout_secs.unwrap_or(60),
+        proxy_max_concurrent_per_user: options.proxy_max_concurrent.unwrap_or(8),
+        searxng_url: None,
+        brave_search_api_key: None,
+        brave_search_url: workbench_core::builtin::BRAVE_DEFAULT_URL.parse().unwrap(),
+        smtp_url: None,
+        dns_resolver: None,
+        email_hourly_limit: workbench_core::email::DEFAULT_HOURLY_LIMIT,
+        metrics_token: options.metrics_token.clone(),
+        otlp_endpoint: None,
+        stdio_commands: options.stdio_commands.clone(),
+    };
+    let mut config = ServerConfig::from_args(&args).unwrap();
     let wb = Workbench::open(
         &database_url,
         WorkbenchOptions {
@@ -225,35 +253,11 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
             },
             web_search: options.web_search.clone(),
             email: options.email.clone(),
+            stdio: config.stdio.clone(),
         },
     )
     .await
     .expect("open test database");
-    let args = ServeArgs {
-        bind: addr,
-        database_url: database_url.clone(),
-        public_url: options.public_url.as_deref().map(|u| u.parse().unwrap()),
-        data_dir: data_dir.clone(),
-        site_root: temp_dir("site"),
-        trust_forwarded_for: options.trust_forwarded_for,
-        object_store_url: None,
-        egress_allow_private: Vec::new(),
-        allowed_hosts: Vec::new(),
-        connect_ttl_seconds: 600,
-        confirmation_ttl_seconds: 900,
-        rest_result_max_bytes: options.rest_result_max_bytes.unwrap_or(10 * 1024 * 1024),
-        proxy_timeout_seconds: options.proxy_timeout_secs.unwrap_or(60),
-        proxy_max_concurrent_per_user: options.proxy_max_concurrent.unwrap_or(8),
-        searxng_url: None,
-        brave_search_api_key: None,
-        brave_search_url: workbench_core::builtin::BRAVE_DEFAULT_URL.parse().unwrap(),
-        smtp_url: None,
-        dns_resolver: None,
-        email_hourly_limit: workbench_core::email::DEFAULT_HOURLY_LIMIT,
-        metrics_token: options.metrics_token.clone(),
-        otlp_endpoint: None,
-    };
-    let mut config = ServerConfig::from_args(&args).unwrap();
     // Tests reload custom apps explicitly (see apps.rs), never behind their back, and deliver
     // callbacks by hand unless they ask for the worker.
     config.apps_reload_every = Duration::from_secs(3600);

@@ -1,0 +1,265 @@
+//! One MCP session with a stdio server's process: newline-delimited JSON-RPC on its stdin and
+//! stdout (the MCP stdio transport), answers matched to requests by id, the server's `ping`
+//! answered, `notifications/tools/list_changed` passed on. Output that is not JSON-RPC, or a
+//! line longer than `MAX_ANSWER_BYTES`, ends the session with a clear reason (never a hang or
+//! unbounded memory). stderr is read line by line, scrubbed of the project's secrets, logged
+//! at a bounded rate and kept as the last lines for the registry view.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt};
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
+use tokio::sync::oneshot;
+
+use crate::upstream::client::{is_tools_changed, OnToolsChanged, RpcError, MAX_ANSWER_BYTES};
+use crate::vault::Scrubber;
+
+/// stderr lines kept for the registry view.
+pub const STDERR_TAIL: usize = 50;
+/// Longest stderr line kept (longer ones are cut).
+const STDERR_LINE: usize = 2_000;
+/// stderr lines logged per window; the rest are counted.
+const STDERR_LOGGED: u32 = 50;
+const STDERR_WINDOW: Duration = Duration::from_secs(10);
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>>>;
+
+/// The last stderr lines of a server's processes (shared with its supervisor).
+pub type Tail = Arc<Mutex<VecDeque<String>>>;
+
+type Stdin = Arc<tokio::sync::Mutex<Option<ChildStdin>>>;
+
+pub struct StdioSession {
+    stdin: Stdin,
+    pending: Pending,
+    next_id: AtomicU64,
+    /// Why the session ended, once it has.
+    ended: Arc<Mutex<Option<String>>>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for StdioSession {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl StdioSession {
+    /// Starts reading the process's stdout (answers) and stderr (into `tail` and the log).
+    pub fn start(
+        server: &str,
+        stdin: ChildStdin,
+        stdout: ChildStdout,
+        stderr: ChildStderr,
+        scrubber: Scrubber,
+        tail: Tail,
+        on_changed: OnToolsChanged,
+    ) -> Arc<StdioSession> {
+        let pending: Pending = Arc::default();
+        let ended: Arc<Mutex<Option<String>>> = Arc::default();
+        tokio::spawn(read_stderr(server.to_owned(), stderr, scrubber, tail));
+        let stdin: Stdin = Arc::new(tokio::sync::Mutex::new(Some(stdin)));
+        Arc::new(StdioSession {
+            stdin: stdin.clone(),
+            pending: pending.clone(),
+            next_id: AtomicU64::new(1),
+            ended: ended.clone(),
+            reader: tokio::spawn(read_stdout(stdout, stdin, pending, ended, on_changed)),
+        })
+    }
+
+    /// Why the session ended, if it has.
+    pub fn ended(&self) -> Option<String> {
+        self.ended.lock().expect("ended lock").clone()
+    }
+
+    /// Closes the process's stdin (the MCP way to ask a stdio server to exit).
+    pub async fn close_stdin(&self) {
+        self.stdin.lock().await.take();
+    }
+
+    async fn write(&self, message: &Value) -> Result<(), RpcError> {
+        write(&self.stdin, message).await
+    }
+
+    pub async fn notify(&self, method: &str) -> Result<(), RpcError> {
+        self.write(&json!({ "jsonrpc": "2.0", "method": method }))
+            .await
+    }
+
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, RpcError> {
+        if let Some(why) = self.ended() {
+            return Err(RpcError::NotSent(why));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().expect("pending lock").insert(id, tx);
+        let sent = self
+            .write(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+            .await;
+        if let Err(e) = sent {
+            self.pending.lock().expect("pending lock").remove(&id);
+            return Err(e);
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(RpcError::Transport(
+                self.ended()
+                    .unwrap_or_else(|| "the server process ended".into()),
+            )),
+            Err(_) => {
+                self.pending.lock().expect("pending lock").remove(&id);
+                Err(RpcError::Timeout(timeout.as_millis() as u64))
+            }
+        }
+    }
+}
+
+async fn write(stdin: &Stdin, message: &Value) -> Result<(), RpcError> {
+    let mut line = serde_json::to_vec(message).map_err(|e| RpcError::Protocol(e.to_string()))?;
+    line.push(b'\n');
+    let mut stdin = stdin.lock().await;
+    let Some(w) = stdin.as_mut() else {
+        return Err(RpcError::NotSent("the server's stdin is closed".into()));
+    };
+    let written = match w.write_all(&line).await {
+        Ok(()) => w.flush().await,
+        Err(e) => Err(e),
+    };
+    written.map_err(|e| RpcError::NotSent(format!("cannot write to the server process: {e}")))
+}
+
+/// Reads one line of at most `limit` bytes (without the newline); `Ok(None)` at EOF.
+async fn read_line<R: AsyncRead + Unpin>(
+    r: &mut tokio::io::BufReader<R>,
+    buf: &mut Vec<u8>,
+    limit: usize,
+) -> std::io::Result<Option<bool>> {
+    buf.clear();
+    let mut too_long = false;
+    loop {
+        let chunk = r.fill_buf().await?;
+        if chunk.is_empty() {
+            return Ok(if buf.is_empty() && !too_long {
+                None
+            } else {
+                Some(too_long)
+            });
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = limit.saturating_sub(buf.len());
+        let body = if done { take - 1 } else { take };
+        if body > room {
+            too_long = true;
+            buf.extend_from_slice(&chunk[..room]);
+        } else {
+            buf.extend_from_slice(&chunk[..body]);
+        }
+        r.consume(take);
+        if done {
+            return Ok(Some(too_long));
+        }
+    }
+}
+
+async fn read_stdout(
+    stdout: ChildStdout,
+    stdin: Stdin,
+    pending: Pending,
+    ended: Arc<Mutex<Option<String>>>,
+    on_changed: OnToolsChanged,
+) {
+    let mut r = tokio::io::BufReader::with_capacity(64 * 1024, stdout);
+    let mut line = Vec::new();
+    let why = loop {
+        match read_line(&mut r, &mut line, MAX_ANSWER_BYTES).await {
+            Err(e) => break format!("reading the server's stdout failed: {e}"),
+            Ok(None) => break "the server process closed its stdout".to_owned(),
+            Ok(Some(true)) => {
+                break format!(
+                    "the server wrote a line of more than {MAX_ANSWER_BYTES} bytes on stdout; the process was stopped"
+                )
+            }
+            Ok(Some(false)) => {}
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(&line) else {
+            break "the server wrote a line that is not JSON-RPC on stdout (stdout is for MCP messages only; logs belong on stderr); the process was stopped".to_owned();
+        };
+        let answer_to = message.get("id").and_then(Value::as_u64);
+        if let Some(method) = message.get("method").and_then(Value::as_str) {
+            if is_tools_changed(&message) {
+                on_changed();
+            }
+            // A request of the server's: `ping` is answered; nothing else is offered (no
+            // sampling, roots or elicitation), and it is told so rather than left waiting.
+            if let Some(id) = message.get("id").filter(|id| !id.is_null()) {
+                let answer = if method == "ping" {
+                    json!({ "jsonrpc": "2.0", "id": id, "result": {} })
+                } else {
+                    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": "workbench does not offer this to servers" } })
+                };
+                let _ = write(&stdin, &answer).await;
+            }
+            continue;
+        }
+        if let Some(id) = answer_to {
+            if let Some(tx) = pending.lock().expect("pending lock").remove(&id) {
+                let _ = tx.send(crate::upstream::client::answer_of(message));
+            }
+        }
+    };
+    *ended.lock().expect("ended lock") = Some(why.clone());
+    for (_, tx) in pending.lock().expect("pending lock").drain() {
+        let _ = tx.send(Err(RpcError::Transport(why.clone())));
+    }
+}
+
+async fn read_stderr(server: String, stderr: ChildStderr, scrubber: Scrubber, tail: Tail) {
+    let mut r = tokio::io::BufReader::new(stderr);
+    let mut line = Vec::new();
+    let mut window = tokio::time::Instant::now();
+    let (mut logged, mut dropped) = (0u32, 0u64);
+    while let Ok(Some(_)) = read_line(&mut r, &mut line, STDERR_LINE).await {
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end();
+        if text.is_empty() {
+            continue;
+        }
+        let clean = scrubber.scrub_str(text).unwrap_or_else(|| text.to_owned());
+        {
+            let mut t = tail.lock().expect("tail lock");
+            if t.len() >= STDERR_TAIL {
+                t.pop_front();
+            }
+            t.push_back(clean.clone());
+        }
+        if window.elapsed() >= STDERR_WINDOW {
+            if dropped > 0 {
+                tracing::warn!(server = %server, dropped, "stdio server stderr lines not logged (rate limit)");
+            }
+            window = tokio::time::Instant::now();
+            (logged, dropped) = (0, 0);
+        }
+        if logged < STDERR_LOGGED {
+            logged += 1;
+            tracing::info!(server = %server, stderr = %clean, "stdio server");
+        } else {
+            dropped += 1;
+        }
+    }
+}

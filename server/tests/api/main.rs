@@ -57,6 +57,7 @@ mod upstream_everything;
 mod upstream_identity;
 mod upstream_python_sdk;
 mod upstream_sign_in;
+mod upstream_stdio;
 mod v1_auth;
 mod v1_tools;
 mod vault;

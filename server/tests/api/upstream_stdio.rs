@@ -10,16 +10,9 @@ fn script() -> String {
     concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_sdk/stdio_server.py").to_owned()
 }
 
+/// Registers an MCP server.
 async fn post(app: &TestApp, key: &str, body: Value) -> (u16, Value) {
-    let res = app
-        .http()
-        .post(app.url("/v1/mcp/servers"))
-        .bearer_auth(key)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    (res.status().as_u16(), res.json().await.unwrap())
+    crate::confirmations::post(app, key, "/v1/mcp/servers", body).await
 }
 
 fn alive(pid: u64) -> bool {

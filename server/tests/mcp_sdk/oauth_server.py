@@ -403,6 +403,31 @@ def build(port: int) -> tuple[MCPServer, InMemoryProvider]:
     return server, provider
 
 
+async def read_body(receive: Receive) -> bytes:
+    """The whole body of an ASGI HTTP request, for a shim that looks at it before the app."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body", False):
+            return body
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that hands the app `body` (already read) once, then waits as usual (for the
+    disconnect)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
 class ScopeChallenge:
     """The scope challenge of the MCP authorization spec for one tool: a `tools/call` of
     `admin_report` (POST /mcp) whose bearer token lacks `mcp:admin` is answered 403
@@ -418,12 +443,7 @@ class ScopeChallenge:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/mcp":
             await self.app(scope, receive, send)
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body", False):
-                break
+        body = await read_body(receive)
         try:
             rpc = json.loads(body)
         except ValueError:
@@ -452,16 +472,7 @@ class ScopeChallenge:
             )
             await response(scope, receive, send)
             return
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if sent:
-                return await receive()
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(body, receive), send)
 
 
 class FixSdkClientAuth:
@@ -492,12 +503,7 @@ class FixSdkClientAuth:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] not in self.PATHS:
             await self.app(scope, receive, send)
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body", False):
-                break
+        body = await read_body(receive)
         fields = parse_qsl(body.decode("latin-1"), keep_blank_values=True)
         names = {k for k, _ in fields}
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
@@ -515,16 +521,7 @@ class FixSdkClientAuth:
         scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"] + [
             (b"content-length", str(len(body)).encode())
         ]
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if sent:
-                return await receive()  # after the body: wait for the disconnect as usual
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(body, receive), send)
 
 
 async def serve(port: int, fix_sdk_client_auth: bool) -> None:

@@ -1027,8 +1027,18 @@ impl Upstreams {
                 Some(_) => format!("{} (started as {})", row.name, stdio_command(&row)),
                 None => row.url.clone(),
             };
+            // The admin registering it may read what the process wrote on stderr.
+            let stderr = || {
+                live.stdio
+                    .as_ref()
+                    .and_then(|s| s.last_stderr())
+                    .map(|l| format!("; its last stderr line: {l}"))
+                    .unwrap_or_default()
+            };
             self.listing(&row, &live).await.map_err(|e| match e {
-                Error::Invalid(why) => Error::invalid(format!("cannot register {target}: {why}")),
+                Error::Invalid(why) => {
+                    Error::invalid(format!("cannot register {target}: {why}{}", stderr()))
+                }
                 other => other,
             })?
         };

@@ -71,7 +71,7 @@ db_test!(
         .await[0]
             .clone();
         assert_eq!(echo["result"]["text"], "hi", "{echo}");
-        let pid = echo["result"]["pid"].as_u64().unwrap();
+        let first = echo["result"]["pid"].as_u64().unwrap();
         let names = execute(
             &app,
             &key,
@@ -125,6 +125,68 @@ db_test!(
                 .to_string()
                 .contains("redacted"),
             "{view}"
+        );
+
+        // A crash: callers are told how the process ended, never what it wrote on stderr;
+        // admins see both, and after the backoff the next call starts a new process.
+        let member = app
+            .user("bob@example.com", workbench_core::auth::Role::Member)
+            .await;
+        let member_key = app.api_key(&member).await;
+        execute(
+            &app,
+            &key,
+            json!([{ "tool": "local.crash", "args": { "code": 3 } }]),
+        )
+        .await;
+        within(
+            "the crash to be seen",
+            std::time::Duration::from_secs(10),
+            async || {
+                let out = execute(
+                    &app,
+                    &member_key,
+                    json!([{ "tool": "local.echo", "args": { "text": "again" } }]),
+                )
+                .await[0]
+                    .clone();
+                let said = out.to_string();
+                assert!(!said.contains("crashing with status"), "{said}");
+                said.contains("exited with status 3")
+            },
+        )
+        .await;
+        let view: Value = app
+            .http()
+            .get(app.url(&format!("/v1/mcp/servers/{id}")))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(view["process"]["restarts"], 1, "{view}");
+        assert!(
+            view["process"]["last_exit"]
+                .as_str()
+                .unwrap()
+                .contains("crashing with status 3"),
+            "{view}"
+        );
+        app.clock.advance_ms(1_000);
+        let echo = execute(
+            &app,
+            &key,
+            json!([{ "tool": "local.echo", "args": { "text": "back" } }]),
+        )
+        .await[0]
+            .clone();
+        assert_eq!(echo["result"]["text"], "back", "{echo}");
+        let pid = echo["result"]["pid"].as_u64().unwrap();
+        assert!(
+            pid != first && !alive(first),
+            "a new process replaced the crashed one"
         );
 
         let res = app

@@ -56,8 +56,16 @@ struct Running {
     /// The guard's pid (the server is its only child).
     guard_pid: u32,
     started_at: i64,
+    /// True once the process's exit is recorded.
     exited: tokio::sync::watch::Receiver<bool>,
+    /// Set when workbench stops the process itself (idle, removal, a failed start): its exit
+    /// is then no crash.
+    on_purpose: Arc<std::sync::atomic::AtomicBool>,
 }
+
+/// How long to wait for an ended process's exit to be recorded: the guard's whole grace.
+const EXIT_WAIT: Duration =
+    Duration::from_millis((guard::STDIN_GRACE_MS + guard::TERM_GRACE_MS + 2_000) as u64);
 
 pub struct Supervisor {
     project_id: String,
@@ -76,7 +84,11 @@ pub struct Supervisor {
     failures: AtomicU64,
     next_start_at: AtomicI64,
     last_used: AtomicI64,
+    /// Why the last process ended or could not start, with its last stderr line: for the
+    /// registry view (admins) and the log.
     last_exit: Mutex<Option<String>>,
+    /// The same without stderr: what callers are told (stderr may hold anything).
+    last_reason: Mutex<Option<String>>,
     /// Set when the server is removed: nothing starts again.
     retired: std::sync::atomic::AtomicBool,
     me: Weak<Supervisor>,
@@ -116,6 +128,7 @@ impl Supervisor {
             next_start_at: AtomicI64::new(0),
             last_used: AtomicI64::new(0),
             last_exit: Mutex::new(None),
+            last_reason: Mutex::new(None),
             retired: Default::default(),
             me: me.clone(),
         });
@@ -142,15 +155,19 @@ impl Supervisor {
             }
         }
         if let Some(old) = run.take() {
-            self.lifeline.lock().expect("lifeline lock").take();
+            // It ended by itself: its exit (a crash, and the backoff it starts) is recorded
+            // before anything starts again.
             old.session.close_stdin().await;
+            let mut exited = old.exited.clone();
+            let _ = tokio::time::timeout(EXIT_WAIT, exited.wait_for(|e| *e)).await;
+            self.lifeline.lock().expect("lifeline lock").take();
         }
         if self.retired.load(Ordering::Relaxed) {
             return Err(RpcError::NotSent("the server was removed".into()));
         }
         let wait = self.next_start_at.load(Ordering::Relaxed) - self.now();
         if wait > 0 {
-            let why = self.last_exit.lock().expect("exit lock").clone();
+            let why = self.last_reason.lock().expect("exit lock").clone();
             return Err(RpcError::NotSent(format!(
                 "the server's process {}; it starts again in {} ms",
                 why.unwrap_or_else(|| "failed".into()),
@@ -176,8 +193,15 @@ impl Supervisor {
         let delay = (BACKOFF_FIRST_MS << (n - 1).min(16)).min(BACKOFF_MAX_MS);
         self.next_start_at
             .store(self.now() + delay, Ordering::Relaxed);
-        tracing::warn!(server = %self.name, why = %why, retry_in_ms = delay, "stdio server process failed");
-        *self.last_exit.lock().expect("exit lock") = Some(why);
+        let full = self.with_stderr(why.clone());
+        tracing::warn!(server = %self.name, why = %full, retry_in_ms = delay, "stdio server process failed");
+        *self.last_exit.lock().expect("exit lock") = Some(full);
+        *self.last_reason.lock().expect("exit lock") = Some(why);
+    }
+
+    /// The process's last stderr line (scrubbed of the project's secrets), for admins.
+    pub fn last_stderr(&self) -> Option<String> {
+        self.tail.lock().expect("tail lock").back().cloned()
     }
 
     async fn start(&self) -> Result<Running, RpcError> {
@@ -262,13 +286,19 @@ impl Supervisor {
         let (tx, exited) = tokio::sync::watch::channel(false);
         let started_at = self.now();
         let me = self.me.clone();
+        let on_purpose: Arc<std::sync::atomic::AtomicBool> = Arc::default();
+        let purpose = on_purpose.clone();
         tokio::spawn(async move {
             let status = child.wait().await;
-            let _ = tx.send(true);
             if let Some(me) = me.upgrade() {
-                me.exited(guard_pid, started_at, status).await;
+                me.exited(started_at, status, purpose.load(Ordering::Relaxed));
             }
+            let _ = tx.send(true);
         });
+        let give_up = || {
+            on_purpose.store(true, Ordering::Relaxed);
+            self.lifeline.lock().expect("lifeline lock").take();
+        };
         let hello = session
             .request(
                 "initialize",
@@ -283,7 +313,7 @@ impl Supervisor {
         let hello = match hello {
             Ok(h) => h,
             Err(e) => {
-                self.lifeline.lock().expect("lifeline lock").take();
+                give_up();
                 session.close_stdin().await;
                 let why = match e {
                     RpcError::Timeout(ms) => {
@@ -291,7 +321,7 @@ impl Supervisor {
                     }
                     other => other.to_string(),
                 };
-                return Err(not_started(self.with_stderr(why)));
+                return Err(not_started(why));
             }
         };
         if hello
@@ -299,42 +329,42 @@ impl Supervisor {
             .and_then(Value::as_str)
             .is_none()
         {
-            self.lifeline.lock().expect("lifeline lock").take();
+            give_up();
             return Err(not_started(
                 "the server's initialize answer has no protocolVersion".into(),
             ));
         }
-        session.notify("notifications/initialized").await?;
+        if let Err(e) = session.notify("notifications/initialized").await {
+            give_up();
+            return Err(e);
+        }
         tracing::info!(server = %self.name, pid = guard_pid, "stdio server started");
         Ok(Running {
             session,
             guard_pid,
             started_at,
             exited,
+            on_purpose,
         })
     }
 
     /// `why`, with the last stderr line when there is one.
     fn with_stderr(&self, why: String) -> String {
-        match self.tail.lock().expect("tail lock").back() {
+        match self.last_stderr() {
             Some(last) => format!("{why}; its last stderr line: {last}"),
             None => why,
         }
     }
 
-    /// The process of a start at `started_at` exited (whoever stopped it).
-    async fn exited(
+    /// The process of a start at `started_at` exited; unless workbench stopped it, that is
+    /// a crash: counted, and the next start waits out the backoff.
+    fn exited(
         &self,
-        guard_pid: u32,
         started_at: i64,
         status: std::io::Result<std::process::ExitStatus>,
+        on_purpose: bool,
     ) {
-        let stopped_on_purpose = self.lifeline.lock().expect("lifeline lock").is_none();
-        let current = {
-            let run = self.run.lock().await;
-            run.as_ref().is_some_and(|r| r.guard_pid == guard_pid)
-        };
-        if stopped_on_purpose || !current {
+        if on_purpose || self.retired.load(Ordering::Relaxed) {
             return;
         }
         self.lifeline.lock().expect("lifeline lock").take();
@@ -344,7 +374,6 @@ impl Supervisor {
             Some(c) => format!("exited with status {c}"),
             None => "ended".to_owned(),
         };
-        let why = self.with_stderr(why);
         if self.now() - started_at >= HEALTHY_AFTER_MS {
             self.failures.store(0, Ordering::Relaxed);
         }
@@ -364,12 +393,11 @@ impl Supervisor {
         let Some(r) = self.run.lock().await.take() else {
             return;
         };
+        r.on_purpose.store(true, Ordering::Relaxed);
         self.lifeline.lock().expect("lifeline lock").take();
         r.session.close_stdin().await;
         let mut exited = r.exited.clone();
-        let limit =
-            Duration::from_millis((guard::STDIN_GRACE_MS + guard::TERM_GRACE_MS + 2_000) as u64);
-        let _ = tokio::time::timeout(limit, exited.wait_for(|e| *e)).await;
+        let _ = tokio::time::timeout(EXIT_WAIT, exited.wait_for(|e| *e)).await;
         tracing::info!(server = %self.name, "stdio server stopped");
     }
 

@@ -174,6 +174,21 @@ db_test!(
                 .contains("crashing with status 3"),
             "{view}"
         );
+        // How it is started and what it wrote are for whoever may edit servers.
+        let seen: Value = app
+            .http()
+            .get(app.url(&format!("/v1/mcp/servers/{id}")))
+            .bearer_auth(&member_key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(seen["stdio"]["env"], json!({}), "{seen}");
+        assert_eq!(seen["stdio"]["args"], json!([]), "{seen}");
+        assert_eq!(seen["process"]["stderr_tail"], json!([]), "{seen}");
+        assert!(!seen.to_string().contains("crashing"), "{seen}");
         app.clock.advance_ms(1_000);
         let echo = execute(
             &app,

@@ -102,7 +102,7 @@ pub struct Live {
     /// need before they run.
     pub sign_in: Option<Arc<dyn crate::catalog::ConnectionSource>>,
     /// For a stdio server: what runs its process on this instance.
-    pub stdio: Option<Arc<super::stdio::supervisor::Supervisor>>,
+    pub stdio: Option<Arc<super::stdio::pool::Pool>>,
     session: tokio::sync::Mutex<Option<Arc<Connection>>>,
     transport: String,
     /// Called when the server says its tool list changed (the owner refreshes it).

@@ -76,7 +76,11 @@ struct Registration {
     #[serde(default)]
     limits: Option<stdio::Limits>,
     #[serde(default)]
+    filesystem: Option<stdio::Filesystem>,
+    #[serde(default)]
     start: Option<stdio::Start>,
+    #[serde(default)]
+    pool: Option<u64>,
     #[serde(default)]
     idle_shutdown_s: Option<u64>,
     #[serde(default)]
@@ -116,9 +120,9 @@ pub struct ServerView {
     /// A stdio server's start settings (env values of vault references stay references).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stdio: Option<stdio::StdioConfig>,
-    /// A stdio server's process on the instance answering.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub process: Option<stdio::supervisor::ProcessView>,
+    /// A stdio server's processes on the instance answering (`pool` of them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<stdio::supervisor::ProcessView>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -141,8 +145,9 @@ impl ServerView {
                 c.args.clear();
                 c.env.clear();
                 c.cwd = None;
+                c.filesystem = Default::default();
             }
-            if let Some(p) = &mut self.process {
+            for p in &mut self.processes {
                 p.stderr_tail.clear();
                 p.last_exit = p
                     .last_exit
@@ -769,7 +774,7 @@ impl Upstreams {
         );
         live.sign_in = sign_in;
         live.stdio = launch.map(|config| {
-            stdio::supervisor::Supervisor::new(
+            stdio::pool::Pool::new(
                 &row.project_id,
                 &row.id,
                 &row.name,
@@ -842,11 +847,13 @@ impl Upstreams {
                     || reg.env.is_some()
                     || reg.cwd.is_some()
                     || reg.limits.is_some()
+                    || reg.filesystem.is_some()
                     || reg.start.is_some()
+                    || reg.pool.is_some()
                     || reg.idle_shutdown_s.is_some()
                 {
                     return Err(Error::invalid(
-                        "command, args, env, cwd, limits, start and idle_shutdown_s are for transport stdio",
+                        "command, args, env, cwd, limits, filesystem, start, pool and idle_shutdown_s are for transport stdio",
                     ));
                 }
                 None
@@ -957,7 +964,9 @@ impl Upstreams {
             cwd: reg.cwd.clone(),
             env: reg.env.clone().unwrap_or_default(),
             limits: reg.limits.unwrap_or_default(),
+            filesystem: reg.filesystem.clone().unwrap_or_default(),
             start: reg.start.unwrap_or_default(),
+            pool: reg.pool.unwrap_or(1),
             idle_shutdown_s: reg.idle_shutdown_s.unwrap_or(0),
         };
         config.check(&self.stdio)?;
@@ -1210,9 +1219,9 @@ impl Upstreams {
             last_error: row.last_error.clone(),
             created_at: rfc3339(row.created_at),
             stdio: launch_of(row).ok().flatten(),
-            process: match live.as_ref().and_then(|l| l.stdio.clone()) {
-                Some(s) => Some(s.view().await),
-                None => None,
+            processes: match live.as_ref().and_then(|l| l.stdio.clone()) {
+                Some(s) => s.view().await,
+                None => Vec::new(),
             },
             skipped: Vec::new(),
             changes: None,

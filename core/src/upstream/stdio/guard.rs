@@ -14,6 +14,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
+use super::landlock::Rules;
 use super::Limits;
 
 /// How long the server has after its stdin closed before SIGTERM, and after SIGTERM before
@@ -34,18 +35,24 @@ pub fn lifeline() -> io::Result<(OwnedFd, OwnedFd)> {
 
 /// Installs the guard into `cmd`: after `fork`, the child becomes the guard and its own child
 /// (the server) goes on to `exec` the command with `limits`. `lifeline` is the read end.
-pub fn install(cmd: &mut tokio::process::Command, lifeline: &OwnedFd, limits: &Limits) {
+/// `rules`, when given, confine the server's filesystem (Landlock).
+pub fn install(
+    cmd: &mut tokio::process::Command,
+    lifeline: &OwnedFd,
+    limits: &Limits,
+    rules: Option<Rules>,
+) {
     let fd = lifeline.as_raw_fd();
     let limits = *limits;
     // SAFETY: the closure only makes async-signal-safe system calls (see the module comment).
     unsafe {
-        cmd.pre_exec(move || split(fd, &limits));
+        cmd.pre_exec(move || split(fd, &limits, rules.as_ref()));
     }
 }
 
 /// Runs in the forked child: forks the server (returning Ok in it, so std execs the command)
 /// and turns the rest into the guard, which never returns.
-fn split(lifeline: RawFd, limits: &Limits) -> io::Result<()> {
+fn split(lifeline: RawFd, limits: &Limits, rules: Option<&Rules>) -> io::Result<()> {
     // SAFETY: plain system calls on values owned by this (single-threaded) child.
     unsafe {
         let guard = libc::getpid();
@@ -56,14 +63,14 @@ fn split(lifeline: RawFd, limits: &Limits) -> io::Result<()> {
         // it ends. The lifeline is the process's: it closes only when workbench is gone.
         match libc::fork() {
             -1 => Err(io::Error::last_os_error()),
-            0 => server(guard, limits),
+            0 => server(guard, limits, rules),
             pid => guard_loop(pid, lifeline),
         }
     }
 }
 
 /// The server's side, before std execs the command.
-unsafe fn server(guard: libc::pid_t, limits: &Limits) -> io::Result<()> {
+unsafe fn server(guard: libc::pid_t, limits: &Limits, rules: Option<&Rules>) -> io::Result<()> {
     // A group of its own: the guard signals the server and its descendants as one.
     libc::setpgid(0, 0);
     libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
@@ -94,6 +101,14 @@ unsafe fn server(guard: libc::pid_t, limits: &Limits) -> io::Result<()> {
     libc::setrlimit(libc::RLIMIT_CORE, &none);
     // No new privileges through setuid binaries the server might run.
     libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    if let Some(rules) = rules {
+        if rules.apply().is_err() {
+            // Fail closed: the server does not run unconfined. Its stderr is workbench's pipe.
+            let msg = b"workbench: cannot apply the Landlock filesystem rules; not starting\n";
+            libc::write(2, msg.as_ptr() as *const libc::c_void, msg.len());
+            libc::_exit(126);
+        }
+    }
     Ok(())
 }
 
@@ -116,7 +131,9 @@ fn now_ms() -> i64 {
     t.tv_sec * 1000 + t.tv_nsec / 1_000_000
 }
 
-/// The guard: never returns.
+/// The guard: never returns. It sleeps in `poll` on the lifeline and a signalfd (SIGCHLD and
+/// the stop signals), so it answers a closed lifeline or the server's exit at once, and wakes
+/// otherwise only for the stop's grace deadlines.
 unsafe fn guard_loop(server: libc::pid_t, lifeline: RawFd) -> ! {
     // Keep only the lifeline (as fd 3); stdio to /dev/null so the server's pipes end with it.
     if lifeline != 3 {
@@ -136,33 +153,16 @@ unsafe fn guard_loop(server: libc::pid_t, lifeline: RawFd) -> ! {
     // was watched, or an operator) means stop like a closed lifeline.
     let mut mask: libc::sigset_t = std::mem::zeroed();
     libc::sigemptyset(&mut mask);
-    libc::sigaddset(&mut mask, libc::SIGTERM);
-    libc::sigaddset(&mut mask, libc::SIGINT);
-    libc::sigaddset(&mut mask, libc::SIGHUP);
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGCHLD] {
+        libc::sigaddset(&mut mask, sig);
+    }
     libc::sigprocmask(libc::SIG_BLOCK, &mask, std::ptr::null_mut());
+    let signals = libc::signalfd(-1, &mask, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC);
     let mut stopping_since: Option<i64> = None;
     let mut termed = false;
     let mut killed = false;
     loop {
-        let mut p = libc::pollfd {
-            fd: 3,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        if stopping_since.is_none() && libc::poll(&mut p, 1, 100) > 0 {
-            stopping_since = Some(now_ms());
-        } else if stopping_since.is_some() {
-            libc::poll(std::ptr::null_mut(), 0, 50);
-        }
-        let mut pending: libc::sigset_t = std::mem::zeroed();
-        libc::sigpending(&mut pending);
-        if stopping_since.is_none()
-            && (libc::sigismember(&pending, libc::SIGTERM) == 1
-                || libc::sigismember(&pending, libc::SIGINT) == 1
-                || libc::sigismember(&pending, libc::SIGHUP) == 1)
-        {
-            stopping_since = Some(now_ms());
-        }
+        // Reap first: a child that ended before SIGCHLD was blocked sent no signal to wait for.
         let mut status = 0;
         loop {
             let pid = libc::waitpid(-1, &mut status, libc::WNOHANG);
@@ -173,15 +173,69 @@ unsafe fn guard_loop(server: libc::pid_t, lifeline: RawFd) -> ! {
                 end(server, status);
             }
         }
-        if let Some(since) = stopping_since {
-            let waited = now_ms() - since;
-            if !termed && waited >= STDIN_GRACE_MS {
-                libc::kill(-server, libc::SIGTERM);
-                termed = true;
+        if signals < 0 {
+            // No signalfd: fall back to what is pending.
+            let mut pending: libc::sigset_t = std::mem::zeroed();
+            libc::sigpending(&mut pending);
+            if stopping_since.is_none()
+                && [libc::SIGTERM, libc::SIGINT, libc::SIGHUP]
+                    .iter()
+                    .any(|s| libc::sigismember(&pending, *s) == 1)
+            {
+                stopping_since = Some(now_ms());
             }
-            if !killed && waited >= STDIN_GRACE_MS + TERM_GRACE_MS {
-                libc::kill(-server, libc::SIGKILL);
-                killed = true;
+        }
+        let timeout = match stopping_since {
+            None if signals < 0 => 100,
+            None => -1,
+            Some(since) => {
+                let waited = now_ms() - since;
+                if !termed && waited >= STDIN_GRACE_MS {
+                    libc::kill(-server, libc::SIGTERM);
+                    termed = true;
+                }
+                if !killed && waited >= STDIN_GRACE_MS + TERM_GRACE_MS {
+                    libc::kill(-server, libc::SIGKILL);
+                    killed = true;
+                }
+                let next = if !termed {
+                    STDIN_GRACE_MS
+                } else if !killed {
+                    STDIN_GRACE_MS + TERM_GRACE_MS
+                } else {
+                    // Killed: the exit is a SIGCHLD away; poll now and then regardless.
+                    waited + 100
+                };
+                (next - waited).clamp(1, 1_000) as libc::c_int
+            }
+        };
+        let mut fds = [
+            libc::pollfd {
+                fd: if stopping_since.is_none() { 3 } else { -1 },
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: signals,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        if libc::poll(fds.as_mut_ptr(), 2, timeout) <= 0 {
+            continue;
+        }
+        if fds[0].revents != 0 {
+            stopping_since = Some(now_ms());
+        }
+        if fds[1].revents != 0 {
+            let mut info: libc::signalfd_siginfo = std::mem::zeroed();
+            let size = std::mem::size_of::<libc::signalfd_siginfo>();
+            while libc::read(signals, &mut info as *mut _ as *mut libc::c_void, size)
+                == size as isize
+            {
+                if info.ssi_signo != libc::SIGCHLD as u32 && stopping_since.is_none() {
+                    stopping_since = Some(now_ms());
+                }
             }
         }
     }

@@ -5,6 +5,8 @@
 //! lines, stderr captured) and `supervisor` (start on use, restart with backoff, stop).
 
 pub mod guard;
+pub mod landlock;
+pub mod pool;
 pub mod session;
 pub mod supervisor;
 
@@ -62,6 +64,23 @@ impl Default for Limits {
     }
 }
 
+/// The paths a server may use beyond the system directories (read) and its working
+/// directory (read and write), enforced with Landlock where the kernel offers it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Filesystem {
+    /// Absolute paths (directories or files) it may read and execute.
+    pub read: Vec<String>,
+    /// Absolute paths it may also write, create and remove under.
+    pub write: Vec<String>,
+}
+
+impl Filesystem {
+    fn is_empty(&self) -> bool {
+        self.read.is_empty() && self.write.is_empty()
+    }
+}
+
 /// When a server's process starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -89,11 +108,20 @@ pub struct StdioConfig {
     pub env: BTreeMap<String, String>,
     #[serde(default)]
     pub limits: Limits,
+    #[serde(default, skip_serializing_if = "Filesystem::is_empty")]
+    pub filesystem: Filesystem,
     #[serde(default)]
     pub start: Start,
+    /// How many processes of the server run on each instance (calls spread over them).
+    #[serde(default = "one")]
+    pub pool: u64,
     /// Stop the process after this many seconds without a call (0: never).
     #[serde(default)]
     pub idle_shutdown_s: u64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 /// The `url` a stdio server is stored with (it has none).
@@ -101,6 +129,8 @@ pub const STDIO_URL: &str = "stdio:";
 pub const MAX_ARGS: usize = 64;
 pub const MAX_ENV: usize = 64;
 pub const MAX_IDLE_SHUTDOWN_S: u64 = 7 * 24 * 3600;
+pub const MAX_POOL: u64 = 16;
+pub const MAX_PATHS: usize = 32;
 
 /// The vault secret a whole env value refers to (`{{vault:NAME}}`).
 pub fn vault_ref(value: &str) -> Option<&str> {
@@ -171,6 +201,41 @@ impl StdioConfig {
                     "cwd {cwd:?} must be an absolute path of an existing directory"
                 )));
             }
+        }
+        for (what, paths) in [
+            ("filesystem.read", &self.filesystem.read),
+            ("filesystem.write", &self.filesystem.write),
+        ] {
+            if paths.len() > MAX_PATHS {
+                return Err(Error::invalid(format!(
+                    "{what} may list at most {MAX_PATHS} paths"
+                )));
+            }
+            for p in paths {
+                let path = Path::new(p);
+                if p.len() > 4096
+                    || p.contains('\0')
+                    || !path.is_absolute()
+                    || !path.exists()
+                    || path
+                        .components()
+                        .any(|c| c == std::path::Component::ParentDir)
+                {
+                    return Err(Error::invalid(format!(
+                        "{what} entry {p:?} must be the absolute path of an existing file or directory, without '..'"
+                    )));
+                }
+                if path == Path::new("/") {
+                    return Err(Error::invalid(format!(
+                        "{what} may not grant the whole filesystem (/)"
+                    )));
+                }
+            }
+        }
+        if !(1..=MAX_POOL).contains(&self.pool) {
+            return Err(Error::invalid(format!(
+                "pool must be from 1 to {MAX_POOL} processes"
+            )));
         }
         let l = &self.limits;
         if l.memory_mb > 1 << 20 || l.processes > 1 << 20 || l.open_files > 1 << 20 {

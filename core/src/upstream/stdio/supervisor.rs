@@ -14,8 +14,8 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::guard;
 use super::session::{StdioSession, Tail};
+use super::{guard, landlock};
 use super::{Start, StdioConfig, StdioSettings};
 use crate::clock::Clock;
 use crate::upstream::client::{OnToolsChanged, RpcError, PROTOCOL_VERSION};
@@ -44,8 +44,9 @@ pub struct ProcessView {
     pub last_exit: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_start_in_ms: Option<i64>,
-    /// What confines the process (always: environment, descriptors, limits, process group).
-    pub confinement: Vec<&'static str>,
+    /// What confines the process (always: environment, descriptors, limits, process group;
+    /// the filesystem where the kernel has Landlock).
+    pub confinement: Vec<String>,
     /// The last stderr lines, scrubbed of the project's secrets.
     pub stderr_tail: Vec<String>,
 }
@@ -252,7 +253,13 @@ impl Supervisor {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(false);
-        guard::install(&mut cmd, &read, &self.config.limits);
+        let rules = landlock::Rules::new(
+            std::path::Path::new(&self.config.command),
+            &self.work_dir,
+            &self.config.filesystem.read,
+            &self.config.filesystem.write,
+        );
+        guard::install(&mut cmd, &read, &self.config.limits, rules);
         let mut child = cmd
             .spawn()
             .map_err(|e| not_started(format!("cannot start {}: {e}", self.config.command)))?;
@@ -422,13 +429,7 @@ impl Supervisor {
             memory_bytes: server_pid.and_then(resident_bytes),
             last_exit: self.last_exit.lock().expect("exit lock").clone(),
             next_start_in_ms: (alive.is_none() && next > 0).then_some(next),
-            confinement: vec![
-                "clean environment",
-                "no inherited descriptors",
-                "resource limits",
-                "own process group, stopped with workbench",
-                "no new privileges",
-            ],
+            confinement: confinement(),
             stderr_tail: self
                 .tail
                 .lock()
@@ -438,6 +439,24 @@ impl Supervisor {
                 .collect(),
         }
     }
+}
+
+/// What confines a server's process on this kernel.
+fn confinement() -> Vec<String> {
+    let mut c: Vec<String> = [
+        "clean environment",
+        "no inherited descriptors",
+        "resource limits",
+        "own process group, stopped with workbench",
+        "no new privileges",
+    ]
+    .map(String::from)
+    .to_vec();
+    c.push(match landlock::abi() {
+        Some(v) => format!("landlock filesystem (ABI {v}): system directories read-only, working directory and declared paths"),
+        None => "filesystem not confined: this kernel has no Landlock".into(),
+    });
+    c
 }
 
 /// Starts `boot` servers, restarts them after a crash, and stops idle processes.

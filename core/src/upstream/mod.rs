@@ -1037,16 +1037,26 @@ impl Upstreams {
                 None => row.url.clone(),
             };
             // The admin registering it may read what the process wrote on stderr.
-            let stderr = || {
-                live.stdio
-                    .as_ref()
-                    .and_then(|s| s.last_stderr())
+            let stderr = |why: &str| {
+                let Some(s) = &live.stdio else {
+                    return String::new();
+                };
+                let last = s
+                    .last_stderr()
                     .map(|l| format!("; its last stderr line: {l}"))
-                    .unwrap_or_default()
+                    .unwrap_or_default();
+                // A program that dies at start under Landlock most often missed a path.
+                let hint = if stdio::landlock::abi().is_some() && why.contains("closed its stdout")
+                {
+                    " (it runs confined: it may read the system directories, its program's installation, its working directory and filesystem.read, and write only its working directory and filesystem.write)"
+                } else {
+                    ""
+                };
+                format!("{last}{hint}")
             };
             self.listing(&row, &live).await.map_err(|e| match e {
                 Error::Invalid(why) => {
-                    Error::invalid(format!("cannot register {target}: {why}{}", stderr()))
+                    Error::invalid(format!("cannot register {target}: {why}{}", stderr(&why)))
                 }
                 other => other,
             })?

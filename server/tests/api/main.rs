@@ -58,6 +58,7 @@ mod upstream_identity;
 mod upstream_python_sdk;
 mod upstream_sign_in;
 mod upstream_stdio;
+mod upstream_stdio_faults;
 mod v1_auth;
 mod v1_tools;
 mod vault;

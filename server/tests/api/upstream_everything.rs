@@ -9,7 +9,7 @@ use std::process::Stdio;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{admin_with_key, execute, Options};
+use crate::helpers::{admin_with_key, execute, mcp_call, Options};
 use crate::{app, db_test};
 
 fn end2end() -> PathBuf {
@@ -200,5 +200,142 @@ db_test!(
             ["Echo: one", "Echo: two", "Echo: three"],
             "answers matched to their requests by id: {out:?}"
         );
+    }
+);
+
+db_test!(
+    the_reference_mcp_server_runs_over_stdio_with_policy_applied,
+    |backend| {
+        let entry =
+            end2end().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        let required = std::env::var("WB_TEST_SERVER_EVERYTHING").is_ok_and(|v| v == "required");
+        let node = std::path::Path::new("/usr/bin/node");
+        if !entry.exists() || !node.exists() {
+            assert!(
+                !required,
+                "server-everything over stdio needs {} and node",
+                entry.display()
+            );
+            crate::helpers::skipped(
+                "server-everything is not installed (run scripts/setup.sh --with-browser)",
+            );
+            return;
+        }
+        let node = node.display().to_string();
+        let app = app!(
+            backend,
+            Options {
+                stdio_commands: vec![node.clone()],
+                ..Default::default()
+            }
+        );
+        let (_, key) = admin_with_key(&app).await;
+        let modules = end2end().join("node_modules").canonicalize().unwrap();
+        let server = register(
+            &app,
+            &key,
+            json!({ "name": "everything", "transport": "stdio", "command": "node",
+                    "args": [entry.canonicalize().unwrap().display().to_string(), "stdio"],
+                    "env": { "GREETING": "hello" },
+                    "filesystem": { "read": [modules.display().to_string()] },
+                    "tool_prefix": "ev." }),
+        )
+        .await;
+        assert_eq!(
+            server["stdio"]["command"], node,
+            "the name is resolved: {server}"
+        );
+        let tools: Vec<&str> = server["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
+        assert!(
+            tools.contains(&"ev.echo") && tools.contains(&"ev.get-env"),
+            "{tools:?}"
+        );
+
+        // REST and /mcp reach the node process.
+        let res = app
+            .http()
+            .post(app.url("/v1/tools/invoke"))
+            .bearer_auth(&key)
+            .json(&json!({ "tool": "ev.echo", "arguments": { "message": "via rest" } }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        assert_eq!(
+            res.json::<Value>().await.unwrap()["result"],
+            "Echo: via rest"
+        );
+        let (out, is_error) = mcp_call(
+            &app,
+            &key,
+            "execute_tools",
+            json!({ "executions": [{ "tool": "ev.get-env", "args": {} }] }),
+        )
+        .await;
+        assert!(!is_error, "{out}");
+        let said = out.to_string();
+        assert!(
+            said.contains("GREETING") && said.contains("hello"),
+            "{said}"
+        );
+        assert!(
+            !said.contains("WB_") && !said.contains("\\\"PATH\\\"") && !said.contains("CARGO"),
+            "the process sees only its declared environment: {said}"
+        );
+
+        // A key whose policy allows only echo runs echo, and neither sees nor runs get-env.
+        let (status, pol) = crate::confirmations::post(
+            &app,
+            &key,
+            "/v1/policies",
+            json!({ "name": "echo only", "tool_allowlist": { "mode": "allowlist", "allow": ["ev.echo"], "deny": [], "require_confirmation": [] } }),
+        )
+        .await;
+        assert_eq!(status, 201, "{pol}");
+        let (status, limited) = crate::confirmations::post(
+            &app,
+            &key,
+            "/v1/api-keys",
+            json!({ "name": "agent", "policy_id": pol["id"] }),
+        )
+        .await;
+        assert_eq!(status, 201, "{limited}");
+        let limited = limited["key"].as_str().unwrap().to_owned();
+        let (out, _) = mcp_call(
+            &app,
+            &limited,
+            "execute_tools",
+            json!({ "executions": [
+                { "tool": "ev.echo", "args": { "message": "over mcp" } },
+                { "tool": "ev.get-env", "args": {} }
+            ] }),
+        )
+        .await;
+        let said = out.to_string();
+        assert!(said.contains("Echo: over mcp"), "{said}");
+        assert!(!said.contains("GREETING"), "get-env did not run: {said}");
+        let listed: Value = app
+            .http()
+            .get(app.url("/v1/tools"))
+            .bearer_auth(&limited)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let ev: Vec<&str> = listed["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .filter(|n| n.starts_with("ev."))
+            .collect();
+        assert_eq!(ev, vec!["ev.echo"], "{listed}");
     }
 );

@@ -15,6 +15,13 @@ async fn post(app: &TestApp, key: &str, body: Value) -> (u16, Value) {
     crate::confirmations::post(app, key, "/v1/mcp/servers", body).await
 }
 
+/// What the SDK server reads beyond the system directories and its interpreter's installation
+/// (its virtual environment): its script's directory (Landlock holds it to these).
+pub fn sdk_filesystem() -> Value {
+    let scripts = std::path::Path::new(&script()).parent().unwrap().to_owned();
+    json!({ "read": [scripts.display().to_string()] })
+}
+
 fn alive(pid: u64) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
         && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -48,7 +55,7 @@ db_test!(
         let (status, view) = post(
             &app,
             &key,
-            json!({ "name": "local", "transport": "stdio", "command": py, "args": [script()],
+            json!({ "name": "local", "transport": "stdio", "command": py, "args": [script()], "filesystem": sdk_filesystem(),
                     "env": { "API_TOKEN": "{{vault:LOCAL_TOKEN}}", "PLAIN": "x" } }),
         )
         .await;
@@ -118,10 +125,10 @@ db_test!(
             .json()
             .await
             .unwrap();
-        assert_eq!(view["process"]["state"], "running", "{view}");
+        assert_eq!(view["processes"][0]["state"], "running", "{view}");
         assert!(!view.to_string().contains(secret), "{view}");
         assert!(
-            view["process"]["stderr_tail"]
+            view["processes"][0]["stderr_tail"]
                 .to_string()
                 .contains("redacted"),
             "{view}"
@@ -166,9 +173,9 @@ db_test!(
             .json()
             .await
             .unwrap();
-        assert_eq!(view["process"]["restarts"], 1, "{view}");
+        assert_eq!(view["processes"][0]["restarts"], 1, "{view}");
         assert!(
-            view["process"]["last_exit"]
+            view["processes"][0]["last_exit"]
                 .as_str()
                 .unwrap()
                 .contains("crashing with status 3"),
@@ -187,7 +194,7 @@ db_test!(
             .unwrap();
         assert_eq!(seen["stdio"]["env"], json!({}), "{seen}");
         assert_eq!(seen["stdio"]["args"], json!([]), "{seen}");
-        assert_eq!(seen["process"]["stderr_tail"], json!([]), "{seen}");
+        assert_eq!(seen["processes"][0]["stderr_tail"], json!([]), "{seen}");
         assert!(!seen.to_string().contains("crashing"), "{seen}");
         app.clock.advance_ms(1_000);
         let echo = execute(

@@ -89,7 +89,7 @@ unsafe fn server(guard: libc::pid_t, limits: &Limits, rules: Option<&Rules>) -> 
     };
     set(
         libc::RLIMIT_AS,
-        limits.memory_mb.saturating_mul(1024 * 1024),
+        limits.address_space_mb.saturating_mul(1024 * 1024),
     );
     set(libc::RLIMIT_NPROC, limits.processes);
     set(libc::RLIMIT_NOFILE, limits.open_files);

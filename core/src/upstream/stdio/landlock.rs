@@ -1,6 +1,6 @@
 //! Filesystem confinement of a stdio server with Landlock (Linux 5.13+, no root needed): the
-//! process may read and execute only the system directories, its program and what its
-//! registration declares readable, and write only its working directory and what it declares
+//! process may read and execute only the system directories, its program and the installation
+//! it belongs to, and what its registration declares readable, and write only its working directory and what it declares
 //! writable. The rules are prepared in workbench (paths as C strings) and applied in the
 //! forked child just before `exec`, with async-signal-safe system calls only.
 
@@ -52,6 +52,21 @@ pub struct Rules {
     paths: Vec<(CString, u64)>,
 }
 
+/// The installation a program in a `bin` directory belongs to (`<prefix>/bin/<program>`:
+/// its libraries and data are under `<prefix>`, as for a virtual environment, a pyenv or
+/// nvm install, /usr/local), unless that is the root or a home directory.
+fn installation(program: &Path) -> Option<&Path> {
+    let bin = program.parent()?;
+    if bin.file_name()? != "bin" {
+        return None;
+    }
+    let prefix = bin.parent()?;
+    let home = prefix == Path::new("/root")
+        || prefix.parent() == Some(Path::new("/home"))
+        || prefix.parent().is_none();
+    (!home).then_some(prefix)
+}
+
 #[repr(C)]
 struct RulesetAttr {
     handled_access_fs: u64,
@@ -86,8 +101,13 @@ impl Rules {
             .collect();
         // Devices: /dev/null, /dev/urandom, a terminal: read and write, nothing made there.
         paths.push(("/dev".into(), READ_FILE | WRITE_FILE | READ_DIR | TRUNCATE));
-        let program = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_owned());
-        paths.push((program, EXECUTE | READ_FILE));
+        let real = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_owned());
+        for p in [program, real.as_path()] {
+            if let Some(prefix) = installation(p) {
+                paths.push((prefix.to_owned(), READ));
+            }
+        }
+        paths.push((real, EXECUTE | READ_FILE));
         paths.extend(read.iter().map(|p| (PathBuf::from(p), READ)));
         paths.push((work_dir.to_owned(), handled));
         paths.extend(write.iter().map(|p| (PathBuf::from(p), handled)));
@@ -155,5 +175,27 @@ impl Rules {
             return Err(err);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_in_a_bin_directory_brings_its_installation_but_never_a_home() {
+        let p = |s: &str| installation(Path::new(s)).map(|p| p.display().to_string());
+        assert_eq!(
+            p("/work/app/.venv/bin/python").as_deref(),
+            Some("/work/app/.venv")
+        );
+        assert_eq!(
+            p("/root/.pyenv/versions/3.11.7/bin/python3.11").as_deref(),
+            Some("/root/.pyenv/versions/3.11.7")
+        );
+        assert_eq!(p("/home/ada/bin/tool"), None);
+        assert_eq!(p("/root/bin/tool"), None);
+        assert_eq!(p("/bin/sh"), None);
+        assert_eq!(p("/opt/tool/tool"), None);
     }
 }

@@ -44,8 +44,12 @@ impl StdioSettings {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
-    /// Address space (RLIMIT_AS), MiB.
+    /// Resident memory of the process and everything it started, MiB: workbench kills the
+    /// server when they use more (checked twice a second) and reports it.
     pub memory_mb: u64,
+    /// Address space of each process (RLIMIT_AS), MiB; 0: unlimited, as runtimes with a JIT
+    /// (node, the JVM) reserve far more address space than they use.
+    pub address_space_mb: u64,
     /// Processes and threads of the user (RLIMIT_NPROC); not enforced for root.
     pub processes: u64,
     pub open_files: u64,
@@ -56,7 +60,8 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            memory_mb: 4096,
+            memory_mb: 1024,
+            address_space_mb: 0,
             processes: 4096,
             open_files: 1024,
             cpu_seconds: 0,
@@ -238,7 +243,11 @@ impl StdioConfig {
             )));
         }
         let l = &self.limits;
-        if l.memory_mb > 1 << 20 || l.processes > 1 << 20 || l.open_files > 1 << 20 {
+        if l.memory_mb > 1 << 20
+            || l.address_space_mb > 1 << 20
+            || l.processes > 1 << 20
+            || l.open_files > 1 << 20
+        {
             return Err(Error::invalid("limits are too large"));
         }
         if self.idle_shutdown_s > MAX_IDLE_SHUTDOWN_S {

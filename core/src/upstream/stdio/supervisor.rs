@@ -7,7 +7,7 @@
 
 use std::os::fd::OwnedFd;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -92,6 +92,10 @@ pub struct Supervisor {
     last_reason: Mutex<Option<String>>,
     /// Set when the server is removed: nothing starts again.
     retired: std::sync::atomic::AtomicBool,
+    /// The guard of the process running now (0: none): what the memory watch measures.
+    guard_pid: AtomicU32,
+    /// Why workbench killed the running process (its memory), reported as its exit.
+    killed_for: Mutex<Option<String>>,
     me: Weak<Supervisor>,
 }
 
@@ -131,12 +135,12 @@ impl Supervisor {
             last_exit: Mutex::new(None),
             last_reason: Mutex::new(None),
             retired: Default::default(),
+            guard_pid: AtomicU32::new(0),
+            killed_for: Mutex::new(None),
             me: me.clone(),
         });
-        if s.config.start == Start::Boot || s.config.idle_shutdown_s > 0 {
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(tend(Arc::downgrade(&s)));
-            }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(tend(Arc::downgrade(&s)));
         }
         s
     }
@@ -298,7 +302,12 @@ impl Supervisor {
         tokio::spawn(async move {
             let status = child.wait().await;
             if let Some(me) = me.upgrade() {
-                me.exited(started_at, status, purpose.load(Ordering::Relaxed));
+                me.exited(
+                    guard_pid,
+                    started_at,
+                    status,
+                    purpose.load(Ordering::Relaxed),
+                );
             }
             let _ = tx.send(true);
         });
@@ -345,6 +354,7 @@ impl Supervisor {
             give_up();
             return Err(e);
         }
+        self.guard_pid.store(guard_pid, Ordering::Relaxed);
         tracing::info!(server = %self.name, pid = guard_pid, "stdio server started");
         Ok(Running {
             session,
@@ -367,19 +377,25 @@ impl Supervisor {
     /// a crash: counted, and the next start waits out the backoff.
     fn exited(
         &self,
+        guard_pid: u32,
         started_at: i64,
         status: std::io::Result<std::process::ExitStatus>,
         on_purpose: bool,
     ) {
+        let _ = self
+            .guard_pid
+            .compare_exchange(guard_pid, 0, Ordering::Relaxed, Ordering::Relaxed);
+        let killed_for = self.killed_for.lock().expect("killed lock").take();
         if on_purpose || self.retired.load(Ordering::Relaxed) {
             return;
         }
         self.lifeline.lock().expect("lifeline lock").take();
         let code = status.ok().and_then(|s| s.code());
-        let why = match code {
-            Some(c) if c > 128 => format!("was killed by signal {}", c - 128),
-            Some(c) => format!("exited with status {c}"),
-            None => "ended".to_owned(),
+        let why = match (killed_for, code) {
+            (Some(why), _) => why,
+            (None, Some(c)) if c > 128 => format!("was killed by signal {}", c - 128),
+            (None, Some(c)) => format!("exited with status {c}"),
+            (None, None) => "ended".to_owned(),
         };
         if self.now() - started_at >= HEALTHY_AFTER_MS {
             self.failures.store(0, Ordering::Relaxed);
@@ -417,6 +433,7 @@ impl Supervisor {
             .filter(|r| r.session.ended().is_none() && !*r.exited.borrow());
         let next = self.next_start_at.load(Ordering::Relaxed) - now;
         let server_pid = alive.and_then(|r| server_pid(r.guard_pid));
+        let memory = alive.map(|r| tree_resident_bytes(r.guard_pid));
         ProcessView {
             state: match alive {
                 Some(_) => "running",
@@ -426,7 +443,7 @@ impl Supervisor {
             pid: server_pid,
             restarts: self.restarts.load(Ordering::Relaxed),
             uptime_ms: alive.map(|r| now - r.started_at),
-            memory_bytes: server_pid.and_then(resident_bytes),
+            memory_bytes: memory,
             last_exit: self.last_exit.lock().expect("exit lock").clone(),
             next_start_in_ms: (alive.is_none() && next > 0).then_some(next),
             confinement: confinement(),
@@ -438,6 +455,35 @@ impl Supervisor {
                 .cloned()
                 .collect(),
         }
+    }
+}
+
+impl Supervisor {
+    /// Kills the running process when it and what it started use more resident memory than
+    /// its limit; its exit then reports why.
+    fn watch_memory(&self) {
+        let limit = self.config.limits.memory_mb.saturating_mul(1024 * 1024);
+        let guard = self.guard_pid.load(Ordering::Relaxed);
+        if limit == 0 || guard == 0 {
+            return;
+        }
+        let used = tree_resident_bytes(guard);
+        if used <= limit {
+            return;
+        }
+        let Some(server) = server_pid(guard) else {
+            return;
+        };
+        let why = format!(
+            "was killed: it used {} MiB of memory, past its limit of {} MiB",
+            used / (1024 * 1024),
+            self.config.limits.memory_mb
+        );
+        tracing::warn!(server = %self.name, used, limit, "stdio server past its memory limit; killing it");
+        *self.killed_for.lock().expect("killed lock") = Some(why);
+        // The guard then kills the rest of its group and descendants, and exits.
+        // SAFETY: a signal to a pid this supervisor's guard owns (its only child).
+        unsafe { libc::kill(server as libc::pid_t, libc::SIGKILL) };
     }
 }
 
@@ -470,6 +516,9 @@ async fn tend(me: Weak<Supervisor>) {
         }
         let idle = s.config.idle_shutdown_s as i64 * 1000;
         let running = s.lifeline.lock().expect("lifeline lock").is_some();
+        if running {
+            s.watch_memory();
+        }
         if idle > 0 && running && s.now() - s.last_used.load(Ordering::Relaxed) >= idle {
             tracing::info!(server = %s.name, "stdio server idle; stopping it");
             s.stop().await;
@@ -487,6 +536,41 @@ async fn tend(me: Weak<Supervisor>) {
 fn server_pid(guard: u32) -> Option<u32> {
     let children = std::fs::read_to_string(format!("/proc/{guard}/task/{guard}/children")).ok()?;
     children.split_whitespace().next()?.parse().ok()
+}
+
+/// Resident memory of every process under `guard` (the server and all it started; the guard
+/// itself, a fork of workbench, not counted).
+fn tree_resident_bytes(guard: u32) -> u64 {
+    let mut total = 0;
+    let mut todo = children_of(guard);
+    let mut seen = 0;
+    while let Some(pid) = todo.pop() {
+        seen += 1;
+        if seen > 4096 {
+            break;
+        }
+        total += resident_bytes(pid).unwrap_or(0);
+        todo.extend(children_of(pid));
+    }
+    total
+}
+
+/// The children of `pid`, whichever of its threads started them.
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|t| {
+            let t = t.ok()?;
+            std::fs::read_to_string(t.path().join("children")).ok()
+        })
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
 }
 
 /// Resident memory of `pid` (VmRSS).

@@ -252,9 +252,11 @@ impl Workbench {
         let mut out = String::new();
         self.metering.calls().render(&mut out);
         let now = self.clock.now_ms();
-        let ups = self.upstreams.gauges();
+        let ups = self.upstreams.gauges().await;
         let mut states = Vec::new();
         let mut in_flight = Vec::new();
+        let (mut p_states, mut p_restarts, mut p_uptime, mut p_memory) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for u in &ups {
             let labels = format!(
                 "server=\"{}\",name=\"{}\"",
@@ -266,6 +268,18 @@ impl Workbench {
                     format!("{labels},state=\"{s}\""),
                     if u.breaker == s { 1.0 } else { 0.0 },
                 ));
+            }
+            for (slot, p) in u.processes.iter().enumerate() {
+                let labels = format!("{labels},slot=\"{slot}\"");
+                for s in crate::upstream::stdio::supervisor::PROCESS_STATES {
+                    p_states.push((
+                        format!("{labels},state=\"{s}\""),
+                        if p.state == *s { 1.0 } else { 0.0 },
+                    ));
+                }
+                p_restarts.push((labels.clone(), p.restarts as f64));
+                p_uptime.push((labels.clone(), p.uptime_ms.unwrap_or(0) as f64 / 1000.0));
+                p_memory.push((labels, p.memory_bytes.unwrap_or(0) as f64));
             }
             in_flight.push((labels, u.in_flight as f64));
         }
@@ -281,6 +295,14 @@ impl Workbench {
             "Calls running on each upstream MCP server (at most its max_concurrency).",
             &in_flight,
         );
+        for (name, help, samples) in [
+            ("workbench_stdio_process_state", "1 for the state each stdio MCP server process on this instance is in (slot: its place in the server's pool).", &p_states),
+            ("workbench_stdio_process_restarts", "Times each stdio MCP server process was restarted after it ended by itself.", &p_restarts),
+            ("workbench_stdio_process_uptime_seconds", "How long each running stdio MCP server process has run (0 when not running).", &p_uptime),
+            ("workbench_stdio_process_memory_bytes", "Resident memory of each stdio MCP server process and everything it started.", &p_memory),
+        ] {
+            gauge(&mut out, name, help, samples);
+        }
         let pool = self.db.pool();
         let (size, idle) = (pool.size() as f64, pool.num_idle() as f64);
         gauge(

@@ -634,24 +634,38 @@ pub struct UpstreamGauge {
     pub name: String,
     pub breaker: BreakerState,
     pub in_flight: usize,
+    /// A stdio server's processes on this instance.
+    pub processes: Vec<stdio::supervisor::ProcessView>,
 }
 
 impl Upstreams {
-    /// The breaker state and in-flight calls of every server this instance runs.
-    pub fn gauges(&self) -> Vec<UpstreamGauge> {
+    /// The breaker state, in-flight calls and (stdio) processes of every server this
+    /// instance runs.
+    pub async fn gauges(&self) -> Vec<UpstreamGauge> {
         let now = self.clock.now_ms();
-        let live = self.live.read().expect("upstreams lock");
-        let mut out: Vec<UpstreamGauge> = live
+        let live: Vec<(String, Arc<Live>)> = self
+            .live
+            .read()
+            .expect("upstreams lock")
             .iter()
-            .map(|(id, l)| UpstreamGauge {
-                server_id: id.clone(),
+            .map(|(id, l)| (id.clone(), l.clone()))
+            .collect();
+        let mut out = Vec::with_capacity(live.len());
+        for (id, l) in live {
+            let processes = match &l.stdio {
+                Some(p) => p.view().await,
+                None => Vec::new(),
+            };
+            out.push(UpstreamGauge {
+                server_id: id,
                 name: l.name.clone(),
                 breaker: l.breaker.state(now),
                 in_flight: l
                     .max_concurrency
                     .saturating_sub(l.limit.available_permits()),
-            })
-            .collect();
+                processes,
+            });
+        }
         out.sort_by(|a, b| a.server_id.cmp(&b.server_id));
         out
     }

@@ -60,6 +60,20 @@ async fn post(app: &TestApp, key: &str, body: Value) -> (u16, Value) {
     crate::confirmations::post(app, key, "/v1/mcp/servers", body).await
 }
 
+const METRICS: &str = "metrics-token-0123456789";
+
+async fn scrape(app: &TestApp) -> String {
+    let res = app
+        .http()
+        .get(app.url("/metrics"))
+        .bearer_auth(METRICS)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    res.text().await.unwrap()
+}
+
 async fn view(app: &TestApp, key: &str, id: &str) -> Value {
     app.http()
         .get(app.url(&format!("/v1/mcp/servers/{id}")))
@@ -140,7 +154,13 @@ db_test!(
 db_test!(
     a_stdio_server_past_its_memory_limit_is_killed_and_reported_and_the_breaker_follows,
     |backend| {
-        let app = app!(backend, python_app_options());
+        let app = app!(
+            backend,
+            Options {
+                metrics_token: Some(METRICS.into()),
+                ..python_app_options()
+            }
+        );
         let (_, key) = admin_with_key(&app).await;
         let m = mark();
         let (status, server) = post(
@@ -200,6 +220,15 @@ db_test!(
         let seen = view(&app, &key, &id).await;
         assert_eq!(seen["breaker"], "open", "{seen}");
         assert_eq!(seen["processes"][0]["state"], "restarting", "{seen}");
+        let labels = format!("server=\"{id}\",name=\"local\",slot=\"0\"");
+        let metrics = scrape(&app).await;
+        for line in [
+            format!("workbench_stdio_process_state{{{labels},state=\"restarting\"}} 1"),
+            format!("workbench_stdio_process_restarts{{{labels}}} 1"),
+            format!("workbench_upstream_breaker_state{{server=\"{id}\",name=\"local\",state=\"open\"}} 1"),
+        ] {
+            assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
+        }
         // Workbench serves meanwhile, and once the breaker lets a probe through, the server
         // is back on a new process.
         let other = execute(&app, &key, json!([{ "tool": "vault_list", "args": {} }])).await;
@@ -214,6 +243,24 @@ db_test!(
         assert_eq!(out[0]["result"]["text"], "c", "{}", out[0]);
         assert_ne!(out[0]["result"]["pid"].as_u64().unwrap(), first);
         assert_eq!(view(&app, &key, &id).await["breaker"], "closed");
+        let metrics = scrape(&app).await;
+        assert!(
+            metrics
+                .lines()
+                .any(|l| l
+                    == format!("workbench_stdio_process_state{{{labels},state=\"running\"}} 1")),
+            "{metrics}"
+        );
+        let memory = metrics
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix(&format!(
+                    "workbench_stdio_process_memory_bytes{{{labels}}} "
+                ))
+            })
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap();
+        assert!(memory > 1e6 && memory < 64.0 * 1024.0 * 1024.0, "{memory}");
     }
 );
 

@@ -27,10 +27,13 @@ const BACKOFF_MAX_MS: i64 = 60_000;
 /// A process that lived this long before it exited starts the backoff afresh.
 const HEALTHY_AFTER_MS: i64 = 30_000;
 
+/// Every `ProcessView::state`.
+pub const PROCESS_STATES: &[&str] = &["stopped", "running", "restarting"];
+
 /// What the registry view and /metrics show of a server's process on this instance.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct ProcessView {
-    /// `stopped` (never started, idle or removed), `starting`, `running`, `restarting`
+    /// `stopped` (never started, idle or removed), `running`, `restarting`
     /// (waiting out the backoff after an exit or a failed start).
     pub state: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]

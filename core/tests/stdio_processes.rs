@@ -238,6 +238,13 @@ async fn landlock_keeps_a_server_to_its_declared_paths() {
         .await,
         json!({ "ok": true })
     );
+    if workbench_core::upstream::stdio::landlock::abi() >= Some(6) {
+        assert_eq!(
+            call(&pool, "signal", json!({ "pid": std::process::id() })).await,
+            json!({ "ok": false, "error": "PermissionError" }),
+            "workbench is outside the server's sandbox"
+        );
+    }
     let view = pool.view().await;
     assert!(
         view[0]

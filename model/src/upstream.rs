@@ -81,9 +81,28 @@ pub struct McpToolView {
     pub collision: Option<String>,
 }
 
+/// One process of a local (stdio) server on the instance answering, for its page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpProcessView {
+    /// `stopped`, `running` or `restarting`.
+    pub state: String,
+    pub pid: Option<u32>,
+    pub restarts: u64,
+    pub uptime_ms: Option<i64>,
+    pub memory_bytes: Option<u64>,
+    pub last_exit: Option<String>,
+    pub next_start_in_ms: Option<i64>,
+    pub confinement: Vec<String>,
+    /// Empty for whoever may not edit servers.
+    pub stderr_tail: Vec<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct McpServerDetail {
     pub server: McpServerView,
     pub tools: Vec<McpToolView>,
     pub can_manage: bool,
+    /// A local server's command line (for whoever may edit servers), else None.
+    pub command_line: Option<String>,
+    pub processes: Vec<McpProcessView>,
 }

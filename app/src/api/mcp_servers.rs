@@ -1,5 +1,5 @@
-//! Server functions of the MCP servers pages: list and register upstream servers (with a
-//! picker of the project's vault secrets), refresh and delete them, review a server's tools
+//! Server functions of the MCP servers pages: list and register upstream servers, remote or
+//! local (stdio) (with a picker of the project's vault secrets), refresh and delete them, review a server's tools
 //! (approve a changed or new tool, override side effects).
 
 use leptos::prelude::*;
@@ -7,8 +7,8 @@ use leptos::prelude::*;
 use crate::AppError;
 pub use workbench_model::catalog::SideEffects;
 pub use workbench_model::upstream::{
-    BreakerState, McpServerDetail, McpServerView, McpServersData, McpToolView, ServerState,
-    ToolState,
+    BreakerState, McpProcessView, McpServerDetail, McpServerView, McpServersData, McpToolView,
+    ServerState, ToolState,
 };
 
 #[cfg(feature = "ssr")]
@@ -101,12 +101,91 @@ fn auth_of_form(
     Ok(Some(auth))
 }
 
+/// The stdio fields of the registration form, trimmed.
+#[cfg(feature = "ssr")]
+struct StdioForm {
+    command: String,
+    /// One argument per line.
+    args: String,
+    /// `NAME=value` per line (`{{vault:SECRET}}` as a value refers to a vault secret).
+    env: String,
+    cwd: String,
+    /// Paths, one per line.
+    read: String,
+    write: String,
+    memory_mb: String,
+    pool: String,
+    start: String,
+    idle_shutdown_s: String,
+}
+
+/// A stdio registration's fields from the form, as REST takes them; core checks them.
+#[cfg(feature = "ssr")]
+fn stdio_of_form(f: &StdioForm) -> Result<Vec<(&'static str, serde_json::Value)>, String> {
+    use serde_json::json;
+    let lines = |s: &str| -> Vec<String> {
+        s.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let number = |field: &str, v: &str| -> Result<Option<u64>, String> {
+        if v.is_empty() {
+            return Ok(None);
+        }
+        v.parse()
+            .map(Some)
+            .map_err(|_| format!("{field} must be a whole number"))
+    };
+    let mut out = vec![("command", json!(f.command))];
+    let args: Vec<String> = f
+        .args
+        .lines()
+        .map(|l| l.trim_end_matches('\r').to_owned())
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    if !args.is_empty() {
+        out.push(("args", json!(args)));
+    }
+    let mut env = serde_json::Map::new();
+    for line in lines(&f.env) {
+        let (k, v) = line
+            .split_once('=')
+            .ok_or_else(|| format!("environment line {line:?} must be NAME=value"))?;
+        env.insert(k.trim().to_owned(), json!(v));
+    }
+    if !env.is_empty() {
+        out.push(("env", serde_json::Value::Object(env)));
+    }
+    if !f.cwd.is_empty() {
+        out.push(("cwd", json!(f.cwd)));
+    }
+    let (read, write) = (lines(&f.read), lines(&f.write));
+    if !read.is_empty() || !write.is_empty() {
+        out.push(("filesystem", json!({ "read": read, "write": write })));
+    }
+    if let Some(m) = number("memory limit", &f.memory_mb)? {
+        out.push(("limits", json!({ "memory_mb": m })));
+    }
+    if let Some(n) = number("pool", &f.pool)? {
+        out.push(("pool", json!(n)));
+    }
+    if !f.start.is_empty() {
+        out.push(("start", json!(f.start)));
+    }
+    if let Some(n) = number("idle shutdown", &f.idle_shutdown_s)? {
+        out.push(("idle_shutdown_s", json!(n)));
+    }
+    Ok(out)
+}
+
 /// Registers a server from the form, with every option REST offers.
 #[allow(clippy::too_many_arguments)]
 #[server(endpoint = "register_mcp_server")]
 pub async fn register_mcp_server(
     name: String,
-    url: String,
+    url: Option<String>,
     transport: Option<String>,
     auth: Option<String>,
     secret: Option<String>,
@@ -117,6 +196,16 @@ pub async fn register_mcp_server(
     timeout_ms: Option<String>,
     max_concurrency: Option<String>,
     auto_approve: Option<String>,
+    command: Option<String>,
+    args: Option<String>,
+    env: Option<String>,
+    cwd: Option<String>,
+    filesystem_read: Option<String>,
+    filesystem_write: Option<String>,
+    memory_mb: Option<String>,
+    pool: Option<String>,
+    start: Option<String>,
+    idle_shutdown_s: Option<String>,
 ) -> Result<(), AppError> {
     let p = ssr::principal().await?;
     let text = |v: &Option<String>| v.as_deref().unwrap_or_default().trim().to_owned();
@@ -124,8 +213,27 @@ pub async fn register_mcp_server(
         "" => "http".to_owned(),
         t => t.to_owned(),
     };
-    let mut body =
-        serde_json::json!({ "name": name.trim(), "transport": transport, "url": url.trim() });
+    let mut body = serde_json::json!({ "name": name.trim(), "transport": transport });
+    if transport == "stdio" {
+        let launch = stdio_of_form(&StdioForm {
+            command: text(&command),
+            args: text(&args),
+            env: text(&env),
+            cwd: text(&cwd),
+            read: text(&filesystem_read),
+            write: text(&filesystem_write),
+            memory_mb: text(&memory_mb),
+            pool: text(&pool),
+            start: text(&start),
+            idle_shutdown_s: text(&idle_shutdown_s),
+        })
+        .map_err(AppError::Message)?;
+        for (k, v) in launch {
+            body[k] = v;
+        }
+    } else {
+        body["url"] = serde_json::json!(text(&url));
+    }
     if let Some(a) = auth_of_form(
         &text(&auth),
         &text(&secret),
@@ -176,14 +284,40 @@ pub async fn delete_mcp_server(id: String) -> Result<(), AppError> {
 pub async fn mcp_server_page(id: String) -> Result<McpServerDetail, AppError> {
     let p = ssr::principal().await?;
     let wb = ssr::wb()?;
-    let server = match wb.upstreams().get(&p, &id).await {
-        Ok(s) => view_of(s),
+    let full = match wb.upstreams().get(&p, &id).await {
+        Ok(s) => s,
         Err(workbench_core::Error::NotFound) => {
             ssr::not_found_status();
             return Err(AppError::Message("not found".into()));
         }
         Err(e) => return Err(e.into()),
     };
+    let command_line = full
+        .stdio
+        .as_ref()
+        .filter(|_| p.allows(workbench_core::auth::Operation::McpServersManage))
+        .map(|c| {
+            std::iter::once(c.command.as_str())
+                .chain(c.args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" ")
+        });
+    let processes = full
+        .processes
+        .iter()
+        .map(|v| McpProcessView {
+            state: v.state.to_owned(),
+            pid: v.pid,
+            restarts: v.restarts,
+            uptime_ms: v.uptime_ms,
+            memory_bytes: v.memory_bytes,
+            last_exit: v.last_exit.clone(),
+            next_start_in_ms: v.next_start_in_ms,
+            confinement: v.confinement.clone(),
+            stderr_tail: v.stderr_tail.clone(),
+        })
+        .collect();
+    let server = view_of(full);
     let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
     let tools = wb
         .upstreams()
@@ -207,6 +341,8 @@ pub async fn mcp_server_page(id: String) -> Result<McpServerDetail, AppError> {
         server,
         tools,
         can_manage: p.allows(workbench_core::auth::Operation::McpServersReview),
+        command_line,
+        processes,
     })
 }
 

@@ -1,4 +1,5 @@
-//! MCP servers: the project's upstream servers (register with every option REST has,
+//! MCP servers: the project's upstream servers (register with every option REST has, remote
+//! or a local program over stdio, whose processes the server's page shows;
 //! state and breaker, refresh, delete with confirmation), and one server's tools for review
 //! (a changed description or schema side by side with what was approved, approve, side-effects
 //! override).
@@ -9,8 +10,8 @@ use leptos_router::hooks::use_params_map;
 
 use crate::api::{
     mcp_server_page, mcp_servers_page, ApproveMcpTool, BreakerState, DeleteMcpServer,
-    RefreshMcpServer, RegisterMcpServer, ServerState, SetMcpToolSideEffects, SideEffects,
-    ToolState,
+    McpProcessView, RefreshMcpServer, RegisterMcpServer, ServerState, SetMcpToolSideEffects,
+    SideEffects, ToolState,
 };
 use crate::components::{
     ActionError, AddCard, ButtonKind, Layout, ListCard, Loaded, Page, PageHeader, RowAction,
@@ -60,10 +61,24 @@ pub fn McpServers() -> impl IntoView {
             auth.set(select.value());
         }
     });
+    // The chosen transport: a local program (stdio) has a command instead of a URL and
+    // authentication; the same JavaScript-less fallback as `auth`.
+    let transport = RwSignal::new(String::new());
+    let transport_select = NodeRef::<leptos::html::Select>::new();
+    Effect::new(move |_| {
+        if let Some(select) = transport_select.get() {
+            transport.set(select.value());
+        }
+    });
+    let remote_only = move || transport.get() == "stdio";
+    let stdio_only = move || {
+        let t = transport.get();
+        !t.is_empty() && t != "stdio"
+    };
     let hidden_unless = move |kinds: &'static [&'static str]| {
         move || {
             let a = auth.get();
-            !a.is_empty() && !kinds.contains(&a.as_str())
+            (!a.is_empty() && !kinds.contains(&a.as_str())) || transport.get() == "stdio"
         }
     };
     view! {
@@ -76,15 +91,16 @@ pub fn McpServers() -> impl IntoView {
                         <h2 class="mb-3 text-base font-semibold">"Register a server"</h2>
                         <ActionForm action=register attr:class="grid grid-cols-2 gap-3">
                             <div><label for="mcp-name" class=LABEL>"Name"</label><input id="mcp-name" name="name" required class=INPUT placeholder="crm"/></div>
-                            <div><label for="mcp-url" class=LABEL>"URL"</label><input id="mcp-url" name="url" type="url" required class=INPUT placeholder="https://mcp.example.com/mcp"/></div>
+                            <div class:hidden=remote_only><label for="mcp-url" class=LABEL>"URL"</label><input id="mcp-url" name="url" type="url" class=INPUT placeholder="https://mcp.example.com/mcp"/></div>
                             <div>
                                 <label for="mcp-transport" class=LABEL>"Transport"</label>
-                                <select id="mcp-transport" name="transport" class=INPUT>
+                                <select id="mcp-transport" name="transport" class=INPUT node_ref=transport_select on:change=move |ev| transport.set(event_target_value(&ev))>
                                     <option value="http" selected>"Streamable HTTP"</option>
                                     <option value="sse">"HTTP with SSE (older servers)"</option>
+                                    <option value="stdio">"Local program (stdio)"</option>
                                 </select>
                             </div>
-                            <div>
+                            <div class:hidden=remote_only>
                                 <label for="mcp-auth" class=LABEL>"Authentication"</label>
                                 <select id="mcp-auth" name="auth" class=INPUT node_ref=auth_select on:change=move |ev| auth.set(event_target_value(&ev))>
                                     <option value="none" selected>"None"</option>
@@ -123,6 +139,28 @@ pub fn McpServers() -> impl IntoView {
                                 <label for="mcp-scopes" class=LABEL>"Scopes (space-separated, optional)"</label>
                                 <input id="mcp-scopes" name="scopes" class=INPUT placeholder="read write"/>
                             </div>
+                            <fieldset class="col-span-2 grid grid-cols-2 gap-3 rounded border border-slate-200 p-3" class:hidden=stdio_only data-testid="stdio-fields">
+                                <legend class="px-1 text-xs font-semibold text-slate-600">"Local program (stdio only)"</legend>
+                                <p class="col-span-2 text-xs text-slate-500">"workbench starts the program itself, confined: only the environment below, resource limits, and (where the kernel has Landlock) only the system directories, the program's installation, its own working directory and the paths listed here. The operator chooses which programs may run (WB_STDIO_COMMANDS)."</p>
+                                <div><label for="mcp-command" class=LABEL>"Command"</label><input id="mcp-command" name="command" class=INPUT placeholder="npx" autocomplete="off"/></div>
+                                <div><label for="mcp-cwd" class=LABEL>"Working directory (optional)"</label><input id="mcp-cwd" name="cwd" class=INPUT placeholder="its own, under the data directory"/></div>
+                                <div><label for="mcp-args" class=LABEL>"Arguments (one per line)"</label><textarea id="mcp-args" name="args" rows="3" class=INPUT placeholder="-y
+    @modelcontextprotocol/server-everything"></textarea></div>
+                                <div><label for="mcp-env" class=LABEL>"Environment (NAME=value per line; {{vault:SECRET}} for a secret)"</label><textarea id="mcp-env" name="env" rows="3" class=INPUT placeholder="PATH=/usr/bin:/bin
+    API_TOKEN={{vault:CRM_TOKEN}}"></textarea></div>
+                                <div><label for="mcp-read" class=LABEL>"Readable paths (one per line)"</label><textarea id="mcp-read" name="filesystem_read" rows="2" class=INPUT placeholder="/srv/mcp/crm"></textarea></div>
+                                <div><label for="mcp-write" class=LABEL>"Writable paths (one per line)"</label><textarea id="mcp-write" name="filesystem_write" rows="2" class=INPUT></textarea></div>
+                                <div><label for="mcp-memory" class=LABEL>"Memory limit (MiB)"</label><input id="mcp-memory" name="memory_mb" inputmode="numeric" class=INPUT placeholder="1024"/></div>
+                                <div><label for="mcp-pool" class=LABEL>"Processes per instance"</label><input id="mcp-pool" name="pool" inputmode="numeric" class=INPUT placeholder="1"/></div>
+                                <div>
+                                    <label for="mcp-start" class=LABEL>"Start"</label>
+                                    <select id="mcp-start" name="start" class=INPUT>
+                                        <option value="on_use" selected>"At the first call"</option>
+                                        <option value="boot">"When workbench starts"</option>
+                                    </select>
+                                </div>
+                                <div><label for="mcp-idle" class=LABEL>"Stop when idle for (s, optional)"</label><input id="mcp-idle" name="idle_shutdown_s" inputmode="numeric" class=INPUT placeholder="never"/></div>
+                            </fieldset>
                             <div><label for="mcp-prefix" class=LABEL>"Tool prefix"</label><input id="mcp-prefix" name="tool_prefix" class=INPUT placeholder="<name>."/></div>
                             <div><label for="mcp-timeout" class=LABEL>"Timeout (ms)"</label><input id="mcp-timeout" name="timeout_ms" inputmode="numeric" class=INPUT placeholder="30000"/></div>
                             <div><label for="mcp-conc" class=LABEL>"Max concurrency"</label><input id="mcp-conc" name="max_concurrency" inputmode="numeric" class=INPUT placeholder="10"/></div>
@@ -189,6 +227,8 @@ pub fn McpServerPage() -> impl IntoView {
                     <PageHeader title=d.server.name.clone() subtitle=format!("{} · breaker {} · tools appear as {}<name>", d.server.url, d.server.breaker, d.server.tool_prefix)/>
                     <ActionError value=approve.value()/>
                     <ActionError value=side.value()/>
+                    {d.command_line.clone().map(|c| view! { <p class="mb-3 font-mono text-xs text-slate-600" data-testid="mcp-command-line">{c}</p> })}
+                    <Processes processes=d.processes.clone()/>
                     <ul class="space-y-4">
                         {d.tools.into_iter().map(|t| {
                             let changed = t.approved_description.is_some() || t.approved_input_schema.is_some();
@@ -238,4 +278,55 @@ pub fn McpServerPage() -> impl IntoView {
             }/>
         </Layout>
     }
+}
+
+fn process_badge(state: &str) -> &'static str {
+    match state {
+        "running" => GOOD,
+        "restarting" => BAD,
+        _ => WARN,
+    }
+}
+
+/// A local server's processes on this instance: state, restarts, uptime, memory, what confines
+/// them, why the last one ended and (for admins) its last stderr lines.
+#[component]
+fn Processes(processes: Vec<McpProcessView>) -> impl IntoView {
+    (!processes.is_empty()).then(|| {
+        view! {
+            <section class="mb-6 space-y-3" data-testid="mcp-processes">
+                <h2 class="text-base font-semibold">"Processes on this instance"</h2>
+                {processes.into_iter().enumerate().map(|(i, p)| {
+                    let facts = [
+                        p.pid.map(|pid| format!("pid {pid}")),
+                        Some(format!("{} restarts", p.restarts)),
+                        p.uptime_ms.map(|ms| format!("up {} s", ms / 1000)),
+                        p.memory_bytes.map(|b| format!("{} MiB resident", b / (1024 * 1024))),
+                        p.next_start_in_ms.map(|ms| format!("starts again in {} s", (ms + 999) / 1000)),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(" · ");
+                    view! {
+                        <div class=CARD data-testid="mcp-process">
+                            <p class="text-sm">
+                                <span class="font-medium">{format!("Process {}", i + 1)}</span>
+                                <span class=format!("ml-2 {}", process_badge(&p.state))>{p.state.clone()}</span>
+                                <span class="ml-2 text-xs text-slate-500">{facts}</span>
+                            </p>
+                            {p.last_exit.clone().map(|e| view! { <p class="mt-1 text-xs text-red-700" data-testid="mcp-process-exit">{format!("Last exit: {e}")}</p> })}
+                            <p class="mt-1 text-xs text-slate-500">{format!("Confinement: {}", p.confinement.join("; "))}</p>
+                            {(!p.stderr_tail.is_empty()).then(|| view! {
+                                <details class="mt-2">
+                                    <summary class="cursor-pointer text-xs text-slate-600">{format!("Last {} stderr lines (secrets redacted)", p.stderr_tail.len())}</summary>
+                                    <pre class="mt-1 max-h-64 overflow-auto rounded bg-slate-50 p-2 text-xs" data-testid="mcp-process-stderr">{p.stderr_tail.join("\n")}</pre>
+                                </details>
+                            })}
+                        </div>
+                    }
+                }).collect_view()}
+            </section>
+        }
+    })
 }

@@ -189,3 +189,122 @@ db_test!(
         );
     }
 );
+
+db_test!(
+    the_portal_registers_a_local_stdio_server_and_shows_its_processes,
+    |backend| {
+        let python = "/usr/bin/python3";
+        let app = app!(
+            backend,
+            Options {
+                stdio_commands: vec![python.to_owned()],
+                ..Default::default()
+            }
+        );
+        let (_, key) = admin_with_key(&app).await;
+        let secret = "portal-stdio-secret-5Kd";
+        let out = execute(
+            &app,
+            &key,
+            json!([{ "tool": "vault_set", "args": { "name": "LOCAL_TOKEN", "value": secret } }]),
+        )
+        .await;
+        assert!(out[0].get("result").is_some(), "{out:?}");
+        let b = app.browser();
+        assert!(b
+            .sign_in("ada@example.com", PASSWORD)
+            .await
+            .status()
+            .is_success());
+        let raw = std::fs::canonicalize(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../core/tests/fixtures/stdio/raw_server.py"
+        ))
+        .unwrap()
+        .display()
+        .to_string();
+        let args = format!("-I\n-S\n{raw}\n");
+
+        // A malformed environment line is refused with what is wrong, and nothing is stored.
+        let (status, text) = submit(
+            &b,
+            &[
+                ("name", "local"),
+                ("transport", "stdio"),
+                ("command", "python3"),
+                ("args", &args),
+                ("env", "JUST_A_NAME"),
+            ],
+        )
+        .await;
+        assert_ne!(status, 200, "{text}");
+        assert!(text.contains("must be NAME=value"), "{text}");
+        assert!(listed(&app, &key, "local").await.is_none());
+
+        let (status, text) = submit(
+            &b,
+            &[
+                ("name", "local"),
+                ("url", ""),
+                ("transport", "stdio"),
+                ("auth", "none"),
+                ("command", "python3"),
+                ("args", &args),
+                ("env", "API_TOKEN={{vault:LOCAL_TOKEN}}\r\nMODE=portal\r\n"),
+                ("filesystem_read", &raw),
+                ("memory_mb", "256"),
+                ("pool", "2"),
+                ("start", "on_use"),
+                ("idle_shutdown_s", "600"),
+                ("tool_prefix", "loc."),
+            ],
+        )
+        .await;
+        assert_eq!(status, 200, "{text}");
+        let local = listed(&app, &key, "local").await.unwrap();
+        assert_eq!(local["transport"], "stdio", "{local}");
+        let stdio = &local["stdio"];
+        assert_eq!(stdio["command"], python, "{local}");
+        assert_eq!(stdio["args"], json!(["-I", "-S", raw]), "{local}");
+        assert_eq!(
+            stdio["env"],
+            json!({ "API_TOKEN": "{{vault:LOCAL_TOKEN}}", "MODE": "portal" }),
+            "{local}"
+        );
+        assert_eq!(stdio["filesystem"]["read"], json!([raw]), "{local}");
+        assert_eq!(
+            (
+                stdio["limits"]["memory_mb"].as_u64(),
+                stdio["pool"].as_u64(),
+                stdio["idle_shutdown_s"].as_u64()
+            ),
+            (Some(256), Some(2), Some(600)),
+            "{local}"
+        );
+        let echo = execute(
+            &app,
+            &key,
+            json!([{ "tool": "loc.echo", "args": { "text": "from the portal" } }]),
+        )
+        .await;
+        assert_eq!(echo[0]["result"]["text"], "from the portal", "{echo:?}");
+
+        // Its page shows the command line and each process, never the secret.
+        let id = local["id"].as_str().unwrap();
+        let page = b
+            .get(&format!("/mcp-servers/{id}"))
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(page.contains("Processes on this instance"), "{page}");
+        assert!(page.contains(&format!("{python} -I -S {raw}")), "{page}");
+        assert_eq!(
+            page.matches("data-testid=\"mcp-process\"").count(),
+            2,
+            "{page}"
+        );
+        assert!(page.contains(">running<"), "{page}");
+        assert!(!page.contains(secret), "{page}");
+    }
+);

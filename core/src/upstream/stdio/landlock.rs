@@ -1,7 +1,9 @@
 //! Filesystem confinement of a stdio server with Landlock (Linux 5.13+, no root needed): the
 //! process may read and execute only the system directories, its program and the installation
 //! it belongs to, and what its registration declares readable, and write only its working directory and what it declares
-//! writable. The rules are prepared in workbench (paths as C strings) and applied in the
+//! writable. Where the kernel has Landlock ABI 6, it can neither signal processes outside its
+//! sandbox (workbench, other servers) nor reach abstract unix sockets outside it. The rules are
+//! prepared in workbench (paths as C strings) and applied in the
 //! forked child just before `exec`, with async-signal-safe system calls only.
 
 use std::ffi::CString;
@@ -49,6 +51,7 @@ pub fn abi() -> Option<u32> {
 #[derive(Debug, Clone)]
 pub struct Rules {
     handled: u64,
+    scoped: u64,
     paths: Vec<(CString, u64)>,
 }
 
@@ -70,7 +73,14 @@ fn installation(program: &Path) -> Option<&Path> {
 #[repr(C)]
 struct RulesetAttr {
     handled_access_fs: u64,
+    handled_access_net: u64,
+    /// ABI 6: what the process may not reach outside its own sandbox.
+    scoped: u64,
 }
+
+/// ABI 6 scopes: abstract unix sockets and signals of processes outside the sandbox.
+const SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1 << 0;
+const SCOPE_SIGNAL: u64 = 1 << 1;
 
 #[repr(C, packed)]
 struct PathBeneathAttr {
@@ -118,7 +128,16 @@ impl Rules {
                 Some((c, access & handled))
             })
             .collect();
-        Some(Rules { handled, paths })
+        let scoped = if abi >= 6 {
+            SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+        } else {
+            0
+        };
+        Some(Rules {
+            handled,
+            scoped,
+            paths,
+        })
     }
 
     /// Restricts the calling process (after `fork`, before `exec`). The caller has set
@@ -129,11 +148,19 @@ impl Rules {
     pub unsafe fn apply(&self) -> std::io::Result<()> {
         let attr = RulesetAttr {
             handled_access_fs: self.handled,
+            handled_access_net: 0,
+            scoped: self.scoped,
+        };
+        // Older kernels take only the first field (and refuse a larger struct's nonzero rest).
+        let size = if self.scoped != 0 {
+            std::mem::size_of::<RulesetAttr>()
+        } else {
+            std::mem::size_of::<u64>()
         };
         let ruleset = libc::syscall(
             libc::SYS_landlock_create_ruleset,
             &attr as *const RulesetAttr,
-            std::mem::size_of::<RulesetAttr>(),
+            size,
             0u32,
         );
         if ruleset < 0 {

@@ -502,6 +502,7 @@ fn confinement() -> Vec<String> {
     .map(String::from)
     .to_vec();
     c.push(match landlock::abi() {
+        Some(v) if v >= 6 => format!("landlock filesystem (ABI {v}): system directories read-only, working directory and declared paths; no signals or abstract unix sockets outside its sandbox"),
         Some(v) => format!("landlock filesystem (ABI {v}): system directories read-only, working directory and declared paths"),
         None => "filesystem not confined: this kernel has no Landlock".into(),
     });

@@ -369,3 +369,100 @@ db_test!(
         c.shutdown().await;
     }
 );
+
+db_test!(
+    a_boot_server_runs_before_any_call_and_comes_back_after_a_kill_and_an_idle_one_stops,
+    |backend| {
+        let app = app!(backend, python_app_options());
+        let (_, key) = admin_with_key(&app).await;
+        let m = mark();
+        let (status, server) = post(
+            &app,
+            &key,
+            with(raw_server("boot", &[], &m), json!({ "start": "boot" })),
+        )
+        .await;
+        assert_eq!(status, 201, "{server}");
+        let id = server["id"].as_str().unwrap().to_owned();
+        // Nobody calls it: it is started because it is a boot server.
+        within(
+            "the boot server to run",
+            Duration::from_secs(10),
+            async || view(&app, &key, &id).await["processes"][0]["state"] == "running",
+        )
+        .await;
+        let pid = view(&app, &key, &id).await["processes"][0]["pid"]
+            .as_u64()
+            .unwrap();
+        let killed = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        within("the kill to be seen", Duration::from_secs(10), async || {
+            view(&app, &key, &id).await["processes"][0]["state"] == "restarting"
+        })
+        .await;
+        app.clock.advance_ms(1_000);
+        within(
+            "the boot server to be back",
+            Duration::from_secs(10),
+            async || {
+                let v = view(&app, &key, &id).await;
+                v["processes"][0]["state"] == "running" && v["processes"][0]["pid"] != pid
+            },
+        )
+        .await;
+        let v = view(&app, &key, &id).await;
+        assert_eq!(v["processes"][0]["restarts"], 1, "{v}");
+        assert!(
+            v["processes"][0]["last_exit"]
+                .as_str()
+                .unwrap()
+                .contains("killed by signal 9"),
+            "{v}"
+        );
+
+        let (status, server) = post(
+            &app,
+            &key,
+            with(
+                raw_server("idle", &[], &m),
+                json!({ "idle_shutdown_s": 60 }),
+            ),
+        )
+        .await;
+        assert_eq!(status, 201, "{server}");
+        let idle = server["id"].as_str().unwrap().to_owned();
+        let out = execute(
+            &app,
+            &key,
+            json!([{ "tool": "idle.echo", "args": { "text": "x" } }]),
+        )
+        .await;
+        let idle_pid = out[0]["result"]["pid"].as_u64().unwrap();
+        app.clock.advance_ms(61_000);
+        within(
+            "the idle server to stop",
+            Duration::from_secs(10),
+            async || {
+                view(&app, &key, &idle).await["processes"][0]["state"] == "stopped"
+                    && !std::path::Path::new(&format!("/proc/{idle_pid}")).exists()
+            },
+        )
+        .await;
+        let v = view(&app, &key, &idle).await;
+        assert_eq!(
+            v["processes"][0]["restarts"], 0,
+            "an idle stop is no crash: {v}"
+        );
+        // The next call starts it again.
+        let out = execute(
+            &app,
+            &key,
+            json!([{ "tool": "idle.echo", "args": { "text": "y" } }]),
+        )
+        .await;
+        assert_eq!(out[0]["result"]["text"], "y", "{}", out[0]);
+    }
+);

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use workbench_core::upstream::stdio::pool::Pool;
+use workbench_core::upstream::stdio::supervisor::Context;
 use workbench_core::upstream::stdio::{Filesystem, Limits, Start, StdioConfig, StdioSettings};
 
 const PYTHON: &str = "/usr/bin/python3";
@@ -61,15 +62,17 @@ async fn pool(label: &str, config: StdioConfig) -> Arc<Pool> {
         work_root: temp(label),
     };
     Pool::new(
-        &admin.project_id,
-        "mcps_test",
-        "raw",
         config,
-        &settings,
-        wb.vault().clone(),
-        wb.clock().clone(),
-        Duration::from_secs(10),
-        Arc::new(|| {}),
+        Context {
+            project_id: &admin.project_id,
+            server_id: "mcps_test",
+            name: "raw",
+            settings: &settings,
+            vault: wb.vault().clone(),
+            clock: wb.clock().clone(),
+            timeout: Duration::from_secs(10),
+            on_changed: Arc::new(|| {}),
+        },
     )
 }
 

@@ -789,15 +789,17 @@ impl Upstreams {
         live.sign_in = sign_in;
         live.stdio = launch.map(|config| {
             stdio::pool::Pool::new(
-                &row.project_id,
-                &row.id,
-                &row.name,
                 config,
-                &self.stdio,
-                self.vault.clone(),
-                self.clock.clone(),
-                Duration::from_millis(row.timeout_ms as u64),
-                live.on_changed(),
+                stdio::supervisor::Context {
+                    project_id: &row.project_id,
+                    server_id: &row.id,
+                    name: &row.name,
+                    settings: &self.stdio,
+                    vault: self.vault.clone(),
+                    clock: self.clock.clone(),
+                    timeout: Duration::from_millis(row.timeout_ms as u64),
+                    on_changed: live.on_changed(),
+                },
             )
         });
         Arc::new(live)

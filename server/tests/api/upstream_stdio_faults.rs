@@ -60,6 +60,25 @@ async fn post(app: &TestApp, key: &str, body: Value) -> (u16, Value) {
     crate::confirmations::post(app, key, "/v1/mcp/servers", body).await
 }
 
+/// Registers `body` (which must succeed) and answers the server's id.
+async fn registered(app: &TestApp, key: &str, body: Value) -> String {
+    let (status, server) = post(app, key, body).await;
+    assert_eq!(status, 201, "{server}");
+    server["id"].as_str().unwrap().to_owned()
+}
+
+/// Calls `<tool>` (a raw server's echo) and answers the pid of the process that ran it.
+async fn echo_pid(app: &TestApp, key: &str, tool: &str, text: &str) -> u64 {
+    let out = execute(
+        app,
+        key,
+        json!([{ "tool": tool, "args": { "text": text } }]),
+    )
+    .await;
+    assert_eq!(out[0]["result"]["text"], text, "{}", out[0]);
+    out[0]["result"]["pid"].as_u64().unwrap()
+}
+
 const METRICS: &str = "metrics-token-0123456789";
 
 async fn scrape(app: &TestApp) -> String {
@@ -163,7 +182,7 @@ db_test!(
         );
         let (_, key) = admin_with_key(&app).await;
         let m = mark();
-        let (status, server) = post(
+        let id = registered(
             &app,
             &key,
             with(
@@ -172,15 +191,7 @@ db_test!(
             ),
         )
         .await;
-        assert_eq!(status, 201, "{server}");
-        let id = server["id"].as_str().unwrap().to_owned();
-        let out = execute(
-            &app,
-            &key,
-            json!([{ "tool": "local.echo", "args": { "text": "a" } }]),
-        )
-        .await;
-        let first = out[0]["result"]["pid"].as_u64().unwrap();
+        let first = echo_pid(&app, &key, "local.echo", "a").await;
         // It takes 256 MiB and holds it: workbench kills it within its next look.
         execute(
             &app,
@@ -376,14 +387,12 @@ db_test!(
         let app = app!(backend, python_app_options());
         let (_, key) = admin_with_key(&app).await;
         let m = mark();
-        let (status, server) = post(
+        let id = registered(
             &app,
             &key,
             with(raw_server("boot", &[], &m), json!({ "start": "boot" })),
         )
         .await;
-        assert_eq!(status, 201, "{server}");
-        let id = server["id"].as_str().unwrap().to_owned();
         // Nobody calls it: it is started because it is a boot server.
         within(
             "the boot server to run",
@@ -423,7 +432,7 @@ db_test!(
             "{v}"
         );
 
-        let (status, server) = post(
+        let idle = registered(
             &app,
             &key,
             with(
@@ -432,15 +441,7 @@ db_test!(
             ),
         )
         .await;
-        assert_eq!(status, 201, "{server}");
-        let idle = server["id"].as_str().unwrap().to_owned();
-        let out = execute(
-            &app,
-            &key,
-            json!([{ "tool": "idle.echo", "args": { "text": "x" } }]),
-        )
-        .await;
-        let idle_pid = out[0]["result"]["pid"].as_u64().unwrap();
+        let idle_pid = echo_pid(&app, &key, "idle.echo", "x").await;
         app.clock.advance_ms(61_000);
         within(
             "the idle server to stop",

@@ -5,14 +5,11 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::session::StdioSession;
-use super::supervisor::{ProcessView, Supervisor};
-use super::{StdioConfig, StdioSettings};
-use crate::clock::Clock;
-use crate::upstream::client::{OnToolsChanged, RpcError};
-use crate::vault::Vault;
+use super::supervisor::{Context, ProcessView, Supervisor};
+use super::StdioConfig;
+use crate::upstream::client::RpcError;
 
 pub struct Pool {
     members: Vec<Arc<Supervisor>>,
@@ -20,32 +17,10 @@ pub struct Pool {
 }
 
 impl Pool {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        project_id: &str,
-        server_id: &str,
-        name: &str,
-        config: StdioConfig,
-        settings: &StdioSettings,
-        vault: Vault,
-        clock: Arc<dyn Clock>,
-        timeout: Duration,
-        on_changed: OnToolsChanged,
-    ) -> Arc<Pool> {
+    /// `config.pool` processes, each supervised on its own.
+    pub fn new(config: StdioConfig, cx: Context<'_>) -> Arc<Pool> {
         let members = (0..config.pool.max(1))
-            .map(|_| {
-                Supervisor::new(
-                    project_id,
-                    server_id,
-                    name,
-                    config.clone(),
-                    settings,
-                    vault.clone(),
-                    clock.clone(),
-                    timeout,
-                    on_changed.clone(),
-                )
-            })
+            .map(|_| Supervisor::new(config.clone(), cx.clone()))
             .collect();
         Arc::new(Pool {
             members,

@@ -102,19 +102,32 @@ pub struct Supervisor {
     me: Weak<Supervisor>,
 }
 
+/// What every process of one server is started with, besides its `StdioConfig`.
+#[derive(Clone)]
+pub struct Context<'a> {
+    pub project_id: &'a str,
+    pub server_id: &'a str,
+    pub name: &'a str,
+    pub settings: &'a StdioSettings,
+    pub vault: Vault,
+    pub clock: Arc<dyn Clock>,
+    /// The handshake's (and each call's) timeout.
+    pub timeout: Duration,
+    pub on_changed: OnToolsChanged,
+}
+
 impl Supervisor {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        project_id: &str,
-        server_id: &str,
-        name: &str,
-        config: StdioConfig,
-        settings: &StdioSettings,
-        vault: Vault,
-        clock: Arc<dyn Clock>,
-        timeout: Duration,
-        on_changed: OnToolsChanged,
-    ) -> Arc<Supervisor> {
+    pub fn new(config: StdioConfig, cx: Context<'_>) -> Arc<Supervisor> {
+        let Context {
+            project_id,
+            server_id,
+            name,
+            settings,
+            vault,
+            clock,
+            timeout,
+            on_changed,
+        } = cx;
         let s = Arc::new_cyclic(|me| Supervisor {
             project_id: project_id.to_owned(),
             name: name.to_owned(),

@@ -152,7 +152,7 @@ fn stdio_of_form(f: &StdioForm) -> Result<Vec<(&'static str, serde_json::Value)>
     for line in lines(&f.env) {
         let (k, v) = line
             .split_once('=')
-            .ok_or_else(|| format!("environment line {line:?} must be NAME=value"))?;
+            .ok_or_else(|| format!("environment line {line:?} must be VAR=value"))?;
         env.insert(k.trim().to_owned(), json!(v));
     }
     if !env.is_empty() {

@@ -144,10 +144,8 @@ pub fn McpServers() -> impl IntoView {
                                 <p class="col-span-2 text-xs text-slate-500">"workbench starts the program itself, confined: only the environment below, resource limits, and (where the kernel has Landlock) only the system directories, the program's installation, its own working directory and the paths listed here. The operator chooses which programs may run (WB_STDIO_COMMANDS)."</p>
                                 <div><label for="mcp-command" class=LABEL>"Command"</label><input id="mcp-command" name="command" class=INPUT placeholder="npx" autocomplete="off"/></div>
                                 <div><label for="mcp-cwd" class=LABEL>"Working directory (optional)"</label><input id="mcp-cwd" name="cwd" class=INPUT placeholder="its own, under the data directory"/></div>
-                                <div><label for="mcp-args" class=LABEL>"Arguments (one per line)"</label><textarea id="mcp-args" name="args" rows="3" class=INPUT placeholder="-y
-    @modelcontextprotocol/server-everything"></textarea></div>
-                                <div><label for="mcp-env" class=LABEL>"Environment (NAME=value per line; {{vault:SECRET}} for a secret)"</label><textarea id="mcp-env" name="env" rows="3" class=INPUT placeholder="PATH=/usr/bin:/bin
-    API_TOKEN={{vault:CRM_TOKEN}}"></textarea></div>
+                                <div><label for="mcp-args" class=LABEL>"Arguments (one per line)"</label><textarea id="mcp-args" name="args" rows="3" class=INPUT placeholder="-y @modelcontextprotocol/server-everything (one per line)"></textarea></div>
+                                <div><label for="mcp-env" class=LABEL>"Environment (VAR=value per line; {{vault:SECRET}} for a secret)"</label><textarea id="mcp-env" name="env" rows="3" class=INPUT placeholder="API_TOKEN={{vault:CRM_TOKEN}}"></textarea></div>
                                 <div><label for="mcp-read" class=LABEL>"Readable paths (one per line)"</label><textarea id="mcp-read" name="filesystem_read" rows="2" class=INPUT placeholder="/srv/mcp/crm"></textarea></div>
                                 <div><label for="mcp-write" class=LABEL>"Writable paths (one per line)"</label><textarea id="mcp-write" name="filesystem_write" rows="2" class=INPUT></textarea></div>
                                 <div><label for="mcp-memory" class=LABEL>"Memory limit (MiB)"</label><input id="mcp-memory" name="memory_mb" inputmode="numeric" class=INPUT placeholder="1024"/></div>

@@ -238,7 +238,7 @@ db_test!(
         )
         .await;
         assert_ne!(status, 200, "{text}");
-        assert!(text.contains("must be NAME=value"), "{text}");
+        assert!(text.contains("must be VAR=value"), "{text}");
         assert!(listed(&app, &key, "local").await.is_none());
 
         let (status, text) = submit(

@@ -178,6 +178,7 @@ impl Supervisor {
         if let Some(old) = run.take() {
             // It ended by itself: its exit (a crash, and the backoff it starts) is recorded
             // before anything starts again.
+            self.note_broken(&old);
             old.session.close_stdin().await;
             let mut exited = old.exited.clone();
             let _ = tokio::time::timeout(EXIT_WAIT, exited.wait_for(|e| *e)).await;
@@ -475,6 +476,24 @@ impl Supervisor {
 }
 
 impl Supervisor {
+    /// When `r`'s session ended because of what the server wrote (not because it exited),
+    /// stops its process with that reason as its exit, which counts as a crash.
+    fn note_broken(&self, r: &Running) {
+        let Some(why) = r.session.ended() else {
+            return;
+        };
+        if why.contains("closed its stdout") || r.on_purpose.load(Ordering::Relaxed) {
+            return;
+        }
+        {
+            let mut killed = self.killed_for.lock().expect("killed lock");
+            if killed.is_none() {
+                *killed = Some(format!("was stopped: {why}"));
+            }
+        }
+        self.lifeline.lock().expect("lifeline lock").take();
+    }
+
     /// Kills the running process when it and what it started use more resident memory than
     /// its limit; its exit then reports why.
     fn watch_memory(&self) {
@@ -535,6 +554,13 @@ async fn tend(me: Weak<Supervisor>) {
         let running = s.lifeline.lock().expect("lifeline lock").is_some();
         if running {
             s.watch_memory();
+            // A session that broke (a line that is not JSON-RPC, an oversized one) stops its
+            // process now, not at the next call.
+            if let Ok(run) = s.run.try_lock() {
+                if let Some(r) = run.as_ref().filter(|r| !*r.exited.borrow()) {
+                    s.note_broken(r);
+                }
+            }
         }
         if idle > 0 && running && s.now() - s.last_used.load(Ordering::Relaxed) >= idle {
             tracing::info!(server = %s.name, "stdio server idle; stopping it");

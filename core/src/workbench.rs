@@ -271,10 +271,10 @@ impl Workbench {
             }
             for (slot, p) in u.processes.iter().enumerate() {
                 let labels = format!("{labels},slot=\"{slot}\"");
-                for s in crate::upstream::stdio::supervisor::PROCESS_STATES {
+                for &s in crate::upstream::stdio::supervisor::ProcessState::ALL {
                     p_states.push((
                         format!("{labels},state=\"{s}\""),
-                        if p.state == *s { 1.0 } else { 0.0 },
+                        if p.state == s { 1.0 } else { 0.0 },
                     ));
                 }
                 p_restarts.push((labels.clone(), p.restarts as f64));

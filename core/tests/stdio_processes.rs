@@ -5,15 +5,18 @@
 
 #[path = "support/instance.rs"]
 mod instance;
+#[path = "support/processes.rs"]
+mod processes;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use processes::{children, marked};
 use serde_json::{json, Value};
 use workbench_core::upstream::stdio::pool::Pool;
-use workbench_core::upstream::stdio::supervisor::Context;
+use workbench_core::upstream::stdio::supervisor::{Context, ProcessState};
 use workbench_core::upstream::stdio::{Filesystem, Limits, Start, StdioConfig, StdioSettings};
 
 const PYTHON: &str = "/usr/bin/python3";
@@ -74,38 +77,6 @@ async fn pool(label: &str, config: StdioConfig) -> Arc<Pool> {
             on_changed: Arc::new(|| {}),
         },
     )
-}
-
-/// The processes whose environment carries `mark` (every server and grandchild of a test).
-fn marked(mark: &str) -> Vec<u32> {
-    let needle = format!("WB_TEST_MARK={mark}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|env| env.split(|b| *b == 0).any(|var| var == needle.as_bytes()))
-                .unwrap_or(false)
-        })
-        .collect()
-}
-
-/// This test process's children (the guards it started, zombies included).
-fn children() -> Vec<u32> {
-    let me = std::process::id();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    let rest = &s[s.rfind(')')? + 2..];
-                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
-                })
-                == Some(me)
-        })
-        .collect()
 }
 
 async fn call(pool: &Pool, tool: &str, arguments: Value) -> Value {
@@ -185,7 +156,7 @@ async fn a_thousand_start_stop_cycles_of_a_forking_server_leave_no_process_behin
         "guards (or zombies) left after 1,000 cycles: {guards:?}"
     );
     let view = pool.view().await;
-    assert_eq!(view[0].state, "stopped");
+    assert_eq!(view[0].state, ProcessState::Stopped);
     assert_eq!(
         view[0].restarts, 0,
         "stopping on purpose is no crash: {view:?}"

@@ -30,6 +30,17 @@ text_enum! {
 }
 
 text_enum! {
+    /// A local (stdio) server's process on one instance.
+    pub enum ProcessState ("process state") {
+        /// Never started, idle or removed.
+        Stopped = "stopped",
+        Running = "running",
+        /// Waiting out the backoff after an exit or a failed start.
+        Restarting = "restarting",
+    }
+}
+
+text_enum! {
     /// Whether agents may run an upstream tool: its review status.
     pub enum ToolState ("mcp tool status") {
         Available = "available",
@@ -84,8 +95,7 @@ pub struct McpToolView {
 /// One process of a local (stdio) server on the instance answering, for its page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct McpProcessView {
-    /// `stopped`, `running` or `restarting`.
-    pub state: String,
+    pub state: ProcessState,
     pub pid: Option<u32>,
     pub restarts: u64,
     pub uptime_ms: Option<i64>,

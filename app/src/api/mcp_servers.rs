@@ -8,7 +8,7 @@ use crate::AppError;
 pub use workbench_model::catalog::SideEffects;
 pub use workbench_model::upstream::{
     BreakerState, McpProcessView, McpServerDetail, McpServerView, McpServersData, McpToolView,
-    ServerState, ToolState,
+    ProcessState, ServerState, ToolState,
 };
 
 #[cfg(feature = "ssr")]
@@ -306,7 +306,7 @@ pub async fn mcp_server_page(id: String) -> Result<McpServerDetail, AppError> {
         .processes
         .iter()
         .map(|v| McpProcessView {
-            state: v.state.to_owned(),
+            state: v.state,
             pid: v.pid,
             restarts: v.restarts,
             uptime_ms: v.uptime_ms,

@@ -10,8 +10,8 @@ use leptos_router::hooks::use_params_map;
 
 use crate::api::{
     mcp_server_page, mcp_servers_page, ApproveMcpTool, BreakerState, DeleteMcpServer,
-    McpProcessView, RefreshMcpServer, RegisterMcpServer, ServerState, SetMcpToolSideEffects,
-    SideEffects, ToolState,
+    McpProcessView, ProcessState, RefreshMcpServer, RegisterMcpServer, ServerState,
+    SetMcpToolSideEffects, SideEffects, ToolState,
 };
 use crate::components::{
     ActionError, AddCard, ButtonKind, Layout, ListCard, Loaded, Page, PageHeader, RowAction,
@@ -278,11 +278,11 @@ pub fn McpServerPage() -> impl IntoView {
     }
 }
 
-fn process_badge(state: &str) -> &'static str {
+fn process_badge(state: ProcessState) -> &'static str {
     match state {
-        "running" => GOOD,
-        "restarting" => BAD,
-        _ => WARN,
+        ProcessState::Running => GOOD,
+        ProcessState::Restarting => BAD,
+        ProcessState::Stopped => WARN,
     }
 }
 
@@ -310,7 +310,7 @@ fn Processes(processes: Vec<McpProcessView>) -> impl IntoView {
                         <div class=CARD data-testid="mcp-process">
                             <p class="text-sm">
                                 <span class="font-medium">{format!("Process {}", i + 1)}</span>
-                                <span class=format!("ml-2 {}", process_badge(&p.state))>{p.state.clone()}</span>
+                                <span class=format!("ml-2 {}", process_badge(p.state))>{p.state.as_str()}</span>
                                 <span class="ml-2 text-xs text-slate-500">{facts}</span>
                             </p>
                             {p.last_exit.clone().map(|e| view! { <p class="mt-1 text-xs text-red-700" data-testid="mcp-process-exit">{format!("Last exit: {e}")}</p> })}

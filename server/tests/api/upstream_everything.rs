@@ -100,6 +100,23 @@ async fn register(app: &crate::helpers::TestApp, key: &str, body: Value) -> Valu
     server
 }
 
+/// `ev.echo` answers over REST invoke.
+async fn assert_echoes_over_rest(app: &crate::helpers::TestApp, key: &str) {
+    let res = app
+        .http()
+        .post(app.url("/v1/tools/invoke"))
+        .bearer_auth(key)
+        .json(&json!({ "tool": "ev.echo", "arguments": { "message": "via rest" } }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(
+        res.json::<Value>().await.unwrap()["result"],
+        "Echo: via rest"
+    );
+}
+
 db_test!(the_reference_mcp_server_is_a_working_upstream, |backend| {
     let Some((_child, port)) = start_everything("streamableHttp").await else {
         return;
@@ -127,19 +144,7 @@ db_test!(the_reference_mcp_server_is_a_working_upstream, |backend| {
     )
     .await;
     assert_eq!(out[0]["result"], "Echo: hello upstream", "{}", out[0]);
-    let res = app
-        .http()
-        .post(app.url("/v1/tools/invoke"))
-        .bearer_auth(&key)
-        .json(&json!({ "tool": "ev.echo", "arguments": { "message": "via rest" } }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    assert_eq!(
-        res.json::<Value>().await.unwrap()["result"],
-        "Echo: via rest"
-    );
+    assert_echoes_over_rest(&app, &key).await;
     // A refused argument is the upstream's validation answer, not a breaker failure.
     let out = execute(&app, &key, json!([{ "tool": "ev.echo", "args": {} }])).await;
     assert_eq!(
@@ -257,19 +262,7 @@ db_test!(
         );
 
         // REST and /mcp reach the node process.
-        let res = app
-            .http()
-            .post(app.url("/v1/tools/invoke"))
-            .bearer_auth(&key)
-            .json(&json!({ "tool": "ev.echo", "arguments": { "message": "via rest" } }))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status(), 200);
-        assert_eq!(
-            res.json::<Value>().await.unwrap()["result"],
-            "Echo: via rest"
-        );
+        assert_echoes_over_rest(&app, &key).await;
         let (out, is_error) = mcp_call(
             &app,
             &key,

@@ -9,6 +9,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+#[path = "../../../core/tests/support/processes.rs"]
+mod processes;
+
+use processes::marked;
+
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::helpers::{admin_with_key, database_url, execute, within, Options, TestApp};
 use crate::{app, db_test};
@@ -36,20 +41,6 @@ fn with(mut base: Value, more: Value) -> Value {
         base[k] = v.clone();
     }
     base
-}
-
-/// The processes whose environment carries `mark`.
-pub fn marked(mark: &str) -> Vec<u32> {
-    let needle = format!("WB_TEST_MARK={mark}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|env| env.split(|b| *b == 0).any(|v| v == needle.as_bytes()))
-                .unwrap_or(false)
-        })
-        .collect()
 }
 
 fn mark() -> String {

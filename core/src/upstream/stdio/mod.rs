@@ -40,7 +40,7 @@ impl StdioSettings {
     }
 }
 
-/// Resource limits of a server's process (0: the default of the kind).
+/// Resource limits of a server's process (an omitted field: its default; 0: no limit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {

@@ -7,7 +7,7 @@
 
 use std::os::fd::OwnedFd;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ use super::{Start, StdioConfig, StdioSettings};
 use crate::clock::Clock;
 use crate::upstream::client::{OnToolsChanged, RpcError, PROTOCOL_VERSION};
 use crate::vault::Vault;
+pub use workbench_model::upstream::ProcessState;
 
 /// Restart delays: 500 ms doubling up to a minute.
 const BACKOFF_FIRST_MS: i64 = 500;
@@ -27,15 +28,10 @@ const BACKOFF_MAX_MS: i64 = 60_000;
 /// A process that lived this long before it exited starts the backoff afresh.
 const HEALTHY_AFTER_MS: i64 = 30_000;
 
-/// Every `ProcessView::state`.
-pub const PROCESS_STATES: &[&str] = &["stopped", "running", "restarting"];
-
 /// What the registry view and /metrics show of a server's process on this instance.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ProcessView {
-    /// `stopped` (never started, idle or removed), `running`, `restarting`
-    /// (waiting out the backoff after an exit or a failed start).
-    pub state: &'static str,
+    pub state: ProcessState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     pub restarts: u64,
@@ -95,9 +91,8 @@ pub struct Supervisor {
     last_reason: Mutex<Option<String>>,
     /// Set when the server is removed: nothing starts again.
     retired: std::sync::atomic::AtomicBool,
-    /// The guard of the process running now (0: none): what the memory watch measures.
-    guard_pid: AtomicU32,
-    /// Why workbench killed the running process (its memory), reported as its exit.
+    /// Why workbench stopped the running process (its memory, a broken session), reported
+    /// as its exit.
     killed_for: Mutex<Option<String>>,
     me: Weak<Supervisor>,
 }
@@ -151,7 +146,6 @@ impl Supervisor {
             last_exit: Mutex::new(None),
             last_reason: Mutex::new(None),
             retired: Default::default(),
-            guard_pid: AtomicU32::new(0),
             killed_for: Mutex::new(None),
             me: me.clone(),
         });
@@ -319,12 +313,7 @@ impl Supervisor {
         tokio::spawn(async move {
             let status = child.wait().await;
             if let Some(me) = me.upgrade() {
-                me.exited(
-                    guard_pid,
-                    started_at,
-                    status,
-                    purpose.load(Ordering::Relaxed),
-                );
+                me.exited(started_at, status, purpose.load(Ordering::Relaxed));
             }
             let _ = tx.send(true);
         });
@@ -371,7 +360,6 @@ impl Supervisor {
             give_up();
             return Err(e);
         }
-        self.guard_pid.store(guard_pid, Ordering::Relaxed);
         tracing::info!(server = %self.name, pid = guard_pid, "stdio server started");
         Ok(Running {
             session,
@@ -394,14 +382,10 @@ impl Supervisor {
     /// a crash: counted, and the next start waits out the backoff.
     fn exited(
         &self,
-        guard_pid: u32,
         started_at: i64,
         status: std::io::Result<std::process::ExitStatus>,
         on_purpose: bool,
     ) {
-        let _ = self
-            .guard_pid
-            .compare_exchange(guard_pid, 0, Ordering::Relaxed, Ordering::Relaxed);
         let killed_for = self.killed_for.lock().expect("killed lock").take();
         if on_purpose || self.retired.load(Ordering::Relaxed) {
             return;
@@ -453,9 +437,9 @@ impl Supervisor {
         let memory = alive.map(|r| tree_resident_bytes(r.guard_pid));
         ProcessView {
             state: match alive {
-                Some(_) => "running",
-                None if next > 0 => "restarting",
-                None => "stopped",
+                Some(_) => ProcessState::Running,
+                None if next > 0 => ProcessState::Restarting,
+                None => ProcessState::Stopped,
             },
             pid: server_pid,
             restarts: self.restarts.load(Ordering::Relaxed),
@@ -496,17 +480,16 @@ impl Supervisor {
 
     /// Kills the running process when it and what it started use more resident memory than
     /// its limit; its exit then reports why.
-    fn watch_memory(&self) {
+    fn watch_memory(&self, r: &Running) {
         let limit = self.config.limits.memory_mb.saturating_mul(1024 * 1024);
-        let guard = self.guard_pid.load(Ordering::Relaxed);
-        if limit == 0 || guard == 0 {
+        if limit == 0 {
             return;
         }
-        let used = tree_resident_bytes(guard);
+        let used = tree_resident_bytes(r.guard_pid);
         if used <= limit {
             return;
         }
-        let Some(server) = server_pid(guard) else {
+        let Some(server) = server_pid(r.guard_pid) else {
             return;
         };
         let why = format!(
@@ -552,12 +535,13 @@ async fn tend(me: Weak<Supervisor>) {
         }
         let idle = s.config.idle_shutdown_s as i64 * 1000;
         let running = s.lifeline.lock().expect("lifeline lock").is_some();
+        // The running process (not while a start or a stop holds it: the next tick sees it):
+        // past its memory it is killed, and a session that broke (a line that is not
+        // JSON-RPC, an oversized one) stops it now, not at the next call.
         if running {
-            s.watch_memory();
-            // A session that broke (a line that is not JSON-RPC, an oversized one) stops its
-            // process now, not at the next call.
             if let Ok(run) = s.run.try_lock() {
                 if let Some(r) = run.as_ref().filter(|r| !*r.exited.borrow()) {
+                    s.watch_memory(r);
                     s.note_broken(r);
                 }
             }
@@ -577,8 +561,7 @@ async fn tend(me: Weak<Supervisor>) {
 
 /// The server's pid: the guard's only child.
 fn server_pid(guard: u32) -> Option<u32> {
-    let children = std::fs::read_to_string(format!("/proc/{guard}/task/{guard}/children")).ok()?;
-    children.split_whitespace().next()?.parse().ok()
+    children_of(guard).first().copied()
 }
 
 /// Resident memory of every process under `guard` (the server and all it started; the guard

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::metrics::CallMetrics;
+use crate::store::script::{Script, WriterConnection};
 use crate::store::{self, audit::AuditRow, tool_calls::ToolCallRow, usage::Meter, Db, Engine};
 use crate::Result;
 
@@ -128,6 +129,7 @@ impl Recorder {
 }
 
 async fn run(db: Db, mut rx: mpsc::Receiver<Job>) {
+    let mut conn = WriterConnection::new(db);
     let mut jobs = Vec::with_capacity(BATCH_MAX);
     while rx.recv_many(&mut jobs, BATCH_MAX).await > 0 {
         let mut records = Vec::new();
@@ -139,7 +141,7 @@ async fn run(db: Db, mut rx: mpsc::Receiver<Job>) {
             }
         }
         if !records.is_empty() {
-            write_all(&db, &records).await;
+            write_all(&mut conn, &records).await;
         }
         // A flush answers only after every record queued before it (it came later in the
         // channel, so it is in this batch or a later one).
@@ -153,10 +155,11 @@ async fn run(db: Db, mut rx: mpsc::Receiver<Job>) {
 /// the next one (no timer: a lone call commits at once), each caller answered after it.
 async fn run_begins(db: Db, mut rx: mpsc::Receiver<(Record, oneshot::Sender<Result<()>>)>) {
     const GROUP_MAX: usize = 64;
+    let mut conn = WriterConnection::new(db);
     let mut jobs = Vec::with_capacity(GROUP_MAX);
     while rx.recv_many(&mut jobs, GROUP_MAX).await > 0 {
         let (records, answers): (Vec<Record>, Vec<_>) = jobs.drain(..).unzip();
-        if records.len() > 1 && commit(&db, &records).await.is_ok() {
+        if records.len() > 1 && commit(&mut conn, &records).await.is_ok() {
             for a in answers {
                 let _ = a.send(Ok(()));
             }
@@ -164,15 +167,15 @@ async fn run_begins(db: Db, mut rx: mpsc::Receiver<(Record, oneshot::Sender<Resu
         }
         // Alone, or the group failed: each on its own, so one bad row costs only its call.
         for (r, a) in records.iter().zip(answers) {
-            let _ = a.send(commit(&db, std::slice::from_ref(r)).await);
+            let _ = a.send(commit(&mut conn, std::slice::from_ref(r)).await);
         }
     }
 }
 
 /// One transaction for the batch; when it fails, each record alone.
-async fn write_all(db: &Db, records: &[Record]) {
+async fn write_all(conn: &mut WriterConnection, records: &[Record]) {
     if records.len() > 1 {
-        match commit(db, records).await {
+        match commit(conn, records).await {
             Ok(()) => return,
             Err(e) => {
                 tracing::warn!(error = %e, records = records.len(), "a batch of records failed; writing them one by one")
@@ -180,7 +183,7 @@ async fn write_all(db: &Db, records: &[Record]) {
         }
     }
     for r in records {
-        if let Err(e) = commit(db, std::slice::from_ref(r)).await {
+        if let Err(e) = commit(conn, std::slice::from_ref(r)).await {
             AUDIT_WRITE_FAILURES.fetch_add(1, Ordering::Relaxed);
             let call = r.call.as_ref().map(|(c, _)| c.id.as_str()).or(r
                 .audit
@@ -194,9 +197,13 @@ async fn write_all(db: &Db, records: &[Record]) {
 /// A usage counter's key: (project, api key, tool, day).
 type UsageKey<'a> = (&'a str, &'a str, &'a str, &'a str);
 
-async fn commit(db: &Db, records: &[Record]) -> Result<()> {
-    // Write-only: a deferred transaction takes the write lock at its first statement.
-    let mut tx = db.pool().begin().await?;
+/// Records at most in a batch SQLite gets as one joined script (`store::script`): enough for
+/// the groups of a few dozen concurrent calls, few enough that the scripts' shapes stay a
+/// handful in the writer connection's statement cache. Larger batches amortise their
+/// statements' trips anyway.
+const JOINED_MAX: usize = 16;
+
+async fn commit(conn: &mut WriterConnection, records: &[Record]) -> Result<()> {
     // Few statements per table and kind: new rows in multi-row INSERTs, rows written `running`
     // earlier finished by UPDATE … FROM (VALUES …) (`store::batches` sizes both); usage of the
     // batch is summed per counter first: one statement per project, key, tool, day.
@@ -224,37 +231,47 @@ async fn commit(db: &Db, records: &[Record]) -> Result<()> {
             }
         }
     }
-    // SQLite runs statements in-process, and there one prepared single-row INSERT per row was
-    // measured faster than multi-row INSERTs (benches/record_writer.rs); PostgreSQL pays a
-    // round trip per statement, so it gets the multi-row form. (Calls go in before the audit
-    // rows that name them.)
-    if db.engine() == Engine::Sqlite {
+    let sqlite = conn.engine() == Engine::Sqlite;
+    let joined = sqlite && records.len() <= JOINED_MAX;
+    let mut script = if joined {
+        Script::joined()
+    } else {
+        Script::separate()
+    };
+    // A large batch on SQLite runs statement by statement in-process, and there one prepared
+    // single-row INSERT per row was measured faster than multi-row INSERTs
+    // (benches/record_writer.rs); PostgreSQL pays a round trip per statement, so it gets the
+    // multi-row form, as does a joined script (one trip whatever it holds). (Calls go in
+    // before the audit rows that name them.)
+    if sqlite && !joined {
         for c in &new_calls {
-            store::tool_calls::insert(&mut *tx, c).await?;
+            store::tool_calls::push_insert(&mut script, std::slice::from_ref(c));
         }
         for a in &new_audit {
-            store::audit::insert(&mut *tx, a).await?;
+            store::audit::push_insert(&mut script, std::slice::from_ref(a));
         }
     } else {
         for rows in store::batches(&new_calls) {
-            store::tool_calls::insert_many(&mut *tx, rows).await?;
+            store::tool_calls::push_insert(&mut script, rows);
         }
         for rows in store::batches(&new_audit) {
-            store::audit::insert_many(&mut *tx, rows).await?;
+            store::audit::push_insert(&mut script, rows);
         }
     }
     for rows in store::batches(&done_calls) {
-        store::tool_calls::finish_many(&mut *tx, rows).await?;
+        store::tool_calls::push_finish(&mut script, rows);
     }
     for rows in store::batches(&done_audit) {
-        store::audit::finish_for_calls(&mut *tx, rows).await?;
+        store::audit::push_finish_for_calls(&mut script, rows);
     }
-    for ((project, key, tool, day), counters) in usage {
-        let meters: Vec<(Meter, i64)> = counters.into_values().collect();
-        store::usage::add_many(&mut *tx, project, key, tool, day, &meters).await?;
+    let sums: Vec<(UsageKey<'_>, Vec<(Meter, i64)>)> = usage
+        .into_iter()
+        .map(|(key, counters)| (key, counters.into_values().collect()))
+        .collect();
+    for ((project, key, tool, day), meters) in &sums {
+        store::usage::push_add(&mut script, project, key, tool, day, meters);
     }
-    tx.commit().await?;
-    Ok(())
+    conn.transaction(script).await
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use sqlx::FromRow;
 
-use super::{values_list, Exec, INSERT_ROWS_MAX};
+use super::{script::Script, Exec, INSERT_ROWS_MAX};
 use crate::Result;
 
 pub use workbench_model::audit::AuditStatus;
@@ -37,37 +37,43 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &AuditRow) -> Result<()> {
 
 /// Inserts up to `INSERT_ROWS_MAX` rows in one statement (the record writer's batches).
 pub async fn insert_many<'e>(ex: impl Exec<'e>, rows: &[&AuditRow]) -> Result<()> {
+    let mut s = Script::separate();
+    push_insert(&mut s, rows);
+    if s.is_empty() {
+        return Ok(());
+    }
+    s.execute(ex).await
+}
+
+/// Adds to `s` the INSERT of up to `INSERT_ROWS_MAX` rows (none when `rows` is empty).
+pub fn push_insert<'q>(s: &mut Script<'q>, rows: &[&'q AuditRow]) {
     assert!(
         rows.len() <= INSERT_ROWS_MAX,
         "at most INSERT_ROWS_MAX rows"
     );
     if rows.is_empty() {
-        return Ok(());
+        return;
     }
-    let sql = format!(
-        "INSERT INTO audit_events ({COLUMNS}) VALUES {}",
-        values_list(rows.len(), 14)
-    );
-    let mut q = sqlx::query(&sql);
+    s.statement("INSERT INTO audit_events (");
+    s.sql(COLUMNS);
+    s.sql(") VALUES ");
+    s.values(rows.len(), 14);
     for r in rows {
-        q = q
-            .bind(&r.id)
-            .bind(&r.project_id)
-            .bind(&r.user_id)
-            .bind(&r.api_key_id)
-            .bind(&r.action)
-            .bind(&r.tool)
-            .bind(&r.tool_call_id)
-            .bind(r.status.as_str())
-            .bind(&r.error_code)
-            .bind(r.duration_ms)
-            .bind(&r.end_user_id)
-            .bind(&r.surface)
-            .bind(&r.detail)
-            .bind(r.created_at);
+        s.bind(&r.id);
+        s.bind(&r.project_id);
+        s.bind(&r.user_id);
+        s.bind(&r.api_key_id);
+        s.bind(&r.action);
+        s.bind(&r.tool);
+        s.bind(&r.tool_call_id);
+        s.bind(r.status.as_str());
+        s.bind(&r.error_code);
+        s.bind(r.duration_ms);
+        s.bind(&r.end_user_id);
+        s.bind(&r.surface);
+        s.bind(&r.detail);
+        s.bind(r.created_at);
     }
-    q.execute(ex).await?;
-    Ok(())
 }
 
 /// Finishes the audit row of a call recorded as `running` before its handler ran.
@@ -86,31 +92,40 @@ pub async fn finish_for_call<'e>(ex: impl Exec<'e>, r: &AuditRow) -> Result<()> 
 /// Finishes the audit rows of up to `INSERT_ROWS_MAX` calls in one statement (the record
 /// writer's batches).
 pub async fn finish_for_calls<'e>(ex: impl Exec<'e>, rows: &[&AuditRow]) -> Result<()> {
+    let mut s = Script::separate();
+    push_finish_for_calls(&mut s, rows);
+    if s.is_empty() {
+        return Ok(());
+    }
+    s.execute(ex).await
+}
+
+/// Adds to `s` the UPDATE finishing the audit rows of up to `INSERT_ROWS_MAX` calls (none when
+/// `rows` is empty).
+pub fn push_finish_for_calls<'q>(s: &mut Script<'q>, rows: &[&'q AuditRow]) {
     assert!(
         rows.len() <= INSERT_ROWS_MAX,
         "at most INSERT_ROWS_MAX rows"
     );
     if rows.is_empty() {
-        return Ok(());
+        return;
     }
     // A VALUES list's columns are column1, column2, … on both engines.
-    let sql = format!(
-        "UPDATE audit_events SET status = v.column1, error_code = v.column2, duration_ms = v.column3 \
-         FROM (VALUES {}) AS v WHERE audit_events.tool_call_id = v.column4 AND audit_events.project_id = v.column5 \
-         AND audit_events.action = 'tool.execute'",
-        values_list(rows.len(), 5)
+    s.statement(
+        "UPDATE audit_events SET status = v.column1, error_code = v.column2, duration_ms = v.column3 FROM (VALUES ",
     );
-    let mut q = sqlx::query(&sql);
+    s.values(rows.len(), 5);
+    s.sql(
+        ") AS v WHERE audit_events.tool_call_id = v.column4 AND audit_events.project_id = v.column5 \
+         AND audit_events.action = 'tool.execute'",
+    );
     for r in rows {
-        q = q
-            .bind(r.status.as_str())
-            .bind(&r.error_code)
-            .bind(r.duration_ms)
-            .bind(&r.tool_call_id)
-            .bind(&r.project_id);
+        s.bind(r.status.as_str());
+        s.bind(&r.error_code);
+        s.bind(r.duration_ms);
+        s.bind(&r.tool_call_id);
+        s.bind(&r.project_id);
     }
-    q.execute(ex).await?;
-    Ok(())
 }
 
 /// Filters of the audit page; `None` means any.

@@ -23,6 +23,7 @@ pub mod projects;
 pub mod proxy_tokens;
 pub mod rate_windows;
 pub mod schedules;
+pub mod script;
 pub mod sessions;
 pub mod sign_in;
 pub mod storage_objects;
@@ -320,7 +321,7 @@ pub(crate) async fn reseal_row<'e>(
     Ok(done.rows_affected() == 1)
 }
 
-/// Rows at most in one multi-row statement (`values_list`): 256 rows of 15 columns stay far
+/// Rows at most in one multi-row statement (`Script::values`): 256 rows of 15 columns stay far
 /// below SQLite's 32,766 and PostgreSQL's 65,535 bound parameters.
 pub const INSERT_ROWS_MAX: usize = 256;
 
@@ -341,23 +342,6 @@ pub fn batches<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
     })
 }
 
-/// `($1, …, $cols), ($cols+1, …), …`: the VALUES list of a multi-row statement of `rows` rows.
-pub(crate) fn values_list(rows: usize, cols: usize) -> String {
-    let mut sql = String::with_capacity(rows * cols * 5);
-    for r in 0..rows {
-        sql.push_str(if r == 0 { "(" } else { ", (" });
-        for c in 0..cols {
-            if c > 0 {
-                sql.push_str(", ");
-            }
-            sql.push('$');
-            sql.push_str(&(r * cols + c + 1).to_string());
-        }
-        sql.push(')');
-    }
-    sql
-}
-
 /// Shorthand for the generic executor bound every store function takes.
 pub trait Exec<'e>: Executor<'e, Database = Any> {}
 impl<'e, T: Executor<'e, Database = Any>> Exec<'e> for T {}
@@ -365,12 +349,6 @@ impl<'e, T: Executor<'e, Database = Any>> Exec<'e> for T {}
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn values_list_numbers_every_row_and_column() {
-        assert_eq!(values_list(1, 2), "($1, $2)");
-        assert_eq!(values_list(2, 3), "($1, $2, $3), ($4, $5, $6)");
-    }
 
     #[test]
     fn batches_are_powers_of_two_longest_first_and_cover_every_row() {

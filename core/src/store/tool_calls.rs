@@ -3,7 +3,7 @@
 
 use sqlx::FromRow;
 
-use super::{values_list, Exec, INSERT_ROWS_MAX};
+use super::{script::Script, Exec, INSERT_ROWS_MAX};
 use crate::Result;
 
 pub use workbench_model::calls::CallStatus;
@@ -40,38 +40,44 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
 
 /// Inserts up to `INSERT_ROWS_MAX` rows in one statement (the record writer's batches).
 pub async fn insert_many<'e>(ex: impl Exec<'e>, rows: &[&ToolCallRow]) -> Result<()> {
+    let mut s = Script::separate();
+    push_insert(&mut s, rows);
+    if s.is_empty() {
+        return Ok(());
+    }
+    s.execute(ex).await
+}
+
+/// Adds to `s` the INSERT of up to `INSERT_ROWS_MAX` rows (none when `rows` is empty).
+pub fn push_insert<'q>(s: &mut Script<'q>, rows: &[&'q ToolCallRow]) {
     assert!(
         rows.len() <= INSERT_ROWS_MAX,
         "at most INSERT_ROWS_MAX rows"
     );
     if rows.is_empty() {
-        return Ok(());
+        return;
     }
-    let sql = format!(
-        "INSERT INTO tool_calls ({COLUMNS}) VALUES {}",
-        values_list(rows.len(), 15)
-    );
-    let mut q = sqlx::query(&sql);
+    s.statement("INSERT INTO tool_calls (");
+    s.sql(COLUMNS);
+    s.sql(") VALUES ");
+    s.values(rows.len(), 15);
     for r in rows {
-        q = q
-            .bind(&r.id)
-            .bind(&r.project_id)
-            .bind(&r.user_id)
-            .bind(&r.api_key_id)
-            .bind(&r.tool)
-            .bind(r.status.as_str())
-            .bind(&r.arguments)
-            .bind(&r.result)
-            .bind(&r.error)
-            .bind(r.duration_ms)
-            .bind(&r.end_user_id)
-            .bind(&r.surface)
-            .bind(r.created_at)
-            .bind(r.result_bytes)
-            .bind(&r.idempotency_key);
+        s.bind(&r.id);
+        s.bind(&r.project_id);
+        s.bind(&r.user_id);
+        s.bind(&r.api_key_id);
+        s.bind(&r.tool);
+        s.bind(r.status.as_str());
+        s.bind(&r.arguments);
+        s.bind(&r.result);
+        s.bind(&r.error);
+        s.bind(r.duration_ms);
+        s.bind(&r.end_user_id);
+        s.bind(&r.surface);
+        s.bind(r.created_at);
+        s.bind(r.result_bytes);
+        s.bind(&r.idempotency_key);
     }
-    q.execute(ex).await?;
-    Ok(())
 }
 
 /// Finishes a call recorded as `running` before its handler ran.
@@ -91,31 +97,38 @@ pub async fn finish<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
 /// Finishes up to `INSERT_ROWS_MAX` calls in one statement (the record writer's batches;
 /// `finish` stays a plain UPDATE for the one row the pipeline writes synchronously).
 pub async fn finish_many<'e>(ex: impl Exec<'e>, rows: &[&ToolCallRow]) -> Result<()> {
+    let mut s = Script::separate();
+    push_finish(&mut s, rows);
+    if s.is_empty() {
+        return Ok(());
+    }
+    s.execute(ex).await
+}
+
+/// Adds to `s` the UPDATE finishing up to `INSERT_ROWS_MAX` calls (none when `rows` is empty).
+pub fn push_finish<'q>(s: &mut Script<'q>, rows: &[&'q ToolCallRow]) {
     assert!(
         rows.len() <= INSERT_ROWS_MAX,
         "at most INSERT_ROWS_MAX rows"
     );
     if rows.is_empty() {
-        return Ok(());
+        return;
     }
     // A VALUES list's columns are column1, column2, … on both engines.
-    let sql = format!(
+    s.statement(
         "UPDATE tool_calls SET status = v.column2, result = v.column3, error = v.column4, duration_ms = v.column5, \
-         result_bytes = v.column6 FROM (VALUES {}) AS v WHERE tool_calls.id = v.column1",
-        values_list(rows.len(), 6)
+         result_bytes = v.column6 FROM (VALUES ",
     );
-    let mut q = sqlx::query(&sql);
+    s.values(rows.len(), 6);
+    s.sql(") AS v WHERE tool_calls.id = v.column1");
     for r in rows {
-        q = q
-            .bind(&r.id)
-            .bind(r.status.as_str())
-            .bind(&r.result)
-            .bind(&r.error)
-            .bind(r.duration_ms)
-            .bind(r.result_bytes);
+        s.bind(&r.id);
+        s.bind(r.status.as_str());
+        s.bind(&r.result);
+        s.bind(&r.error);
+        s.bind(r.duration_ms);
+        s.bind(r.result_bytes);
     }
-    q.execute(ex).await?;
-    Ok(())
 }
 
 pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<Option<ToolCallRow>> {

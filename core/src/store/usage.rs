@@ -1,6 +1,6 @@
 //! Usage counters: meters summed per project, API key, tool and UTC day.
 
-use super::{tool_calls::CallStatus, Exec};
+use super::{script::Script, tool_calls::CallStatus, Exec};
 use crate::Result;
 
 pub use workbench_model::usage::Meter;
@@ -25,30 +25,56 @@ pub async fn add_many<'e>(
     day: &str,
     meters: &[(Meter, i64)],
 ) -> Result<()> {
-    if meters.is_empty() {
+    let mut s = Script::separate();
+    push_add(&mut s, project_id, api_key_id, tool, day, meters);
+    if s.is_empty() {
         return Ok(());
     }
-    let mut sql = String::from(
+    s.execute(ex).await
+}
+
+/// Adds to `s` the upsert adding `meters` of one project, key, tool and day (none when
+/// `meters` is empty).
+pub fn push_add<'q>(
+    s: &mut Script<'q>,
+    project_id: &'q str,
+    api_key_id: &'q str,
+    tool: &'q str,
+    day: &'q str,
+    meters: &[(Meter, i64)],
+) {
+    if meters.is_empty() {
+        return;
+    }
+    s.statement(
         "INSERT INTO usage_counters (project_id, api_key_id, tool, day, meter, value) VALUES ",
     );
+    let key = s.reserve(4);
+    let first = s.reserve(meters.len() * 2);
+    let mut sql = String::with_capacity(meters.len() * 40);
     for i in 0..meters.len() {
-        let b = 5 + i * 2;
+        let b = first + i * 2;
         if i > 0 {
             sql.push_str(", ");
         }
-        sql.push_str(&format!("($1, $2, $3, $4, ${b}, ${})", b + 1));
+        sql.push_str(&format!(
+            "(${key}, ${}, ${}, ${}, ${b}, ${})",
+            key + 1,
+            key + 2,
+            key + 3,
+            b + 1
+        ));
     }
     sql.push_str(" ON CONFLICT (project_id, api_key_id, tool, day, meter) DO UPDATE SET value = usage_counters.value + excluded.value");
-    let mut q = sqlx::query(&sql)
-        .bind(project_id)
-        .bind(api_key_id)
-        .bind(tool)
-        .bind(day);
+    s.sql(&sql);
+    s.bind(project_id);
+    s.bind(api_key_id);
+    s.bind(tool);
+    s.bind(day);
     for (meter, value) in meters {
-        q = q.bind(meter.as_str()).bind(*value);
+        s.bind(meter.as_str());
+        s.bind(*value);
     }
-    q.execute(ex).await?;
-    Ok(())
 }
 
 /// Calls and handler milliseconds of each tool, in two windows: since `since_day` and all

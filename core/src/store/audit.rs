@@ -39,9 +39,6 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &AuditRow) -> Result<()> {
 pub async fn insert_many<'e>(ex: impl Exec<'e>, rows: &[&AuditRow]) -> Result<()> {
     let mut s = Script::separate();
     push_insert(&mut s, rows);
-    if s.is_empty() {
-        return Ok(());
-    }
     s.execute(ex).await
 }
 
@@ -94,9 +91,6 @@ pub async fn finish_for_call<'e>(ex: impl Exec<'e>, r: &AuditRow) -> Result<()> 
 pub async fn finish_for_calls<'e>(ex: impl Exec<'e>, rows: &[&AuditRow]) -> Result<()> {
     let mut s = Script::separate();
     push_finish_for_calls(&mut s, rows);
-    if s.is_empty() {
-        return Ok(());
-    }
     s.execute(ex).await
 }
 

@@ -108,16 +108,21 @@ impl<'q> Script<'q> {
         }
     }
 
-    /// Runs a script of one statement on `ex` (a store function's own statement).
+    /// Runs a script of one statement on `ex` (a store function's own statement); an empty
+    /// script does nothing.
     pub async fn execute<'e>(self, ex: impl Exec<'e>) -> Result<()> {
         if let Some(e) = self.error {
             return Err(sqlx::Error::Encode(e).into());
         }
         let mut queries = self.queries.into_iter();
-        let (Some((sql, args)), None) = (queries.next(), queries.next()) else {
-            return Err(crate::Error::internal(
-                "Script::execute runs exactly one statement",
-            ));
+        let (sql, args) = match (queries.next(), queries.next()) {
+            (None, _) => return Ok(()),
+            (Some(query), None) => query,
+            (Some(_), Some(_)) => {
+                return Err(crate::Error::internal(
+                    "Script::execute runs one statement at most",
+                ))
+            }
         };
         sqlx::query_with(&sql, args).execute(ex).await?;
         Ok(())

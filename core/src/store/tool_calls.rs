@@ -42,9 +42,6 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
 pub async fn insert_many<'e>(ex: impl Exec<'e>, rows: &[&ToolCallRow]) -> Result<()> {
     let mut s = Script::separate();
     push_insert(&mut s, rows);
-    if s.is_empty() {
-        return Ok(());
-    }
     s.execute(ex).await
 }
 
@@ -99,9 +96,6 @@ pub async fn finish<'e>(ex: impl Exec<'e>, r: &ToolCallRow) -> Result<()> {
 pub async fn finish_many<'e>(ex: impl Exec<'e>, rows: &[&ToolCallRow]) -> Result<()> {
     let mut s = Script::separate();
     push_finish(&mut s, rows);
-    if s.is_empty() {
-        return Ok(());
-    }
     s.execute(ex).await
 }
 

@@ -27,9 +27,6 @@ pub async fn add_many<'e>(
 ) -> Result<()> {
     let mut s = Script::separate();
     push_add(&mut s, project_id, api_key_id, tool, day, meters);
-    if s.is_empty() {
-        return Ok(());
-    }
     s.execute(ex).await
 }
 

@@ -264,12 +264,9 @@ async fn commit(conn: &mut WriterConnection, records: &[Record]) -> Result<()> {
     for rows in store::batches(&done_audit) {
         store::audit::push_finish_for_calls(&mut script, rows);
     }
-    let sums: Vec<(UsageKey<'_>, Vec<(Meter, i64)>)> = usage
-        .into_iter()
-        .map(|(key, counters)| (key, counters.into_values().collect()))
-        .collect();
-    for ((project, key, tool, day), meters) in &sums {
-        store::usage::push_add(&mut script, project, key, tool, day, meters);
+    for ((project, key, tool, day), counters) in usage {
+        let meters: Vec<(Meter, i64)> = counters.into_values().collect();
+        store::usage::push_add(&mut script, project, key, tool, day, &meters);
     }
     conn.transaction(script).await
 }
@@ -334,10 +331,7 @@ mod tests {
 
     /// A migrated SQLite database in a temporary file with one admin; its project id; the file.
     async fn database() -> (Db, String, std::path::PathBuf) {
-        let path = std::env::temp_dir().join(format!("wb-writer-{}.db", crate::ids::new_id("t")));
-        let db = Db::connect(&format!("sqlite://{}", path.display()))
-            .await
-            .unwrap();
+        let (db, path) = store::temp_sqlite("writer").await;
         db.migrate().await.unwrap();
         let accounts = Accounts::new(db.clone(), Arc::new(SystemClock));
         let (user, _) = accounts

@@ -342,6 +342,17 @@ pub fn batches<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
     })
 }
 
+/// A fresh SQLite database in a temporary file named after `name` (not migrated), for unit
+/// tests; the file, to remove afterwards.
+#[cfg(test)]
+pub(crate) async fn temp_sqlite(name: &str) -> (Db, std::path::PathBuf) {
+    let path = std::env::temp_dir().join(format!("wb-{name}-{}.db", crate::ids::new_id("t")));
+    let db = Db::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    (db, path)
+}
+
 /// Shorthand for the generic executor bound every store function takes.
 pub trait Exec<'e>: Executor<'e, Database = Any> {}
 impl<'e, T: Executor<'e, Database = Any>> Exec<'e> for T {}
@@ -373,10 +384,7 @@ mod tests {
     /// connection that refuses every later write transaction.
     #[tokio::test]
     async fn a_transaction_the_disk_filling_up_rolled_back_does_not_poison_later_writes() {
-        let path = std::env::temp_dir().join(format!("wb-full-{}.db", crate::ids::new_id("t")));
-        let db = Db::connect(&format!("sqlite://{}", path.display()))
-            .await
-            .unwrap();
+        let (db, path) = temp_sqlite("full").await;
         sqlx::query("CREATE TABLE filler (v TEXT NOT NULL)")
             .execute(db.pool())
             .await

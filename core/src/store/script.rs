@@ -44,10 +44,6 @@ impl<'q> Script<'q> {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.queries.is_empty()
-    }
-
     /// Starts a statement; `text` is its first SQL.
     pub(crate) fn statement(&mut self, text: &str) {
         match self.queries.last_mut() {
@@ -136,12 +132,11 @@ impl<'q> Script<'q> {
         if let Some(e) = self.error {
             return Err(sqlx::Error::Encode(e).into());
         }
-        if self.queries.is_empty() {
-            return Ok(());
-        }
         if self.joined {
-            let mut queries = self.queries;
-            let (body, args) = queries.remove(0);
+            // A joined script is one query (or none).
+            let Some((body, args)) = self.queries.into_iter().next() else {
+                return Ok(());
+            };
             let sql = format!("BEGIN;\n{body};\nCOMMIT");
             if let Err(e) = sqlx::query_with(&sql, args).execute(&mut *conn).await {
                 // The statements stop at the first failure, inside the open transaction. The
@@ -236,10 +231,7 @@ mod tests {
     /// transaction: the same connection's next script begins and commits normally.
     #[tokio::test]
     async fn a_failed_joined_script_leaves_nothing_and_the_connection_writes_again() {
-        let path = std::env::temp_dir().join(format!("wb-script-{}.db", crate::ids::new_id("t")));
-        let db = Db::connect(&format!("sqlite://{}", path.display()))
-            .await
-            .unwrap();
+        let (db, path) = crate::store::temp_sqlite("script").await;
         sqlx::query("CREATE TABLE t (v TEXT PRIMARY KEY)")
             .execute(db.pool())
             .await

@@ -2,7 +2,8 @@
 # Installs what building and testing workbench needs, skipping whatever is already there:
 # the wasm32 target, cargo-leptos 0.3.10, wasm-bindgen-cli matching Cargo.lock, the npm build
 # tools (Tailwind, wasm-opt) and, with --with-browser, the test tools: Playwright, the MCP
-# conformance suite, the official MCP Python SDK (in .venv) and Debian's chromium.
+# conformance suite, the official MCP Python SDK and the deployment checkers (hadolint,
+# kubernetes-validate; in .venv) and Debian's chromium.
 # Nothing here downloads from GitHub.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,10 +67,12 @@ fi
 if [ "$with_browser" = 1 ]; then
   npm_ci end2end
   req=server/tests/mcp_sdk/requirements.txt
-  if [ ! -f .venv/.installed ] || [ "$req" -nt .venv/.installed ]; then
-    step "installing the official MCP Python SDK into .venv"
+  checks=deploy/check-requirements.txt
+  if [ ! -f .venv/.installed ] || [ "$req" -nt .venv/.installed ] || [ "$checks" -nt .venv/.installed ] \
+    || [ ! -x .venv/bin/hadolint ] || [ ! -x .venv/bin/kubernetes-validate ]; then
+    step "installing the official MCP Python SDK and the deployment checkers into .venv"
     python3 -m venv .venv
-    .venv/bin/pip install -q --disable-pip-version-check -r "$req"
+    .venv/bin/pip install -q --disable-pip-version-check -r "$req" -r "$checks"
     touch .venv/.installed
   fi
   if [ ! -x /usr/bin/chromium ]; then

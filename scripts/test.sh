@@ -36,6 +36,9 @@ if ! cargo clippy --all-targets -p workbench-model -p workbench-core -p workbenc
   exit 1
 fi
 
+echo "==> deployment files (hadolint, kustomize + Kubernetes schemas)" >&2
+scripts/check-deploy.sh
+
 log=$(mktemp)
 # Every test that skips itself writes "<test>\t<reason>" here (tests/api/helpers.rs `skipped`).
 export WB_TEST_SKIP_LOG="$log.skips"

@@ -74,6 +74,20 @@ pub enum Command {
     /// Operator commands: users and API keys.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// Ask a running `workbench serve` on this machine whether it is up (GET /healthz, or
+    /// /readyz with --ready); exits 0 if it answers 200. For container health checks, where
+    /// no HTTP client is installed.
+    Health(HealthArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HealthArgs {
+    /// The address `serve` listens on; an unspecified address (0.0.0.0, [::]) is asked on loopback.
+    #[arg(long, env = "WB_BIND", default_value = crate::config::DEFAULT_BIND)]
+    pub bind: String,
+    /// Ask /readyz (the database answers too) instead of /healthz.
+    #[arg(long)]
+    pub ready: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -167,6 +181,11 @@ pub fn run(cli: Cli) -> ExitCode {
             Some(Command::Serve(args)) => crate::serve_from_args(args).await,
             Some(Command::Migrate(db)) => migrate(db).await,
             Some(Command::Admin(cmd)) => admin(cmd).await,
+            Some(Command::Health(args)) => {
+                let path = if args.ready { "/readyz" } else { "/healthz" };
+                crate::health::probe(&args.bind, path)
+                    .map_err(|e| CliError::Io(std::io::Error::other(e)))
+            }
         }
     });
     // The runtime still runs the exporter's requests here, outside async code.

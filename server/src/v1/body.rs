@@ -89,3 +89,22 @@ pub async fn read_json_bytes_up_to(
 pub fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))
 }
+
+/// A JSON object body read as `T`. Anything else is refused, even an array serde would read as
+/// a struct's fields in order: 422 `invalid_request` saying what was `expected`.
+pub fn object_as<T: serde::de::DeserializeOwned>(
+    body: Value,
+    expected: &str,
+) -> Result<T, ApiError> {
+    let invalid = |why: String| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            format!("expected {expected}: {why}"),
+        )
+    };
+    if !body.is_object() {
+        return Err(invalid("the body is not a JSON object".into()));
+    }
+    serde_json::from_value(body).map_err(|e| invalid(e.to_string()))
+}

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use workbench_core::email::VerifyError;
 
+use super::body::object_as;
 use super::policies::unprocessable;
 use super::JsonBody;
 use crate::api_auth::ApiCaller;
@@ -36,13 +37,7 @@ pub async fn create(
     ApiCaller(who): ApiCaller,
     JsonBody(body): JsonBody,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let input: NewDomain = serde_json::from_value(body).map_err(|e| {
-        ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_request",
-            format!("expected {{\"domain\": \"example.com\"}}: {e}"),
-        )
-    })?;
+    let input: NewDomain = object_as(body, r#"{"domain": "example.com"}"#)?;
     let domain = state
         .wb
         .email()

@@ -7,8 +7,10 @@ mod apps;
 mod audit;
 mod body;
 mod confirmations;
+mod egress;
 mod email;
 mod mcp_servers;
+mod members;
 mod openapi;
 mod policies;
 mod rest_batch;
@@ -77,6 +79,12 @@ pub fn routes(state: &AppState) -> Routes {
         .add(M::GET, "/v1/settings", ApiKey, Op::SettingsManage, settings::get)
         .add(M::PATCH, "/v1/settings", ApiKey, Op::SettingsManage, settings::patch)
         .add(M::GET, "/v1/webhooks/deliveries", ApiKey, Op::SettingsManage, settings::deliveries)
+        .add(M::GET, "/v1/egress", ApiKey, Op::EgressRead, egress::list)
+        .add(M::POST, "/v1/egress", ApiKey, Op::EgressManage, egress::create)
+        .add(M::DELETE, "/v1/egress/{pattern}", ApiKey, Op::EgressManage, egress::delete)
+        .add(M::GET, "/v1/members", ApiKey, Op::MembersRead, members::list)
+        .add(M::POST, "/v1/members", ApiKey, Op::MembersManage, members::create)
+        .add(M::DELETE, "/v1/members/{id}", ApiKey, Op::MembersManage, members::delete)
         .add(M::GET, "/v1/schedules", ApiKey, Op::SchedulesRead, schedules::list)
         .add(M::GET, "/v1/schedules/signing-secret", ApiKey, Op::SigningSecretRead, schedules::signing_secret)
         .add(M::GET, "/v1/schedules/{id}", ApiKey, Op::SchedulesRead, schedules::get_one)

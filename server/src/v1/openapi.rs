@@ -269,6 +269,44 @@ pub async fn document() -> Json<Value> {
                 "summary": "The newest webhook deliveries and how they went (admin key)",
                 "responses": { "200": { "description": "{ object: list, data: [{ id, event, subject_id, url, status, attempts, response_status, error }] }" }, "403": error_response("forbidden") }
             }},
+            "/v1/egress": {
+                "get": {
+                    "summary": "The project's egress allowlist: host patterns outbound calls (custom apps, webhooks, http.fetch, callbacks) may reach",
+                    "responses": { "200": { "description": "{ object: list, data: [{ object: egress_rule, pattern }] }" } }
+                },
+                "post": {
+                    "summary": "Allow a host pattern (admin key with no policy): a host name or *.domain; stored normalised, adding one that exists is not an error",
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": {
+                        "type": "object", "required": ["pattern"], "additionalProperties": false,
+                        "properties": { "pattern": { "type": "string", "examples": ["api.example.com", "*.example.com"] } }
+                    } } } },
+                    "responses": { "201": { "description": "{ object: egress_rule, pattern }, the pattern as stored" }, "403": error_response("forbidden"), "422": error_response("invalid_request") }
+                }
+            },
+            "/v1/egress/{pattern}": { "delete": {
+                "summary": "Remove a host pattern (admin key with no policy); outbound calls to it are refused at once",
+                "parameters": [{ "name": "pattern", "in": "path", "required": true, "description": "as listed, URL-encoded", "schema": { "type": "string" } }],
+                "responses": { "204": { "description": "removed" }, "403": error_response("forbidden"), "404": error_response("not_found") }
+            }},
+            "/v1/members": {
+                "get": {
+                    "summary": "The project's members",
+                    "responses": { "200": { "description": "{ object: list, data: [{ object: member, id, email, role: admin|member, joined_at (ms) }] }" } }
+                },
+                "post": {
+                    "summary": "Add a person to the project with a password they sign in with (admin key with no policy)",
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": {
+                        "type": "object", "required": ["email", "password", "role"], "additionalProperties": false,
+                        "properties": { "email": { "type": "string", "format": "email" }, "password": { "type": "string", "minLength": 10 }, "role": { "type": "string", "enum": ["admin", "member"] } }
+                    } } } },
+                    "responses": { "201": { "description": "the member" }, "403": error_response("forbidden"), "409": error_response("conflict (a user with that email exists)"), "422": error_response("invalid_request") }
+                }
+            },
+            "/v1/members/{id}": { "delete": {
+                "summary": "Remove a member (admin key with no policy): their API keys, MCP client grants, proxy tokens and connections end with it; an admin cannot remove themselves",
+                "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+                "responses": { "204": { "description": "removed" }, "403": error_response("forbidden"), "404": error_response("not_found"), "422": error_response("invalid_request") }
+            }},
             "/v1/schedules": { "get": {
                 "summary": "Scheduled callbacks (schedule.callback), newest first; members see their own",
                 "parameters": [

@@ -152,3 +152,96 @@ fn start_up_names_every_configuration_problem_at_once() {
         .metrics_token
         .is_some());
 }
+
+/// Every `WB_…` variable named in `text`: `NAME=…` and `name: NAME` forms.
+fn wb_vars(text: &str) -> Vec<String> {
+    let mut vars: Vec<String> = Vec::new();
+    for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        if word.starts_with("WB_") && !vars.iter().any(|v| v == word) {
+            vars.push(word.to_owned());
+        }
+    }
+    vars
+}
+
+/// Variables the binary reads outside `serve`'s flags, with the file that reads each.
+const READ_ELSEWHERE: &[(&str, &str)] = &[
+    ("WB_LOG", "src/telemetry.rs"),
+    ("WB_MASTER_KEY", "src/keys.rs"),
+    ("WB_JWT_KEY", "src/keys.rs"),
+    ("WB_SEARCH_MODEL_DIR", "../core/src/catalog/search/embed.rs"),
+];
+
+fn assert_read_by_workbench(vars: &[String], serve_help: &str, file: &str) {
+    for v in vars {
+        let elsewhere = READ_ELSEWHERE
+            .iter()
+            .find(|(name, _)| name == v)
+            .is_some_and(|(_, src)| manifest(src).contains(&format!("\"{v}\"")));
+        assert!(
+            serve_help.contains(&format!("env: {v}")) || elsewhere,
+            "{file} sets {v}, which workbench does not read"
+        );
+    }
+}
+
+#[test]
+fn the_container_image_runs_serve_with_settings_the_binary_accepts() {
+    let docker = manifest("../Dockerfile");
+    let serve_help = help(&["serve"]);
+    let vars = wb_vars(&docker);
+    for v in ["WB_BIND", "WB_DATA_DIR", "WB_DATABASE_URL", "WB_SITE_ROOT"] {
+        assert!(vars.iter().any(|x| x == v), "the image sets {v}");
+    }
+    assert_read_by_workbench(&vars, &serve_help, "Dockerfile");
+    // The health check is a real command, and the port the image listens on is the one it exposes.
+    assert!(
+        docker.contains(r#"HEALTHCHECK "#) && docker.contains(r#"CMD ["workbench", "health"]"#)
+    );
+    assert!(help(&["health"]).contains("--ready"));
+    assert!(docker.contains("WB_BIND=0.0.0.0:3000") && docker.contains("EXPOSE 3000"));
+    assert!(
+        docker.contains("USER 10001:10001"),
+        "the image runs as a non-root user"
+    );
+    assert!(docker.contains(r#"CMD ["serve"]"#));
+}
+
+#[test]
+fn the_kubernetes_manifests_use_only_what_the_binary_accepts() {
+    let serve_help = help(&["serve"]);
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/kubernetes");
+    let mut files = 0;
+    let mut all = String::new();
+    for layer in ["base", "postgres"] {
+        for entry in std::fs::read_dir(dir.join(layer)).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert_read_by_workbench(&wb_vars(&text), &serve_help, &path.display().to_string());
+            all.push_str(&text);
+            files += 1;
+        }
+    }
+    assert!(files >= 9, "{files} manifest files");
+    // The grace period outlasts the preStop pause plus the binary's drain and record deadlines.
+    let number_after = |key: &str| -> u64 {
+        let at = all.find(key).unwrap_or_else(|| panic!("no {key}")) + key.len();
+        all[at..]
+            .trim_start()
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let grace = number_after("terminationGracePeriodSeconds:");
+    let pause = number_after("sleep:\n                seconds:");
+    let drain = (workbench_server::DRAIN_DEADLINE + workbench_server::RECORDS_DEADLINE).as_secs();
+    assert!(
+        grace > pause + drain,
+        "grace {grace} s must exceed the preStop pause {pause} s + drain and records {drain} s"
+    );
+    // Probes ask the binary's health routes on the port it binds.
+    assert!(all.contains("path: /healthz") && all.contains("path: /readyz"));
+    assert!(all.contains("value: \"0.0.0.0:3000\"") && all.contains("containerPort: 3000"));
+}

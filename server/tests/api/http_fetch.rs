@@ -231,3 +231,138 @@ db_test!(egress_rules_are_admin_only_and_validated, |backend| {
         .unwrap();
     assert!(app.wb.egress().list(&admin).await.unwrap().is_empty());
 });
+
+/// `method path` with `key` and an optional JSON body: status and the JSON answer.
+async fn rest(
+    app: &crate::helpers::TestApp,
+    key: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = app.http().request(method, app.url(path)).bearer_auth(key);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+db_test!(
+    the_egress_allowlist_is_managed_over_rest_and_governs_fetch,
+    |backend| {
+        use reqwest::Method;
+        let app = app!(
+            backend,
+            Options {
+                egress_allow_private: vec!["127.0.0.1"],
+                ..Default::default()
+            }
+        );
+        let (_, admin_key) = admin_with_key(&app).await;
+        let bob = app
+            .user("bob@example.com", workbench_core::auth::Role::Member)
+            .await;
+        let bob_key = app.api_key(&bob).await;
+        let fake = fakes::start().await;
+        let url = fake.url("/echo");
+        let pattern = format!("127.0.0.1:{}", fake.addr.port());
+        assert!(refused(&fetch(&app, &admin_key, &url).await).contains("egress allowlist"));
+
+        // A member reads the list but cannot change it.
+        let (status, out) = rest(
+            &app,
+            &bob_key,
+            Method::POST,
+            "/v1/egress",
+            Some(json!({ "pattern": pattern })),
+        )
+        .await;
+        assert_eq!(status, 403, "{out}");
+        assert_eq!(out["error"]["code"], "forbidden");
+
+        let (status, out) = rest(
+            &app,
+            &admin_key,
+            Method::POST,
+            "/v1/egress",
+            Some(json!({ "pattern": pattern })),
+        )
+        .await;
+        assert_eq!(status, 201, "{out}");
+        assert_eq!(out, json!({ "object": "egress_rule", "pattern": pattern }));
+        let (status, out) = rest(
+            &app,
+            &admin_key,
+            Method::POST,
+            "/v1/egress",
+            Some(json!({ "pattern": " *.API.Example.com " })),
+        )
+        .await;
+        assert_eq!(status, 201, "{out}");
+        assert_eq!(out["pattern"], "*.api.example.com", "stored normalised");
+        let ok = fetch(&app, &bob_key, &url).await;
+        assert_eq!(
+            ok["result"]["status"], 200,
+            "the rule added over REST lets fetch through: {ok}"
+        );
+
+        let (status, out) = rest(&app, &bob_key, Method::GET, "/v1/egress", None).await;
+        assert_eq!(status, 200, "{out}");
+        let listed: Vec<&str> = out["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["pattern"].as_str().unwrap())
+            .collect();
+        assert_eq!(listed.len(), 2, "{out}");
+        assert!(
+            listed.contains(&pattern.as_str()) && listed.contains(&"*.api.example.com"),
+            "{out}"
+        );
+
+        // Bad input: a URL, an unknown field, no body; each a 422 in the API's shape, nothing stored.
+        for body in [
+            json!({ "pattern": "http://evil.example/x" }),
+            json!({ "pattern": "ok.example", "extra": 1 }),
+            json!({}),
+            json!(["ok.example"]),
+        ] {
+            let (status, out) = rest(
+                &app,
+                &admin_key,
+                Method::POST,
+                "/v1/egress",
+                Some(body.clone()),
+            )
+            .await;
+            assert_eq!(status, 422, "{body}: {out}");
+            assert_eq!(out["error"]["code"], "invalid_request", "{out}");
+        }
+        let (_, out) = rest(&app, &admin_key, Method::GET, "/v1/egress", None).await;
+        assert_eq!(out["data"].as_array().unwrap().len(), 2, "{out}");
+
+        // Removing: a member cannot; the admin can, with the pattern URL-encoded; then fetch is refused.
+        let path = format!("/v1/egress/{}", pattern.replace(':', "%3A"));
+        let (status, _) = rest(&app, &bob_key, Method::DELETE, &path, None).await;
+        assert_eq!(status, 403);
+        let (status, out) = rest(&app, &admin_key, Method::DELETE, &path, None).await;
+        assert_eq!(status, 204, "{out}");
+        assert!(refused(&fetch(&app, &admin_key, &url).await).contains("egress allowlist"));
+        let (status, out) = rest(
+            &app,
+            &admin_key,
+            Method::DELETE,
+            "/v1/egress/%2A.api.example.com",
+            None,
+        )
+        .await;
+        assert_eq!(status, 204, "{out}");
+        let (status, out) = rest(&app, &admin_key, Method::DELETE, &path, None).await;
+        assert_eq!(status, 404, "{out}");
+        assert_eq!(out["error"]["code"], "not_found");
+        let (_, out) = rest(&app, &admin_key, Method::GET, "/v1/egress", None).await;
+        assert_eq!(out["data"], json!([]));
+    }
+);

@@ -228,3 +228,160 @@ db_test!(
         assert_eq!(listed["status"], "expired", "{listed}");
     }
 );
+
+/// `method path` with `key` and an optional JSON body: status and the JSON answer.
+async fn rest(
+    app: &crate::helpers::TestApp,
+    key: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = app.http().request(method, app.url(path)).bearer_auth(key);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+db_test!(members_are_managed_over_rest_as_in_the_portal, |backend| {
+    use reqwest::Method;
+    let app = app!(backend);
+    let ada = app.user("ada@example.com", Role::Admin).await;
+    let ada_key = app.api_key(&ada).await;
+    let bob = app.user("bob@example.com", Role::Member).await;
+    let bob_key = app.api_key(&bob).await;
+
+    // An admin key adds Carol; she signs in with the password given.
+    let (status, out) = rest(
+        &app,
+        &ada_key,
+        Method::POST,
+        "/v1/members",
+        Some(json!({ "email": "Carol@Example.com", "password": PASSWORD, "role": "member" })),
+    )
+    .await;
+    assert_eq!(status, 201, "{out}");
+    assert_eq!(out["email"], "carol@example.com");
+    assert_eq!(out["role"], "member");
+    assert!(out["id"].as_str().unwrap().starts_with("usr"), "{out}");
+    assert!(
+        !out.to_string().contains(PASSWORD),
+        "the password is never sent back"
+    );
+    let c = app.browser();
+    assert!(c
+        .sign_in("carol@example.com", PASSWORD)
+        .await
+        .status()
+        .is_success());
+
+    // Refusals, each in the API's error shape and changing nothing.
+    let (status, out) = rest(
+        &app,
+        &ada_key,
+        Method::POST,
+        "/v1/members",
+        Some(json!({ "email": "carol@example.com", "password": PASSWORD, "role": "admin" })),
+    )
+    .await;
+    assert_eq!(status, 409, "{out}");
+    assert_eq!(out["error"]["code"], "conflict");
+    let short = "short-pw";
+    let (status, out) = rest(
+        &app,
+        &ada_key,
+        Method::POST,
+        "/v1/members",
+        Some(json!({ "email": "dan@example.com", "password": short, "role": "member" })),
+    )
+    .await;
+    assert_eq!(status, 422, "{out}");
+    assert!(
+        !out.to_string().contains(short),
+        "the refusal does not repeat the password: {out}"
+    );
+    for body in [
+        json!({ "email": "dan@example.com", "password": PASSWORD, "role": "owner" }),
+        json!({ "email": "not an email", "password": PASSWORD, "role": "member" }),
+        json!({ "email": "dan@example.com", "password": PASSWORD }),
+        json!({ "email": "dan@example.com", "password": PASSWORD, "role": "member", "project": "other" }),
+    ] {
+        let (status, out) = rest(
+            &app,
+            &ada_key,
+            Method::POST,
+            "/v1/members",
+            Some(body.clone()),
+        )
+        .await;
+        assert_eq!(status, 422, "{body}: {out}");
+        assert_eq!(out["error"]["code"], "invalid_request", "{out}");
+    }
+    // A member lists but cannot add or remove.
+    let (status, out) = rest(&app, &bob_key, Method::GET, "/v1/members", None).await;
+    assert_eq!(status, 200, "{out}");
+    let emails: Vec<&str> = out["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["email"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        emails,
+        ["ada@example.com", "bob@example.com", "carol@example.com"]
+    );
+    let (status, _) = rest(
+        &app,
+        &bob_key,
+        Method::POST,
+        "/v1/members",
+        Some(json!({ "email": "eve@example.com", "password": PASSWORD, "role": "admin" })),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, _) = rest(
+        &app,
+        &bob_key,
+        Method::DELETE,
+        &format!("/v1/members/{}", ada.user_id),
+        None,
+    )
+    .await;
+    assert_eq!(status, 403);
+
+    // Removing Bob ends his key at once; an admin cannot remove themselves; unknown ids are 404.
+    let (status, out) = rest(
+        &app,
+        &ada_key,
+        Method::DELETE,
+        &format!("/v1/members/{}", bob.user_id),
+        None,
+    )
+    .await;
+    assert_eq!(status, 204, "{out}");
+    let (status, _) = rest(&app, &bob_key, Method::GET, "/v1/members", None).await;
+    assert_eq!(status, 401, "a removed member's key stops working");
+    let (status, out) = rest(
+        &app,
+        &ada_key,
+        Method::DELETE,
+        &format!("/v1/members/{}", ada.user_id),
+        None,
+    )
+    .await;
+    assert_eq!(status, 422, "{out}");
+    let (status, out) = rest(
+        &app,
+        &ada_key,
+        Method::DELETE,
+        &format!("/v1/members/{}", bob.user_id),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "{out}");
+    let (_, out) = rest(&app, &ada_key, Method::GET, "/v1/members", None).await;
+    assert_eq!(out["data"].as_array().unwrap().len(), 2, "{out}");
+});

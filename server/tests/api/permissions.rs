@@ -216,6 +216,7 @@ fn concrete(path: &str) -> String {
     path.replace("{integration}", "github")
         .replace("{id}", "x_none")
         .replace("{name}", "none_such")
+        .replace("{pattern}", "none.example")
         .replace("{*rest}", "nothing/here")
 }
 
@@ -427,6 +428,14 @@ db_test!(
             ),
             ("GET", "/v1/webhooks/deliveries", Value::Null),
             ("GET", "/v1/policies", Value::Null),
+            ("POST", "/v1/egress", json!({ "pattern": "evil.example" })),
+            ("DELETE", "/v1/egress/none.example", Value::Null),
+            (
+                "POST",
+                "/v1/members",
+                json!({ "email": "sock@evil.example", "password": "correct horse battery", "role": "admin" }),
+            ),
+            ("DELETE", "/v1/members/x_none", Value::Null),
             ("POST", "/v1/api-keys", json!({ "name": "escalate" })),
         ];
         for (method, path, body) in attempts {

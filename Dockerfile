@@ -39,7 +39,8 @@ FROM debian:bookworm-slim AS runtime
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --uid 10001 --user-group --home-dir /data --no-create-home --shell /usr/sbin/nologin workbench \
+    && groupadd --system --gid 10001 workbench \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /data --no-create-home --shell /usr/sbin/nologin workbench \
     && mkdir -p /data \
     && chown 10001:10001 /data \
     && chmod 0700 /data

@@ -73,7 +73,11 @@ fn vendor_tools(n: usize) -> Vec<Tool> {
     );
     let fixture: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let records = fixture["tools"].as_array().unwrap();
-    assert!(records.len() >= n, "the fixture has {} tools", records.len());
+    assert!(
+        records.len() >= n,
+        "the fixture has {} tools",
+        records.len()
+    );
     records
         .iter()
         .take(n)
@@ -166,7 +170,10 @@ async fn main() {
         res.status()
     );
     let searches = [
-        ("search \"create issue\"", "/tools?q=create+issue".to_string()),
+        (
+            "search \"create issue\"",
+            "/tools?q=create+issue".to_string(),
+        ),
         (
             "search \"send an invoice\"",
             "/tools?q=send+an+invoice+to+a+customer".to_string(),
@@ -206,16 +213,37 @@ async fn main() {
         tools.len(),
         t.elapsed().as_secs_f64()
     );
-    let listed: Value = api
-        .get(format!("{base}/v1/tools?limit=1"))
-        .bearer_auth(&b.key)
+    let page = browser
+        .get(format!("{base}/tools"))
+        .header("accept", "text/html")
         .send()
         .await
         .unwrap()
-        .json()
+        .text()
         .await
         .unwrap();
-    println!("GET /v1/tools: {}", listed.get("total").unwrap_or(&Value::Null));
+    let summary = page
+        .split("data-testid=\"tools-summary\"")
+        .nth(1)
+        .and_then(|s| s.split_once('>'))
+        .map(|(_, s)| {
+            // Leptos marks hydration points with comments; the text is what is left.
+            let mut text = String::new();
+            let mut rest = s;
+            while let Some(start) = rest.find('<') {
+                text.push_str(&rest[..start]);
+                match rest[start..]
+                    .strip_prefix("<!--")
+                    .and_then(|r| r.split_once("-->"))
+                {
+                    Some((_, after)) => rest = after,
+                    None => break,
+                }
+            }
+            text
+        })
+        .unwrap_or_default();
+    println!("the page says: {summary}");
     println!("Tools page with 10,000 more tools, {RUNS} loads each:");
     let mut pages = vec![
         ("first page", "/tools".to_string()),

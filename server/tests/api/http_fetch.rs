@@ -4,6 +4,7 @@ use serde_json::{json, Value};
 
 use crate::fakes;
 use crate::helpers::{admin_with_key, execute, Options};
+use crate::policies::send;
 use crate::{app, db_test};
 
 async fn fetch(app: &crate::helpers::TestApp, key: &str, url: &str) -> Value {
@@ -232,23 +233,6 @@ db_test!(egress_rules_are_admin_only_and_validated, |backend| {
     assert!(app.wb.egress().list(&admin).await.unwrap().is_empty());
 });
 
-/// `method path` with `key` and an optional JSON body: status and the JSON answer.
-async fn rest(
-    app: &crate::helpers::TestApp,
-    key: &str,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut req = app.http().request(method, app.url(path)).bearer_auth(key);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let res = req.send().await.unwrap();
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
-}
-
 db_test!(
     the_egress_allowlist_is_managed_over_rest_and_governs_fetch,
     |backend| {
@@ -271,7 +255,7 @@ db_test!(
         assert!(refused(&fetch(&app, &admin_key, &url).await).contains("egress allowlist"));
 
         // A member reads the list but cannot change it.
-        let (status, out) = rest(
+        let (status, out) = send(
             &app,
             &bob_key,
             Method::POST,
@@ -282,7 +266,7 @@ db_test!(
         assert_eq!(status, 403, "{out}");
         assert_eq!(out["error"]["code"], "forbidden");
 
-        let (status, out) = rest(
+        let (status, out) = send(
             &app,
             &admin_key,
             Method::POST,
@@ -292,7 +276,7 @@ db_test!(
         .await;
         assert_eq!(status, 201, "{out}");
         assert_eq!(out, json!({ "object": "egress_rule", "pattern": pattern }));
-        let (status, out) = rest(
+        let (status, out) = send(
             &app,
             &admin_key,
             Method::POST,
@@ -308,7 +292,7 @@ db_test!(
             "the rule added over REST lets fetch through: {ok}"
         );
 
-        let (status, out) = rest(&app, &bob_key, Method::GET, "/v1/egress", None).await;
+        let (status, out) = send(&app, &bob_key, Method::GET, "/v1/egress", None).await;
         assert_eq!(status, 200, "{out}");
         let listed: Vec<&str> = out["data"]
             .as_array()
@@ -329,7 +313,7 @@ db_test!(
             json!({}),
             json!(["ok.example"]),
         ] {
-            let (status, out) = rest(
+            let (status, out) = send(
                 &app,
                 &admin_key,
                 Method::POST,
@@ -340,17 +324,17 @@ db_test!(
             assert_eq!(status, 422, "{body}: {out}");
             assert_eq!(out["error"]["code"], "invalid_request", "{out}");
         }
-        let (_, out) = rest(&app, &admin_key, Method::GET, "/v1/egress", None).await;
+        let (_, out) = send(&app, &admin_key, Method::GET, "/v1/egress", None).await;
         assert_eq!(out["data"].as_array().unwrap().len(), 2, "{out}");
 
         // Removing: a member cannot; the admin can, with the pattern URL-encoded; then fetch is refused.
         let path = format!("/v1/egress/{}", pattern.replace(':', "%3A"));
-        let (status, _) = rest(&app, &bob_key, Method::DELETE, &path, None).await;
+        let (status, _) = send(&app, &bob_key, Method::DELETE, &path, None).await;
         assert_eq!(status, 403);
-        let (status, out) = rest(&app, &admin_key, Method::DELETE, &path, None).await;
+        let (status, out) = send(&app, &admin_key, Method::DELETE, &path, None).await;
         assert_eq!(status, 204, "{out}");
         assert!(refused(&fetch(&app, &admin_key, &url).await).contains("egress allowlist"));
-        let (status, out) = rest(
+        let (status, out) = send(
             &app,
             &admin_key,
             Method::DELETE,
@@ -359,10 +343,10 @@ db_test!(
         )
         .await;
         assert_eq!(status, 204, "{out}");
-        let (status, out) = rest(&app, &admin_key, Method::DELETE, &path, None).await;
+        let (status, out) = send(&app, &admin_key, Method::DELETE, &path, None).await;
         assert_eq!(status, 404, "{out}");
         assert_eq!(out["error"]["code"], "not_found");
-        let (_, out) = rest(&app, &admin_key, Method::GET, "/v1/egress", None).await;
+        let (_, out) = send(&app, &admin_key, Method::GET, "/v1/egress", None).await;
         assert_eq!(out["data"], json!([]));
     }
 );

@@ -7,6 +7,7 @@ use workbench_core::auth::Role;
 use crate::confirmations::post;
 use crate::helpers::PASSWORD;
 use crate::mcp_oauth::{authorized, client, mcp_status, signed_in};
+use crate::policies::send;
 use crate::{app, db_test};
 
 db_test!(an_admin_adds_a_member_who_can_then_sign_in, |backend| {
@@ -229,23 +230,6 @@ db_test!(
     }
 );
 
-/// `method path` with `key` and an optional JSON body: status and the JSON answer.
-async fn rest(
-    app: &crate::helpers::TestApp,
-    key: &str,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut req = app.http().request(method, app.url(path)).bearer_auth(key);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let res = req.send().await.unwrap();
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
-}
-
 db_test!(members_are_managed_over_rest_as_in_the_portal, |backend| {
     use reqwest::Method;
     let app = app!(backend);
@@ -255,7 +239,7 @@ db_test!(members_are_managed_over_rest_as_in_the_portal, |backend| {
     let bob_key = app.api_key(&bob).await;
 
     // An admin key adds Carol; she signs in with the password given.
-    let (status, out) = rest(
+    let (status, out) = send(
         &app,
         &ada_key,
         Method::POST,
@@ -279,7 +263,7 @@ db_test!(members_are_managed_over_rest_as_in_the_portal, |backend| {
         .is_success());
 
     // Refusals, each in the API's error shape and changing nothing.
-    let (status, out) = rest(
+    let (status, out) = send(
         &app,
         &ada_key,
         Method::POST,
@@ -290,7 +274,7 @@ db_test!(members_are_managed_over_rest_as_in_the_portal, |backend| {
     assert_eq!(status, 409, "{out}");
     assert_eq!(out["error"]["code"], "conflict");
     let short = "short-pw";
-    let (status, out) = rest(
+    let (status, out) = send(
         &app,
         &ada_key,
         Method::POST,
@@ -309,7 +293,7 @@ db_test!(members_are_managed_over_rest_as_in_the_portal, |backend| {
         json!({ "email": "dan@example.com", "password": PASSWORD }),
         json!({ "email": "dan@example.com", "password": PASSWORD, "role": "member", "project": "other" }),
     ] {
-        let (status, out) = rest(
+        let (status, out) = send(
             &app,
             &ada_key,
             Method::POST,
@@ -321,7 +305,7 @@ db_test!(members_are_managed_over_rest_as_in_the_portal, |backend| {
         assert_eq!(out["error"]["code"], "invalid_request", "{out}");
     }
     // A member lists but cannot add or remove.
-    let (status, out) = rest(&app, &bob_key, Method::GET, "/v1/members", None).await;
+    let (status, out) = send(&app, &bob_key, Method::GET, "/v1/members", None).await;
     assert_eq!(status, 200, "{out}");
     let emails: Vec<&str> = out["data"]
         .as_array()
@@ -333,7 +317,7 @@ db_test!(members_are_managed_over_rest_as_in_the_portal, |backend| {
         emails,
         ["ada@example.com", "bob@example.com", "carol@example.com"]
     );
-    let (status, _) = rest(
+    let (status, _) = send(
         &app,
         &bob_key,
         Method::POST,
@@ -342,7 +326,7 @@ db_test!(members_are_managed_over_rest_as_in_the_portal, |backend| {
     )
     .await;
     assert_eq!(status, 403);
-    let (status, _) = rest(
+    let (status, _) = send(
         &app,
         &bob_key,
         Method::DELETE,
@@ -353,7 +337,7 @@ db_test!(members_are_managed_over_rest_as_in_the_portal, |backend| {
     assert_eq!(status, 403);
 
     // Removing Bob ends his key at once; an admin cannot remove themselves; unknown ids are 404.
-    let (status, out) = rest(
+    let (status, out) = send(
         &app,
         &ada_key,
         Method::DELETE,
@@ -362,9 +346,9 @@ db_test!(members_are_managed_over_rest_as_in_the_portal, |backend| {
     )
     .await;
     assert_eq!(status, 204, "{out}");
-    let (status, _) = rest(&app, &bob_key, Method::GET, "/v1/members", None).await;
+    let (status, _) = send(&app, &bob_key, Method::GET, "/v1/members", None).await;
     assert_eq!(status, 401, "a removed member's key stops working");
-    let (status, out) = rest(
+    let (status, out) = send(
         &app,
         &ada_key,
         Method::DELETE,
@@ -373,7 +357,7 @@ db_test!(members_are_managed_over_rest_as_in_the_portal, |backend| {
     )
     .await;
     assert_eq!(status, 422, "{out}");
-    let (status, out) = rest(
+    let (status, out) = send(
         &app,
         &ada_key,
         Method::DELETE,
@@ -382,6 +366,6 @@ db_test!(members_are_managed_over_rest_as_in_the_portal, |backend| {
     )
     .await;
     assert_eq!(status, 404, "{out}");
-    let (_, out) = rest(&app, &ada_key, Method::GET, "/v1/members", None).await;
+    let (_, out) = send(&app, &ada_key, Method::GET, "/v1/members", None).await;
     assert_eq!(out["data"].as_array().unwrap().len(), 2, "{out}");
 });

@@ -11,7 +11,19 @@ cd "$(dirname "$0")/.."
 with_browser=0
 [ "${1:-}" = "--with-browser" ] && with_browser=1
 
-step() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+# Each step says how long the one before it took, and the last one's time is said on exit, so a
+# first run shows where its minutes went.
+step_name="" step_start=0
+step_done() {
+  [ -n "$step_name" ] && printf '    (%s: %ds)\n' "$step_name" "$(( $(date +%s) - step_start ))" >&2
+  step_name=""
+}
+step() {
+  step_done
+  printf '\033[1m==> %s\033[0m\n' "$*" >&2
+  step_name=${1%% (*} step_start=$(date +%s)
+}
+trap step_done EXIT
 
 if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
   step "adding the wasm32-unknown-unknown target"

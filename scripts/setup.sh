@@ -31,8 +31,9 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
 fi
 
 if ! cargo leptos --version 2>/dev/null | grep -q '0\.3\.10'; then
-  step "installing cargo-leptos 0.3.10 (once per machine, ~8 min: a debug build of a build tool)"
-  cargo install cargo-leptos --version 0.3.10 --locked --debug
+  # A debug build without debug info: 345 s here against 415 s with it (docs/benchmarks.md).
+  step "installing cargo-leptos 0.3.10 (once per machine, ~6 min: a debug build of a build tool)"
+  CARGO_PROFILE_DEV_DEBUG=0 cargo install cargo-leptos --version 0.3.10 --locked --debug
 fi
 
 wbv=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/"/, "", $3); print $3; exit }' Cargo.lock)

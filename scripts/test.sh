@@ -53,7 +53,7 @@ e2e_status=0
 conformance_status=skipped
 if [ "$rust_status" = 0 ]; then
   echo "==> release build for the browser tests" >&2
-  cargo leptos build --release
+  scripts/build-release.sh
   echo "==> MCP conformance suite (server scenarios)" >&2
   if end2end/conformance/run.sh target/release/workbench 2>&1 | tee "$log.conformance" | tail -n 12; then
     conformance_status=passed

@@ -252,9 +252,11 @@ pub fn Tools() -> impl IntoView {
                 };
                 let pager = (d.pages > 1).then(|| view! {
                     <nav class="mt-6 flex items-center gap-4 text-sm" aria-label="Pages" data-testid="tools-pages">
+                        {(d.page > 2).then(|| view! { <a class="text-indigo-600 hover:underline" rel="first" href=page_href(1)>"« First"</a> })}
                         {(d.page > 1).then(|| view! { <a class="text-indigo-600 hover:underline" rel="prev" href=page_href(d.page - 1)>"← Previous"</a> })}
                         <span class="text-slate-500">{format!("Page {} of {}", d.page, d.pages)}</span>
                         {(d.page < d.pages).then(|| view! { <a class="text-indigo-600 hover:underline" rel="next" href=page_href(d.page + 1)>"Next →"</a> })}
+                        {(d.page + 1 < d.pages).then(|| view! { <a class="text-indigo-600 hover:underline" rel="last" href=page_href(d.pages)>"Last »"</a> })}
                     </nav>
                 });
                 let empty = d.tools.is_empty();

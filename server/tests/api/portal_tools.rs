@@ -88,13 +88,37 @@ db_test!(the_tools_page_searches_like_search_tools, |backend| {
     assert!(html.contains("http.fetch"));
     assert!(html.contains("Input schema"));
     // The rendered page links the next one, keeping the filters.
-    let html = b.get("/tools?effects=write").await.text().await.unwrap();
-    let nav = &html[html.find("tools-pages").expect("a page list")..];
+    let nav_of = |html: &str| {
+        let nav = &html[html.find("tools-pages").expect("a page list")..];
+        nav[..nav.find("</nav>").unwrap()].replace("&amp;", "&")
+    };
+    let nav = nav_of(&b.get("/tools?effects=write").await.text().await.unwrap());
+    assert!(nav.contains("/tools?effects=write&page=2"), "{nav}");
+    // With many pages, the first links the last and the last links back to the first.
+    let all: Value = b.call("tools_page", &[]).await.json().await.unwrap();
+    let pages = all["pages"].as_u64().unwrap();
+    assert!(pages >= 3, "{pages} pages");
+    let nav = nav_of(&b.get("/tools").await.text().await.unwrap());
     assert!(
-        nav.contains("/tools?effects=write&amp;page=2")
-            || nav.contains("/tools?effects=write&page=2"),
-        "{}",
-        &nav[..400.min(nav.len())]
+        nav.contains(&format!("rel=\"last\" href=\"/tools?page={pages}\"")),
+        "{nav}"
+    );
+    assert!(
+        !nav.contains("rel=\"first\""),
+        "page 1 does not link itself: {nav}"
+    );
+    let nav = nav_of(
+        &b.get(&format!("/tools?page={pages}"))
+            .await
+            .text()
+            .await
+            .unwrap(),
+    );
+    assert!(
+        nav.contains("rel=\"first\" href=\"/tools?page=1\"")
+            && !nav.contains("rel=\"last\"")
+            && !nav.contains("rel=\"next\""),
+        "{nav}"
     );
 });
 

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use workbench_core::auth::ApiKeyInfo;
 use workbench_core::clock::rfc3339;
 
-use super::policies::unprocessable;
+use super::body::{invalid_request, object_as, unprocessable};
 use super::JsonBody;
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
@@ -41,21 +41,12 @@ fn view(k: &ApiKeyInfo) -> Value {
     })
 }
 
-fn shape_error(expected: &str, e: serde_json::Error) -> ApiError {
-    ApiError::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "invalid_request",
-        format!("expected {expected}: {e}"),
-    )
-}
-
 pub async fn create(
     State(state): State<AppState>,
     ApiCaller(who): ApiCaller,
     JsonBody(body): JsonBody,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let req: NewKey = serde_json::from_value(body)
-        .map_err(|e| shape_error("{\"name\", \"policy_id\"?, \"rate_limit_per_minute\"?}", e))?;
+    let req: NewKey = object_as(body, r#"{"name", "policy_id"?, "rate_limit_per_minute"?}"#)?;
     let limit = req.rate_limit_per_minute;
     if limit.is_some_and(|n| !(1..=workbench_core::auth::MAX_RATE_LIMIT).contains(&n)) {
         return Err(unprocessable(workbench_core::Error::invalid(format!(
@@ -110,9 +101,7 @@ pub async fn patch(
     // `policy_id`: a policy to attach, or null to detach; `rate_limit_per_minute`: a number, or
     // null for no limit. At least one, nothing else.
     let expected = || {
-        ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_request",
+        invalid_request(
             "expected {\"policy_id\": \"pol_…\"|null} and/or {\"rate_limit_per_minute\": number|null}",
         )
     };

@@ -96,15 +96,31 @@ pub fn object_as<T: serde::de::DeserializeOwned>(
     body: Value,
     expected: &str,
 ) -> Result<T, ApiError> {
-    let invalid = |why: String| {
-        ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_request",
-            format!("expected {expected}: {why}"),
-        )
+    let why = if body.is_object() {
+        match serde_json::from_value(body) {
+            Ok(v) => return Ok(v),
+            Err(e) => e.to_string(),
+        }
+    } else {
+        "the body is not a JSON object".to_owned()
     };
-    if !body.is_object() {
-        return Err(invalid("the body is not a JSON object".into()));
+    Err(invalid_request(format!("expected {expected}: {why}")))
+}
+
+/// 422 `invalid_request`: the body parsed but says something workbench cannot take.
+pub fn invalid_request(message: impl Into<String>) -> ApiError {
+    ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_request",
+        message.into(),
+    )
+}
+
+/// A domain error as the API answers it, with `Invalid` as 422 `invalid_request` (seed 004:
+/// registration and rule problems are 422, not 400).
+pub fn unprocessable(e: workbench_core::Error) -> ApiError {
+    match e {
+        workbench_core::Error::Invalid(m) => invalid_request(m),
+        other => other.into(),
     }
-    serde_json::from_value(body).map_err(|e| invalid(e.to_string()))
 }

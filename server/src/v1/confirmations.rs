@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use workbench_core::engine::DecideError;
 
+use super::body::{invalid_request, object_as};
 use super::tools::call_json;
 use super::JsonBody;
 use crate::api_auth::ApiCaller;
@@ -59,17 +60,12 @@ pub async fn decide(
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    let shape = |m: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", m);
-    let d: Decision = serde_json::from_value(body).map_err(|e| {
-        shape(format!(
-            "expected {{\"decision\": \"approve\"|\"deny\", \"reason\"?}}: {e}"
-        ))
-    })?;
+    let d: Decision = object_as(body, r#"{"decision": "approve"|"deny", "reason"?}"#)?;
     let approve = match d.decision.as_str() {
         "approve" => true,
         "deny" => false,
         other => {
-            return Err(shape(format!(
+            return Err(invalid_request(format!(
                 "decision must be \"approve\" or \"deny\", not {other:?}"
             )))
         }
@@ -82,7 +78,7 @@ pub async fn decide(
         }
         Err(DecideError::NotFound) => Err(ApiError::not_found()),
         Err(DecideError::Forbidden(m)) => Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", m)),
-        Err(DecideError::Invalid(m)) => Err(shape(m)),
+        Err(DecideError::Invalid(m)) => Err(invalid_request(m)),
         Err(e @ DecideError::Closed { status }) => {
             Err(
                 ApiError::new(StatusCode::CONFLICT, "confirmation_closed", e.to_string())

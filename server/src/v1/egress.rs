@@ -10,8 +10,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::body::object_as;
-use super::policies::unprocessable;
+use super::body::{object_as, unprocessable};
 use super::JsonBody;
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;

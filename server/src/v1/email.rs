@@ -9,8 +9,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use workbench_core::email::VerifyError;
 
-use super::body::object_as;
-use super::policies::unprocessable;
+use super::body::{object_as, unprocessable};
 use super::JsonBody;
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;

@@ -11,20 +11,11 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use workbench_core::catalog::SideEffects;
 
+use super::body::{object_as, unprocessable};
 use super::JsonBody;
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
 use crate::state::AppState;
-
-/// Registration problems are 422 here (seed 004), not 400.
-fn unprocessable(e: workbench_core::Error) -> ApiError {
-    match e {
-        workbench_core::Error::Invalid(m) => {
-            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", m)
-        }
-        other => other.into(),
-    }
-}
 
 pub async fn create(
     State(state): State<AppState>,
@@ -94,13 +85,7 @@ pub async fn approve(
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    let a: Approval = serde_json::from_value(body).map_err(|e| {
-        ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_request",
-            format!("expected {{\"tools\": [names]}}: {e}"),
-        )
-    })?;
+    let a: Approval = object_as(body, r#"{"tools": [names]}"#)?;
     Ok(Json(json!(state
         .wb
         .upstreams()
@@ -121,9 +106,10 @@ pub async fn patch_tool(
     Path((id, name)): Path<(String, String)>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    let o: Override = serde_json::from_value(body).map_err(|e| {
-        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", format!("expected {{\"side_effects\": \"none\"|\"network\"|\"write\"|\"destructive\"|null}}: {e}"))
-    })?;
+    let o: Override = object_as(
+        body,
+        r#"{"side_effects": "none"|"network"|"write"|"destructive"|null}"#,
+    )?;
     Ok(Json(json!(
         state
             .wb

@@ -10,8 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use workbench_core::auth::{Member, Role};
 
-use super::body::object_as;
-use super::policies::unprocessable;
+use super::body::{invalid_request, object_as, unprocessable};
 use super::JsonBody;
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
@@ -50,13 +49,8 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let input: NewMember = object_as(body, r#"{"email", "password", "role": "admin"|"member"}"#)?;
-    let role = Role::parse(&input.role).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_request",
-            "role must be admin or member",
-        )
-    })?;
+    let role =
+        Role::parse(&input.role).ok_or_else(|| invalid_request("role must be admin or member"))?;
     let added = state
         .wb
         .accounts()

@@ -8,31 +8,16 @@ use axum::Json;
 use serde_json::{json, Value};
 use workbench_core::policy::PolicyInput;
 
+use super::body::{object_as, unprocessable};
 use super::JsonBody;
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
 use crate::state::AppState;
 
-const SHAPE: &str = "expected {\"name\", \"tool_allowlist\": {\"mode\": \"allowlist\"|\"open\", \"allow\": [...], \"deny\": [...], \"require_confirmation\": [...]}, \"default\"?: bool}";
-
-/// Rule problems are 422 (as every registration's), not 400.
-pub(super) fn unprocessable(e: workbench_core::Error) -> ApiError {
-    match e {
-        workbench_core::Error::Invalid(m) => {
-            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", m)
-        }
-        other => other.into(),
-    }
-}
+const SHAPE: &str = "{\"name\", \"tool_allowlist\": {\"mode\": \"allowlist\"|\"open\", \"allow\": [...], \"deny\": [...], \"require_confirmation\": [...]}, \"default\"?: bool}";
 
 fn input(body: Value) -> Result<PolicyInput, ApiError> {
-    serde_json::from_value(body).map_err(|e| {
-        ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_request",
-            format!("{SHAPE}: {e}"),
-        )
-    })
+    object_as(body, SHAPE)
 }
 
 pub async fn create(

@@ -5,12 +5,11 @@
 //! whose key has no policy may change them.
 
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 use workbench_core::notify::WebhookConfig;
 
-use super::policies::unprocessable;
+use super::body::{invalid_request, unprocessable};
 use super::JsonBody;
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
@@ -36,21 +35,13 @@ pub async fn get(
     Ok(Json(current(&state, &who).await?))
 }
 
-fn invalid(m: impl Into<String>) -> ApiError {
-    ApiError::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "invalid_request",
-        m.into(),
-    )
-}
-
 pub async fn patch(
     State(state): State<AppState>,
     ApiCaller(who): ApiCaller,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
     let Value::Object(fields) = body else {
-        return Err(invalid("expected {\"audit_retention_days\"?: days|null, \"webhook\"?: {\"url\", \"secret_ref\"}|null, \"email_hourly_limit\"?: n|null}"));
+        return Err(invalid_request("expected {\"audit_retention_days\"?: days|null, \"webhook\"?: {\"url\", \"secret_ref\"}|null, \"email_hourly_limit\"?: n|null}"));
     };
     if let Some(k) = fields.keys().find(|k| {
         !matches!(
@@ -58,7 +49,7 @@ pub async fn patch(
             "audit_retention_days" | "webhook" | "email_hourly_limit"
         )
     }) {
-        return Err(invalid(format!("unknown setting {k:?}; settings are audit_retention_days, webhook and email_hourly_limit")));
+        return Err(invalid_request(format!("unknown setting {k:?}; settings are audit_retention_days, webhook and email_hourly_limit")));
     }
     // Check everything before changing anything.
     let retention = match fields.get("audit_retention_days") {
@@ -66,7 +57,7 @@ pub async fn patch(
         Some(Value::Null) => Some(None),
         Some(v) => match v.as_i64() {
             Some(d) => Some(Some(d)),
-            None => return Err(invalid(
+            None => return Err(invalid_request(
                 "audit_retention_days must be a whole number of days, or null to keep everything",
             )),
         },
@@ -76,7 +67,7 @@ pub async fn patch(
         Some(Value::Null) => Some(None),
         Some(v) => Some(Some(
             serde_json::from_value::<WebhookConfig>(v.clone()).map_err(|e| {
-                invalid(format!(
+                invalid_request(format!(
                     "webhook: expected {{\"url\", \"secret_ref\"}}: {e}"
                 ))
             })?,
@@ -87,7 +78,7 @@ pub async fn patch(
         Some(Value::Null) => Some(None),
         Some(v) => match v.as_i64() {
             Some(n) => Some(Some(n)),
-            None => return Err(invalid("email_hourly_limit must be a whole number of messages, or null for the operator's limit")),
+            None => return Err(invalid_request("email_hourly_limit must be a whole number of messages, or null for the operator's limit")),
         },
     };
     if let Some(days) = retention {

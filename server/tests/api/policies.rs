@@ -806,3 +806,68 @@ db_test!(
         assert!(names.iter().all(|n| !n.starts_with("jira_")), "{names:?}");
     }
 );
+
+db_test!(
+    bodies_that_are_not_json_objects_are_refused_before_anything_changes,
+    |backend| {
+        // serde would read ["a", …] as a struct's fields in order; every REST body that is a
+        // struct is an object, and anything else is a 422 that says what was expected.
+        let app = app!(backend);
+        let (_, admin) = admin_with_key(&app).await;
+        for (method, path, body) in [
+            (reqwest::Method::POST, "/v1/api-keys", json!(["sneaky"])),
+            (
+                reqwest::Method::POST,
+                "/v1/policies",
+                json!(["p", { "mode": "open" }]),
+            ),
+            (
+                reqwest::Method::POST,
+                "/v1/tools/confirmations/x_none",
+                json!(["approve"]),
+            ),
+            (
+                reqwest::Method::POST,
+                "/v1/mcp/servers/x_none/approve",
+                json!([["all"]]),
+            ),
+            (
+                reqwest::Method::PATCH,
+                "/v1/mcp/servers/x_none/tools/t",
+                json!(["none"]),
+            ),
+            (
+                reqwest::Method::POST,
+                "/v1/email/domains",
+                json!(["example.com"]),
+            ),
+            (
+                reqwest::Method::POST,
+                "/v1/members",
+                json!(["e@example.com", "pw-pw-pw-pw", "admin"]),
+            ),
+            (reqwest::Method::POST, "/v1/egress", json!(["example.com"])),
+        ] {
+            let (status, out) = send(&app, &admin, method.clone(), path, Some(body)).await;
+            assert_eq!(status, 422, "{method} {path}: {out}");
+            assert_eq!(out["error"]["code"], "invalid_request", "{out}");
+            let message = out["error"]["message"].as_str().unwrap();
+            assert!(
+                message.starts_with("expected {")
+                    && message.ends_with("the body is not a JSON object"),
+                "{method} {path}: {message}"
+            );
+        }
+        let (_, keys) = send(&app, &admin, reqwest::Method::GET, "/v1/api-keys", None).await;
+        assert_eq!(
+            keys["data"].as_array().unwrap().len(),
+            1,
+            "no key was made: {keys}"
+        );
+        let (_, policies) = send(&app, &admin, reqwest::Method::GET, "/v1/policies", None).await;
+        assert!(
+            !policies.to_string().contains("\"name\":\"p\""),
+            "no policy was made: {policies}"
+        );
+    }
+);

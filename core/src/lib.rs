@@ -20,7 +20,9 @@
 //!   tools);
 //! - `engine` (the one execution pipeline) and `plugins` (the plugin/app tool handler and the
 //!   app service);
-//! - `workbench`: the wiring every surface holds.
+//! - `workbench`: the wiring every surface holds;
+//! - `config_file`: a project's configuration as a file (export, plan, apply through the
+//!   services), above the wiring because it drives the whole project.
 
 pub mod args;
 pub mod audit;
@@ -28,6 +30,7 @@ pub mod auth;
 pub mod builtin;
 pub mod catalog;
 pub mod clock;
+pub mod config_file;
 pub mod connections;
 pub mod crypto;
 pub mod delivery;

@@ -1,5 +1,5 @@
-//! The `workbench` command line: `serve` (the default), `migrate` and the `admin` commands that
-//! outside scripts call by these exact names. Every flag also reads a `WB_…` environment variable.
+//! The `workbench` command line: `serve` (the default), `migrate`, `health`, `config` and the
+//! `admin` commands that outside scripts call by these exact names. Every flag also reads a `WB_…` environment variable.
 //! A command that fails returns a [`CliError`], printed as `workbench: {message}` with exit code 1.
 #![allow(clippy::result_large_err)] // CliError wraps ConfigError: made once, at start-up.
 
@@ -40,6 +40,9 @@ pub enum CliError {
     /// `create-user` got no password line on standard input.
     #[error("no password on standard input; pipe it in, e.g. `echo \"$PW\" | workbench admin create-user …`")]
     NoPassword,
+    /// A `config` command's request failed or the server refused it: what it said.
+    #[error("{0}")]
+    Remote(String),
     /// Any other i/o failure while serving, shown as is.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -78,6 +81,10 @@ pub enum Command {
     /// /readyz with --ready); exits 0 if it answers 200. For container health checks, where
     /// no HTTP client is installed.
     Health(HealthArgs),
+    /// A project's configuration as a file to keep in git: export it, or apply one to a
+    /// running workbench (`docs/deploy.md`, "Configuration as code").
+    #[command(subcommand)]
+    Config(crate::config_client::ConfigCommand),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -186,6 +193,9 @@ pub fn run(cli: Cli) -> ExitCode {
                 crate::health::probe(&args.bind, path)
                     .map_err(|e| CliError::Io(std::io::Error::other(e)))
             }
+            Some(Command::Config(cmd)) => crate::config_client::run(cmd)
+                .await
+                .map_err(CliError::Remote),
         }
     });
     // The runtime still runs the exporter's requests here, outside async code.

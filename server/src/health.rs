@@ -31,13 +31,10 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) 
     }
 }
 
-/// Asks the server listening on `bind` for `path` with a plain HTTP/1.1 GET (loopback when
-/// `bind` is an unspecified address); `Ok` when it answers 200 within five seconds.
-pub fn probe(bind: &str, path: &str) -> Result<(), String> {
-    use std::io::{Read, Write};
-    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
-    use std::time::Duration;
-
+/// Where to reach the server listening on `bind` from this machine: loopback when `bind` is an
+/// unspecified address (0.0.0.0, [::]).
+pub fn loopback(bind: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
     let mut addr: SocketAddr = bind
         .parse()
         .map_err(|_| format!("--bind {bind:?} is not an address like 127.0.0.1:3000"))?;
@@ -47,6 +44,17 @@ pub fn probe(bind: &str, path: &str) -> Result<(), String> {
             IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
         });
     }
+    Ok(addr)
+}
+
+/// Asks the server listening on `bind` for `path` with a plain HTTP/1.1 GET (loopback when
+/// `bind` is an unspecified address); `Ok` when it answers 200 within five seconds.
+pub fn probe(bind: &str, path: &str) -> Result<(), String> {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::Duration;
+
+    let addr = loopback(bind)?;
     let timeout = Duration::from_secs(5);
     let mut stream = TcpStream::connect_timeout(&addr, timeout)
         .map_err(|e| format!("nothing answers on {addr}: {e}"))?;

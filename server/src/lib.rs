@@ -10,6 +10,7 @@ pub mod api_error;
 pub mod cli;
 pub mod client_ip;
 pub mod config;
+pub mod config_client;
 pub mod health;
 pub mod keys;
 pub mod mcp;

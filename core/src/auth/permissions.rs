@@ -134,6 +134,8 @@ operations! {
     EmailDomainsManage => Admin, "add, verify and remove sender domains; set the sending limit";
     EgressManage => Admin, "manage the egress allowlist";
     AuditManage => Admin, "set audit retention";
+    ConfigExport => Admin, "export the project's configuration as a file (secrets by name only)";
+    ConfigApply => Admin, "make the project match a configuration file (checked whole first)";
     ProtectedSecretsWrite => Admin, "change or delete secrets that registrations and the webhook rely on";
 
     ProxyRequest => ProxyToken, "a raw request through the /c proxy";

@@ -5,7 +5,7 @@
 //! (openapi.rs, bounded_yaml.rs). Nothing here runs a tool or holds a credential store:
 //! connections and the plugin tool handler sit above this layer.
 
-mod bounded_yaml;
+pub(crate) mod bounded_yaml;
 pub mod definition;
 pub mod openapi;
 mod outbound;

@@ -104,23 +104,31 @@ impl Webhooks {
                 .await?;
             return Ok(None);
         };
+        let checked = self.check(admin, &c).await?;
+        store::project_settings::set_webhook(
+            self.db.pool(),
+            &admin.project_id,
+            Some((checked.url.as_str(), checked.secret_ref.as_str())),
+            now,
+        )
+        .await?;
+        Ok(Some(checked))
+    }
+
+    /// The webhook as it would be stored (the secret by its vault name), or why it cannot be:
+    /// the URL against the SSRF rules, the secret in the project's vault.
+    pub async fn check(&self, admin: &Principal, c: &WebhookConfig) -> Result<WebhookConfig> {
+        admin.require(crate::auth::Operation::SettingsManage)?;
         let url = self.check_url(&c.url)?;
         let name = self
             .vault
             .name_of(&admin.project_id, c.secret_ref.trim())
             .await?
             .ok_or_else(|| Error::invalid(format!("secret_ref {:?} names no secret in this project's vault; add the signing secret on the Vault page first", c.secret_ref)))?;
-        store::project_settings::set_webhook(
-            self.db.pool(),
-            &admin.project_id,
-            Some((url.as_str(), name.as_str())),
-            now,
-        )
-        .await?;
-        Ok(Some(WebhookConfig {
+        Ok(WebhookConfig {
             url: url.to_string(),
             secret_ref: name,
-        }))
+        })
     }
 
     fn check_url(&self, raw: &str) -> Result<url::Url> {

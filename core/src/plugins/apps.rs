@@ -244,6 +244,50 @@ impl Apps {
     /// the project's catalog (409); a base or token URL on a blocked address.
     pub async fn create(&self, admin: &Principal, definition: &Value) -> Result<AppInfo> {
         admin.require(Operation::AppsManage)?;
+        let def = self.check_definition(admin, definition, None).await?;
+        if store::apps::list(self.db.pool(), &admin.project_id)
+            .await?
+            .len()
+            >= MAX_APPS_PER_PROJECT
+        {
+            return Err(Error::Conflict(format!("this project already has {MAX_APPS_PER_PROJECT} apps, the most it may have; delete one first")));
+        }
+        let row = AppRow {
+            id: new_id("app"),
+            project_id: admin.project_id.clone(),
+            name: def.name.clone(),
+            definition: serde_json::to_string(&def).map_err(|e| Error::internal(e.to_string()))?,
+            created_at: self.clock.now_ms(),
+        };
+        store::apps::insert(self.db.pool(), &row)
+            .await
+            .map_err(|e| {
+                if e.is_unique_violation() {
+                    Error::Conflict(format!("an integration named {} already exists", def.name))
+                } else {
+                    e
+                }
+            })?;
+        self.reload_project(&admin.project_id).await?;
+        tracing::info!(app = %row.id, name = %def.name, by = %admin.user_id, "custom app created");
+        Ok(info(
+            &row,
+            &def,
+            self.registry.failure(&admin.project_id, &row.id),
+        ))
+    }
+
+    /// Everything that can be wrong with a definition, checked before it is stored: its shape
+    /// and tools (input schemas compiled), an OAuth client and its vault secret, its addresses,
+    /// and names no other integration or tool of the project has (`replacing`: the app of the
+    /// same name it replaces, whose names it may keep).
+    pub async fn check_definition(
+        &self,
+        admin: &Principal,
+        definition: &Value,
+        replacing: Option<&str>,
+    ) -> Result<IntegrationDef> {
+        admin.require(Operation::AppsManage)?;
         let def: IntegrationDef = serde_json::from_value(definition.clone())
             .map_err(|e| Error::invalid(format!("invalid app definition: {e}")))?;
         def.validate()?;
@@ -252,13 +296,6 @@ impl Apps {
                 "an app has at most {MAX_TOOLS_PER_APP} tools; this one has {}",
                 def.tools.len()
             )));
-        }
-        if store::apps::list(self.db.pool(), &admin.project_id)
-            .await?
-            .len()
-            >= MAX_APPS_PER_PROJECT
-        {
-            return Err(Error::Conflict(format!("this project already has {MAX_APPS_PER_PROJECT} apps, the most it may have; delete one first")));
         }
         if let AuthDef::Oauth2 {
             client_id,
@@ -291,45 +328,102 @@ impl Apps {
             )));
         }
         self.check_destinations(&def)?;
-        if self.name_taken(&admin.project_id, &def.name) {
+        let replaced_id = match replacing {
+            Some(name) if name == def.name => store::apps::list(self.db.pool(), &admin.project_id)
+                .await?
+                .into_iter()
+                .find(|r| r.name == name)
+                .map(|r| r.id),
+            _ => None,
+        };
+        if replaced_id.is_none() && self.name_taken(&admin.project_id, &def.name) {
             return Err(Error::Conflict(format!(
                 "an integration named {} already exists",
                 def.name
             )));
         }
         let snapshot = self.catalog.snapshot(&admin.project_id);
-        if let Some(t) = def.tools.iter().find(|t| snapshot.get(&t.name).is_some()) {
+        if let Some(t) = def.tools.iter().find(|t| {
+            snapshot.get(&t.name).is_some_and(|existing| {
+                !matches!((&existing.spec.source, &replaced_id), (ToolSource::App(a), Some(r)) if a == r)
+            })
+        }) {
             return Err(Error::Conflict(format!(
                 "a tool named {} already exists in this project",
                 t.name
             )));
         }
         // Validate completely (input schemas compiled) before anything is stored.
-        let id = new_id("app");
-        self.build(&id, def.clone())?;
+        self.build("app_check", def.clone())?;
+        Ok(def)
+    }
+
+    /// Replaces the definition of the app called `name` (checked as creating it is). Users'
+    /// connections to it stay; the app gets a new id, which tells every instance to reload it.
+    pub async fn replace(
+        &self,
+        admin: &Principal,
+        name: &str,
+        definition: &Value,
+    ) -> Result<AppInfo> {
+        let def = self.check_definition(admin, definition, Some(name)).await?;
+        if def.name != name {
+            return Err(Error::invalid(format!(
+                "the definition is called {}, not {name}",
+                def.name
+            )));
+        }
         let row = AppRow {
-            id,
+            id: new_id("app"),
             project_id: admin.project_id.clone(),
             name: def.name.clone(),
             definition: serde_json::to_string(&def).map_err(|e| Error::internal(e.to_string()))?,
             created_at: self.clock.now_ms(),
         };
-        store::apps::insert(self.db.pool(), &row)
-            .await
-            .map_err(|e| {
-                if e.is_unique_violation() {
-                    Error::Conflict(format!("an integration named {} already exists", def.name))
-                } else {
-                    e
-                }
-            })?;
+        let mut tx = self.db.begin_write().await?;
+        let old = store::apps::list(&mut *tx, &admin.project_id)
+            .await?
+            .into_iter()
+            .find(|r| r.name == name)
+            .ok_or(Error::NotFound)?;
+        store::apps::delete(&mut tx, &admin.project_id, &old.id).await?;
+        store::apps::insert(&mut *tx, &row).await?;
+        tx.commit().await?;
         self.reload_project(&admin.project_id).await?;
-        tracing::info!(app = %row.id, name = %def.name, by = %admin.user_id, "custom app created");
+        tracing::info!(app = %row.id, replaced = %old.id, name = %def.name, by = %admin.user_id, "custom app replaced");
         Ok(info(
             &row,
             &def,
             self.registry.failure(&admin.project_id, &row.id),
         ))
+    }
+
+    /// Every app's definition as stored (parsed), by name: what a configuration export holds.
+    pub async fn definitions(&self, admin: &Principal) -> Result<Vec<(String, Value)>> {
+        admin.require(Operation::AppsManage)?;
+        store::apps::list(self.db.pool(), &admin.project_id)
+            .await?
+            .into_iter()
+            .map(|r| {
+                let v: Value = serde_json::from_str(&r.definition).map_err(|e| {
+                    Error::internal(format!(
+                        "app {}: the stored definition does not parse: {e}",
+                        r.id
+                    ))
+                })?;
+                Ok((r.name, v))
+            })
+            .collect()
+    }
+
+    /// The id of the app called `name`.
+    pub async fn id_of(&self, admin: &Principal, name: &str) -> Result<Option<String>> {
+        admin.require(Operation::AppsRead)?;
+        Ok(store::apps::list(self.db.pool(), &admin.project_id)
+            .await?
+            .into_iter()
+            .find(|r| r.name == name)
+            .map(|r| r.id))
     }
 
     /// The project's apps; whoever may not manage apps sees base URLs without userinfo,

@@ -13,7 +13,7 @@ mod logic;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub use apps::{AppInfo, Apps};
+pub use apps::{AppInfo, Apps, MAX_APPS_PER_PROJECT};
 pub use client::MAX_RESPONSE_BYTES;
 pub use handler::PluginTool;
 pub use import::{DocumentSource, ImportPreview, ImportRequest};

@@ -240,7 +240,7 @@ impl Policies {
         )
     }
 
-    fn checked(input: &PolicyInput) -> Result<(String, String)> {
+    pub(crate) fn checked(input: &PolicyInput) -> Result<(String, String)> {
         let name = clean_name(&input.name)?;
         input.tool_allowlist.check()?;
         let rules = serde_json::to_string(&input.tool_allowlist)
@@ -316,6 +316,12 @@ impl Policies {
         self.db.changed();
         tracing::info!(policy_id = %row.id, by = %who.user_id, "policy replaced");
         Policy::from_row(row)
+    }
+
+    /// The live keys (id, name) a policy is attached to: it cannot be deleted while any is.
+    pub async fn keys_using(&self, who: &Principal, id: &str) -> Result<Vec<(String, String)>> {
+        forbid_limited(who)?;
+        store::policies::live_keys_using(self.db.pool(), &who.project_id, id).await
     }
 
     /// Deletes a policy no live key uses (409 naming the keys otherwise).

@@ -147,6 +147,28 @@ pub async fn set_refreshed<'e>(
 }
 
 /// Marks a server changed (its tools were approved or overridden) so other instances rebuild.
+/// Replaces a server's connection settings in place (same id, name and tool prefix).
+pub async fn update_settings<'e>(ex: impl Exec<'e>, r: &ServerRow) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE mcp_servers SET transport = $1, url = $2, auth = $3, timeout_ms = $4, \
+         max_concurrency = $5, auto_approve = $6, launch = $7, last_error = NULL, updated_at = $8 \
+         WHERE project_id = $9 AND id = $10",
+    )
+    .bind(&r.transport)
+    .bind(&r.url)
+    .bind(&r.auth)
+    .bind(r.timeout_ms)
+    .bind(r.max_concurrency)
+    .bind(r.auto_approve)
+    .bind(&r.launch)
+    .bind(r.updated_at)
+    .bind(&r.project_id)
+    .bind(&r.id)
+    .execute(ex)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 pub async fn touch<'e>(ex: impl Exec<'e>, id: &str, at: i64) -> Result<()> {
     sqlx::query("UPDATE mcp_servers SET updated_at = $1 WHERE id = $2")
         .bind(at)

@@ -9,6 +9,7 @@
 pub mod breaker;
 mod client;
 mod connection;
+mod declared;
 pub mod discovery;
 mod handler;
 mod live;
@@ -40,6 +41,7 @@ use crate::store::mcp_servers::{NameOwner, ServerRow, ToolRow, ToolState};
 use crate::store::{self, Db};
 use crate::vault::Vault;
 use crate::{Error, Result};
+pub use declared::{DeclaredServer, ReviewChange, ServerChange};
 use handler::UpstreamTool;
 use live::{Deps, Live};
 
@@ -208,6 +210,10 @@ pub struct ToolView {
     /// server that exposed the name first keeps it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub collision: Option<String>,
+    /// What the tool's text hashes to now (reviewers only): a configuration file approves a
+    /// tool by it (`approved_tools`), so a file approves exactly what its author reviewed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
 }
 
 /// The annotations that say how a tool behaves: a change of any of them is reviewed like a
@@ -1004,6 +1010,17 @@ impl Upstreams {
     /// Registers a server: checks, connects, initializes and lists its tools; stores it only
     /// when all of that worked and no name collides (409).
     pub async fn register(&self, admin: &Principal, body: &Value) -> Result<ServerView> {
+        self.register_approving(admin, body, None).await
+    }
+
+    /// `register`, approving only the listed tools whose fingerprint `approved` names (all of
+    /// them when `None`); the others are held for review.
+    async fn register_approving(
+        &self,
+        admin: &Principal,
+        body: &Value,
+        approved: Option<&std::collections::BTreeMap<String, String>>,
+    ) -> Result<ServerView> {
         admin.require(Operation::McpServersManage)?;
         let (reg, auth, url, launch) = self.check(admin, body).await?;
         let existing = store::mcp_servers::list_servers(self.db.pool(), &admin.project_id).await?;
@@ -1081,7 +1098,8 @@ impl Upstreams {
             .iter()
             .filter_map(|t| row_of(&row.id, t, now))
             .collect();
-        rows.iter_mut().for_each(approve);
+        rows.iter_mut()
+            .for_each(|r| declared::approve_as_declared(r, approved));
         let snapshot = self.catalog.snapshot(&admin.project_id);
         // A name another server owns is taken even while its tool is held for review (and so
         // out of the catalog).
@@ -1094,7 +1112,8 @@ impl Upstreams {
         };
         let mut skipped = Vec::new();
         let mut names: Vec<NameOwner> = Vec::new();
-        for r in &rows {
+        // A tool held for review takes no name (as on a refresh).
+        for r in rows.iter().filter(|r| r.status == ToolState::Available) {
             match build_tool(&live, &row, r) {
                 Ok(t) => {
                     // Names of upstream tools are taken by their owners (a tool held for
@@ -1319,6 +1338,7 @@ impl Upstreams {
                     approved_input_schema: changed.then(|| json(t.approved_input_schema.as_deref())).flatten(),
                     approved_annotations: changed.then(|| json(t.approved_annotations.as_deref())).flatten(),
                     collision,
+                    fingerprint: reviewer.then(|| t.fingerprint.clone()),
                 })
             })
             .collect())

@@ -6,6 +6,7 @@ mod api_keys;
 mod apps;
 mod audit;
 mod body;
+mod config;
 mod confirmations;
 mod egress;
 mod email;
@@ -82,6 +83,8 @@ pub fn routes(state: &AppState) -> Routes {
         .add(M::GET, "/v1/egress", ApiKey, Op::EgressRead, egress::list)
         .add(M::POST, "/v1/egress", ApiKey, Op::EgressManage, egress::create)
         .add(M::DELETE, "/v1/egress/{pattern}", ApiKey, Op::EgressManage, egress::delete)
+        .add(M::GET, "/v1/config", ApiKey, Op::ConfigExport, config::export)
+        .add(M::POST, "/v1/config/apply", ApiKey, Op::ConfigApply, config::apply)
         .add(M::GET, "/v1/members", ApiKey, Op::MembersRead, members::list)
         .add(M::POST, "/v1/members", ApiKey, Op::MembersManage, members::create)
         .add(M::DELETE, "/v1/members/{id}", ApiKey, Op::MembersManage, members::delete)

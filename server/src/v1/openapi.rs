@@ -288,6 +288,17 @@ pub async fn document() -> Json<Value> {
                 "parameters": [{ "name": "pattern", "in": "path", "required": true, "description": "as listed, URL-encoded", "schema": { "type": "string" } }],
                 "responses": { "204": { "description": "removed" }, "403": error_response("forbidden"), "404": error_response("not_found") }
             }},
+            "/v1/config": { "get": {
+                "summary": "The project's configuration as a file (admin key with no policy): settings, egress allowlist, policies, custom apps and MCP servers with their tool reviews; secrets by vault name only",
+                "parameters": [{ "name": "format", "in": "query", "required": false, "schema": { "type": "string", "enum": ["yaml", "json"], "default": "yaml" } }],
+                "responses": { "200": { "description": "the file (application/yaml, or JSON with format=json)" }, "403": error_response("forbidden") }
+            }},
+            "/v1/config/apply": { "post": {
+                "summary": "Make the project match a configuration file (admin key with no policy). Every entry is checked first and nothing changes unless all pass; a section left out is left alone, a section present is matched exactly. With dry_run=true nothing changes and the answer says what would",
+                "parameters": [{ "name": "dry_run", "in": "query", "required": false, "schema": { "type": "boolean", "default": false } }],
+                "requestBody": { "required": true, "content": { "application/yaml": { "schema": { "type": "string" } }, "application/json": { "schema": { "type": "object" } } } },
+                "responses": { "200": { "description": "{ object: config_apply, dry_run, changes: [{ action: create|update|replace|delete, kind, name, fields? }], unchanged, notes, diff }" }, "400": error_response("bad_request"), "403": error_response("forbidden"), "413": error_response("payload_too_large"), "422": error_response("invalid_request (every problem of the file, listed)") }
+            }},
             "/v1/members": {
                 "get": {
                     "summary": "The project's members",

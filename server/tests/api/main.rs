@@ -12,6 +12,7 @@ mod change_notices;
 mod cli;
 mod cluster;
 mod compose;
+mod config_file;
 mod confirmations;
 mod connections;
 mod contract;

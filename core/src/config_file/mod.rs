@@ -1,0 +1,175 @@
+//! A project's configuration as a file kept in git (`workbench config export|apply`,
+//! `GET /v1/config`, `POST /v1/config/apply`): its settings, egress allowlist, policies, custom
+//! apps and MCP servers as YAML, secrets by vault name only. Applying a file checks every entry
+//! first and changes nothing unless all pass; this module holds the file's shape, `plan` the
+//! comparison and checks, `apply` the changes in order with their undo.
+
+mod apply;
+mod plan;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use crate::auth::{Operation, Principal};
+use crate::integrations::bounded_yaml::{self, Bounds};
+use crate::notify::WebhookConfig;
+use crate::policy::ToolAllowlist;
+use crate::upstream::DeclaredServer;
+use crate::workbench::Workbench;
+use crate::{Error, Result};
+
+pub use apply::{apply, Outcome};
+pub use plan::{Action, Change};
+
+/// The file format's version; a file says which it is written in.
+pub const VERSION: u32 = 1;
+/// The largest file taken (an app may carry up to a hundred tools).
+pub const MAX_FILE_BYTES: usize = 4 * 1024 * 1024;
+
+/// A project's configuration. A section left out of a file is left alone when it is applied;
+/// a section present is made to match exactly (an empty list removes everything in it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Settings>,
+    /// Host patterns the project's outbound requests may reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policies: Option<Vec<PolicyEntry>>,
+    /// Custom apps, each a definition in the plugin format.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apps: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_servers: Option<Vec<DeclaredServer>>,
+}
+
+/// Project settings. A setting left out is left alone; `null` sets it to its default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Days audit rows are kept (`null`: forever).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub audit_retention_days: Option<Option<i64>>,
+    /// Where held calls are announced, signed with a vault secret (`null`: nowhere).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub webhook: Option<Option<WebhookConfig>>,
+    /// Messages `email.send` may send per hour (`null`: the operator's limit).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub email_hourly_limit: Option<Option<i64>>,
+}
+
+/// A setting that is present, `null` or not: `Some(None)` for `null`.
+fn present<'de, D, T>(d: D) -> std::result::Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// A policy, by name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyEntry {
+    pub name: String,
+    /// Whether keys without a policy of their own get this one.
+    #[serde(default)]
+    pub default: bool,
+    pub tool_allowlist: ToolAllowlist,
+}
+
+impl ConfigFile {
+    /// A file from YAML (or JSON, which is YAML): bounded like every YAML workbench reads, and
+    /// refused whole on an unknown key or a wrong type, with where.
+    pub fn parse(text: &str) -> Result<ConfigFile> {
+        if text.len() > MAX_FILE_BYTES {
+            return Err(Error::invalid(format!(
+                "a configuration file may be at most {MAX_FILE_BYTES} bytes"
+            )));
+        }
+        let value = bounded_yaml::parse(text, Bounds::default()).map_err(|e| match e {
+            bounded_yaml::ParseError::TooLarge(m) => Error::invalid(m),
+            bounded_yaml::ParseError::Invalid(m) => {
+                Error::invalid(format!("the file is not valid YAML: {m}"))
+            }
+        })?;
+        Self::from_value(value)
+    }
+
+    pub fn from_value(value: Value) -> Result<ConfigFile> {
+        if !value.is_object() {
+            return Err(Error::invalid(
+                "a configuration file is a mapping with version, settings, egress, policies, apps and mcp_servers",
+            ));
+        }
+        let file: ConfigFile = serde_json::from_value(value).map_err(|e| {
+            Error::invalid(format!("the file does not read as a configuration: {e}"))
+        })?;
+        if file.version != VERSION {
+            return Err(Error::invalid(format!(
+                "version {} is not one this workbench reads (it reads {VERSION})",
+                file.version
+            )));
+        }
+        Ok(file)
+    }
+
+    /// The file as YAML, with a header saying what it is.
+    pub fn to_yaml(&self) -> Result<String> {
+        let value = serde_json::to_value(self).map_err(|e| Error::internal(e.to_string()))?;
+        let body = serde_norway::to_string(&value).map_err(|e| Error::internal(e.to_string()))?;
+        Ok(format!(
+            "# workbench project configuration: `workbench config apply FILE` makes a project match it.\n# Secrets are vault names; set their values in each instance's vault.\n{body}"
+        ))
+    }
+}
+
+/// The caller's project as a file: every section, secrets as vault names only.
+pub async fn export(wb: &Workbench, who: &Principal) -> Result<ConfigFile> {
+    who.require(Operation::ConfigExport)?;
+    let mut egress = wb.egress().list(who).await?;
+    egress.sort();
+    let mut policies: Vec<PolicyEntry> = wb
+        .policies()
+        .list(who)
+        .await?
+        .into_iter()
+        .map(|p| PolicyEntry {
+            name: p.name,
+            default: p.default,
+            tool_allowlist: p.tool_allowlist,
+        })
+        .collect();
+    policies.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut apps = wb.apps().definitions(who).await?;
+    apps.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut servers = wb.upstreams().declared(who).await?;
+    servers.sort_by(|a, b| a.name().cmp(b.name()));
+    Ok(ConfigFile {
+        version: VERSION,
+        settings: Some(Settings {
+            audit_retention_days: Some(wb.audit().retention_days(who).await?),
+            webhook: Some(wb.webhooks().get(who).await?),
+            email_hourly_limit: Some(wb.email().project_hourly_limit(who).await?.map(i64::from)),
+        }),
+        egress: Some(egress),
+        policies: Some(policies),
+        apps: Some(apps.into_iter().map(|(_, v)| v).collect()),
+        mcp_servers: Some(servers),
+    })
+}

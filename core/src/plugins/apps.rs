@@ -91,6 +91,17 @@ pub struct Apps {
 }
 
 impl Apps {
+    /// The row a checked definition is stored as, under a new id.
+    fn new_row(&self, admin: &Principal, def: &IntegrationDef) -> Result<AppRow> {
+        Ok(AppRow {
+            id: new_id("app"),
+            project_id: admin.project_id.clone(),
+            name: def.name.clone(),
+            definition: serde_json::to_string(def).map_err(|e| Error::internal(e.to_string()))?,
+            created_at: self.clock.now_ms(),
+        })
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         db: Db,
@@ -252,13 +263,7 @@ impl Apps {
         {
             return Err(Error::Conflict(format!("this project already has {MAX_APPS_PER_PROJECT} apps, the most it may have; delete one first")));
         }
-        let row = AppRow {
-            id: new_id("app"),
-            project_id: admin.project_id.clone(),
-            name: def.name.clone(),
-            definition: serde_json::to_string(&def).map_err(|e| Error::internal(e.to_string()))?,
-            created_at: self.clock.now_ms(),
-        };
+        let row = self.new_row(admin, &def)?;
         store::apps::insert(self.db.pool(), &row)
             .await
             .map_err(|e| {
@@ -373,13 +378,7 @@ impl Apps {
                 def.name
             )));
         }
-        let row = AppRow {
-            id: new_id("app"),
-            project_id: admin.project_id.clone(),
-            name: def.name.clone(),
-            definition: serde_json::to_string(&def).map_err(|e| Error::internal(e.to_string()))?,
-            created_at: self.clock.now_ms(),
-        };
+        let row = self.new_row(admin, &def)?;
         let mut tx = self.db.begin_write().await?;
         let old = store::apps::list(&mut *tx, &admin.project_id)
             .await?

@@ -147,17 +147,8 @@ fn canonical_of_entry(entry: &DeclaredServer) -> Result<Map<String, Value>> {
     let reg: Registration = serde_json::from_value(Value::Object(entry.registration.clone()))
         .map_err(|e| Error::invalid(format!("invalid MCP server registration: {e}")))?;
     let transport = reg.transport.clone().unwrap_or_else(|| "http".into());
-    let launch = (transport == "stdio").then(|| stdio::StdioConfig {
-        command: reg.command.clone().unwrap_or_default(),
-        args: reg.args.clone().unwrap_or_default(),
-        cwd: reg.cwd.clone(),
-        env: reg.env.clone().unwrap_or_default(),
-        limits: reg.limits.unwrap_or_default(),
-        filesystem: reg.filesystem.clone().unwrap_or_default(),
-        start: reg.start.unwrap_or_default(),
-        pool: reg.pool.unwrap_or(1),
-        idle_shutdown_s: reg.idle_shutdown_s.unwrap_or(0),
-    });
+    let launch =
+        (transport == "stdio").then(|| reg.stdio_config(reg.command.clone().unwrap_or_default()));
     let auth: AuthConfig = serde_json::from_value(
         reg.auth
             .clone()

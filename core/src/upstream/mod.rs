@@ -95,6 +95,23 @@ struct Registration {
     auto_approve: Option<bool>,
 }
 
+impl Registration {
+    /// The start settings a stdio registration gives, its defaults filled in (unchecked).
+    fn stdio_config(&self, command: String) -> stdio::StdioConfig {
+        stdio::StdioConfig {
+            command,
+            args: self.args.clone().unwrap_or_default(),
+            cwd: self.cwd.clone(),
+            env: self.env.clone().unwrap_or_default(),
+            limits: self.limits.unwrap_or_default(),
+            filesystem: self.filesystem.clone().unwrap_or_default(),
+            start: self.start.unwrap_or_default(),
+            pool: self.pool.unwrap_or(1),
+            idle_shutdown_s: self.idle_shutdown_s.unwrap_or(0),
+        }
+    }
+}
+
 /// A server as the API shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ServerView {
@@ -980,17 +997,7 @@ impl Upstreams {
             .command
             .clone()
             .ok_or_else(|| Error::invalid("a stdio server needs command (the program to start)"))?;
-        let mut config = stdio::StdioConfig {
-            command,
-            args: reg.args.clone().unwrap_or_default(),
-            cwd: reg.cwd.clone(),
-            env: reg.env.clone().unwrap_or_default(),
-            limits: reg.limits.unwrap_or_default(),
-            filesystem: reg.filesystem.clone().unwrap_or_default(),
-            start: reg.start.unwrap_or_default(),
-            pool: reg.pool.unwrap_or(1),
-            idle_shutdown_s: reg.idle_shutdown_s.unwrap_or(0),
-        };
+        let mut config = reg.stdio_config(command);
         config.check(&self.stdio)?;
         let refs: Vec<(String, String)> = config
             .vault_refs()

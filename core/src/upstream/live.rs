@@ -103,6 +103,9 @@ pub struct Live {
     pub sign_in: Option<Arc<dyn crate::catalog::ConnectionSource>>,
     /// For a stdio server: what runs its process on this instance.
     pub stdio: Option<Arc<super::stdio::pool::Pool>>,
+    /// A digest of the stored settings this was built from: when another instance changes
+    /// them in place, the next reload here builds a new one instead of keeping this.
+    pub built_from: String,
     session: tokio::sync::Mutex<Option<Arc<Connection>>>,
     transport: String,
     /// Called when the server says its tool list changed (the owner refreshes it).
@@ -143,6 +146,7 @@ impl Live {
             breaker: Breaker::default(),
             sign_in: None,
             stdio: None,
+            built_from: String::new(),
             session: tokio::sync::Mutex::new(None),
             token: Mutex::new(None),
             user_sessions: tokio::sync::Mutex::default(),

@@ -644,6 +644,22 @@ fn stdio_command(row: &ServerRow) -> String {
 
 /// What removing a server from this instance does to it: a stdio server's process stops and
 /// never starts again.
+/// What a live session is built from, digested: the stored settings of its server.
+fn settings_digest(row: &ServerRow) -> String {
+    crate::crypto::sha256_hex(
+        format!(
+            "{}\n{}\n{}\n{}\n{}\n{}",
+            row.transport,
+            row.url,
+            row.auth,
+            row.launch.as_deref().unwrap_or(""),
+            row.timeout_ms,
+            row.max_concurrency
+        )
+        .as_bytes(),
+    )
+}
+
 fn retire(live: &Live) {
     if let Some(s) = &live.stdio {
         s.retire();
@@ -768,7 +784,9 @@ impl Upstreams {
 
     fn live_for(&self, row: &ServerRow) -> Result<Arc<Live>> {
         if let Some(l) = self.live.read().expect("upstreams lock").get(&row.id) {
-            return Ok(l.clone());
+            if l.built_from == settings_digest(row) {
+                return Ok(l.clone());
+            }
         }
         let url = url::Url::parse(&row.url)
             .map_err(|e| Error::internal(format!("stored server url: {e}")))?;
@@ -776,10 +794,16 @@ impl Upstreams {
             .map_err(|e| Error::internal(format!("stored server auth: {e}")))?;
         let launch = launch_of(row)?;
         let live = self.new_live(row, url, auth, launch);
-        self.live
+        if let Some(before) = self
+            .live
             .write()
             .expect("upstreams lock")
-            .insert(row.id.clone(), live.clone());
+            .insert(row.id.clone(), live.clone())
+        {
+            // Its settings were changed in place, here or on another instance.
+            tracing::info!(server = %row.id, name = %row.name, "MCP server settings changed: new session");
+            retire(&before);
+        }
         Ok(live)
     }
 
@@ -810,6 +834,7 @@ impl Upstreams {
             on_changed,
         );
         live.sign_in = sign_in;
+        live.built_from = settings_digest(row);
         live.stdio = launch.map(|config| {
             stdio::pool::Pool::new(
                 config,

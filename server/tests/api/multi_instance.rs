@@ -146,6 +146,82 @@ async fn an_mcp_server_registered_on_one_instance_is_callable_on_the_other_withi
     );
 }
 
+/// Polls `f` every 250 ms for up to 20 s (two of the instances' 15 s reload rounds, give or
+/// take): whether it answered true.
+async fn eventually(mut f: impl AsyncFnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(20) {
+        if f().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_changed_in_place_on_one_instance_is_called_with_its_new_settings_on_the_other() {
+    let Some(c) = cluster(ClusterOptions::default()).await else {
+        return;
+    };
+    let (a, b) = (c.app(0), c.app(1));
+    let (_, key) = admin_with_key(&a).await;
+    let (first, second) = (fake_upstream::start().await, fake_upstream::start().await);
+    let out = execute(&a, &key, json!([{ "tool": "vault_set", "args": { "name": "FAKE_TOKEN", "value": "upstream-token-7f3a9c" } }])).await;
+    assert!(out[0].get("result").is_some(), "{out:?}");
+    let body = json!({ "name": "fake", "transport": "http", "url": first.url(), "auth": { "type": "bearer", "secret_ref": "FAKE_TOKEN" }, "timeout_ms": 5000, "max_concurrency": 4 });
+    let (status, server) = post(&a, &key, "/v1/mcp/servers", body).await;
+    assert_eq!(status, 201, "{server}");
+    let echo = json!([{ "tool": "fake.echo", "args": { "message": "from B" } }]);
+    assert!(
+        eventually(async || execute(&b, &key, echo.clone()).await[0]["result"] == "Echo: from B")
+            .await,
+        "B runs the server's tools on the first server"
+    );
+    assert!(first.state.calls.load(std::sync::atomic::Ordering::SeqCst) > 0);
+
+    // The same server, moved to another address by a configuration file applied on A.
+    let file: Value = a
+        .http()
+        .get(a.url("/v1/config?format=json"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut moved = json!({ "version": 1, "mcp_servers": file["mcp_servers"] });
+    moved["mcp_servers"][0]["url"] = json!(second.url());
+    let (status, out) = post(&a, &key, "/v1/config/apply", moved).await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(out["diff"], "~ mcp_server fake: url\n");
+    assert!(
+        eventually(async || {
+            let out = execute(&b, &key, echo.clone()).await.remove(0);
+            // A lists the second server's tools when it applies; only B calls one.
+            out["result"] == "Echo: from B"
+                && second.state.calls.load(std::sync::atomic::Ordering::SeqCst) > 0
+        })
+        .await,
+        "B's calls reach the server at its new address, not the old session"
+    );
+    let listed: Value = b
+        .http()
+        .get(b.url("/v1/mcp/servers"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        listed["data"][0]["id"], server["id"],
+        "the same server, changed in place"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_held_on_one_instance_is_approved_in_the_other_instances_portal_and_its_repeat_gets_the_outcome(
 ) {

@@ -113,6 +113,8 @@ enum Undo {
     AppRestore(String, Value),
     ServerDelete(String),
     ServerRestore(String, Box<DeclaredServer>),
+    /// A replaced server: the replacement is deleted and the server registered as it was.
+    ServerReplaced(String, Box<DeclaredServer>),
 }
 
 async fn run(wb: &Workbench, who: &Principal, step: &Step) -> Result<Undo> {
@@ -164,10 +166,22 @@ async fn run(wb: &Workbench, who: &Principal, step: &Step) -> Result<Undo> {
             wb.upstreams().apply_reviews(who, to).await?;
             Undo::ServerRestore(id.clone(), from.clone())
         }
-        Step::ServerReplace { id, to, .. } => {
+        Step::ServerReplace { id, to, from, .. } => {
             // Its users sign in again: the dry run said so (`!`).
             wb.upstreams().delete(who, id).await?;
-            Undo::ServerDelete(wb.upstreams().register_declared(who, to).await?.id)
+            match wb.upstreams().register_declared(who, to).await {
+                Ok(view) => Undo::ServerReplaced(view.id, from.clone()),
+                Err(e) => {
+                    // Not half-applied: the server comes back as it was (reviews included).
+                    if let Err(again) = wb.upstreams().register_declared(who, from).await {
+                        return Err(Error::internal(format!(
+                            "{e}; and registering {} again as it was failed: {again}",
+                            from.name()
+                        )));
+                    }
+                    return Err(e);
+                }
+            }
         }
         Step::ServerReviews { entry, .. } => {
             wb.upstreams().apply_reviews(who, entry).await?;
@@ -198,6 +212,13 @@ async fn undo(wb: &Workbench, who: &Principal, u: Undo) -> Result<()> {
             wb.apps().replace(who, &name, &definition).await.map(|_| ())
         }
         Undo::ServerDelete(id) => wb.upstreams().delete(who, &id).await,
+        Undo::ServerReplaced(id, before) => {
+            wb.upstreams().delete(who, &id).await?;
+            wb.upstreams()
+                .register_declared(who, &before)
+                .await
+                .map(|_| ())
+        }
         Undo::ServerRestore(id, before) => {
             wb.upstreams().update(who, &id, &body(&before)).await?;
             wb.upstreams().apply_reviews(who, &before).await

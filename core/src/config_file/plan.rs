@@ -115,6 +115,8 @@ pub(super) enum Step {
     ServerReplace {
         id: String,
         to: Box<DeclaredServer>,
+        /// The server as it is, registered again should the replacement fail.
+        from: Box<DeclaredServer>,
         fields: Vec<String>,
     },
     ServerReviews {
@@ -438,6 +440,7 @@ pub(super) async fn plan(wb: &Workbench, who: &Principal, file: &ConfigFile) -> 
                     steps.push(Step::ServerReplace {
                         id,
                         to: Box::new(entry.clone()),
+                        from: Box::new(existing.cloned().expect("an existing server")),
                         fields,
                     });
                     continue;

@@ -719,3 +719,38 @@ db_test!(
         );
     }
 );
+
+db_test!(
+    a_replacement_that_fails_leaves_the_server_as_it_was,
+    |backend| {
+        let app = app!(backend, Options::loopback());
+        let (_, key) = admin_with_key(&app).await;
+        let up = fake_upstream::start().await;
+        configured(&app, &key, &up).await;
+        let before = export_json(&app, &key).await;
+        // A new prefix (so the server is replaced) at an address nothing answers on: the
+        // checks pass, registering the replacement cannot list its tools.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let mut file = before.clone();
+        file["mcp_servers"][0]["tool_prefix"] = json!("f.");
+        file["mcp_servers"][0]["url"] = json!(format!("http://127.0.0.1:{port}/mcp"));
+        let (status, out) = apply(&app, &key, &serde_json::to_string(&file).unwrap(), false).await;
+        assert_ne!(status, 200, "{out}");
+        let message = out["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with("! mcp_server fake: "), "{out}");
+        assert_eq!(
+            export_json(&app, &key).await,
+            before,
+            "the server is back as it was, reviews and overrides included"
+        );
+        let out = execute(
+            &app,
+            &key,
+            json!([{ "tool": "fake.echo", "args": { "message": "still here" } }]),
+        )
+        .await;
+        assert_eq!(out[0]["result"], "Echo: still here", "{out:?}");
+    }
+);

@@ -334,11 +334,11 @@ impl Apps {
         }
         self.check_destinations(&def)?;
         let replaced_id = match replacing {
-            Some(name) if name == def.name => store::apps::list(self.db.pool(), &admin.project_id)
-                .await?
-                .into_iter()
-                .find(|r| r.name == name)
-                .map(|r| r.id),
+            Some(name) if name == def.name => {
+                store::apps::named(self.db.pool(), &admin.project_id, name)
+                    .await?
+                    .map(|r| r.id)
+            }
             _ => None,
         };
         if replaced_id.is_none() && self.name_taken(&admin.project_id, &def.name) {
@@ -380,10 +380,8 @@ impl Apps {
         }
         let row = self.new_row(admin, &def)?;
         let mut tx = self.db.begin_write().await?;
-        let old = store::apps::list(&mut *tx, &admin.project_id)
+        let old = store::apps::named(&mut *tx, &admin.project_id, name)
             .await?
-            .into_iter()
-            .find(|r| r.name == name)
             .ok_or(Error::NotFound)?;
         store::apps::delete(&mut tx, &admin.project_id, &old.id).await?;
         store::apps::insert(&mut *tx, &row).await?;
@@ -418,10 +416,8 @@ impl Apps {
     /// The id of the app called `name`.
     pub async fn id_of(&self, admin: &Principal, name: &str) -> Result<Option<String>> {
         admin.require(Operation::AppsRead)?;
-        Ok(store::apps::list(self.db.pool(), &admin.project_id)
+        Ok(store::apps::named(self.db.pool(), &admin.project_id, name)
             .await?
-            .into_iter()
-            .find(|r| r.name == name)
             .map(|r| r.id))
     }
 

@@ -33,6 +33,15 @@ pub async fn list<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<Vec<AppRow>
         .await?)
 }
 
+/// The project's app called `name`, if any (names are unique in a project).
+pub async fn named<'e>(ex: impl Exec<'e>, project_id: &str, name: &str) -> Result<Option<AppRow>> {
+    Ok(sqlx::query_as("SELECT id, project_id, name, definition, created_at FROM apps WHERE project_id = $1 AND name = $2")
+        .bind(project_id)
+        .bind(name)
+        .fetch_optional(ex)
+        .await?)
+}
+
 /// Deletes a project's app; returns its name, or None when there was no such app.
 pub async fn delete(tx: &mut super::Tx, project_id: &str, id: &str) -> Result<Option<String>> {
     let name: Option<(String,)> =

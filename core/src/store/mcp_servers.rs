@@ -146,7 +146,6 @@ pub async fn set_refreshed<'e>(
     Ok(())
 }
 
-/// Marks a server changed (its tools were approved or overridden) so other instances rebuild.
 /// Replaces a server's connection settings in place (same id, name and tool prefix).
 pub async fn update_settings<'e>(ex: impl Exec<'e>, r: &ServerRow) -> Result<bool> {
     let done = sqlx::query(
@@ -169,6 +168,7 @@ pub async fn update_settings<'e>(ex: impl Exec<'e>, r: &ServerRow) -> Result<boo
     Ok(done.rows_affected() == 1)
 }
 
+/// Marks a server changed (its tools were approved or overridden) so other instances rebuild.
 pub async fn touch<'e>(ex: impl Exec<'e>, id: &str, at: i64) -> Result<()> {
     sqlx::query("UPDATE mcp_servers SET updated_at = $1 WHERE id = $2")
         .bind(at)

@@ -642,8 +642,6 @@ fn stdio_command(row: &ServerRow) -> String {
         .unwrap_or_default()
 }
 
-/// What removing a server from this instance does to it: a stdio server's process stops and
-/// never starts again.
 /// What a live session is built from, digested: the stored settings of its server.
 fn settings_digest(row: &ServerRow) -> String {
     crate::crypto::sha256_hex(
@@ -660,6 +658,8 @@ fn settings_digest(row: &ServerRow) -> String {
     )
 }
 
+/// What removing a server from this instance does to it: a stdio server's process stops and
+/// never starts again.
 fn retire(live: &Live) {
     if let Some(s) = &live.stdio {
         s.retire();

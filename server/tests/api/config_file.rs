@@ -754,3 +754,32 @@ db_test!(
         assert_eq!(out[0]["result"], "Echo: still here", "{out:?}");
     }
 );
+
+db_test!(
+    an_apply_refused_by_the_server_does_not_echo_its_credential,
+    |backend| {
+        let app = app!(backend, Options::loopback());
+        let (_, key) = admin_with_key(&app).await;
+        let up = fake_upstream::start().await;
+        configured(&app, &key, &up).await;
+        let before = export_json(&app, &key).await;
+        // The server quotes the Authorization it received in every error, as a careless one
+        // might; changing its settings in place lists its tools with them.
+        up.state
+            .echo_auth_in_errors
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut file = before.clone();
+        file["mcp_servers"][0]["timeout_ms"] = json!(9000);
+        let (status, out) = apply(&app, &key, &serde_json::to_string(&file).unwrap(), false).await;
+        assert_ne!(status, 200, "{out}");
+        let text = out.to_string();
+        assert!(
+            !text.contains(TOKEN_VALUE) && text.contains("[redacted:FAKE_TOKEN]"),
+            "{text}"
+        );
+        up.state
+            .echo_auth_in_errors
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(export_json(&app, &key).await, before, "nothing changed");
+    }
+);

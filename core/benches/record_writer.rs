@@ -57,6 +57,7 @@ fn rows(project: &str, user: &str, n: usize, status: CallStatus) -> (ToolCallRow
         surface: "mcp".into(),
         detail: None,
         created_at: 1_800_000_000_000 + n as i64,
+        tool_set: None,
     };
     (call, audit)
 }

@@ -48,6 +48,7 @@ pub mod plugins;
 pub mod policy;
 pub mod schedule;
 pub mod store;
+pub mod toolsets;
 pub mod upstream;
 pub mod vault;
 mod workbench;

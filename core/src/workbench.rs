@@ -21,6 +21,7 @@ use crate::plugins::Apps;
 use crate::policy::Policies;
 use crate::schedule::Schedules;
 use crate::store::Db;
+use crate::toolsets::ToolSets;
 use crate::upstream::Upstreams;
 use crate::vault::{KeyRing, Vault};
 use crate::Result;
@@ -90,6 +91,7 @@ pub struct Parts {
     metering: Metering,
     upstreams: Upstreams,
     policies: Policies,
+    tool_sets: ToolSets,
     webhooks: Webhooks,
     schedules: Schedules,
     deliveries: Deliveries,
@@ -204,23 +206,25 @@ impl Workbench {
         let recorder = Recorder::start(db.clone());
         let accounts = Accounts::new(db.clone(), clock.clone());
         let policies = Policies::new(db.clone(), clock.clone());
+        let engine = Engine::new(
+            catalog,
+            EngineParts {
+                db: db.clone(),
+                recorder: recorder.clone(),
+                clock: clock.clone(),
+                vault: vault.clone(),
+                connections: connections.clone(),
+                policies: policies.clone(),
+                accounts: accounts.clone(),
+                confirm: options.confirmations,
+                webhooks: webhooks.clone(),
+            },
+        );
         Ok(Workbench(Arc::new(Parts {
             apps,
             upstreams,
-            engine: Engine::new(
-                catalog,
-                EngineParts {
-                    db: db.clone(),
-                    recorder: recorder.clone(),
-                    clock: clock.clone(),
-                    vault: vault.clone(),
-                    connections: connections.clone(),
-                    policies: policies.clone(),
-                    accounts: accounts.clone(),
-                    confirm: options.confirmations,
-                    webhooks: webhooks.clone(),
-                },
-            ),
+            tool_sets: ToolSets::new(db.clone(), clock.clone(), engine.clone()),
+            engine,
             oauth: OAuthServer::new(db.clone(), clock.clone(), accounts.clone(), guarded.clone()),
             accounts,
             policies,
@@ -349,6 +353,10 @@ impl Workbench {
 
     pub fn accounts(&self) -> &Accounts {
         &self.accounts
+    }
+
+    pub fn tool_sets(&self) -> &ToolSets {
+        &self.tool_sets
     }
 
     pub fn policies(&self) -> &Policies {

@@ -70,6 +70,24 @@ pub const DECLARED: &[RouteSpec] = &[
         op: Operation::ToolsRun,
     },
     RouteSpec {
+        method: "POST",
+        path: "/mcp/sets/{slug}",
+        credential: Credential::ApiKey,
+        op: Operation::ToolSetCall,
+    },
+    RouteSpec {
+        method: "GET",
+        path: "/mcp/sets/{slug}",
+        credential: Credential::ApiKey,
+        op: Operation::ToolSetCall,
+    },
+    RouteSpec {
+        method: "DELETE",
+        path: "/mcp/sets/{slug}",
+        credential: Credential::ApiKey,
+        op: Operation::ToolSetCall,
+    },
+    RouteSpec {
         method: "ANY",
         path: "/c/{integration}",
         credential: Credential::ProxyToken,

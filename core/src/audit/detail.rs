@@ -24,6 +24,9 @@ pub struct AuditDetail {
     pub error_code: Option<String>,
     pub duration_ms: Option<i64>,
     pub surface: String,
+    /// The tool set (slug) the call came through.
+    #[serde(default)]
+    pub tool_set: Option<String>,
     pub tool: Option<String>,
     pub tool_call_id: Option<String>,
     pub user_id: Option<String>,
@@ -137,6 +140,7 @@ impl AuditLog {
             error_code: row.error_code,
             duration_ms: row.duration_ms,
             surface: row.surface,
+            tool_set: row.tool_set,
             tool: row.tool,
             tool_call_id: row.tool_call_id,
             user_id: row.user_id,

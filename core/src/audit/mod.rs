@@ -49,6 +49,9 @@ pub struct AuditEntry {
     pub error_code: Option<String>,
     pub duration_ms: Option<i64>,
     pub surface: String,
+    /// The tool set (slug) the call came through.
+    #[serde(default)]
+    pub tool_set: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,6 +141,7 @@ impl AuditLog {
                     error_code: r.error_code,
                     duration_ms: r.duration_ms,
                     surface: r.surface,
+                    tool_set: r.tool_set,
                 })
                 .collect(),
             next,
@@ -189,6 +193,7 @@ impl AuditLog {
                 e.status
             )),
             created_at: e.at_ms,
+            tool_set: None,
         };
         let usage = UsageAdd {
             project_id: e.who.project_id.clone(),

@@ -314,6 +314,7 @@ mod tests {
             surface: "mcp".into(),
             detail: None,
             created_at: 1_000 + n as i64,
+            tool_set: None,
         };
         let usage = UsageAdd {
             project_id: project_id.into(),

@@ -57,6 +57,8 @@ pub struct ApiKeyInfo {
     pub revoked_at: Option<i64>,
     pub policy_id: Option<String>,
     pub rate_limit_per_minute: Option<i64>,
+    /// The tool sets the key is limited to (None: not limited).
+    pub tool_sets: Option<Vec<String>>,
 }
 
 impl From<ApiKeyRow> for ApiKeyInfo {
@@ -72,6 +74,7 @@ impl From<ApiKeyRow> for ApiKeyInfo {
             revoked_at: r.revoked_at,
             policy_id: r.policy_id,
             rate_limit_per_minute: r.rate_limit_per_minute,
+            tool_sets: parse_key_sets(r.tool_sets.as_deref()),
         }
     }
 }
@@ -169,6 +172,7 @@ impl Accounts {
             vault_generation: None,
             credentials_generation: None,
             rate_limit_per_minute: None,
+            tool_sets: None,
         })
     }
 
@@ -343,6 +347,7 @@ impl Accounts {
             vault_generation: None,
             credentials_generation: None,
             rate_limit_per_minute: None,
+            tool_sets: None,
         }))
     }
 
@@ -418,6 +423,7 @@ impl Accounts {
             owner_email: Some(who.email.clone()),
             policy_id: policy_id.map(str::to_owned),
             rate_limit_per_minute: None,
+            tool_sets: None,
         };
         store::api_keys::insert(self.db.pool(), &row, &secret.hash()).await?;
         Ok(NewApiKey {
@@ -590,6 +596,11 @@ impl Accounts {
     }
 }
 
+/// A key's stored tool sets; an unreadable list limits the key to no set at all (fail closed).
+fn parse_key_sets(json: Option<&str>) -> Option<Vec<String>> {
+    json.map(store::tool_sets::parse_slugs)
+}
+
 fn key_principal(row: store::api_keys::KeyPrincipalRow) -> Principal {
     Principal {
         user_id: row.user_id,
@@ -605,5 +616,6 @@ fn key_principal(row: store::api_keys::KeyPrincipalRow) -> Principal {
         vault_generation: Some(row.vault_generation),
         credentials_generation: Some(row.credentials_generation),
         rate_limit_per_minute: row.rate_limit_per_minute,
+        tool_sets: parse_key_sets(row.tool_sets.as_deref()),
     }
 }

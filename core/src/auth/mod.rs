@@ -69,6 +69,10 @@ pub struct Principal {
     /// Calls per minute the key may make (None: no limit).
     #[serde(default)]
     pub rate_limit_per_minute: Option<i64>,
+    /// The tool sets (slugs) the key is limited to: it may list and call their tools at their
+    /// endpoints and do nothing else (None: not limited).
+    #[serde(default)]
+    pub tool_sets: Option<Vec<String>>,
 }
 
 impl Principal {
@@ -77,10 +81,11 @@ impl Principal {
     }
 
     /// An unrestricted admin (D20, D21): a signed-in admin, or an admin's API key with no
-    /// policy attached. Never an OAuth grant or a proxy token.
+    /// policy attached and no tool-set limit. Never an OAuth grant or a proxy token.
     pub fn is_unrestricted_admin(&self) -> bool {
         self.is_admin()
             && self.policy_id.is_none()
+            && self.tool_sets.is_none()
             && matches!(self.via, Via::Session | Via::ApiKey)
     }
 }

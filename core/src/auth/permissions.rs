@@ -117,6 +117,9 @@ operations! {
     EgressRead => Agent, "read the egress allowlist";
     EmailDomainsRead => Agent, "list sender domains and the sending limit";
 
+    ToolSetsRead => Agent, "list the project's tool sets and their endpoints";
+    ToolSetCall => Agent, "list and call a tool set's tools at its endpoint (a key limited to sets: only those)";
+
     ConfirmationsDecide => Person, "read and decide held calls (never the key that made them)";
     OwnKeys => Person, "create, list and revoke one's own API keys in the portal";
     OwnConnections => Person, "complete, list and disconnect one's own connections";
@@ -136,14 +139,22 @@ operations! {
     AuditManage => Admin, "set audit retention";
     ConfigExport => Admin, "export the project's configuration as a file (secrets by name only)";
     ConfigApply => Admin, "make the project match a configuration file (checked whole first)";
+    ToolSetsManage => Admin, "create, replace and delete tool sets; limit keys to them";
     ProtectedSecretsWrite => Admin, "change or delete secrets that registrations and the webhook rely on";
 
     ProxyRequest => ProxyToken, "a raw request through the /c proxy";
 }
 
 impl Principal {
-    /// Whether `self` may perform `op` (D21).
+    /// Whether `self` may perform `op` (D21). A key limited to tool sets may only say who it
+    /// is and use those sets' endpoints.
     pub fn allows(&self, op: Operation) -> bool {
+        if self.tool_sets.is_some()
+            && op.access() != Access::Public
+            && !matches!(op, Operation::Identity | Operation::ToolSetCall)
+        {
+            return false;
+        }
         match op.access() {
             Access::Public => true,
             Access::Agent => matches!(self.via, Via::Session | Via::ApiKey | Via::OAuthGrant),
@@ -164,6 +175,9 @@ impl Principal {
             return Ok(());
         }
         Err(Error::Forbidden(match op.access() {
+            _ if self.tool_sets.is_some() && op.access() != Access::ProxyToken => {
+                "this key is limited to tool sets: it can only use their endpoints, /mcp/sets/<slug>"
+            }
             Access::Admin if self.is_admin() && self.via == Via::OAuthGrant => {
                 "an MCP OAuth grant acts as an agent; this needs a signed-in admin or an admin API key with no policy attached"
             }
@@ -244,6 +258,7 @@ mod tests {
             vault_generation: None,
             credentials_generation: None,
             rate_limit_per_minute: None,
+            tool_sets: None,
         }
     }
 
@@ -285,6 +300,23 @@ mod tests {
         assert!(principal(Role::Member, Via::Session, None).allows(Operation::ConfirmationsDecide));
         assert!(!principal(Role::Member, Via::ApiKey, None).allows(Operation::ConfirmationsDecide));
         assert!(!principal(Role::Member, Via::Session, None).allows(Operation::SettingsManage));
+    }
+
+    #[test]
+    fn a_key_limited_to_tool_sets_may_only_use_set_endpoints_even_for_an_admin() {
+        let mut limited = principal(Role::Admin, Via::ApiKey, None);
+        limited.tool_sets = Some(vec!["support".into()]);
+        for op in Operation::ALL {
+            let expected = op.access() == Access::Public
+                || matches!(op, Operation::Identity | Operation::ToolSetCall);
+            assert_eq!(limited.allows(*op), expected, "{op:?}");
+        }
+        let e = limited
+            .require(Operation::ToolsRun)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("limited to tool sets"), "{e}");
+        assert!(!limited.is_unrestricted_admin());
     }
 
     #[test]

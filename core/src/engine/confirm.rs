@@ -417,6 +417,8 @@ impl Engine {
             rest_result_max_bytes: (row.surface == "rest").then_some(super::REST_RESULT_MAX_BYTES),
             // The held call's record keeps the key it came with.
             idempotency_key: None,
+            // And its audit row the tool set it came through.
+            tool_set: None,
         };
         let held = Held {
             tool_call_id: row.tool_call_id.clone(),
@@ -540,6 +542,7 @@ impl Engine {
             },
             detail: Some(detail),
             created_at: now,
+            tool_set: None,
         };
         self.recorder
             .write(crate::audit::Record {
@@ -571,6 +574,7 @@ mod tests {
             vault_generation: None,
             credentials_generation: None,
             rate_limit_per_minute: None,
+            tool_sets: None,
         }
     }
 

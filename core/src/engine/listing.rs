@@ -124,6 +124,22 @@ impl Engine {
             .cloned())
     }
 
+    /// Of the tools named, each one `who` can run (now or after a confirmation), in the order
+    /// asked (None: not in the catalog, or hidden by the caller's policy).
+    pub async fn visible(&self, who: &Principal, names: &[&str]) -> Result<Vec<Option<Arc<Tool>>>> {
+        let policy = self.policies.applied(who).await?;
+        let snapshot = self.snapshot(who);
+        Ok(names
+            .iter()
+            .map(|n| {
+                snapshot
+                    .get(n)
+                    .filter(|t| policy.decide(t.name()).visible())
+                    .cloned()
+            })
+            .collect())
+    }
+
     /// Every tool `who` can run (now or after a confirmation), in catalog order.
     pub async fn tools(&self, who: &Principal) -> Result<Vec<Arc<Tool>>> {
         let policy = self.policies.applied(who).await?;

@@ -92,6 +92,8 @@ pub struct CallOptions {
     pub rest_result_max_bytes: Option<usize>,
     /// The `Idempotency-Key` the request came with, kept on the call's record.
     pub idempotency_key: Option<String>,
+    /// The tool set (its slug) the call came through, recorded on its audit row.
+    pub tool_set: Option<String>,
 }
 
 /// REST invoke's default result ceiling.
@@ -105,6 +107,7 @@ impl CallOptions {
             surface,
             rest_result_max_bytes: None,
             idempotency_key: None,
+            tool_set: None,
         }
     }
 }

@@ -126,6 +126,7 @@ fn rows(
         detail: o
             .and_then(|o| o.confirmation_id.as_ref())
             .map(|c| format!("confirmation {c}")),
+        tool_set: opts.tool_set.clone(),
         created_at: now,
     };
     (call, audit)

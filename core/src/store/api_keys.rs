@@ -22,10 +22,12 @@ pub struct ApiKeyRow {
     pub policy_id: Option<String>,
     /// Calls per minute the key may make (None: no limit).
     pub rate_limit_per_minute: Option<i64>,
+    /// JSON list of the tool sets the key is limited to (None: not limited).
+    pub tool_sets: Option<String>,
 }
 
 const COLUMNS: &str = "id, project_id, user_id, name, key_prefix, created_at, last_used_at, \
-     revoked_at, (SELECT email FROM users WHERE users.id = api_keys.user_id) AS owner_email, policy_id, rate_limit_per_minute";
+     revoked_at, (SELECT email FROM users WHERE users.id = api_keys.user_id) AS owner_email, policy_id, rate_limit_per_minute, tool_sets";
 
 pub async fn insert<'e>(ex: impl Exec<'e>, row: &ApiKeyRow, key_hash: &str) -> Result<()> {
     sqlx::query(
@@ -155,6 +157,8 @@ pub struct KeyPrincipalRow {
     pub policy_id: Option<String>,
     pub policy_generation: i64,
     pub rate_limit_per_minute: Option<i64>,
+    /// JSON list of the tool sets the key is limited to (None: not limited).
+    pub tool_sets: Option<String>,
     /// The project's vault generation (0 before any secret was set).
     pub vault_generation: i64,
     /// The owner's credentials generation in the project.
@@ -162,7 +166,7 @@ pub struct KeyPrincipalRow {
 }
 
 const PRINCIPAL: &str = "SELECT k.id, k.project_id, p.name AS project_name, k.user_id, u.email, m.role, k.last_used_at, k.revoked_at, \
-     k.policy_id, p.policy_generation, k.rate_limit_per_minute, \
+     k.policy_id, p.policy_generation, k.rate_limit_per_minute, k.tool_sets, \
      COALESCE((SELECT g.generation FROM vault_generations g WHERE g.project_id = k.project_id), 0) AS vault_generation, \
      m.credentials_generation \
      FROM api_keys k \

@@ -25,11 +25,13 @@ pub struct AuditRow {
     pub surface: String,
     pub detail: Option<String>,
     pub created_at: i64,
+    /// The tool set (slug) the call came through.
+    pub tool_set: Option<String>,
 }
 
 const COLUMNS: &str =
     "id, project_id, user_id, api_key_id, action, tool, tool_call_id, status, error_code, \
-     duration_ms, end_user_id, surface, detail, created_at";
+     duration_ms, end_user_id, surface, detail, created_at, tool_set";
 
 pub async fn insert<'e>(ex: impl Exec<'e>, r: &AuditRow) -> Result<()> {
     insert_many(ex, &[r]).await
@@ -54,7 +56,7 @@ pub fn push_insert<'q>(s: &mut Script<'q>, rows: &[&'q AuditRow]) {
     s.statement("INSERT INTO audit_events (");
     s.sql(COLUMNS);
     s.sql(") VALUES ");
-    s.values(rows.len(), 14);
+    s.values(rows.len(), 15);
     for r in rows {
         s.bind(&r.id);
         s.bind(&r.project_id);
@@ -70,6 +72,7 @@ pub fn push_insert<'q>(s: &mut Script<'q>, rows: &[&'q AuditRow]) {
         s.bind(&r.surface);
         s.bind(&r.detail);
         s.bind(r.created_at);
+        s.bind(&r.tool_set);
     }
 }
 

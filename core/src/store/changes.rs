@@ -207,7 +207,7 @@ pub(super) async fn install_triggers(pool: &AnyPool) -> Result<()> {
     for (table, events) in [
         (
             "api_keys",
-            "UPDATE OF revoked_at, policy_id, rate_limit_per_minute, user_id, project_id OR DELETE",
+            "UPDATE OF revoked_at, policy_id, rate_limit_per_minute, tool_sets, user_id, project_id OR DELETE",
         ),
         ("memberships", "INSERT OR UPDATE OR DELETE"),
         ("users", "UPDATE OF email OR DELETE"),

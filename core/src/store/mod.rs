@@ -30,6 +30,7 @@ pub mod storage_objects;
 #[cfg(feature = "test-support")]
 pub mod testing;
 pub mod tool_calls;
+pub mod tool_sets;
 pub mod usage;
 pub mod users;
 pub mod vault;

@@ -4,6 +4,7 @@
 
 mod fast_path;
 mod meta_tools;
+mod sets;
 
 use std::sync::Arc;
 
@@ -309,23 +310,10 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         wb: state.wb.clone(),
         config: state.config.clone(),
     };
-    let origins: Vec<String> = vec![
-        state.config.public_origin.clone(),
-        "http://localhost:*".into(),
-        "http://127.0.0.1:*".into(),
-        "http://[::1]:*".into(),
-    ];
-    let config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(false)
-        .with_json_response(true)
-        .with_sse_keep_alive(None)
-        .with_allowed_hosts(state.config.allowed_hosts.clone())
-        .with_allowed_origins(origins)
-        .with_max_request_body_bytes(MAX_REQUEST_BYTES);
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
-        config,
+        service_config(state),
     );
     Router::new()
         .nest_service("/mcp", service)
@@ -334,6 +322,26 @@ pub fn routes(state: &AppState) -> Router<AppState> {
             fast_path::tools_call,
         ))
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        // After the layers above: set endpoints authenticate in their own way.
+        .merge(sets::routes(state))
+}
+
+/// How rmcp serves `/mcp` and the set endpoints: stateless JSON answers, the hosts and origins
+/// this server answers to, the body limit.
+fn service_config(state: &AppState) -> StreamableHttpServerConfig {
+    let origins: Vec<String> = vec![
+        state.config.public_origin.clone(),
+        "http://localhost:*".into(),
+        "http://127.0.0.1:*".into(),
+        "http://[::1]:*".into(),
+    ];
+    StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .with_allowed_hosts(state.config.allowed_hosts.clone())
+        .with_allowed_origins(origins)
+        .with_max_request_body_bytes(MAX_REQUEST_BYTES)
 }
 
 /// A bearer API key or an OAuth access token issued for this server's /mcp first: nothing
@@ -361,6 +369,13 @@ async fn authenticate(State(state): State<AppState>, req: Request, next: Next) -
         .await
         .map(|_| ()),
     };
+    // A key limited to tool sets uses their endpoints only.
+    let outcome = outcome.and_then(|()| match parts.extensions.get::<ApiCaller>() {
+        Some(ApiCaller(who)) => who
+            .require(workbench_core::auth::Operation::ToolsRead)
+            .map_err(crate::api_error::ApiError::from),
+        None => Ok(()),
+    });
     match outcome {
         Ok(()) => next.run(Request::from_parts(parts, body)).await,
         Err(rejection) => {

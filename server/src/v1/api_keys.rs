@@ -24,6 +24,9 @@ struct NewKey {
     policy_id: Option<String>,
     #[serde(default)]
     rate_limit_per_minute: Option<i64>,
+    /// The tool sets (slugs) the key is limited to.
+    #[serde(default)]
+    tool_sets: Option<Vec<String>>,
 }
 
 fn view(k: &ApiKeyInfo) -> Value {
@@ -33,6 +36,7 @@ fn view(k: &ApiKeyInfo) -> Value {
         "name": k.name,
         "policy_id": k.policy_id,
         "rate_limit_per_minute": k.rate_limit_per_minute,
+        "tool_sets": k.tool_sets,
         "prefix": k.prefix,
         "owner_email": k.owner_email,
         "created_at": rfc3339(k.created_at),
@@ -46,7 +50,10 @@ pub async fn create(
     ApiCaller(who): ApiCaller,
     JsonBody(body): JsonBody,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let req: NewKey = object_as(body, r#"{"name", "policy_id"?, "rate_limit_per_minute"?}"#)?;
+    let req: NewKey = object_as(
+        body,
+        r#"{"name", "policy_id"?, "rate_limit_per_minute"?, "tool_sets"?: ["slug", ...]}"#,
+    )?;
     let limit = req.rate_limit_per_minute;
     if limit.is_some_and(|n| !(1..=workbench_core::auth::MAX_RATE_LIMIT).contains(&n)) {
         return Err(unprocessable(workbench_core::Error::invalid(format!(
@@ -54,12 +61,29 @@ pub async fn create(
             workbench_core::auth::MAX_RATE_LIMIT
         ))));
     }
+    // Checked before the key exists, so a refused request leaves no unlimited key behind.
+    if let Some(slugs) = &req.tool_sets {
+        state
+            .wb
+            .tool_sets()
+            .check_slugs(&who, slugs)
+            .await
+            .map_err(unprocessable)?;
+    }
     let key = state
         .wb
         .accounts()
         .create_api_key_with_policy(&who, &req.name, req.policy_id.as_deref())
         .await
         .map_err(unprocessable)?;
+    if let Some(slugs) = &req.tool_sets {
+        state
+            .wb
+            .tool_sets()
+            .limit_key(&who, &key.info.id, Some(slugs))
+            .await
+            .map_err(unprocessable)?;
+    }
     if limit.is_some() {
         state
             .wb
@@ -76,6 +100,7 @@ pub async fn create(
             "name": key.info.name,
             "policy_id": key.info.policy_id,
             "rate_limit_per_minute": limit,
+            "tool_sets": req.tool_sets,
             "key": key.secret.expose(),
             "created_at": rfc3339(key.info.created_at),
         })),
@@ -102,17 +127,19 @@ pub async fn patch(
     // null for no limit. At least one, nothing else.
     let expected = || {
         invalid_request(
-            "expected {\"policy_id\": \"pol_…\"|null} and/or {\"rate_limit_per_minute\": number|null}",
+            "expected any of {\"policy_id\": \"pol_…\"|null, \"rate_limit_per_minute\": number|null, \"tool_sets\": [\"slug\", …]|null}",
         )
     };
     let fields = body
         .as_object()
         .filter(|m| !m.is_empty())
         .ok_or_else(expected)?;
-    if fields
-        .keys()
-        .any(|k| k != "policy_id" && k != "rate_limit_per_minute")
-    {
+    if fields.keys().any(|k| {
+        !matches!(
+            k.as_str(),
+            "policy_id" | "rate_limit_per_minute" | "tool_sets"
+        )
+    }) {
         return Err(expected());
     }
     let policy_id = match fields.get("policy_id") {
@@ -125,6 +152,13 @@ pub async fn patch(
         None => None,
         Some(Value::Null) => Some(None),
         Some(v) => Some(Some(v.as_i64().ok_or_else(expected)?)),
+    };
+    let tool_sets: Option<Option<Vec<String>>> = match fields.get("tool_sets") {
+        None => None,
+        Some(Value::Null) => Some(None),
+        Some(v) => Some(Some(
+            serde_json::from_value(v.clone()).map_err(|_| expected())?,
+        )),
     };
     if let Some(policy_id) = policy_id {
         state
@@ -139,6 +173,14 @@ pub async fn patch(
             .wb
             .accounts()
             .set_rate_limit(&who, &id, limit)
+            .await
+            .map_err(unprocessable)?;
+    }
+    if let Some(slugs) = tool_sets {
+        state
+            .wb
+            .tool_sets()
+            .limit_key(&who, &id, slugs.as_deref())
             .await
             .map_err(unprocessable)?;
     }

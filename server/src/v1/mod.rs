@@ -17,6 +17,7 @@ mod policies;
 mod rest_batch;
 mod schedules;
 mod settings;
+mod tool_sets;
 mod tools;
 mod usage;
 
@@ -71,6 +72,11 @@ pub fn routes(state: &AppState) -> Routes {
         .add(M::GET, "/v1/policies/{id}", ApiKey, Op::PoliciesManage, policies::get_one)
         .add(M::PUT, "/v1/policies/{id}", ApiKey, Op::PoliciesManage, policies::replace)
         .add(M::DELETE, "/v1/policies/{id}", ApiKey, Op::PoliciesManage, policies::delete)
+        .add(M::GET, "/v1/tool-sets", ApiKey, Op::ToolSetsRead, tool_sets::list)
+        .add(M::POST, "/v1/tool-sets", ApiKey, Op::ToolSetsManage, tool_sets::create)
+        .add(M::GET, "/v1/tool-sets/{id}", ApiKey, Op::ToolSetsRead, tool_sets::get_one)
+        .add(M::PUT, "/v1/tool-sets/{id}", ApiKey, Op::ToolSetsManage, tool_sets::replace)
+        .add(M::DELETE, "/v1/tool-sets/{id}", ApiKey, Op::ToolSetsManage, tool_sets::delete)
         .add(M::GET, "/v1/api-keys", ApiKey, Op::ApiKeysManage, api_keys::list)
         .add(M::POST, "/v1/api-keys", ApiKey, Op::ApiKeysManage, api_keys::create)
         .add(M::PATCH, "/v1/api-keys/{id}", ApiKey, Op::ApiKeysManage, api_keys::patch)

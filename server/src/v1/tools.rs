@@ -209,6 +209,7 @@ async fn run_invoke(
         surface: Surface::Rest,
         rest_result_max_bytes: Some(state.config.rest_result_max_bytes),
         idempotency_key: idempotency_key.map(str::to_owned),
+        tool_set: None,
     };
     let outcome = state
         .wb

@@ -50,6 +50,7 @@ mod scale_out;
 mod schedules;
 mod search_web;
 mod secrets;
+mod tool_sets;
 mod tracing;
 mod unconfigured;
 mod upstream;

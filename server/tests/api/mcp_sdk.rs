@@ -32,7 +32,7 @@ pub(crate) fn python() -> Option<std::path::PathBuf> {
     None
 }
 
-async fn run_client(url: String, key: String, script: Value) -> Value {
+pub(crate) async fn run_client(url: String, key: String, script: Value) -> Value {
     let Some(py) = python() else {
         return Value::Null;
     };

@@ -23,18 +23,20 @@ enum Kind {
     AdminKey,
     AdminSession,
     LimitedAdminKey,
+    SetLimitedAdminKey,
     OAuthGrant,
     ProxyToken,
     OtherProjectAdminKey,
 }
 
-const KINDS: [Kind; 9] = [
+const KINDS: [Kind; 10] = [
     Kind::Anonymous,
     Kind::MemberKey,
     Kind::MemberSession,
     Kind::AdminKey,
     Kind::AdminSession,
     Kind::LimitedAdminKey,
+    Kind::SetLimitedAdminKey,
     Kind::OAuthGrant,
     Kind::ProxyToken,
     Kind::OtherProjectAdminKey,
@@ -88,6 +90,31 @@ async fn world(app: &TestApp) -> World {
         .secret
         .expose()
         .to_owned();
+    app.wb
+        .tool_sets()
+        .create(
+            &admin,
+            &workbench_core::toolsets::ToolSetInput {
+                slug: "vault".into(),
+                name: "Vault".into(),
+                description: String::new(),
+                tools: vec![serde_json::from_value(json!({ "tool": "vault_list" })).unwrap()],
+            },
+        )
+        .await
+        .unwrap();
+    let set_key = app
+        .wb
+        .accounts()
+        .create_api_key_with_policy(&admin, "set-limited", None)
+        .await
+        .unwrap();
+    app.wb
+        .tool_sets()
+        .limit_key(&admin, &set_key.info.id, Some(&["vault".to_owned()]))
+        .await
+        .unwrap();
+    let set_key = set_key.secret.expose().to_owned();
     let (other_user, _) = app
         .wb
         .accounts()
@@ -164,6 +191,14 @@ async fn world(app: &TestApp) -> World {
         },
     );
     callers.insert(
+        Kind::SetLimitedAdminKey,
+        Caller {
+            bearer: Some(set_key.clone()),
+            browser: None,
+            principal: Some(key(&set_key).await),
+        },
+    );
+    callers.insert(
         Kind::OtherProjectAdminKey,
         Caller {
             bearer: Some(other_key.clone()),
@@ -217,6 +252,7 @@ fn concrete(path: &str) -> String {
         .replace("{id}", "x_none")
         .replace("{name}", "none_such")
         .replace("{pattern}", "none.example")
+        .replace("{slug}", "none-such")
         .replace("{*rest}", "nothing/here")
 }
 
@@ -227,11 +263,16 @@ fn presents(kind: Kind, credential: Credential) -> bool {
         Credential::None | Credential::MetricsToken => true,
         Credential::ApiKey => matches!(
             kind,
-            MemberKey | AdminKey | LimitedAdminKey | OtherProjectAdminKey
+            MemberKey | AdminKey | LimitedAdminKey | SetLimitedAdminKey | OtherProjectAdminKey
         ),
         Credential::ApiKeyOrOAuth => matches!(
             kind,
-            MemberKey | AdminKey | LimitedAdminKey | OtherProjectAdminKey | OAuthGrant
+            MemberKey
+                | AdminKey
+                | LimitedAdminKey
+                | SetLimitedAdminKey
+                | OtherProjectAdminKey
+                | OAuthGrant
         ),
         Credential::Session | Credential::SessionPage => {
             matches!(kind, MemberSession | AdminSession)

@@ -1,0 +1,123 @@
+//! Tool sets of a project (issue 33): a curated list of tools published at its own MCP
+//! endpoint, and which sets an API key is limited to.
+
+use sqlx::FromRow;
+
+use super::Exec;
+use crate::Result;
+
+#[derive(Debug, Clone, FromRow)]
+pub struct ToolSetRow {
+    pub id: String,
+    pub project_id: String,
+    pub slug: String,
+    pub name: String,
+    pub description: String,
+    /// JSON of the set's entries.
+    pub tools: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+const COLUMNS: &str = "id, project_id, slug, name, description, tools, created_at, updated_at";
+
+pub async fn insert<'e>(ex: impl Exec<'e>, r: &ToolSetRow) -> Result<()> {
+    sqlx::query(&format!(
+        "INSERT INTO tool_sets ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+    ))
+    .bind(&r.id)
+    .bind(&r.project_id)
+    .bind(&r.slug)
+    .bind(&r.name)
+    .bind(&r.description)
+    .bind(&r.tools)
+    .bind(r.created_at)
+    .bind(r.updated_at)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// Replaces a set's slug, name, description and entries; false when there is no such set.
+pub async fn update<'e>(ex: impl Exec<'e>, r: &ToolSetRow) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE tool_sets SET slug = $1, name = $2, description = $3, tools = $4, updated_at = $5 \
+         WHERE project_id = $6 AND id = $7",
+    )
+    .bind(&r.slug)
+    .bind(&r.name)
+    .bind(&r.description)
+    .bind(&r.tools)
+    .bind(r.updated_at)
+    .bind(&r.project_id)
+    .bind(&r.id)
+    .execute(ex)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn get<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<Option<ToolSetRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM tool_sets WHERE project_id = $1 AND id = $2"
+    ))
+    .bind(project_id)
+    .bind(id)
+    .fetch_optional(ex)
+    .await?)
+}
+
+/// A project's sets, by slug.
+pub async fn list<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<Vec<ToolSetRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM tool_sets WHERE project_id = $1 ORDER BY slug"
+    ))
+    .bind(project_id)
+    .fetch_all(ex)
+    .await?)
+}
+
+pub async fn delete<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result<bool> {
+    let done = sqlx::query("DELETE FROM tool_sets WHERE project_id = $1 AND id = $2")
+        .bind(project_id)
+        .bind(id)
+        .execute(ex)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The `tool_sets` column of the project's live keys: `(id, name, JSON list of slugs)`, for
+/// the keys limited to sets.
+pub async fn limited_keys<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+) -> Result<Vec<(String, String, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT id, name, tool_sets FROM api_keys WHERE project_id = $1 AND revoked_at IS NULL \
+         AND tool_sets IS NOT NULL ORDER BY created_at, id",
+    )
+    .bind(project_id)
+    .fetch_all(ex)
+    .await?)
+}
+
+/// Limits a key to the sets in `slugs` (a JSON list; `None`: not limited); false when the key
+/// is not the project's.
+pub async fn limit_key<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    key_id: &str,
+    slugs: Option<&str>,
+) -> Result<bool> {
+    let done = sqlx::query("UPDATE api_keys SET tool_sets = $1 WHERE project_id = $2 AND id = $3")
+        .bind(slugs)
+        .bind(project_id)
+        .bind(key_id)
+        .execute(ex)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// A key's stored `tool_sets` column as slugs; unreadable reads as no set at all (fail closed).
+pub fn parse_slugs(json: &str) -> Vec<String> {
+    serde_json::from_str(json).unwrap_or_default()
+}

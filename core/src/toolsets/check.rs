@@ -1,0 +1,228 @@
+//! What a tool set must be before it is stored: a slug an endpoint can live at, names MCP
+//! clients accept, tools the project has, and fixed values the tool's schema accepts. The set
+//! is checked whole; nothing is stored when any part fails.
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value};
+
+use super::ToolSetInput;
+use crate::catalog::Snapshot;
+use crate::{Error, Result};
+
+/// Tools in one set, at most.
+pub const MAX_ENTRIES: usize = 200;
+const MAX_SLUG_CHARS: usize = 48;
+const MAX_NAME_CHARS: usize = 100;
+/// Characters of a set's or an entry's description, at most.
+const MAX_DESCRIPTION_CHARS: usize = 4000;
+/// Characters of an exposed tool name, at most (what the strictest common clients accept).
+const MAX_TOOL_NAME_CHARS: usize = 64;
+/// Bytes of one entry's fixed values as JSON, at most.
+const MAX_FIXED_BYTES: usize = 16 * 1024;
+
+/// A set as stored: its cleaned fields and its entries as JSON.
+pub struct Checked {
+    pub slug: String,
+    pub name: String,
+    pub description: String,
+    pub tools: String,
+}
+
+/// Lowercase letters, digits and inner hyphens, 1 to 48 characters: a URL path segment as is.
+pub fn valid_slug(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= MAX_SLUG_CHARS
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// A tool name MCP clients accept: letters, digits, `_`, `-` and `.`, 1 to 64 characters.
+fn valid_tool_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= MAX_TOOL_NAME_CHARS
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+fn description(field: &str, s: &str) -> Result<String> {
+    let s = s.trim();
+    if s.chars().count() > MAX_DESCRIPTION_CHARS
+        || s.chars().any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return Err(Error::invalid(format!(
+            "{field} must be at most {MAX_DESCRIPTION_CHARS} printable characters"
+        )));
+    }
+    Ok(s.to_owned())
+}
+
+/// Checks `input` whole against the catalog the caller sees.
+pub fn input(input: &ToolSetInput, catalog: &Snapshot) -> Result<Checked> {
+    if !valid_slug(&input.slug) {
+        return Err(Error::invalid(format!(
+            "slug must be 1 to {MAX_SLUG_CHARS} lowercase letters, digits and inner hyphens (it becomes /mcp/sets/<slug>)"
+        )));
+    }
+    let name = input.name.trim();
+    if name.is_empty()
+        || name.chars().count() > MAX_NAME_CHARS
+        || name.chars().any(char::is_control)
+    {
+        return Err(Error::invalid(format!(
+            "name must be 1 to {MAX_NAME_CHARS} printable characters"
+        )));
+    }
+    let set_description = description("description", &input.description)?;
+    if input.tools.is_empty() || input.tools.len() > MAX_ENTRIES {
+        return Err(Error::invalid(format!(
+            "tools must list 1 to {MAX_ENTRIES} tools"
+        )));
+    }
+    let mut seen = HashSet::new();
+    let mut entries = Vec::with_capacity(input.tools.len());
+    for (i, e) in input.tools.iter().enumerate() {
+        let at = format!("tools[{i}]");
+        let Some(tool) = catalog.get(&e.tool) else {
+            return Err(Error::invalid(format!(
+                "{at}: no tool named {:?} in this project's catalog",
+                e.tool
+            )));
+        };
+        let mut e = e.clone();
+        e.name = e.name.map(|n| n.trim().to_owned());
+        if !valid_tool_name(e.exposed()) {
+            return Err(Error::invalid(format!(
+                "{at}: the name must be 1 to {MAX_TOOL_NAME_CHARS} letters, digits, '_', '-' or '.' (give \"name\" for a tool whose catalog name is not)"
+            )));
+        }
+        if !seen.insert(e.exposed().to_owned()) {
+            return Err(Error::invalid(format!(
+                "{at}: the name {:?} is listed twice; names in a set must differ",
+                e.exposed()
+            )));
+        }
+        if let Some(d) = &e.description {
+            let d = description(&format!("{at}.description"), d)?;
+            e.description = (!d.is_empty()).then_some(d);
+        }
+        fixed(&at, &tool.spec.input_schema, &e.fixed)?;
+        entries.push(e);
+    }
+    Ok(Checked {
+        slug: input.slug.clone(),
+        name: name.to_owned(),
+        description: set_description,
+        tools: serde_json::to_string(&entries).map_err(|e| Error::internal(e.to_string()))?,
+    })
+}
+
+/// Fixed values name top-level arguments of the tool and are what its schema accepts for them
+/// (checked against the schema without its `required` list, so the other arguments may be
+/// absent).
+fn fixed(at: &str, schema: &Value, values: &Map<String, Value>) -> Result<()> {
+    if values.is_empty() {
+        return Ok(());
+    }
+    let size = serde_json::to_string(values).map_or(usize::MAX, |s| s.len());
+    if size > MAX_FIXED_BYTES {
+        return Err(Error::invalid(format!(
+            "{at}.fixed is {size} bytes of JSON; at most {MAX_FIXED_BYTES}"
+        )));
+    }
+    let props = schema.get("properties").and_then(Value::as_object);
+    if let Some(k) = values
+        .keys()
+        .find(|k| !props.is_some_and(|p| p.contains_key(*k)))
+    {
+        return Err(Error::invalid(format!(
+            "{at}.fixed: the tool has no argument {k:?}"
+        )));
+    }
+    let mut partial = schema.clone();
+    if let Some(o) = partial.as_object_mut() {
+        o.remove("required");
+    }
+    let validator = jsonschema::options()
+        .should_validate_formats(true)
+        .build(&partial)
+        .map_err(|e| Error::invalid(format!("{at}: the tool's schema does not compile: {e}")))?;
+    let violations = crate::engine::violations(&validator, &Value::Object(values.clone()));
+    if let Some(v) = violations.first() {
+        return Err(Error::invalid(format!(
+            "{at}.fixed{}: {}",
+            v.path, v.message
+        )));
+    }
+    Ok(())
+}
+
+/// The tool's input schema as a set shows it: the fixed arguments are neither listed nor
+/// required.
+pub fn exposed_schema(schema: &Value, fixed: &Map<String, Value>) -> Value {
+    let mut out = schema.clone();
+    if fixed.is_empty() {
+        return out;
+    }
+    if let Some(props) = out.get_mut("properties").and_then(Value::as_object_mut) {
+        props.retain(|k, _| !fixed.contains_key(k));
+    }
+    if let Some(req) = out.get_mut("required").and_then(Value::as_array_mut) {
+        req.retain(|k| k.as_str().is_none_or(|k| !fixed.contains_key(k)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn slugs_are_path_segments() {
+        for good in ["support", "read-only-github", "a", "x1"] {
+            assert!(valid_slug(good), "{good}");
+        }
+        for bad in [
+            "",
+            "-a",
+            "a-",
+            "Support",
+            "a/b",
+            "a b",
+            "..",
+            &"a".repeat(49),
+        ] {
+            assert!(!valid_slug(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn exposed_schema_hides_fixed_arguments() {
+        let schema = json!({"type":"object","properties":{"repo":{"type":"string"},"q":{"type":"string"}},"required":["repo","q"]});
+        let fixed = json!({"repo":"acme/app"}).as_object().unwrap().clone();
+        assert_eq!(
+            exposed_schema(&schema, &fixed),
+            json!({"type":"object","properties":{"q":{"type":"string"}},"required":["q"]})
+        );
+    }
+
+    #[test]
+    fn fixed_values_must_fit_the_schema() {
+        let schema = json!({"type":"object","properties":{"n":{"type":"integer"},"s":{"type":"string"}},"required":["n","s"]});
+        let ok = json!({"n": 3}).as_object().unwrap().clone();
+        assert!(fixed("tools[0]", &schema, &ok).is_ok());
+        let wrong_type = json!({"n": "three"}).as_object().unwrap().clone();
+        let e = fixed("tools[0]", &schema, &wrong_type)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("tools[0].fixed/n"), "{e}");
+        let unknown = json!({"nope": 1}).as_object().unwrap().clone();
+        let e = fixed("tools[0]", &schema, &unknown)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no argument \"nope\""), "{e}");
+    }
+}

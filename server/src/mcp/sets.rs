@@ -1,0 +1,222 @@
+//! `/mcp/sets/{slug}`: a tool set's own MCP endpoint (issue 33). `tools/list` lists the set's
+//! tools directly, under the names, descriptions and schemas the set gives them; `tools/call`
+//! runs one through core's tool sets, which map the name and add the fixed values, then hand it
+//! to the engine's one pipeline. Stateless like `/mcp`, with the same host and origin checks. It
+//! takes API keys: an unknown set, or one the key is not limited to, is 404 before rmcp runs.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::StreamableHttpService;
+use rmcp::{ErrorData, RoleServer};
+use serde_json::Value;
+use tracing::Instrument;
+use workbench_core::auth::{Operation, Principal};
+use workbench_core::catalog::SideEffects;
+use workbench_core::engine::{CallOptions, Surface};
+use workbench_core::toolsets::{ExposedTool, ToolSet};
+use workbench_core::Workbench;
+
+use crate::api_auth::ApiCaller;
+use crate::api_error::ApiError;
+use crate::state::AppState;
+
+/// Where set endpoints live.
+pub const PREFIX: &str = "/mcp/sets/";
+
+/// The set a request's path names, as the caller may use it (put there by `resolve`).
+#[derive(Clone)]
+struct SetEndpoint(Arc<ToolSet>);
+
+#[derive(Clone)]
+pub struct SetHandler {
+    wb: Workbench,
+}
+
+impl SetHandler {
+    fn caller(
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(Principal, Arc<ToolSet>), ErrorData> {
+        let parts = context.extensions.get::<http::request::Parts>();
+        let who = parts.and_then(|p| p.extensions.get::<ApiCaller>());
+        let set = parts.and_then(|p| p.extensions.get::<SetEndpoint>());
+        match (who, set) {
+            (Some(w), Some(s)) => Ok((w.0.clone(), s.0.clone())),
+            _ => Err(ErrorData::invalid_request("unauthenticated", None)),
+        }
+    }
+
+    /// One call, as the result MCP sends.
+    async fn call(
+        &self,
+        who: &Principal,
+        set: &ToolSet,
+        request: CallToolRequestParams,
+    ) -> CallToolResult {
+        let args = request.arguments.unwrap_or_default();
+        let outcome = self
+            .wb
+            .tool_sets()
+            .call(
+                who,
+                set,
+                &request.name,
+                args,
+                CallOptions::new(Surface::Mcp),
+            )
+            .await;
+        match outcome.and_then(|o| o.result) {
+            Ok(v) => result(v),
+            Err(e) => CallToolResult::structured_error(e.to_mcp()),
+        }
+    }
+}
+
+/// A tool's result as MCP content: an object is also structured content; anything else is
+/// one text block (a string as itself, other values as JSON).
+fn result(v: Value) -> CallToolResult {
+    match v {
+        Value::Object(_) => CallToolResult::structured(v),
+        Value::String(s) => CallToolResult::success(vec![ContentBlock::text(s)]),
+        other => CallToolResult::success(vec![ContentBlock::text(other.to_string())]),
+    }
+}
+
+/// A set's tool as `tools/list` shows it: the exposed name, description and schema, and hints
+/// from the tool's side effects.
+fn listed(t: &ExposedTool) -> Tool {
+    let schema = match &t.input_schema {
+        Value::Object(m) => Arc::new(m.clone()),
+        _ => Arc::new(serde_json::Map::new()),
+    };
+    let effects = t.tool.spec.side_effects;
+    Tool::new(t.name().to_owned(), t.description().to_owned(), schema).with_annotations(
+        ToolAnnotations::new()
+            .read_only(matches!(effects, SideEffects::None | SideEffects::Network))
+            .destructive(effects == SideEffects::Destructive),
+    )
+}
+
+fn info() -> ServerConfig {
+    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        .with_server_info(Implementation::new("workbench", env!("CARGO_PKG_VERSION")))
+}
+
+impl ServerHandler for SetHandler {
+    fn get_info(&self) -> ServerConfig {
+        info()
+    }
+
+    /// The set's name and description become the server's title and instructions.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        let (_, set) = Self::caller(&context)?;
+        context.peer.set_peer_info(request.clone());
+        let mut out = self.negotiate_initialize(&request)?;
+        out.server_info = Implementation::new(
+            format!("workbench: {}", set.name),
+            env!("CARGO_PKG_VERSION"),
+        );
+        if !set.description.is_empty() {
+            out.instructions = Some(set.description.clone());
+        }
+        Ok(out)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let (who, set) = Self::caller(&context)?;
+        let tools = self.wb.tool_sets().tools(&who, &set).await.map_err(|e| {
+            tracing::error!(error = ?e, "a tool set's tools could not be listed");
+            ErrorData::internal_error("workbench cannot answer right now; try again", None)
+        })?;
+        Ok(ListToolsResult::with_all_items(
+            tools.iter().map(listed).collect(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (who, set) = Self::caller(&context)?;
+        let span = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.extensions.get::<crate::request_id::RequestSpan>())
+            .map(|s| s.0.clone())
+            .unwrap_or_else(tracing::Span::current);
+        Ok(self.call(&who, &set, request).instrument(span).await.into())
+    }
+}
+
+/// The set endpoints, nested into the main router.
+pub fn routes(state: &AppState) -> Router<AppState> {
+    let handler = SetHandler {
+        wb: state.wb.clone(),
+    };
+    let service = StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Arc::new(LocalSessionManager::default()),
+        super::service_config(state),
+    );
+    Router::new()
+        .route_service("/mcp/sets/{slug}", service)
+        .layer(middleware::from_fn_with_state(state.clone(), resolve))
+}
+
+/// An API key first (an MCP OAuth access token is issued for `/mcp` and is refused here), then
+/// the set the path names as that key may use it; nothing reaches rmcp without both.
+async fn resolve(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let (mut parts, body) = req.into_parts();
+    let slug = parts
+        .uri
+        .path()
+        .strip_prefix(PREFIX)
+        .unwrap_or_default()
+        .to_owned();
+    let token = crate::api_auth::bearer_token(&parts.headers);
+    if token.is_some_and(|t| t.starts_with(workbench_core::oauth::ACCESS_TOKEN_PREFIX)) {
+        return ApiError::from(workbench_core::Error::Unauthorized(
+            "an MCP OAuth access token is issued for /mcp; a tool set's endpoint takes an API key",
+        ))
+        .into_response();
+    }
+    let who = match <ApiCaller as axum::extract::FromRequestParts<AppState>>::from_request_parts(
+        &mut parts, &state,
+    )
+    .await
+    {
+        Ok(ApiCaller(who)) => who,
+        Err(rejection) => return rejection.into_response(),
+    };
+    parts.extensions.insert(ApiCaller(who.clone()));
+    if let Err(e) = who.require(Operation::ToolSetCall) {
+        return ApiError::from(e).into_response();
+    }
+    match state.wb.tool_sets().endpoint(&who, &slug).await {
+        Ok(set) => {
+            parts.extensions.insert(SetEndpoint(set));
+            next.run(Request::from_parts(parts, body)).await
+        }
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}

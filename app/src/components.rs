@@ -14,6 +14,7 @@ use crate::AppError;
 const SECTIONS: &[(&str, Option<&str>)] = &[
     ("Overview", Some("/")),
     ("Tools", Some("/tools")),
+    ("Tool sets", Some("/tool-sets")),
     ("Connections", Some("/connections")),
     ("Confirmations", Some("/confirmations")),
     ("Callbacks", Some("/callbacks")),

@@ -62,6 +62,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/members") view=pages::Members ssr=SsrMode::Async/>
                 <Route path=path!("/tools") view=pages::Tools ssr=SsrMode::Async/>
                 <Route path=path!("/egress") view=pages::Egress ssr=SsrMode::Async/>
+                <Route path=path!("/tool-sets") view=pages::ToolSets ssr=SsrMode::Async/>
                 <Route path=path!("/audit") view=pages::Audit ssr=SsrMode::Async/>
                 <Route path=path!("/audit/:id") view=pages::AuditEventPage ssr=SsrMode::Async/>
                 <Route path=path!("/vault") view=pages::Vault ssr=SsrMode::Async/>

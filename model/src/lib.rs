@@ -19,6 +19,7 @@ pub mod delivery;
 pub mod email;
 pub mod oauth;
 pub mod policy;
+pub mod toolsets;
 pub mod upstream;
 pub mod usage;
 

@@ -574,3 +574,123 @@ db_test!(
         assert_eq!(report["calls"][0]["is_error"], false);
     }
 );
+
+db_test!(
+    the_portal_creates_and_edits_a_set_and_shows_its_endpoint_and_client_configuration,
+    |backend| {
+        let Some((app, _key, _up, _)) = with_set(backend).await else {
+            return;
+        };
+        let admin = app.browser();
+        admin
+            .sign_in("ada@example.com", crate::helpers::PASSWORD)
+            .await;
+        let res = admin
+            .call(
+                "save_tool_set",
+                &[
+                    ("slug", "triage"),
+                    ("name", "Triage"),
+                    ("description", "Sort incoming work."),
+                    ("tools", "fake.echo as say\n\nfake.whoami\n"),
+                ],
+            )
+            .await;
+        assert!(res.status().is_success(), "{}", res.text().await.unwrap());
+        let page: Value = admin
+            .call("tool_sets_page", &[])
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(page["can_manage"], true);
+        let triage = page["sets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["slug"] == "triage")
+            .unwrap_or_else(|| panic!("{page}"));
+        assert_eq!(triage["endpoint"], app.url("/mcp/sets/triage"));
+        let names: Vec<&str> = triage["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["say", "fake.whoami"]);
+
+        // Editing the support set's tool list keeps the description and fixed value of the
+        // tool it still lists.
+        let support = page["sets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["slug"] == "support")
+            .unwrap();
+        let id = support["id"].as_str().unwrap();
+        let res = admin
+            .call(
+                "save_tool_set",
+                &[
+                    ("id", id),
+                    ("slug", "support"),
+                    ("name", "Support"),
+                    ("description", ""),
+                    ("tools", "fake.add as sum"),
+                ],
+            )
+            .await;
+        assert!(res.status().is_success(), "{}", res.text().await.unwrap());
+        let (_, set) = get(&app, &_key, &format!("/v1/tool-sets/{id}")).await;
+        assert_eq!(
+            set["tools"],
+            json!([{ "tool": "fake.add", "name": "sum", "description": "Add 40 to a number.", "fixed": { "a": 40 } }])
+        );
+
+        // A bad line is refused with the reason, and nothing changes.
+        let res = admin
+            .call(
+                "save_tool_set",
+                &[
+                    ("slug", "bad"),
+                    ("name", "Bad"),
+                    ("description", ""),
+                    ("tools", "no.such.tool"),
+                ],
+            )
+            .await;
+        assert!(!res.status().is_success());
+        assert!(res.text().await.unwrap().contains("no tool named"));
+
+        // The page renders the endpoint and the client configuration.
+        let html = admin.get("/tool-sets").await.text().await.unwrap();
+        assert!(
+            html.contains(&app.url("/mcp/sets/triage")),
+            "the endpoint is shown"
+        );
+        assert!(
+            html.contains("mcpServers"),
+            "the client configuration is shown"
+        );
+
+        // A member sees the sets but cannot change them.
+        let member = app.user("mo@example.com", Role::Member).await;
+        let _ = member;
+        let b = app.browser();
+        b.sign_in("mo@example.com", crate::helpers::PASSWORD).await;
+        let page: Value = b.call("tool_sets_page", &[]).await.json().await.unwrap();
+        assert_eq!(page["can_manage"], false);
+        let res = b
+            .call(
+                "save_tool_set",
+                &[
+                    ("slug", "mine"),
+                    ("name", "Mine"),
+                    ("description", ""),
+                    ("tools", "fake.echo"),
+                ],
+            )
+            .await;
+        assert_eq!(res.status(), 403);
+    }
+);

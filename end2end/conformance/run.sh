@@ -2,7 +2,8 @@
 # Runs the official MCP conformance suite (server scenarios that apply to a gateway) against
 # the workbench binary: a fresh SQLite instance, an admin and an API key made with the CLI, and
 # a header-adding proxy in front of /mcp. Scenarios that do not apply are listed, each with its
-# reason, in expected-failures.yml. Usage: run.sh [path/to/workbench]
+# reason, in expected-failures.yml. It runs twice: against /mcp, and against a tool set's own
+# endpoint (/mcp/sets/conformance). Usage: run.sh [path/to/workbench]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(realpath "${1:-$here/../../target/release/workbench}")
@@ -25,6 +26,12 @@ for _ in $(seq 1 50); do
   curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
   sleep 0.2
 done
+# A tool set (issue 33) for its own endpoint's run: the same scenarios apply to it.
+curl -fsS "http://127.0.0.1:$port/v1/tool-sets" -H "Authorization: Bearer $key" -H 'content-type: application/json' \
+  -d '{"slug": "conformance", "name": "Conformance", "tools": [{"tool": "vault_list"}, {"tool": "storage.get", "name": "read_object"}]}' >/dev/null
 cd "$here/.."
-npx conformance server --url "http://127.0.0.1:$proxy_port/mcp" --suite all ${WB_CONFORMANCE_ARGS:-} \
-  --expected-failures "$here/expected-failures.yml"
+for path in /mcp /mcp/sets/conformance; do
+  echo "==> $path" >&2
+  npx conformance server --url "http://127.0.0.1:$proxy_port$path" --suite all ${WB_CONFORMANCE_ARGS:-} \
+    --expected-failures "$here/expected-failures.yml"
+done

@@ -694,3 +694,48 @@ db_test!(
         assert_eq!(res.status(), 403);
     }
 );
+
+/// The body of the first `curl … /v1/tool-sets … -d '<json>'` in a document of the repository.
+fn documented_set(doc: &str) -> Value {
+    let path = format!("{}/../{doc}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let from = text
+        .find("/v1/tool-sets\"")
+        .unwrap_or_else(|| panic!("{doc} shows a tool set"));
+    let rest = &text[from..];
+    let start = rest.find("-d '").unwrap() + 4;
+    let end = start + rest[start..].find('\'').unwrap();
+    let body: String = rest[start..end].lines().map(str::trim).collect();
+    serde_json::from_str(&body)
+        .unwrap_or_else(|e| panic!("{doc}'s example is not JSON: {e}: {body}"))
+}
+
+db_test!(
+    the_tool_sets_the_docs_show_are_accepted_as_written,
+    |backend| {
+        let app = app!(backend);
+        let (_, key) = admin_with_key(&app).await;
+        for doc in ["README.md", "docs/features.md"] {
+            let body = documented_set(doc);
+            let (status, out) = post(&app, &key, "/v1/tool-sets", body.clone()).await;
+            assert_eq!(status, 201, "{doc}: {out}");
+            let exposed: Vec<String> = body["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    t["name"]
+                        .as_str()
+                        .or(t["tool"].as_str())
+                        .unwrap()
+                        .to_owned()
+                })
+                .collect();
+            assert_eq!(
+                listed(&app, &key, body["slug"].as_str().unwrap()).await,
+                exposed,
+                "{doc}"
+            );
+        }
+    }
+);

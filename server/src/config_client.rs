@@ -24,7 +24,7 @@ pub struct Remote {
 
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
-    /// Print the project's configuration (settings, egress, policies, apps, MCP servers) as
+    /// Print the project's configuration (settings, egress, policies, apps, MCP servers, tool sets) as
     /// YAML on standard output. Secrets appear as vault names only.
     Export {
         #[command(flatten)]

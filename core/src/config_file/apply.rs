@@ -10,6 +10,7 @@ use super::plan::{plan, Change, Step};
 use super::ConfigFile;
 use crate::auth::{Operation, Principal};
 use crate::policy::PolicyInput;
+use crate::toolsets::ToolSetInput;
 use crate::upstream::DeclaredServer;
 use crate::workbench::Workbench;
 use crate::{Error, Result};
@@ -115,6 +116,9 @@ enum Undo {
     ServerRestore(String, Box<DeclaredServer>),
     /// A replaced server: the replacement is deleted and the server registered as it was.
     ServerReplaced(String, Box<DeclaredServer>),
+    ToolSetDelete(String),
+    ToolSetRestore(String, ToolSetInput),
+    ToolSetCreate(ToolSetInput),
 }
 
 async fn run(wb: &Workbench, who: &Principal, step: &Step) -> Result<Undo> {
@@ -191,6 +195,16 @@ async fn run(wb: &Workbench, who: &Principal, step: &Step) -> Result<Undo> {
             wb.upstreams().delete(who, id).await?;
             Undo::Nothing
         }
+        Step::ToolSetCreate(set) => Undo::ToolSetDelete(wb.tool_sets().create(who, set).await?.id),
+        Step::ToolSetUpdate { id, to, from, .. } => {
+            wb.tool_sets().replace(who, id, to).await?;
+            Undo::ToolSetRestore(id.clone(), from.clone())
+        }
+        Step::ToolSetDelete { id, .. } => {
+            let before = wb.tool_sets().get(who, id).await?;
+            wb.tool_sets().delete(who, id).await?;
+            Undo::ToolSetCreate(before.into())
+        }
     })
 }
 
@@ -223,5 +237,10 @@ async fn undo(wb: &Workbench, who: &Principal, u: Undo) -> Result<()> {
             wb.upstreams().update(who, &id, &body(&before)).await?;
             wb.upstreams().apply_reviews(who, &before).await
         }
+        Undo::ToolSetDelete(id) => wb.tool_sets().delete(who, &id).await,
+        Undo::ToolSetRestore(id, before) => {
+            wb.tool_sets().replace(who, &id, &before).await.map(|_| ())
+        }
+        Undo::ToolSetCreate(before) => wb.tool_sets().create(who, &before).await.map(|_| ()),
     }
 }

@@ -1,6 +1,6 @@
 //! A project's configuration as a file kept in git (`workbench config export|apply`,
 //! `GET /v1/config`, `POST /v1/config/apply`): its settings, egress allowlist, policies, custom
-//! apps and MCP servers as YAML, secrets by vault name only. Applying a file checks every entry
+//! apps, MCP servers and tool sets as YAML, secrets by vault name only. Applying a file checks every entry
 //! first and changes nothing unless all pass; this module holds the file's shape, `plan` the
 //! comparison and checks, `apply` the changes in order with their undo.
 
@@ -14,6 +14,7 @@ use crate::auth::{Operation, Principal};
 use crate::integrations::bounded_yaml::{self, Bounds};
 use crate::notify::WebhookConfig;
 use crate::policy::ToolAllowlist;
+use crate::toolsets::ToolSetInput;
 use crate::upstream::DeclaredServer;
 use crate::workbench::Workbench;
 use crate::{Error, Result};
@@ -44,6 +45,9 @@ pub struct ConfigFile {
     pub apps: Option<Vec<Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_servers: Option<Vec<DeclaredServer>>,
+    /// Tool sets, each published at `/mcp/sets/<slug>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_sets: Option<Vec<ToolSetInput>>,
 }
 
 /// Project settings. A setting left out is left alone; `null` sets it to its default.
@@ -114,7 +118,7 @@ impl ConfigFile {
     pub fn from_value(value: Value) -> Result<ConfigFile> {
         if !value.is_object() {
             return Err(Error::invalid(
-                "a configuration file is a mapping with version, settings, egress, policies, apps and mcp_servers",
+                "a configuration file is a mapping with version, settings, egress, policies, apps, mcp_servers and tool_sets",
             ));
         }
         let file: ConfigFile = serde_json::from_value(value).map_err(|e| {
@@ -160,6 +164,13 @@ pub async fn export(wb: &Workbench, who: &Principal) -> Result<ConfigFile> {
     apps.sort_by(|a, b| a.0.cmp(&b.0));
     let mut servers = wb.upstreams().declared(who).await?;
     servers.sort_by(|a, b| a.name().cmp(b.name()));
+    let tool_sets = wb
+        .tool_sets()
+        .list(who)
+        .await?
+        .into_iter()
+        .map(ToolSetInput::from)
+        .collect();
     Ok(ConfigFile {
         version: VERSION,
         settings: Some(Settings {
@@ -171,5 +182,6 @@ pub async fn export(wb: &Workbench, who: &Principal) -> Result<ConfigFile> {
         policies: Some(policies),
         apps: Some(apps.into_iter().map(|(_, v)| v).collect()),
         mcp_servers: Some(servers),
+        tool_sets: Some(tool_sets),
     })
 }

@@ -13,6 +13,7 @@ use crate::integrations::IntegrationDef;
 use crate::notify::WebhookConfig;
 use crate::plugins::MAX_APPS_PER_PROJECT;
 use crate::policy::{Policies, PolicyInput};
+use crate::toolsets::ToolSetInput;
 use crate::upstream::{DeclaredServer, ServerChange, MAX_SERVERS_PER_PROJECT};
 use crate::workbench::Workbench;
 use crate::{Error, Result};
@@ -43,7 +44,7 @@ impl Action {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Change {
     pub action: Action,
-    /// setting, egress, policy, app, mcp_server or mcp_server_review.
+    /// setting, egress, policy, app, mcp_server, mcp_server_review or tool_set.
     pub kind: &'static str,
     pub name: String,
     /// What differs (fields of an update, tools of a review).
@@ -127,6 +128,17 @@ pub(super) enum Step {
         id: String,
         name: String,
     },
+    ToolSetCreate(ToolSetInput),
+    ToolSetUpdate {
+        id: String,
+        to: ToolSetInput,
+        from: ToolSetInput,
+        fields: Vec<String>,
+    },
+    ToolSetDelete {
+        id: String,
+        slug: String,
+    },
 }
 
 impl Step {
@@ -160,6 +172,11 @@ impl Step {
                 c(Action::Update, "mcp_server_review", entry.name(), what)
             }
             Step::ServerDelete { name, .. } => c(Action::Delete, "mcp_server", name, &[]),
+            Step::ToolSetCreate(t) => c(Action::Create, "tool_set", &t.slug, &[]),
+            Step::ToolSetUpdate { to, fields, .. } => {
+                c(Action::Update, "tool_set", &to.slug, fields)
+            }
+            Step::ToolSetDelete { slug, .. } => c(Action::Delete, "tool_set", slug, &[]),
         }
     }
 }
@@ -491,6 +508,89 @@ pub(super) async fn plan(wb: &Workbench, who: &Principal, file: &ConfigFile) -> 
         }
     }
 
+    if let Some(sets) = &file.tool_sets {
+        for slug in duplicates(sets.iter().map(|s| s.slug.as_str())) {
+            problems.push(format!("tool_sets: {slug} is listed twice"));
+        }
+        // Apps and servers the file creates or changes bring tools a set may name: such a set
+        // is checked again when it is made, after them (and the apply is undone if it fails).
+        let catalog_changes = steps.iter().any(|s| {
+            matches!(
+                s,
+                Step::AppCreate { .. }
+                    | Step::AppReplace { .. }
+                    | Step::ServerRegister(_)
+                    | Step::ServerUpdate { .. }
+                    | Step::ServerReplace { .. }
+                    | Step::ServerReviews { .. }
+            )
+        });
+        let have: Vec<ToolSetInput> = current.tool_sets.clone().unwrap_or_default();
+        let ids: BTreeMap<String, String> = wb
+            .tool_sets()
+            .list(who)
+            .await?
+            .into_iter()
+            .map(|s| (s.slug, s.id))
+            .collect();
+        for set in sets {
+            let set = set.normal();
+            let existing = have.iter().find(|h| h.slug == set.slug);
+            if existing == Some(&set) {
+                unchanged += 1;
+                continue;
+            }
+            if let Err(e) = wb.tool_sets().check(who, &set) {
+                if catalog_changes {
+                    notes.push(format!("tool_set {}: checked again after the apps and MCP servers above are applied ({e})", set.slug));
+                } else {
+                    problems.push(format!("tool_set {}: {e}", set.slug));
+                    continue;
+                }
+            }
+            match (existing, ids.get(&set.slug)) {
+                (Some(from), Some(id)) => {
+                    let mut fields = Vec::new();
+                    if from.name != set.name {
+                        fields.push("name".to_owned());
+                    }
+                    if from.description != set.description {
+                        fields.push("description".to_owned());
+                    }
+                    if from.tools != set.tools {
+                        fields.push("tools".to_owned());
+                    }
+                    steps.push(Step::ToolSetUpdate {
+                        id: id.clone(),
+                        to: set.clone(),
+                        from: from.clone(),
+                        fields,
+                    });
+                }
+                _ => steps.push(Step::ToolSetCreate(set.clone())),
+            }
+        }
+        for h in have
+            .iter()
+            .filter(|h| !sets.iter().any(|s| s.slug == h.slug))
+        {
+            let keys = wb.tool_sets().keys_limited_to(who, &h.slug).await?;
+            if !keys.is_empty() {
+                let names: Vec<String> = keys.iter().map(|(id, n)| format!("{n} ({id})")).collect();
+                problems.push(format!(
+                    "tool_set {} is not in the file but keys are limited to it ({}): change or revoke them first, or keep it in the file",
+                    h.slug,
+                    names.join(", ")
+                ));
+            } else if let Some(id) = ids.get(&h.slug) {
+                deletions.push(Step::ToolSetDelete {
+                    id: id.clone(),
+                    slug: h.slug.clone(),
+                });
+            }
+        }
+    }
+
     if !problems.is_empty() {
         let n = problems.len();
         return Err(Error::invalid(format!(
@@ -499,13 +599,15 @@ pub(super) async fn plan(wb: &Workbench, who: &Principal, file: &ConfigFile) -> 
             problems.join("; ")
         )));
     }
-    // Deletions run last, servers first (their tools leave the catalog before apps' names are
-    // freed), policies after the keys' new policies exist.
+    // Deletions run last: tool sets first (before the tools they name go), then servers
+    // (their tools leave the catalog before apps' names are freed), policies after the keys'
+    // new policies exist.
     deletions.sort_by_key(|s| match s {
-        Step::ServerDelete { .. } => 0,
-        Step::AppDelete { .. } => 1,
-        Step::PolicyDelete { .. } => 2,
-        _ => 3,
+        Step::ToolSetDelete { .. } => 0,
+        Step::ServerDelete { .. } => 1,
+        Step::AppDelete { .. } => 2,
+        Step::PolicyDelete { .. } => 3,
+        _ => 4,
     });
     steps.extend(deletions);
     Ok(Plan {

@@ -59,15 +59,53 @@ pub struct ToolSet {
     pub updated_at: String,
 }
 
-/// What an admin sends to create or replace a set.
-#[derive(Debug, Clone, Deserialize)]
+/// What an admin sends to create or replace a set (and a configuration file's entry).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSetInput {
     pub slug: String,
     pub name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     pub tools: Vec<SetEntry>,
+}
+
+impl ToolSetInput {
+    /// The set as it would be stored: names and descriptions trimmed, an empty description
+    /// none (what a stored set reads back as, so a file and a project compare equal).
+    pub fn normal(&self) -> ToolSetInput {
+        let trimmed = |s: &str| s.trim().to_owned();
+        ToolSetInput {
+            slug: self.slug.clone(),
+            name: trimmed(&self.name),
+            description: trimmed(&self.description),
+            tools: self
+                .tools
+                .iter()
+                .map(|e| SetEntry {
+                    tool: e.tool.clone(),
+                    name: e.name.as_deref().map(trimmed),
+                    description: e
+                        .description
+                        .as_deref()
+                        .map(trimmed)
+                        .filter(|d| !d.is_empty()),
+                    fixed: e.fixed.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<ToolSet> for ToolSetInput {
+    fn from(s: ToolSet) -> ToolSetInput {
+        ToolSetInput {
+            slug: s.slug,
+            name: s.name,
+            description: s.description,
+            tools: s.tools,
+        }
+    }
 }
 
 impl ToolSet {
@@ -277,6 +315,32 @@ impl ToolSets {
     /// Checks a set whole against the project's catalog as `who` sees it.
     fn checked(&self, who: &Principal, input: &ToolSetInput) -> Result<check::Checked> {
         check::input(input, &self.engine.snapshot(who))
+    }
+
+    /// Whether `create` or `replace` would take `input` (a configuration file's check).
+    pub fn check(&self, who: &Principal, input: &ToolSetInput) -> Result<()> {
+        who.require(Operation::ToolSetsManage)?;
+        self.checked(who, input).map(|_| ())
+    }
+
+    /// The live keys limited to the set at `slug`: `(id, name)`.
+    pub async fn keys_limited_to(
+        &self,
+        who: &Principal,
+        slug: &str,
+    ) -> Result<Vec<(String, String)>> {
+        Ok(
+            store::tool_sets::limited_keys(self.db.pool(), &who.project_id)
+                .await?
+                .into_iter()
+                .filter(|(_, _, slugs)| {
+                    store::tool_sets::parse_slugs(slugs)
+                        .iter()
+                        .any(|s| s == slug)
+                })
+                .map(|(id, name, _)| (id, name))
+                .collect(),
+        )
     }
 
     pub async fn create(&self, who: &Principal, input: &ToolSetInput) -> Result<ToolSet> {

@@ -33,6 +33,23 @@ pub async fn document() -> Json<Value> {
     let id_param =
         json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } });
     let pattern = json!({ "type": "string", "minLength": 1, "maxLength": 64, "description": "a tool name, or a prefix followed by one trailing '*'" });
+    let tool_set_schema = json!({
+        "type": "object", "required": ["slug", "name", "tools"], "additionalProperties": false,
+        "properties": {
+            "slug": { "type": "string", "pattern": "^[a-z0-9]([a-z0-9-]{0,46}[a-z0-9])?$" },
+            "name": { "type": "string", "minLength": 1, "maxLength": 100 },
+            "description": { "type": "string", "maxLength": 4000 },
+            "tools": { "type": "array", "minItems": 1, "maxItems": 200, "items": {
+                "type": "object", "required": ["tool"], "additionalProperties": false,
+                "properties": {
+                    "tool": { "type": "string", "description": "the catalog tool" },
+                    "name": { "type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$", "description": "the name the set lists it under (default: the catalog name)" },
+                    "description": { "type": "string", "maxLength": 4000 },
+                    "fixed": { "type": "object", "description": "argument values every call through the set gets; hidden from the set's schema" }
+                }
+            } }
+        }
+    });
     let policy_schema = json!({
         "type": "object", "required": ["name", "tool_allowlist"], "additionalProperties": false,
         "properties": {
@@ -212,16 +229,29 @@ pub async fn document() -> Json<Value> {
                 "put": { "summary": "Replace a policy's name, rules and default flag", "parameters": [id_param.clone()], "requestBody": { "required": true, "content": { "application/json": { "schema": policy_schema } } }, "responses": { "200": { "description": "the policy" }, "404": error_response("not_found"), "422": error_response("invalid_request") } },
                 "delete": { "summary": "Delete a policy no live key uses", "parameters": [id_param.clone()], "responses": { "204": { "description": "deleted" }, "404": error_response("not_found"), "409": error_response("conflict (names the keys using it)") } }
             },
+            "/v1/tool-sets": {
+                "get": { "summary": "The project's tool sets with their endpoints (fixed values for admins only)", "responses": { "200": { "description": "{ object: list, data: [ToolSet] }" }, "403": error_response("forbidden") } },
+                "post": {
+                    "summary": "Create a tool set, published at /mcp/sets/{slug} (admin key with no policy attached); checked whole against the project's catalog",
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": tool_set_schema.clone() } } },
+                    "responses": { "201": { "description": "the set: { id: tset_…, object: tool_set, slug, name, description, tools, endpoint, created_at, updated_at }" }, "403": error_response("forbidden"), "409": error_response("conflict (the slug is taken)"), "422": error_response("invalid_request") }
+                }
+            },
+            "/v1/tool-sets/{id}": {
+                "get": { "summary": "One tool set", "parameters": [id_param.clone()], "responses": { "200": { "description": "the set" }, "404": error_response("not_found") } },
+                "put": { "summary": "Replace a set's name, description and tools (its slug stays)", "parameters": [id_param.clone()], "requestBody": { "required": true, "content": { "application/json": { "schema": tool_set_schema } } }, "responses": { "200": { "description": "the set" }, "404": error_response("not_found"), "422": error_response("invalid_request") } },
+                "delete": { "summary": "Delete a set no live key is limited to", "parameters": [id_param.clone()], "responses": { "204": { "description": "deleted" }, "404": error_response("not_found"), "409": error_response("conflict (names the keys limited to it)") } }
+            },
             "/v1/api-keys": {
                 "get": { "summary": "The project's API keys, never their secrets (admin key with no policy attached)", "responses": { "200": { "description": "{ object: list, data: [ApiKey] }" }, "403": error_response("forbidden") } },
                 "post": {
                     "summary": "Create a key for yourself; the secret is in this answer only",
-                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "additionalProperties": false, "properties": { "name": { "type": "string" }, "policy_id": { "type": ["string", "null"] }, "rate_limit_per_minute": { "type": ["integer", "null"], "minimum": 1, "maximum": 100000 } } } } } },
-                    "responses": { "201": { "description": "{ id, object: api_key, name, policy_id, key, created_at }" }, "403": error_response("forbidden"), "422": error_response("invalid_request") }
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "additionalProperties": false, "properties": { "name": { "type": "string" }, "policy_id": { "type": ["string", "null"] }, "rate_limit_per_minute": { "type": ["integer", "null"], "minimum": 1, "maximum": 100000 }, "tool_sets": { "type": ["array", "null"], "items": { "type": "string" }, "minItems": 1, "description": "limit the key to these tool sets' endpoints" } } } } } },
+                    "responses": { "201": { "description": "{ id, object: api_key, name, policy_id, rate_limit_per_minute, tool_sets, key, created_at }" }, "403": error_response("forbidden"), "422": error_response("invalid_request") }
                 }
             },
             "/v1/api-keys/{id}": {
-                "patch": { "summary": "Attach a policy to a key (null detaches) and/or set its rate limit in calls per minute (null lifts it)", "parameters": [id_param.clone()], "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "minProperties": 1, "additionalProperties": false, "properties": { "policy_id": { "type": ["string", "null"] }, "rate_limit_per_minute": { "type": ["integer", "null"], "minimum": 1, "maximum": 100000 } } } } } }, "responses": { "200": { "description": "the key" }, "404": error_response("not_found"), "422": error_response("invalid_request") } },
+                "patch": { "summary": "Attach a policy to a key (null detaches), set its rate limit in calls per minute (null lifts it) and/or limit it to tool sets (null lifts it)", "parameters": [id_param.clone()], "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "minProperties": 1, "additionalProperties": false, "properties": { "policy_id": { "type": ["string", "null"] }, "rate_limit_per_minute": { "type": ["integer", "null"], "minimum": 1, "maximum": 100000 }, "tool_sets": { "type": ["array", "null"], "items": { "type": "string" }, "minItems": 1 } } } } } }, "responses": { "200": { "description": "the key" }, "404": error_response("not_found"), "422": error_response("invalid_request") } },
                 "delete": { "summary": "Revoke a key", "parameters": [id_param.clone()], "responses": { "204": { "description": "revoked" }, "404": error_response("not_found") } }
             },
             "/v1/tools/confirmations": { "get": {
@@ -289,7 +319,7 @@ pub async fn document() -> Json<Value> {
                 "responses": { "204": { "description": "removed" }, "403": error_response("forbidden"), "404": error_response("not_found") }
             }},
             "/v1/config": { "get": {
-                "summary": "The project's configuration as a file (admin key with no policy): settings, egress allowlist, policies, custom apps and MCP servers with their tool reviews; secrets by vault name only",
+                "summary": "The project's configuration as a file (admin key with no policy): settings, egress allowlist, policies, custom apps, MCP servers with their tool reviews, and tool sets; secrets by vault name only",
                 "parameters": [{ "name": "format", "in": "query", "required": false, "schema": { "type": "string", "enum": ["yaml", "json"], "default": "yaml" } }],
                 "responses": { "200": { "description": "the file (application/yaml, or JSON with format=json)" }, "403": error_response("forbidden") }
             }},

@@ -178,6 +178,18 @@ async fn configured(app: &TestApp, key: &str, up: &FakeUpstream) -> String {
     .await;
     assert_eq!(status, 200, "{out}");
     assert_eq!(out["tool_counts"]["pending_review"], 1, "{out}");
+    let (status, out) = send(
+        app,
+        key,
+        reqwest::Method::POST,
+        "/v1/tool-sets",
+        json!({ "slug": "support", "name": "Support", "description": "For the desk.", "tools": [
+            { "tool": "fake.add", "name": "sum", "fixed": { "a": 40 } },
+            { "tool": "orders_echo_message", "description": "Echo through orders." }
+        ] }),
+    )
+    .await;
+    assert_eq!(status, 201, "{out}");
     id
 }
 
@@ -232,6 +244,7 @@ db_test!(
             "+ policy read-only",
             "+ app orders",
             "+ mcp_server fake",
+            "+ tool_set support",
         ] {
             assert!(
                 diff.lines().any(|l| l == line),
@@ -281,8 +294,8 @@ db_test!(
             "applying twice changes nothing: {again}"
         );
         assert_eq!(
-            again["unchanged"], 9,
-            "3 settings, 2 egress rules, 2 policies, 1 app, 1 server: {again}"
+            again["unchanged"], 10,
+            "3 settings, 2 egress rules, 2 policies, 1 app, 1 server, 1 tool set: {again}"
         );
     }
 );
@@ -781,5 +794,95 @@ db_test!(
             .echo_auth_in_errors
             .store(false, std::sync::atomic::Ordering::SeqCst);
         assert_eq!(export_json(&app, &key).await, before, "nothing changed");
+    }
+);
+
+db_test!(
+    tool_sets_in_a_file_are_checked_whole_and_undone_with_the_rest,
+    |backend| {
+        let app = app!(backend, Options::loopback());
+        let (_, key) = admin_with_key(&app).await;
+        let before = export_json(&app, &key).await;
+        // A set naming a tool nobody has, with nothing else changing the catalog: refused.
+        let (status, out) = apply(&app, &key, "version: 1\ntool_sets:\n  - { slug: s, name: S, tools: [{ tool: no_such_tool }] }\n  - { slug: s, name: T, tools: [{ tool: vault_list }] }\n", false).await;
+        assert_eq!(status, 422, "{out}");
+        let message = out["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("tool_sets: s is listed twice"),
+            "{message}"
+        );
+        assert!(message.contains("no_such_tool"), "{message}");
+        assert_eq!(export_json(&app, &key).await, before);
+
+        // An app and a set over a tool the app does not have: checked after the app is made,
+        // refused, and the app is taken out again.
+        let yaml = format!(
+            "version: 1\napps:\n  - {}\ntool_sets:\n  - {{ slug: s, name: S, tools: [{{ tool: orders_nothing }}] }}\n",
+            app_definition("https://orders.example.com")
+        );
+        let (status, out) = apply(&app, &key, &yaml, false).await;
+        assert_eq!(status, 422, "{out}");
+        let message = out["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("+ tool_set s")
+                && message.contains("orders_nothing")
+                && message.contains("undone"),
+            "{message}"
+        );
+        assert_eq!(export_json(&app, &key).await, before, "the app was undone");
+
+        // The same with a tool the app has: made, and listed at its endpoint.
+        let yaml = format!(
+            "version: 1\napps:\n  - {}\ntool_sets:\n  - {{ slug: s, name: S, tools: [{{ tool: orders_echo_message, name: echo }}] }}\n",
+            app_definition("https://orders.example.com")
+        );
+        let (status, out) = apply(&app, &key, &yaml, false).await;
+        assert_eq!(status, 200, "{out}");
+        let (status, sets) = send(
+            &app,
+            &key,
+            reqwest::Method::GET,
+            "/v1/tool-sets",
+            Value::Null,
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            sets["data"][0]["tools"],
+            json!([{ "tool": "orders_echo_message", "name": "echo" }])
+        );
+
+        // A set keys are limited to stays unless they change first.
+        let (status, made) = send(
+            &app,
+            &key,
+            reqwest::Method::POST,
+            "/v1/api-keys",
+            json!({ "name": "desk", "tool_sets": ["s"] }),
+        )
+        .await;
+        assert_eq!(status, 201, "{made}");
+        let (status, out) = apply(&app, &key, "version: 1\ntool_sets: []\n", false).await;
+        assert_eq!(status, 422, "{out}");
+        assert!(
+            out["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("keys are limited to it"),
+            "{out}"
+        );
+        let key_id = made["id"].as_str().unwrap();
+        let (status, _) = send(
+            &app,
+            &key,
+            reqwest::Method::PATCH,
+            &format!("/v1/api-keys/{key_id}"),
+            json!({ "tool_sets": null }),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let (status, out) = apply(&app, &key, "version: 1\ntool_sets: []\n", false).await;
+        assert_eq!(status, 200, "{out}");
+        assert_eq!(out["diff"], "- tool_set s\n");
     }
 );

@@ -40,6 +40,9 @@ pub enum ConsentView {
         /// An admin may choose the policy and a rate limit.
         admin: bool,
         project_name: String,
+        /// The tool set whose endpoint the client asks for (None: `/mcp`).
+        #[serde(default)]
+        tool_set: Option<String>,
     },
     /// The client or its redirect URI cannot be trusted: shown, never redirected.
     Refused { reason: String },

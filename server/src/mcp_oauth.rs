@@ -33,6 +33,10 @@ pub fn routes() -> Router<AppState> {
             get(protected_resource),
         )
         .route(
+            "/.well-known/oauth-protected-resource/mcp/sets/{slug}",
+            get(set_protected_resource),
+        )
+        .route(
             "/.well-known/oauth-authorization-server",
             get(authorization_server),
         )
@@ -48,9 +52,14 @@ pub fn routes() -> Router<AppState> {
 
 /// The value of `WWW-Authenticate` on a 401 from /mcp: where the client learns how to authorize.
 pub fn www_authenticate(state: &AppState, invalid_token: bool) -> HeaderValue {
+    www_authenticate_at(state, "/mcp", invalid_token)
+}
+
+/// The same for the endpoint at `path` (`/mcp` or `/mcp/sets/<slug>`).
+pub fn www_authenticate_at(state: &AppState, path: &str, invalid_token: bool) -> HeaderValue {
     let metadata = state
         .config
-        .public_link("/.well-known/oauth-protected-resource/mcp");
+        .public_link(&format!("/.well-known/oauth-protected-resource{path}"));
     let value = if invalid_token {
         format!("Bearer error=\"invalid_token\", resource_metadata=\"{metadata}\"")
     } else {
@@ -90,7 +99,22 @@ async fn cors(req: Request, next: Next) -> Response {
 }
 
 async fn protected_resource(State(state): State<AppState>) -> Json<Value> {
-    let ctx = state.config.oauth_context();
+    resource_metadata(&state, &state.config.oauth_context())
+}
+
+/// A tool set's endpoint as a protected resource of its own: tokens for it work there only.
+/// Answered for any well-formed slug (which sets exist depends on the caller's project).
+async fn set_protected_resource(
+    State(state): State<AppState>,
+    axum::extract::Path(slug): axum::extract::Path<String>,
+) -> Response {
+    if !workbench_core::toolsets::valid_slug(&slug) {
+        return ApiError::not_found().into_response();
+    }
+    resource_metadata(&state, &state.config.oauth_context().for_set(&slug)).into_response()
+}
+
+fn resource_metadata(state: &AppState, ctx: &workbench_core::oauth::OAuthContext) -> Json<Value> {
     Json(json!({
         "resource": ctx.resource,
         "authorization_servers": [ctx.issuer],

@@ -29,6 +29,8 @@ pub enum Credential {
     ApiKey,
     /// An API key or an MCP OAuth access token issued for `/mcp`.
     ApiKeyOrOAuth,
+    /// An API key or an MCP OAuth access token issued for that tool set's endpoint.
+    ApiKeyOrSetOAuth,
     /// The portal's session cookie.
     Session,
     /// The portal's session cookie on a page a browser navigates to: signed out, it sends the
@@ -72,19 +74,19 @@ pub const DECLARED: &[RouteSpec] = &[
     RouteSpec {
         method: "POST",
         path: "/mcp/sets/{slug}",
-        credential: Credential::ApiKey,
+        credential: Credential::ApiKeyOrSetOAuth,
         op: Operation::ToolSetCall,
     },
     RouteSpec {
         method: "GET",
         path: "/mcp/sets/{slug}",
-        credential: Credential::ApiKey,
+        credential: Credential::ApiKeyOrSetOAuth,
         op: Operation::ToolSetCall,
     },
     RouteSpec {
         method: "DELETE",
         path: "/mcp/sets/{slug}",
-        credential: Credential::ApiKey,
+        credential: Credential::ApiKeyOrSetOAuth,
         op: Operation::ToolSetCall,
     },
     RouteSpec {
@@ -120,6 +122,12 @@ pub const DECLARED: &[RouteSpec] = &[
     RouteSpec {
         method: "GET",
         path: "/.well-known/oauth-protected-resource/mcp",
+        credential: Credential::None,
+        op: Operation::Discovery,
+    },
+    RouteSpec {
+        method: "GET",
+        path: "/.well-known/oauth-protected-resource/mcp/sets/{slug}",
         credential: Credential::None,
         op: Operation::Discovery,
     },
@@ -317,9 +325,12 @@ async fn principal(
 ) -> Result<Option<Principal>, ApiError> {
     match credential {
         Credential::None => Ok(None),
-        Credential::ApiKeyOrOAuth | Credential::ProxyToken | Credential::MetricsToken => Err(
-            ApiError::unauthorized("this credential is not accepted here"),
-        ),
+        Credential::ApiKeyOrOAuth
+        | Credential::ApiKeyOrSetOAuth
+        | Credential::ProxyToken
+        | Credential::MetricsToken => Err(ApiError::unauthorized(
+            "this credential is not accepted here",
+        )),
         Credential::ApiKey => {
             let (mut parts, body) = std::mem::take(req).into_parts();
             let caller =

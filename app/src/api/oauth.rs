@@ -36,7 +36,9 @@ pub async fn oauth_consent(query: AuthorizeQuery) -> Result<ConsentView, AppErro
                 Vec::new()
             };
             let admin = p.allows(workbench_core::auth::Operation::PoliciesManage);
+            let tool_set = context()?.set_of(&c.resource);
             Ok(ConsentView::Ask {
+                tool_set,
                 client_name: c.client_name,
                 client_id: c.client_id,
                 redirect_host: c.redirect_host,

@@ -53,7 +53,11 @@ pub fn OAuthAuthorize() -> impl IntoView {
                     <p class="mt-2 text-sm text-slate-700" data-testid="oauth-refused">{reason}</p>
                     <p class="mt-4 text-xs text-slate-500">"Nothing was shared. Return to the application and try connecting again."</p>
                 }.into_any(),
-                ConsentView::Ask { client_name, client_id, redirect_host, kind, client_uri, policies, admin, project_name } => {
+                ConsentView::Ask { client_name, client_id, redirect_host, kind, client_uri, policies, admin, project_name, tool_set } => {
+                    let reach = match &tool_set {
+                        Some(slug) => format!("act as you on the tool set {slug} (/mcp/sets/{slug}) with your project's policies"),
+                        None => "act as you on /mcp with your project's policies".to_owned(),
+                    };
                     let hidden = {
                         let q = query.read();
                         FIELDS.iter().map(|k| view! { <input type="hidden" name=*k value=q.get(k).unwrap_or_default()/> }).collect_view()
@@ -79,7 +83,7 @@ pub fn OAuthAuthorize() -> impl IntoView {
                         <h1 class="text-lg font-semibold" data-testid="oauth-client-name">{format!("{client_name} wants to use workbench")}</h1>
                         <p class="mt-1 text-xs text-slate-500">{identity}{client_uri.map(|u| format!(" · {u}"))}</p>
                         <div class="mt-4 rounded-md bg-slate-50 p-3 text-sm text-slate-700">
-                            <p>"If you approve, it may "<strong>"act as you on /mcp with your project's policies"</strong>" in "{project_name}": find and run the tools you may use, until you revoke it on the MCP clients page."</p>
+                            <p>"If you approve, it may "<strong data-testid="oauth-reach">{reach}</strong>" in "{project_name}": find and run the tools you may use there, until you revoke it on the MCP clients page."</p>
                             <p class="mt-2">"You will be sent back to "<strong data-testid="oauth-redirect-host">{redirect_host}</strong>"."</p>
                         </div>
                         <ActionForm action=decide attr:class="mt-4">

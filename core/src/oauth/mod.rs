@@ -48,6 +48,35 @@ impl OAuthContext {
             resource: format!("{public}/mcp"),
         }
     }
+
+    /// The same server, protecting a tool set's endpoint, `<public>/mcp/sets/<slug>`.
+    pub fn for_set(&self, slug: &str) -> OAuthContext {
+        OAuthContext {
+            issuer: self.issuer.clone(),
+            resource: format!("{}/sets/{slug}", self.resource),
+        }
+    }
+
+    /// The resource a client names, as tokens are bound to it: this server's `/mcp` or a tool
+    /// set's endpoint under it (with or without a trailing slash); None for anything else.
+    pub fn resource_named(&self, r: &str) -> Option<String> {
+        let r = r.strip_suffix('/').unwrap_or(r);
+        if r == self.resource {
+            return Some(r.to_owned());
+        }
+        let slug = r
+            .strip_prefix(self.resource.as_str())?
+            .strip_prefix("/sets/")?;
+        crate::toolsets::valid_slug(slug).then(|| r.to_owned())
+    }
+
+    /// The tool set a resource of this server is the endpoint of (None: `/mcp` itself).
+    pub fn set_of(&self, resource: &str) -> Option<String> {
+        resource
+            .strip_prefix(self.resource.as_str())?
+            .strip_prefix("/sets/")
+            .map(str::to_owned)
+    }
 }
 
 #[derive(Clone)]
@@ -86,6 +115,8 @@ pub struct Consent {
     /// "registered" (dynamic registration) or "metadata" (a metadata document at client_id).
     pub kind: String,
     pub client_uri: Option<String>,
+    /// What the client gets: `/mcp`, or a tool set's endpoint (its tokens work there only).
+    pub resource: String,
 }
 
 /// A client a person approved, as their portal page lists it.
@@ -213,14 +244,15 @@ impl OAuthServer {
                 "PKCE with code_challenge_method=S256 and a code_challenge is required",
             ));
         }
-        if let Some(r) = p.resource.as_deref() {
-            if !resource_matches(ctx, r) {
-                return Err(fail(
+        let resource = match p.resource.as_deref() {
+            None => ctx.resource.clone(),
+            Some(r) => ctx.resource_named(r).ok_or_else(|| {
+                fail(
                     "invalid_target",
-                    "the resource must be this server's /mcp endpoint",
-                ));
-            }
-        }
+                    "the resource must be this server's /mcp endpoint or a tool set's under it",
+                )
+            })?,
+        };
         if let Some(scope) = p.scope.as_deref() {
             if scope.split(' ').any(|s| !s.is_empty() && s != "mcp") {
                 return Err(fail("invalid_scope", "the only scope is mcp"));
@@ -233,6 +265,7 @@ impl OAuthServer {
             redirect_uri,
             kind: client.kind.clone(),
             client_uri: client.client_uri.clone(),
+            resource,
         })
     }
 
@@ -300,7 +333,7 @@ impl OAuthServer {
             user_id: who.user_id.clone(),
             project_id: who.project_id.clone(),
             policy_id,
-            resource: ctx.resource.clone(),
+            resource: consent.resource.clone(),
             created_at: now,
             last_used_at: None,
             revoked_at: None,
@@ -312,7 +345,7 @@ impl OAuthServer {
             grant_id: grant.id.clone(),
             redirect_uri: consent.redirect_uri.clone(),
             code_challenge: p.code_challenge.clone().unwrap_or_default(),
-            resource: ctx.resource.clone(),
+            resource: consent.resource.clone(),
             expires_at: now + CODE_TTL_MS,
             used_at: None,
         };
@@ -415,7 +448,47 @@ impl OAuthServer {
     }
 }
 
-/// The resource a client names is this server's `/mcp` (with or without a trailing slash).
-fn resource_matches(ctx: &OAuthContext, r: &str) -> bool {
-    r == ctx.resource || r.strip_suffix('/') == Some(ctx.resource.as_str())
+/// The resource a client names at the token endpoint is the one its code or refresh token is
+/// bound to.
+fn resource_matches(ctx: &OAuthContext, r: &str, bound: &str) -> bool {
+    ctx.resource_named(r).as_deref() == Some(bound)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OAuthContext;
+
+    #[test]
+    fn a_resource_is_mcp_or_a_tool_sets_endpoint_under_it() {
+        let ctx = OAuthContext::for_public_url("https://wb.example.com/");
+        let named = |r: &str| ctx.resource_named(r);
+        assert_eq!(
+            named("https://wb.example.com/mcp/").as_deref(),
+            Some("https://wb.example.com/mcp")
+        );
+        assert_eq!(
+            named("https://wb.example.com/mcp/sets/support").as_deref(),
+            Some("https://wb.example.com/mcp/sets/support")
+        );
+        assert_eq!(
+            ctx.for_set("support").resource,
+            "https://wb.example.com/mcp/sets/support"
+        );
+        assert_eq!(
+            ctx.set_of("https://wb.example.com/mcp/sets/support")
+                .as_deref(),
+            Some("support")
+        );
+        assert_eq!(ctx.set_of("https://wb.example.com/mcp"), None);
+        for bad in [
+            "https://wb.example.com/mcpx",
+            "https://wb.example.com/mcp/sets/",
+            "https://wb.example.com/mcp/sets/Bad",
+            "https://wb.example.com/mcp/sets/a/b",
+            "https://evil.example.com/mcp",
+            "https://wb.example.com/mcp/other",
+        ] {
+            assert_eq!(named(bad), None, "{bad}");
+        }
+    }
 }

@@ -143,9 +143,10 @@ impl OAuthServer {
         }
     }
 
+    /// New tokens of a grant, bound to `resource` (the one its code or refresh token was).
     async fn issue(
         &self,
-        ctx: &OAuthContext,
+        resource: &str,
         grant_id: &str,
         family_id: &str,
     ) -> std::result::Result<TokenResponse, TokenError> {
@@ -157,7 +158,7 @@ impl OAuthServer {
             kind: kind.into(),
             grant_id: grant_id.to_owned(),
             family_id: family_id.to_owned(),
-            resource: ctx.resource.clone(),
+            resource: resource.to_owned(),
             created_at: now,
             expires_at: now + ttl * 1000,
             used_at: None,
@@ -262,15 +263,15 @@ impl OAuthServer {
             ));
         }
         if let Some(r) = req.resource.as_deref() {
-            if !resource_matches(ctx, r) || row.resource != ctx.resource {
+            if !resource_matches(ctx, r, &row.resource) {
                 return Err(TokenError::new(
                     400,
                     "invalid_target",
-                    "the resource must be this server's /mcp endpoint",
+                    "the resource must be the one the authorization request named",
                 ));
             }
         }
-        self.issue(ctx, &grant.id, &crate::ids::new_id("ofam"))
+        self.issue(&row.resource, &grant.id, &crate::ids::new_id("ofam"))
             .await
     }
 
@@ -309,11 +310,11 @@ impl OAuthServer {
             ));
         }
         if let Some(r) = req.resource.as_deref() {
-            if !resource_matches(ctx, r) || row.resource != ctx.resource {
+            if !resource_matches(ctx, r, &row.resource) {
                 return Err(TokenError::new(
                     400,
                     "invalid_target",
-                    "the resource must be this server's /mcp endpoint",
+                    "the resource must be the one the refresh token was issued for",
                 ));
             }
         }
@@ -331,7 +332,7 @@ impl OAuthServer {
                 "the refresh token was already used; every token of this sign-in is revoked",
             ));
         }
-        self.issue(ctx, &grant.id, &row.family_id).await
+        self.issue(&row.resource, &grant.id, &row.family_id).await
     }
 
     /// `POST /oauth/revoke` (RFC 7009): revokes the client's own token (a refresh token with its

@@ -421,11 +421,7 @@ impl ToolSets {
         let users: Vec<String> = store::tool_sets::limited_keys(&mut *tx, &who.project_id)
             .await?
             .into_iter()
-            .filter(|(_, _, slugs)| {
-                store::tool_sets::parse_slugs(slugs)
-                    .iter()
-                    .any(|s| *s == existing.slug)
-            })
+            .filter(|(_, _, slugs)| store::tool_sets::parse_slugs(slugs).contains(&existing.slug))
             .map(|(id, name, _)| format!("{name} ({id})"))
             .collect();
         if !users.is_empty() {

@@ -2,7 +2,9 @@
 //! tools directly, under the names, descriptions and schemas the set gives them; `tools/call`
 //! runs one through core's tool sets, which map the name and add the fixed values, then hand it
 //! to the engine's one pipeline. Stateless like `/mcp`, with the same host and origin checks. It
-//! takes API keys: an unknown set, or one the key is not limited to, is 404 before rmcp runs.
+//! takes API keys and MCP OAuth access tokens issued for this endpoint (a set is a protected
+//! resource of its own); an unknown set, or one the key is not limited to, is 404 before rmcp
+//! runs.
 
 use std::sync::Arc;
 
@@ -183,8 +185,9 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .layer(middleware::from_fn_with_state(state.clone(), resolve))
 }
 
-/// An API key first (an MCP OAuth access token is issued for `/mcp` and is refused here), then
-/// the set the path names as that key may use it; nothing reaches rmcp without both.
+/// A credential first (an API key, or an access token issued for this set's endpoint; one for
+/// `/mcp` or another set is refused), then the set the path names as the caller may use it;
+/// nothing reaches rmcp without both. A 401 names the set's protected resource metadata.
 async fn resolve(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let (mut parts, body) = req.into_parts();
     let slug = parts
@@ -193,20 +196,38 @@ async fn resolve(State(state): State<AppState>, req: Request, next: Next) -> Res
         .strip_prefix(PREFIX)
         .unwrap_or_default()
         .to_owned();
-    let token = crate::api_auth::bearer_token(&parts.headers);
-    if token.is_some_and(|t| t.starts_with(workbench_core::oauth::ACCESS_TOKEN_PREFIX)) {
-        return ApiError::from(workbench_core::Error::Unauthorized(
-            "an MCP OAuth access token is issued for /mcp; a tool set's endpoint takes an API key",
-        ))
-        .into_response();
-    }
-    let who = match <ApiCaller as axum::extract::FromRequestParts<AppState>>::from_request_parts(
-        &mut parts, &state,
-    )
-    .await
-    {
-        Ok(ApiCaller(who)) => who,
-        Err(rejection) => return rejection.into_response(),
+    let token = crate::api_auth::bearer_token(&parts.headers).map(str::to_owned);
+    let who = match token.as_deref() {
+        // An access token issued for this set's endpoint (RFC 8707), and for nothing else.
+        Some(t) if t.starts_with(workbench_core::oauth::ACCESS_TOKEN_PREFIX) => state
+            .wb
+            .oauth()
+            .authenticate(&state.config.oauth_context().for_set(&slug), t)
+            .await
+            .map_err(ApiError::from),
+        _ => <ApiCaller as axum::extract::FromRequestParts<AppState>>::from_request_parts(
+            &mut parts, &state,
+        )
+        .await
+        .map(|ApiCaller(who)| who),
+    };
+    let who = match who {
+        Ok(who) => who,
+        Err(rejection) => {
+            let unauthorized = rejection.status == axum::http::StatusCode::UNAUTHORIZED;
+            let mut res = rejection.into_response();
+            if unauthorized && workbench_core::toolsets::valid_slug(&slug) {
+                res.headers_mut().insert(
+                    axum::http::header::WWW_AUTHENTICATE,
+                    crate::mcp_oauth::www_authenticate_at(
+                        &state,
+                        &format!("{PREFIX}{slug}"),
+                        token.is_some(),
+                    ),
+                );
+            }
+            return res;
+        }
     };
     parts.extensions.insert(ApiCaller(who.clone()));
     if let Err(e) = who.require(Operation::ToolSetCall) {

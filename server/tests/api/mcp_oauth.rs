@@ -957,3 +957,173 @@ db_test!(
         assert_eq!(status, 200, "{refreshed}");
     }
 );
+
+db_test!(
+    a_client_authorized_for_a_tool_set_reaches_that_set_and_nothing_else,
+    |backend| {
+        let app = app!(backend);
+        let (_, key) = admin_with_key(&app).await;
+        for (slug, tool) in [("vault", "vault_list"), ("other", "vault_list")] {
+            let res = app
+                .http()
+                .post(app.url("/v1/tool-sets"))
+                .bearer_auth(&key)
+                .json(&json!({ "slug": slug, "name": slug, "tools": [{ "tool": tool }] }))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 201);
+        }
+        let set_url = app.url("/mcp/sets/vault");
+        let set_call = |bearer: String, url: String| {
+            let http = app.http();
+            async move {
+                http.post(url)
+                    .bearer_auth(bearer)
+                    .header("accept", "application/json, text/event-stream")
+                    .json(
+                        &json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {} }),
+                    )
+                    .send()
+                    .await
+                    .unwrap()
+            }
+        };
+
+        // Discovery: the set's own 401 names the set's own resource metadata.
+        let res = app
+            .http()
+            .post(&set_url)
+            .header("accept", "application/json, text/event-stream")
+            .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 401);
+        let metadata = app.url("/.well-known/oauth-protected-resource/mcp/sets/vault");
+        assert_eq!(
+            res.headers()["www-authenticate"].to_str().unwrap(),
+            format!("Bearer resource_metadata=\"{metadata}\"")
+        );
+        let meta: Value = app
+            .http()
+            .get(&metadata)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(meta["resource"], set_url);
+        assert_eq!(meta["authorization_servers"], json!([app.url("")]));
+        let res = app
+            .http()
+            .get(app.url("/.well-known/oauth-protected-resource/mcp/sets/Not%20A%20Slug"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 404);
+
+        // Consent names the set; the code and its tokens are bound to the set's endpoint.
+        let client_id = client(&app).await;
+        let b = signed_in(&app, "ada@example.com").await;
+        let q = authorize_query(&app, &client_id, &[("resource", &set_url)]);
+        let page = b.get(&path_with(&q)).await.text().await.unwrap();
+        assert!(
+            page.contains("act as you on the tool set vault (/mcp/sets/vault)"),
+            "the consent page names the set"
+        );
+        let back = decide(&b, &q, "approve", "").await;
+        let code = query_of(&back)["code"].clone();
+        // Redeeming it for /mcp is refused; for the set, tokens.
+        let mut form = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("redirect_uri", REDIRECT),
+            ("client_id", client_id.as_str()),
+            ("code_verifier", VERIFIER),
+        ];
+        let mcp_url = app.url("/mcp");
+        let mut wrong = form.clone();
+        wrong.push(("resource", mcp_url.as_str()));
+        let (status, out) = token(&app, &wrong).await;
+        assert_eq!(
+            (status, out["error"].as_str()),
+            (400, Some("invalid_target")),
+            "{out}"
+        );
+        // (A code is spent by its first redemption, right or wrong: approve again.)
+        let back = decide(&b, &q, "approve", "").await;
+        let code = query_of(&back)["code"].clone();
+        form[1] = ("code", code.as_str());
+        form.push(("resource", set_url.as_str()));
+        let (status, t) = token(&app, &form).await;
+        assert_eq!(status, 200, "{t}");
+        let access = t["access_token"].as_str().unwrap().to_owned();
+
+        let res = set_call(access.clone(), set_url.clone()).await;
+        assert_eq!(res.status(), 200);
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["result"]["tools"][0]["name"], "vault_list");
+        assert_eq!(mcp_status(&app, &access).await, 401, "not on /mcp");
+        let res = set_call(access.clone(), app.url("/mcp/sets/other")).await;
+        assert_eq!(res.status(), 401, "not on another set");
+        let res = app
+            .http()
+            .get(app.url("/v1/me"))
+            .bearer_auth(&access)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 401, "not on REST");
+
+        // A refresh keeps the binding; asking it for /mcp is refused.
+        let refresh = t["refresh_token"].as_str().unwrap();
+        let (status, out) = token(
+            &app,
+            &[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", refresh),
+                ("client_id", client_id.as_str()),
+                ("resource", mcp_url.as_str()),
+            ],
+        )
+        .await;
+        assert_eq!(
+            (status, out["error"].as_str()),
+            (400, Some("invalid_target")),
+            "{out}"
+        );
+        let (status, again) = token(
+            &app,
+            &[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", refresh),
+                ("client_id", client_id.as_str()),
+            ],
+        )
+        .await;
+        assert_eq!(status, 200, "{again}");
+        let res = set_call(
+            again["access_token"].as_str().unwrap().to_owned(),
+            set_url.clone(),
+        )
+        .await;
+        assert_eq!(res.status(), 200);
+
+        // A token for /mcp is refused at the set's endpoint.
+        let grant = authorized(&app, &b, &client_id).await;
+        let res = set_call(
+            grant["access_token"].as_str().unwrap().to_owned(),
+            set_url.clone(),
+        )
+        .await;
+        assert_eq!(res.status(), 401);
+
+        // A resource that is no endpoint of this server is refused at authorization.
+        let bad = app.url("/mcp/sets/Bad Slug");
+        let q = authorize_query(&app, &client_id, &[("resource", &bad)]);
+        let back = decide(&b, &q, "approve", "").await;
+        assert_eq!(query_of(&back)["error"], "invalid_target", "{back}");
+    }
+);

@@ -265,6 +265,11 @@ fn presents(kind: Kind, credential: Credential) -> bool {
             kind,
             MemberKey | AdminKey | LimitedAdminKey | SetLimitedAdminKey | OtherProjectAdminKey
         ),
+        // The grant's token is issued for /mcp: a set's endpoint refuses it like any stranger's.
+        Credential::ApiKeyOrSetOAuth => matches!(
+            kind,
+            MemberKey | AdminKey | LimitedAdminKey | SetLimitedAdminKey | OtherProjectAdminKey
+        ),
         Credential::ApiKeyOrOAuth => matches!(
             kind,
             MemberKey

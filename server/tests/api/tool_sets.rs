@@ -309,7 +309,7 @@ db_test!(
         )
         .await;
         assert_eq!(status, 422, "{out}");
-        assert_eq!(out.to_string().contains("key_"), false, "{out}");
+        assert!(!out.to_string().contains("key_"), "{out}");
         let after = get(&app, &key, "/v1/api-keys").await.1["data"]
             .as_array()
             .unwrap()
@@ -520,7 +520,7 @@ db_test!(policy_and_confirmation_apply_on_set_endpoints, |backend| {
 });
 
 db_test!(
-    an_oauth_access_token_is_not_taken_at_a_set_endpoint,
+    a_made_up_token_or_key_is_refused_at_a_set_endpoint,
     |backend| {
         let app = app!(backend, Options::loopback());
         let (_, key) = admin_with_key(&app).await;

@@ -34,6 +34,7 @@ export default defineConfig({
     { name: "governance", testMatch: /governance\.spec\.ts/, dependencies: ["connect"] },
     { name: "mcp-oauth", testMatch: /mcp_oauth\.spec\.ts/, dependencies: ["governance"] },
     { name: "upstream-sign-in", testMatch: /upstream_sign_in\.spec\.ts/, dependencies: ["mcp-oauth"] },
+    { name: "tool-sets", testMatch: /tool_sets\.spec\.ts/, dependencies: ["upstream-sign-in"] },
   ],
   use: {
     baseURL,

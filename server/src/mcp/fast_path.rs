@@ -11,11 +11,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ServerJsonRpcMessage, ServerResult};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientJsonRpcMessage, ClientRequest, RequestId,
+    ServerJsonRpcMessage, ServerResult,
+};
 use tracing::Instrument;
+use workbench_core::auth::Principal;
 
 use super::{McpHandler, MAX_REQUEST_BYTES};
 use crate::api_auth::ApiCaller;
@@ -93,54 +98,60 @@ fn plain_headers(headers: &HeaderMap, allowed_hosts: &[String]) -> bool {
     has("application/json") && has("text/event-stream")
 }
 
-/// Answers a plain stateless `tools/call` itself; hands everything else to rmcp.
-pub async fn tools_call(State(state): State<AppState>, req: Request, next: Next) -> Response {
+/// What a request to an MCP endpoint is, for this path.
+pub(super) enum Plain {
+    /// A plain stateless `tools/call` of an authenticated caller: its id, the call, the caller
+    /// and the request's parts (whatever else the endpoint's middleware put there).
+    Call(RequestId, CallToolRequestParams, Principal, Parts),
+    /// Anything else, whole again, for rmcp.
+    Other(Request),
+    /// The body broke off: nothing can be answered, by rmcp or here.
+    Broken,
+}
+
+/// Reads a POST to the endpoint at `path` when it is one this path may answer (its caller
+/// authenticated already).
+pub(super) async fn plain(state: &AppState, req: Request, path: &str) -> Plain {
     let length = req
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
     let eligible = req.method() == Method::POST
-        && req.uri().path() == "/mcp"
+        && req.uri().path() == path
         && req.uri().query().is_none()
         && length.is_some_and(|n| n > 0 && n <= MAX_REQUEST_BYTES)
         && plain_headers(req.headers(), &state.config.allowed_hosts);
-    if !eligible {
-        return next.run(req).await;
-    }
+    let who = match req.extensions().get::<ApiCaller>() {
+        Some(ApiCaller(who)) if eligible => who.clone(),
+        _ => return Plain::Other(req),
+    };
     let (parts, body) = req.into_parts();
     let bytes: Bytes = match axum::body::to_bytes(body, MAX_REQUEST_BYTES).await {
         Ok(b) => b,
-        // The body broke off: nothing can be answered, by rmcp or here.
-        Err(_) => return axum::http::StatusCode::BAD_REQUEST.into_response(),
+        Err(_) => return Plain::Broken,
     };
-    let call = match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+    match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
         Ok(ClientJsonRpcMessage::Request(r)) => match r.request {
             ClientRequest::CallToolRequest(c)
                 if c.params.meta.is_none()
                     && c.params.input_responses.is_none()
                     && c.params.request_state.is_none() =>
             {
-                Some((r.id, c.params))
+                Plain::Call(r.id, c.params, who, parts)
             }
-            _ => None,
+            _ => Plain::Other(Request::from_parts(parts, Body::from(bytes))),
         },
-        _ => None,
-    };
-    let (Some((id, params)), Some(ApiCaller(who))) =
-        (call, parts.extensions.get::<ApiCaller>().cloned())
-    else {
-        return next
-            .run(Request::from_parts(parts, Body::from(bytes)))
-            .await;
-    };
-    let handler = McpHandler {
-        wb: state.wb.clone(),
-        config: state.config.clone(),
-    };
-    // Its own task, as under rmcp: a client that hangs up does not cut a call off half-way.
-    let answer = tokio::spawn(
-        async move { handler.call(&who, params).await }.instrument(tracing::Span::current()),
-    );
+        _ => Plain::Other(Request::from_parts(parts, Body::from(bytes))),
+    }
+}
+
+/// Runs `call` in its own task (as under rmcp: a client that hangs up does not cut a call off
+/// half-way) and answers with its result as rmcp would shape it.
+pub(super) async fn answer(
+    id: RequestId,
+    call: impl std::future::Future<Output = CallToolResult> + Send + 'static,
+) -> Response {
+    let answer = tokio::spawn(call.instrument(tracing::Span::current()));
     let mut result: ServerResult = match answer.await {
         Ok(r) => r.into(),
         Err(_) => return axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response(),
@@ -154,4 +165,18 @@ pub async fn tools_call(State(state): State<AppState>, req: Request, next: Next)
         }
         Err(_) => axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
+}
+
+/// Answers a plain stateless `tools/call` to `/mcp` itself; hands everything else to rmcp.
+pub async fn tools_call(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let (id, params, who) = match plain(&state, req, "/mcp").await {
+        Plain::Call(id, params, who, _) => (id, params, who),
+        Plain::Other(req) => return next.run(req).await,
+        Plain::Broken => return axum::http::StatusCode::BAD_REQUEST.into_response(),
+    };
+    let handler = McpHandler {
+        wb: state.wb.clone(),
+        config: state.config.clone(),
+    };
+    answer(id, async move { handler.call(&who, params).await }).await
 }

@@ -182,7 +182,28 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     );
     Router::new()
         .route_service("/mcp/sets/{slug}", service)
+        .layer(middleware::from_fn_with_state(state.clone(), tools_call))
         .layer(middleware::from_fn_with_state(state.clone(), resolve))
+}
+
+/// A plain stateless `tools/call` answered in the request's own task, as on `/mcp`
+/// (`fast_path.rs`); everything else goes to rmcp.
+async fn tools_call(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_owned();
+    match super::fast_path::plain(&state, req, &path).await {
+        super::fast_path::Plain::Call(id, params, who, parts) => {
+            let Some(SetEndpoint(set)) = parts.extensions.get::<SetEndpoint>().cloned() else {
+                return axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response();
+            };
+            let handler = SetHandler {
+                wb: state.wb.clone(),
+            };
+            super::fast_path::answer(id, async move { handler.call(&who, &set, params).await })
+                .await
+        }
+        super::fast_path::Plain::Other(req) => next.run(req).await,
+        super::fast_path::Plain::Broken => axum::http::StatusCode::BAD_REQUEST.into_response(),
+    }
 }
 
 /// A credential first (an API key, or an access token issued for this set's endpoint; one for

@@ -739,3 +739,73 @@ db_test!(
         }
     }
 );
+
+db_test!(
+    a_sets_fast_path_answers_tools_call_exactly_as_rmcp_does,
+    |backend| {
+        let app = app!(backend);
+        let (_, key) = admin_with_key(&app).await;
+        let (status, out) = post(&app, &key, "/v1/tool-sets", json!({ "slug": "store", "name": "Store", "tools": [{ "tool": "storage.get", "name": "read" }, { "tool": "storage.put", "fixed": { "content_type": "text/plain" } }] })).await;
+        assert_eq!(status, 201, "{out}");
+        // With an Origin header a request goes through rmcp; without one, the fast path answers.
+        let origin = app.base.clone();
+        let send = |body: Value, origin: Option<String>| {
+            let mut req = app
+                .http()
+                .post(app.url("/mcp/sets/store"))
+                .bearer_auth(&key)
+                .header("accept", "application/json, text/event-stream")
+                .json(&body);
+            if let Some(o) = origin {
+                req = req.header("origin", o);
+            }
+            async move {
+                let res = req.send().await.unwrap();
+                (res.status().as_u16(), res.json::<Value>().await.unwrap())
+            }
+        };
+        let call = |id: i64, name: &str, args: Value| json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": name, "arguments": args } });
+        let cases = [
+            call(1, "read", json!({ "key": "missing.txt" })),
+            call(2, "read", json!({ "key": 5 })),
+            call(
+                3,
+                "storage.put",
+                json!({ "key": "a.txt", "content": "x", "content_type": "text/html" }),
+            ),
+            call(4, "nope", json!({})),
+        ];
+        for body in cases {
+            let before = workbench_server::mcp::fast_path_answered();
+            let fast = send(body.clone(), None).await;
+            assert!(
+                workbench_server::mcp::fast_path_answered() > before,
+                "{body} was not answered by the fast path"
+            );
+            let slow = send(body.clone(), Some(origin.clone())).await;
+            assert_eq!(fast, slow, "{body}");
+            assert_eq!(fast.0, 200);
+            assert_eq!(
+                fast.1["result"]["isError"], true,
+                "{body}: each case is refused: {}",
+                fast.1
+            );
+        }
+        // A call that runs: the same through both, and the fixed value is what was stored.
+        let fast = send(
+            call(
+                5,
+                "storage.put",
+                json!({ "key": "b.txt", "content": "hello" }),
+            ),
+            None,
+        )
+        .await;
+        assert_eq!(fast.1["result"]["isError"], false, "{}", fast.1);
+        let (out, is_error) =
+            set_call(&app, &key, "store", "read", json!({ "key": "b.txt" })).await;
+        assert!(!is_error, "{out}");
+        assert_eq!(out["content"], "hello");
+        assert_eq!(out["content_type"], "text/plain", "{out}");
+    }
+);

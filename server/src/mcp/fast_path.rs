@@ -98,11 +98,20 @@ fn plain_headers(headers: &HeaderMap, allowed_hosts: &[String]) -> bool {
     has("application/json") && has("text/event-stream")
 }
 
-/// What a request to an MCP endpoint is, for this path.
+/// A plain stateless `tools/call` of an authenticated caller.
+pub(super) struct PlainCall {
+    pub id: RequestId,
+    pub params: CallToolRequestParams,
+    pub who: Principal,
+    /// The request's parts: whatever else the endpoint's middleware put there.
+    pub parts: Parts,
+}
+
+/// What a request to an MCP endpoint is, for this path. (One per request, moved once: its
+/// variants' sizes matter less than not allocating on the hot path.)
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Plain {
-    /// A plain stateless `tools/call` of an authenticated caller: its id, the call, the caller
-    /// and the request's parts (whatever else the endpoint's middleware put there).
-    Call(RequestId, CallToolRequestParams, Principal, Parts),
+    Call(PlainCall),
     /// Anything else, whole again, for rmcp.
     Other(Request),
     /// The body broke off: nothing can be answered, by rmcp or here.
@@ -137,7 +146,12 @@ pub(super) async fn plain(state: &AppState, req: Request, path: &str) -> Plain {
                     && c.params.input_responses.is_none()
                     && c.params.request_state.is_none() =>
             {
-                Plain::Call(r.id, c.params, who, parts)
+                Plain::Call(PlainCall {
+                    id: r.id,
+                    params: c.params,
+                    who,
+                    parts,
+                })
             }
             _ => Plain::Other(Request::from_parts(parts, Body::from(bytes))),
         },
@@ -169,8 +183,10 @@ pub(super) async fn answer(
 
 /// Answers a plain stateless `tools/call` to `/mcp` itself; hands everything else to rmcp.
 pub async fn tools_call(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let (id, params, who) = match plain(&state, req, "/mcp").await {
-        Plain::Call(id, params, who, _) => (id, params, who),
+    let PlainCall {
+        id, params, who, ..
+    } = match plain(&state, req, "/mcp").await {
+        Plain::Call(c) => c,
         Plain::Other(req) => return next.run(req).await,
         Plain::Broken => return axum::http::StatusCode::BAD_REQUEST.into_response(),
     };

@@ -191,7 +191,13 @@ pub fn routes(state: &AppState) -> Router<AppState> {
 async fn tools_call(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let path = req.uri().path().to_owned();
     match super::fast_path::plain(&state, req, &path).await {
-        super::fast_path::Plain::Call(id, params, who, parts) => {
+        super::fast_path::Plain::Call(c) => {
+            let super::fast_path::PlainCall {
+                id,
+                params,
+                who,
+                parts,
+            } = c;
             let Some(SetEndpoint(set)) = parts.extensions.get::<SetEndpoint>().cloned() else {
                 return axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response();
             };

@@ -489,6 +489,17 @@ pub(super) async fn plan(wb: &Workbench, who: &Principal, file: &ConfigFile) -> 
                     Some(s) => format!("{t} side_effects {}", s.as_str()),
                     None => format!("{t} side_effects as annotated"),
                 }));
+                what.extend(reviews.text.iter().flat_map(|(t, o)| {
+                    let name = o.name.as_ref().map(|n| match n {
+                        Some(n) => format!("{t} named {n}"),
+                        None => format!("{t} named as upstream"),
+                    });
+                    let description = o.description.as_ref().map(|d| match d {
+                        Some(_) => format!("{t} description"),
+                        None => format!("{t} description as upstream"),
+                    });
+                    name.into_iter().chain(description)
+                }));
                 steps.push(Step::ServerReviews {
                     entry: Box::new(entry.clone()),
                     what,

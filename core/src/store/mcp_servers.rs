@@ -51,10 +51,15 @@ pub struct ToolRow {
     pub updated_at: i64,
     /// The annotations as an admin last approved them (JSON).
     pub approved_annotations: Option<String>,
+    /// An admin's project-wide name for the tool (after the server's prefix).
+    pub name_override: Option<String>,
+    /// An admin's project-wide description of the tool.
+    pub description_override: Option<String>,
 }
 
 const TOOL_COLUMNS: &str = "server_id, name, description, input_schema, output_schema, annotations, side_effects_override, \
-    status, fingerprint, approved_fingerprint, approved_description, approved_input_schema, updated_at, approved_annotations";
+    status, fingerprint, approved_fingerprint, approved_description, approved_input_schema, updated_at, approved_annotations, \
+    name_override, description_override";
 
 /// Which server owns an exposed catalog name (`<tool_prefix><tool>`) of a project.
 #[derive(Debug, Clone, PartialEq, Eq, FromRow)]
@@ -190,12 +195,13 @@ pub async fn list_tools<'e>(ex: impl Exec<'e>, server_id: &str) -> Result<Vec<To
 /// Inserts or replaces one tool row.
 pub async fn upsert_tool<'e>(ex: impl Exec<'e>, r: &ToolRow) -> Result<()> {
     sqlx::query(&format!(
-        "INSERT INTO mcp_server_tools ({TOOL_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+        "INSERT INTO mcp_server_tools ({TOOL_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
          ON CONFLICT (server_id, name) DO UPDATE SET description = excluded.description, input_schema = excluded.input_schema, \
          output_schema = excluded.output_schema, annotations = excluded.annotations, side_effects_override = excluded.side_effects_override, \
          status = excluded.status, fingerprint = excluded.fingerprint, approved_fingerprint = excluded.approved_fingerprint, \
          approved_description = excluded.approved_description, approved_input_schema = excluded.approved_input_schema, \
-         updated_at = excluded.updated_at, approved_annotations = excluded.approved_annotations"
+         updated_at = excluded.updated_at, approved_annotations = excluded.approved_annotations, \
+         name_override = excluded.name_override, description_override = excluded.description_override"
     ))
     .bind(&r.server_id)
     .bind(&r.name)
@@ -211,6 +217,8 @@ pub async fn upsert_tool<'e>(ex: impl Exec<'e>, r: &ToolRow) -> Result<()> {
     .bind(&r.approved_input_schema)
     .bind(r.updated_at)
     .bind(&r.approved_annotations)
+    .bind(&r.name_override)
+    .bind(&r.description_override)
     .execute(ex)
     .await?;
     Ok(())
@@ -224,6 +232,16 @@ pub async fn name_owners<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<Vec<
     .bind(project_id)
     .fetch_all(ex)
     .await?)
+}
+
+/// Gives up the names a server's tool owns (before it takes another: an admin renamed it).
+pub async fn release_names<'e>(ex: impl Exec<'e>, server_id: &str, tool: &str) -> Result<()> {
+    sqlx::query("DELETE FROM mcp_tool_names WHERE server_id = $1 AND tool = $2")
+        .bind(server_id)
+        .bind(tool)
+        .execute(ex)
+        .await?;
+    Ok(())
 }
 
 /// Claims a catalog name for a server's tool unless some server owns it already; true when

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::live::AuthConfig;
+use super::TextOverrides;
 use super::{
     approve, launch_of, retire, stdio, Registration, ServerView, Upstreams,
     DEFAULT_MAX_CONCURRENCY, DEFAULT_TIMEOUT_MS,
@@ -28,6 +29,12 @@ pub struct DeclaredServer {
     /// Side-effect overrides an admin set, by the tool's upstream name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub side_effects: BTreeMap<String, SideEffects>,
+    /// Project-wide names an admin gave tools (after the server's prefix), by upstream name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tool_names: BTreeMap<String, String>,
+    /// Project-wide descriptions an admin gave tools, by upstream name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tool_descriptions: BTreeMap<String, String>,
     /// The reviewed tools: upstream name → fingerprint of what an admin approved. A tool whose
     /// upstream text has another fingerprint now is held for review. Absent: whatever the
     /// server lists when it is registered is approved, as registering it by hand does.
@@ -67,11 +74,13 @@ pub struct ReviewChange {
     pub stale: Vec<String>,
     /// Side-effect overrides to set (`None` clears one).
     pub side_effects: Vec<(String, Option<SideEffects>)>,
+    /// Names and descriptions to set or clear, by upstream name.
+    pub text: Vec<(String, TextOverrides)>,
 }
 
 impl ReviewChange {
     pub fn is_empty(&self) -> bool {
-        self.approve.is_empty() && self.side_effects.is_empty()
+        self.approve.is_empty() && self.side_effects.is_empty() && self.text.is_empty()
     }
 }
 
@@ -187,6 +196,14 @@ impl Upstreams {
                         Some((t.name.clone(), o.parse().ok()?))
                     })
                     .collect(),
+                tool_names: tools
+                    .iter()
+                    .filter_map(|t| Some((t.name.clone(), t.name_override.clone()?)))
+                    .collect(),
+                tool_descriptions: tools
+                    .iter()
+                    .filter_map(|t| Some((t.name.clone(), t.description_override.clone()?)))
+                    .collect(),
                 approved_tools: Some(
                     tools
                         .iter()
@@ -275,6 +292,17 @@ impl Upstreams {
             if now != want {
                 change.side_effects.push((t.name.clone(), want));
             }
+            let (name, description) = (
+                entry.tool_names.get(&t.name).cloned(),
+                entry.tool_descriptions.get(&t.name).cloned(),
+            );
+            let text = TextOverrides {
+                name: (name != t.name_override).then_some(name),
+                description: (description != t.description_override).then_some(description),
+            };
+            if text.name.is_some() || text.description.is_some() {
+                change.text.push((t.name.clone(), text));
+            }
         }
         Ok(change)
     }
@@ -328,6 +356,9 @@ impl Upstreams {
         for (tool, side_effects) in &change.side_effects {
             self.set_side_effects(admin, &id, tool, *side_effects)
                 .await?;
+        }
+        for (tool, text) in change.text {
+            self.set_text(admin, &id, &tool, text).await?;
         }
         Ok(())
     }

@@ -13,9 +13,12 @@ mod declared;
 pub mod discovery;
 mod handler;
 mod live;
+mod overrides;
 mod sign_in;
 mod sse;
 pub mod stdio;
+
+pub use overrides::TextOverrides;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -213,6 +216,13 @@ pub struct Changes {
 pub struct ToolView {
     pub name: String,
     pub catalog_name: String,
+    /// An admin's project-wide name for the tool (after the server's prefix).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name_override: Option<String>,
+    /// An admin's project-wide description, shown instead of the upstream's (`description`
+    /// stays the upstream's own text, which the review compares).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description_override: Option<String>,
     pub status: ToolState,
     pub side_effects: SideEffects,
     pub side_effects_overridden: bool,
@@ -318,21 +328,29 @@ fn upgrade_fingerprint(row: &mut ToolRow) {
     row.fingerprint = current;
 }
 
-/// A tool's catalog name: the server's prefix and the upstream name.
-fn catalog_name(server: &ServerRow, tool: &str) -> String {
-    format!("{}{}", server.tool_prefix, tool)
+/// A tool's catalog name: the server's prefix and the upstream name, or the name an admin gave
+/// it project-wide (`overrides.rs`).
+fn catalog_name(server: &ServerRow, tool: &ToolRow) -> String {
+    format!("{}{}", server.tool_prefix, exposed(tool))
+}
+
+/// The name a tool shows under after the server's prefix: an admin's rename, else the
+/// upstream's own.
+fn exposed(tool: &ToolRow) -> &str {
+    tool.name_override.as_deref().unwrap_or(&tool.name)
 }
 
 /// The upstream name of `server`'s tool named `name` as the upstream names it or as the
-/// catalog shows it (with the server's prefix); the upstream name wins when both match.
+/// catalog shows it (with the server's prefix, and an admin's rename); the upstream name wins
+/// when both match.
 fn upstream_name(server: &ServerRow, tools: &[ToolRow], name: &str) -> Option<String> {
-    let known = |n: &str| tools.iter().any(|t| t.name == n);
-    if known(name) {
+    if tools.iter().any(|t| t.name == name) {
         return Some(name.to_owned());
     }
-    name.strip_prefix(server.tool_prefix.as_str())
-        .filter(|n| known(n))
-        .map(str::to_owned)
+    tools
+        .iter()
+        .find(|t| catalog_name(server, t) == name)
+        .map(|t| t.name.clone())
 }
 
 /// Who owns each upstream tool name of a project, by catalog name.
@@ -343,10 +361,10 @@ fn owners_of(rows: Vec<NameOwner>) -> Owners {
 }
 
 /// The owner of the name `server`'s tool `tool` would take, when that is another tool.
-fn taken_by<'a>(owners: &'a Owners, server: &ServerRow, tool: &str) -> Option<&'a NameOwner> {
+fn taken_by<'a>(owners: &'a Owners, server: &ServerRow, tool: &ToolRow) -> Option<&'a NameOwner> {
     owners
         .get(&catalog_name(server, tool))
-        .filter(|o| o.server_id != server.id || o.tool != tool)
+        .filter(|o| o.server_id != server.id || o.tool != tool.name)
 }
 
 /// What a tool whose name another server owns collides with. `servers` names the project's
@@ -437,6 +455,8 @@ fn row_of(server_id: &str, t: &Value, now: i64) -> Option<ToolRow> {
         output_schema,
         annotations,
         side_effects_override: None,
+        name_override: None,
+        description_override: None,
         status: ToolState::Available,
         fingerprint: fp,
         approved_fingerprint: None,
@@ -494,8 +514,7 @@ fn build_tool(
     server: &ServerRow,
     row: &ToolRow,
 ) -> std::result::Result<Tool, String> {
-    let name = ToolName::parse(&format!("{}{}", server.tool_prefix, row.name))
-        .map_err(|e| e.to_string())?;
+    let name = ToolName::parse(&catalog_name(server, row)).map_err(|e| e.to_string())?;
     if !approved_as_is(row) {
         return held_tool(live, server, row, name);
     }
@@ -510,7 +529,10 @@ fn build_tool(
         name,
         source: ToolSource::Mcp(server.id.clone()),
         integration: server.name.clone(),
-        description: row.description.clone(),
+        description: row
+            .description_override
+            .clone()
+            .unwrap_or_else(|| row.description.clone()),
         input_schema,
         output_schema,
         side_effects,
@@ -561,7 +583,12 @@ fn held_tool(
         name: name.clone(),
         source: ToolSource::Mcp(server.id.clone()),
         integration: server.name.clone(),
-        description: row.approved_description.clone().unwrap_or_default(),
+        // An admin's own description is what they reviewed; else the approved one, or none.
+        description: row
+            .description_override
+            .clone()
+            .or_else(|| row.approved_description.clone())
+            .unwrap_or_default(),
         input_schema,
         output_schema: None,
         side_effects,
@@ -1247,15 +1274,15 @@ impl Upstreams {
         let mut counts = ToolCounts::default();
         let mut shown = Vec::with_capacity(tools.len());
         for t in &tools {
-            let taken = taken_by(&owners, row, &t.name).is_some()
-                || other_source(&snapshot, &catalog_name(row, &t.name)).is_some();
+            let taken = taken_by(&owners, row, t).is_some()
+                || other_source(&snapshot, &catalog_name(row, t)).is_some();
             let status = shown_status(t, taken);
             match status {
                 ToolState::Available => counts.available += 1,
                 ToolState::Unavailable => counts.unavailable += 1,
                 ToolState::PendingReview => counts.pending_review += 1,
             }
-            shown.push((catalog_name(row, &t.name), status));
+            shown.push((catalog_name(row, t), status));
         }
         let auth: AuthConfig = serde_json::from_str(&row.auth).unwrap_or(AuthConfig::None);
         let breaker = breaker_note(live.as_ref(), self.now());
@@ -1347,8 +1374,8 @@ impl Upstreams {
         Ok(tools
             .iter()
             .filter_map(|t| {
-                let name = catalog_name(&row, &t.name);
-                let collision = match taken_by(&owners, &row, &t.name) {
+                let name = catalog_name(&row, t);
+                let collision = match taken_by(&owners, &row, t) {
                     Some(owner) => Some(format!("{}; held while that server has it", collision_with(owner, &servers))),
                     None => other_source(&snapshot, &name).map(|source| format!("collides with the tool {name} from {source}; held while this project has it")),
                 };
@@ -1360,6 +1387,8 @@ impl Upstreams {
                 Some(ToolView {
                     name: t.name.clone(),
                     catalog_name: name,
+                    name_override: t.name_override.clone(),
+                    description_override: t.description_override.clone(),
                     status,
                     side_effects: side_effects_of(t),
                     side_effects_overridden: t.side_effects_override.is_some(),
@@ -1428,7 +1457,11 @@ impl Upstreams {
             let Some(mut fresh) = row_of(&row.id, t, now) else {
                 continue;
             };
-            let taken = taken_by(&owners, row, &fresh.name).is_some();
+            if let Some(old) = by_name.get(&fresh.name) {
+                fresh.name_override = old.name_override.clone();
+                fresh.description_override = old.description_override.clone();
+            }
+            let taken = taken_by(&owners, row, &fresh).is_some();
             let is_new = match by_name.remove(&fresh.name) {
                 Some(mut old) => {
                     upgrade_fingerprint(&mut old);
@@ -1463,7 +1496,7 @@ impl Upstreams {
             };
             // An approved tool whose name nobody owns takes it now; a new one that loses the
             // name to a claim made meanwhile is held like any colliding tool.
-            let name = catalog_name(row, &fresh.name);
+            let name = catalog_name(row, &fresh);
             if fresh.status == ToolState::Available
                 && !owners.contains_key(&name)
                 && ToolName::parse(&name).is_ok()
@@ -1525,7 +1558,11 @@ impl Upstreams {
         let owners = owners_of(store::mcp_servers::name_owners(&mut *tx, &row.project_id).await?);
         let snapshot = self.catalog.snapshot(&row.project_id);
         for tool in &tools {
-            if let Some(owner) = taken_by(&owners, &row, tool) {
+            let t = existing
+                .iter()
+                .find(|t| &t.name == tool)
+                .ok_or(Error::NotFound)?;
+            if let Some(owner) = taken_by(&owners, &row, t) {
                 let servers: HashMap<String, String> =
                     store::mcp_servers::list_servers(&mut *tx, &row.project_id)
                         .await?
@@ -1537,7 +1574,7 @@ impl Upstreams {
                     collision_with(owner, &servers)
                 )));
             }
-            let name = catalog_name(&row, tool);
+            let name = catalog_name(&row, t);
             if let Some(source) = other_source(&snapshot, &name) {
                 return Err(Error::Conflict(format!(
                     "{tool} cannot be approved: it collides with the tool {name} from {source}"
@@ -1551,7 +1588,7 @@ impl Upstreams {
             approve(&mut t);
             t.updated_at = now;
             store::mcp_servers::upsert_tool(&mut *tx, &t).await?;
-            let name = catalog_name(&row, &t.name);
+            let name = catalog_name(&row, &t);
             if !owners.contains_key(&name) && ToolName::parse(&name).is_ok() {
                 let claim = NameOwner {
                     name,
@@ -1649,7 +1686,7 @@ impl Upstreams {
             for row in rows {
                 // A tool held for review stays listed (unavailable, with why) under a name it
                 // owns or nobody owns yet; one whose name another tool has is that tool's.
-                let owner = owners.get(&catalog_name(server, &row.name));
+                let owner = owners.get(&catalog_name(server, &row));
                 let own = owner.is_some_and(|o| o.server_id == server.id && o.tool == row.name);
                 let held = row.status == ToolState::PendingReview;
                 let listed = own || (held && owner.is_none());
@@ -1708,7 +1745,7 @@ impl Upstreams {
         let mut claimed = false;
         for (server, rows) in servers.iter().zip(rows) {
             for row in rows.iter().filter(|r| r.status != ToolState::PendingReview) {
-                let name = catalog_name(server, &row.name);
+                let name = catalog_name(server, row);
                 if owners.contains_key(&name) || ToolName::parse(&name).is_err() {
                     continue;
                 }
@@ -1773,6 +1810,8 @@ mod tests {
             output_schema: None,
             annotations: annotations.map(str::to_owned),
             side_effects_override: None,
+            name_override: None,
+            description_override: None,
             status: ToolState::Available,
             fingerprint: String::new(),
             approved_fingerprint: None,

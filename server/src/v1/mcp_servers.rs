@@ -10,8 +10,9 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use workbench_core::catalog::SideEffects;
+use workbench_core::upstream::TextOverrides;
 
-use super::body::{object_as, unprocessable};
+use super::body::{invalid_request, object_as, unprocessable};
 use super::JsonBody;
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
@@ -94,27 +95,56 @@ pub async fn approve(
         .map_err(unprocessable)?)))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Override {
-    side_effects: Option<SideEffects>,
-}
-
+/// `PATCH /v1/mcp/servers/{id}/tools/{name}`: any of `side_effects` (`none`, `network`,
+/// `write`, `destructive`), `name` (the project-wide name after the server's prefix) and
+/// `description`; `null` goes back to what the upstream says. Fields left out stay.
 pub async fn patch_tool(
     State(state): State<AppState>,
     ApiCaller(who): ApiCaller,
     Path((id, name)): Path<(String, String)>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    let o: Override = object_as(
-        body,
-        r#"{"side_effects": "none"|"network"|"write"|"destructive"|null}"#,
-    )?;
-    Ok(Json(json!(
-        state
-            .wb
-            .upstreams()
-            .set_side_effects(&who, &id, &name, o.side_effects)
-            .await?
-    )))
+    const SHAPE: &str = r#"expected any of {"side_effects": "none"|"network"|"write"|"destructive"|null, "name": string|null, "description": string|null}"#;
+    let fields = body
+        .as_object()
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| invalid_request(SHAPE))?;
+    if fields
+        .keys()
+        .any(|k| !matches!(k.as_str(), "side_effects" | "name" | "description"))
+    {
+        return Err(invalid_request(SHAPE));
+    }
+    let text = |k: &str| -> Result<Option<Option<String>>, ApiError> {
+        match fields.get(k) {
+            None => Ok(None),
+            Some(Value::Null) => Ok(Some(None)),
+            Some(Value::String(s)) => Ok(Some(Some(s.clone()))),
+            Some(_) => Err(invalid_request(SHAPE)),
+        }
+    };
+    let overrides = TextOverrides {
+        name: text("name")?,
+        description: text("description")?,
+    };
+    let upstreams = state.wb.upstreams();
+    let mut view = None;
+    if let Some(v) = fields.get("side_effects") {
+        let side_effects: Option<SideEffects> =
+            serde_json::from_value(v.clone()).map_err(|_| invalid_request(SHAPE))?;
+        view = Some(
+            upstreams
+                .set_side_effects(&who, &id, &name, side_effects)
+                .await?,
+        );
+    }
+    if overrides.name.is_some() || overrides.description.is_some() {
+        view = Some(
+            upstreams
+                .set_text(&who, &id, &name, overrides)
+                .await
+                .map_err(unprocessable)?,
+        );
+    }
+    Ok(Json(json!(view)))
 }

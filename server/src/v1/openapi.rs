@@ -208,13 +208,13 @@ pub async fn document() -> Json<Value> {
                 "responses": { "200": { "description": "the server" }, "404": error_response("not_found"), "422": error_response("invalid_request") }
             }},
             "/v1/mcp/servers/{id}/tools/{name}": { "patch": {
-                "summary": "Override a tool's side effects (admin key); null clears the override",
+                "summary": "Override a tool's side effects, its project-wide name (after the server's prefix) and description (admin key); null goes back to the upstream's; fields left out stay",
                 "parameters": [
                     { "name": "id", "in": "path", "required": true, "schema": { "type": "string" } },
                     { "name": "name", "in": "path", "required": true, "schema": { "type": "string" } }
                 ],
-                "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "properties": { "side_effects": { "enum": ["none", "network", "write", "destructive", null] } } } } } },
-                "responses": { "200": { "description": "the tool" }, "404": error_response("not_found"), "422": error_response("invalid_request") }
+                "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "minProperties": 1, "additionalProperties": false, "properties": { "side_effects": { "enum": ["none", "network", "write", "destructive", null] }, "name": { "type": ["string", "null"] }, "description": { "type": ["string", "null"], "maxLength": 4000 } } } } } },
+                "responses": { "200": { "description": "the tool" }, "404": error_response("not_found"), "409": error_response("conflict (the name belongs to another tool)"), "422": error_response("invalid_request") }
             }},
             "/v1/policies": {
                 "get": { "summary": "The project's tool allowlist policies (admin key)", "responses": { "200": { "description": "{ object: list, data: [Policy] }" }, "403": error_response("forbidden") } },

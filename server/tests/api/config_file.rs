@@ -181,6 +181,15 @@ async fn configured(app: &TestApp, key: &str, up: &FakeUpstream) -> String {
     let (status, out) = send(
         app,
         key,
+        reqwest::Method::PATCH,
+        &format!("/v1/mcp/servers/{id}/tools/whoami"),
+        json!({ "name": "credential", "description": "Show which credential reached the server." }),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    let (status, out) = send(
+        app,
+        key,
         reqwest::Method::POST,
         "/v1/tool-sets",
         json!({ "slug": "support", "name": "Support", "description": "For the desk.", "tools": [
@@ -210,6 +219,7 @@ db_test!(
         for named in [
             "FAKE_TOKEN",
             "HOOK_SIGNING",
+            "Show which credential reached the server.",
             "read-only",
             "*.internal.example",
             "orders_echo_message",

@@ -42,7 +42,7 @@ async fn with_token(app: &TestApp, key: &str) {
 }
 
 /// An app on loopback with the `FAKE_TOKEN` secret and the fake upstream registered as `fake`.
-async fn registered(
+pub(crate) async fn registered(
     backend: crate::helpers::Backend,
 ) -> Option<(TestApp, String, FakeUpstream, Value)> {
     let app = crate::helpers::spawn_app_with(backend, Options::loopback()).await?;

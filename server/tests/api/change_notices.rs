@@ -28,11 +28,8 @@ pub async fn put(app: &TestApp, key: &str) -> u16 {
 }
 
 pub async fn rest(app: &TestApp, key: &str, method: &str, path: &str, body: Value) -> (u16, Value) {
-    let req = match method {
-        "POST" => app.http().post(app.url(path)),
-        "PATCH" => app.http().patch(app.url(path)),
-        _ => app.http().delete(app.url(path)),
-    };
+    let method = reqwest::Method::from_bytes(method.as_bytes()).expect("an HTTP method");
+    let req = app.http().request(method, app.url(path));
     let res = req.bearer_auth(key).json(&body).send().await.unwrap();
     let status = res.status().as_u16();
     (status, res.json().await.unwrap_or(Value::Null))

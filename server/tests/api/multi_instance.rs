@@ -469,3 +469,124 @@ async fn a_key_narrowed_or_revoked_on_one_instance_is_refused_on_the_other_once_
     assert_eq!(put(&b, &admin).await, 200, "other keys are untouched");
     c.shutdown().await;
 }
+
+/// The names a set's endpoint on `app` lists for `key`, or the HTTP status when it refuses.
+async fn set_tools(app: &TestApp, key: &str, slug: &str) -> Result<Vec<String>, u16> {
+    let res = app
+        .http()
+        .post(app.url(&format!("/mcp/sets/{slug}")))
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {} }))
+        .send()
+        .await
+        .unwrap();
+    if res.status() != 200 {
+        return Err(res.status().as_u16());
+    }
+    let body: Value = res.json().await.unwrap();
+    Ok(body["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_set_or_a_keys_set_limit_changed_on_one_instance_holds_on_the_other_once_its_notice_arrives(
+) {
+    use crate::change_notices::{metric_up, rest};
+    const TOKEN: &str = "metrics-token-0123456789";
+    let Some(c) = cluster(ClusterOptions {
+        args: vec!["--metrics-token".into(), TOKEN.into()],
+        ..Default::default()
+    })
+    .await
+    else {
+        return;
+    };
+    let (a, b) = (c.app(0), c.app(1));
+    let (_, admin) = admin_with_key(&a).await;
+    let (status, set) = rest(&a, &admin, "POST", "/v1/tool-sets", json!({ "slug": "desk", "name": "Desk", "tools": [{ "tool": "storage.get", "name": "read" }] })).await;
+    assert_eq!(status, 201, "{set}");
+    let (status, made) = rest(
+        &a,
+        &admin,
+        "POST",
+        "/v1/api-keys",
+        json!({ "name": "desk", "tool_sets": ["desk"] }),
+    )
+    .await;
+    assert_eq!(status, 201, "{made}");
+    let (key, key_id) = (
+        made["key"].as_str().unwrap().to_owned(),
+        made["id"].as_str().unwrap().to_owned(),
+    );
+    for app in [&a, &b] {
+        within("the listener is up", Duration::from_secs(15), async || {
+            metric_up(app, TOKEN).await == Some(true)
+        })
+        .await;
+        // Twice: the second answer comes from memory.
+        assert_eq!(
+            set_tools(app, &key, "desk").await,
+            Ok(vec!["read".to_owned()])
+        );
+        assert_eq!(
+            set_tools(app, &key, "desk").await,
+            Ok(vec!["read".to_owned()])
+        );
+    }
+
+    // The set changes on A: A's next request lists the new tools, B's once the notice is in.
+    let id = set["id"].as_str().unwrap();
+    let (status, out) = rest(&a, &admin, "PUT", &format!("/v1/tool-sets/{id}"), json!({ "slug": "desk", "name": "Desk", "tools": [{ "tool": "storage.get", "name": "read" }, { "tool": "storage.put", "name": "list" }] })).await;
+    assert_eq!(status, 200, "{out}");
+    let both = Ok(vec!["read".to_owned(), "list".to_owned()]);
+    assert_eq!(
+        set_tools(&a, &key, "desk").await,
+        both,
+        "the instance that changed it"
+    );
+    let took = within("the new set on B", Duration::from_secs(5), async || {
+        set_tools(&b, &key, "desk").await == both
+    })
+    .await;
+    eprintln!("a set change reached the other instance in {took:?}");
+
+    // The key's limit moves to another set on A: refused on both, the same way.
+    let (status, _) = rest(
+        &a,
+        &admin,
+        "POST",
+        "/v1/tool-sets",
+        json!({ "slug": "other", "name": "Other", "tools": [{ "tool": "vault_list" }] }),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (status, out) = rest(
+        &a,
+        &admin,
+        "PATCH",
+        &format!("/v1/api-keys/{key_id}"),
+        json!({ "tool_sets": ["other"] }),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(
+        set_tools(&a, &key, "desk").await,
+        Err(404),
+        "the instance that changed it"
+    );
+    let took = within("the new limit on B", Duration::from_secs(5), async || {
+        set_tools(&b, &key, "desk").await == Err(404)
+    })
+    .await;
+    eprintln!("a key's set limit reached the other instance in {took:?}");
+    assert_eq!(
+        set_tools(&b, &key, "other").await,
+        Ok(vec!["vault_list".to_owned()])
+    );
+    c.shutdown().await;
+}

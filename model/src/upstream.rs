@@ -90,6 +90,12 @@ pub struct McpToolView {
     pub approved_input_schema: Option<String>,
     /// Why the tool is held although nothing of it changed: its name belongs to another server.
     pub collision: Option<String>,
+    /// An admin's project-wide name (after the server's prefix) and description, which agents
+    /// see instead of the upstream's (`description` stays the upstream's, as reviewed).
+    #[serde(default)]
+    pub name_override: Option<String>,
+    #[serde(default)]
+    pub description_override: Option<String>,
 }
 
 /// One process of a local (stdio) server on the instance answering, for its page.

@@ -231,6 +231,7 @@ pub const SERVER_FNS: &[(&str, Operation)] = &[
     ("delete_mcp_server", Operation::McpServersManage),
     ("approve_mcp_tool", Operation::McpServersReview),
     ("set_mcp_tool_side_effects", Operation::McpServersReview),
+    ("set_mcp_tool_text", Operation::McpServersReview),
 ];
 
 /// The operation of a server function, by its endpoint name.

@@ -335,6 +335,8 @@ pub async fn mcp_server_page(id: String) -> Result<McpServerDetail, AppError> {
             approved_description: t.approved_description,
             approved_input_schema: t.approved_input_schema.as_ref().map(pretty),
             collision: t.collision,
+            name_override: t.name_override,
+            description_override: t.description_override,
         })
         .collect();
     Ok(McpServerDetail {
@@ -373,6 +375,31 @@ pub async fn set_mcp_tool_side_effects(
     ssr::wb()?
         .upstreams()
         .set_side_effects(&p, &id, &tool, value)
+        .await?;
+    Ok(())
+}
+
+/// Renames and/or re-describes a tool project-wide; an empty field goes back to the upstream's.
+#[server(endpoint = "set_mcp_tool_text")]
+pub async fn set_mcp_tool_text(
+    id: String,
+    tool: String,
+    name: String,
+    description: String,
+) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    let given = |s: String| Some(Some(s).filter(|s| !s.trim().is_empty()));
+    ssr::wb()?
+        .upstreams()
+        .set_text(
+            &p,
+            &id,
+            &tool,
+            workbench_core::upstream::TextOverrides {
+                name: given(name),
+                description: given(description),
+            },
+        )
         .await?;
     Ok(())
 }

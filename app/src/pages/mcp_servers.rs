@@ -11,7 +11,7 @@ use leptos_router::hooks::use_params_map;
 use crate::api::{
     mcp_server_page, mcp_servers_page, ApproveMcpTool, BreakerState, DeleteMcpServer,
     McpProcessView, ProcessState, RefreshMcpServer, RegisterMcpServer, ServerState,
-    SetMcpToolSideEffects, SideEffects, ToolState,
+    SetMcpToolSideEffects, SetMcpToolText, SideEffects, ToolState,
 };
 use crate::components::{
     ActionError, AddCard, ButtonKind, Layout, ListCard, Loaded, Page, PageHeader, RowAction,
@@ -211,9 +211,17 @@ pub fn McpServerPage() -> impl IntoView {
     let id = move || params.read().get("id").unwrap_or_default();
     let approve = ServerAction::<ApproveMcpTool>::new();
     let side = ServerAction::<SetMcpToolSideEffects>::new();
+    let text = ServerAction::<SetMcpToolText>::new();
     let data = Resource::new(
-        move || (id(), approve.version().get(), side.version().get()),
-        |(id, _, _)| mcp_server_page(id),
+        move || {
+            (
+                id(),
+                approve.version().get(),
+                side.version().get(),
+                text.version().get(),
+            )
+        },
+        |(id, _, _, _)| mcp_server_page(id),
     );
     view! {
         <Title text="MCP server"/>
@@ -225,6 +233,7 @@ pub fn McpServerPage() -> impl IntoView {
                     <PageHeader title=d.server.name.clone() subtitle=format!("{} · breaker {} · tools appear as {}<name>", d.server.url, d.server.breaker, d.server.tool_prefix)/>
                     <ActionError value=approve.value()/>
                     <ActionError value=side.value()/>
+                    <ActionError value=text.value()/>
                     {d.command_line.clone().map(|c| view! { <p class="mb-3 font-mono text-xs text-slate-600" data-testid="mcp-command-line">{c}</p> })}
                     <Processes processes=d.processes.clone()/>
                     <ul class="space-y-4">
@@ -233,6 +242,8 @@ pub fn McpServerPage() -> impl IntoView {
                             let pending = t.status == ToolState::PendingReview;
                             let (approve_id, side_id) = (server_id.clone(), server_id.clone());
                             let (approve_tool, side_tool) = (t.name.clone(), t.name.clone());
+                            let (text_id, text_tool) = (server_id.clone(), t.name.clone());
+                            let (name_now, description_now) = (t.name_override.clone().unwrap_or_default(), t.description_override.clone().unwrap_or_default());
                             let side_label = format!("Side effects of {}", t.name);
                             view! {
                                 <li class=CARD data-testid="mcp-tool">
@@ -254,6 +265,25 @@ pub fn McpServerPage() -> impl IntoView {
                                     } else {
                                         view! { <p class="mt-2 text-sm text-slate-700">{t.description.clone()}</p> }.into_any()
                                     }}
+                                    {t.description_override.clone().map(|d| view! {
+                                        <p class="mt-2 text-sm text-slate-700" data-testid="mcp-tool-description-override"><span class="font-semibold">"Agents see: "</span>{d}</p>
+                                    })}
+                                    {can_manage.then(move || view! {
+                                        <details class="mt-3 text-xs">
+                                            <summary class="cursor-pointer text-indigo-700">"Rename or describe for this project"</summary>
+                                            <ActionForm action=text attr:class="mt-2 grid gap-2" attr:data-testid="mcp-tool-text-form">
+                                                <input type="hidden" name="id" value=text_id/>
+                                                <input type="hidden" name="tool" value=text_tool.clone()/>
+                                                <label class="block">"Name after the prefix (empty: the server's own)"
+                                                    <input name="name" value=name_now maxlength="128" class="mt-1 block w-full rounded border border-slate-300 px-2 py-1 font-mono" placeholder=text_tool/>
+                                                </label>
+                                                <label class="block">"Description agents see (empty: the server's own, as reviewed)"
+                                                    <textarea name="description" rows="2" maxlength="4000" class="mt-1 block w-full rounded border border-slate-300 px-2 py-1">{description_now}</textarea>
+                                                </label>
+                                                <div><button type="submit" class="rounded border border-slate-300 px-2 py-0.5">"Save"</button></div>
+                                            </ActionForm>
+                                        </details>
+                                    })}
                                     <div class="mt-3 flex items-center gap-2 text-xs text-slate-600">
                                         <span>{format!("side effects: {}{}", t.side_effects, if t.side_effects_overridden { " (set by an admin)" } else { " (from the server's hints)" })}</span>
                                         {can_manage.then(move || view! {

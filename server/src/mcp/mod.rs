@@ -292,16 +292,23 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let who = Self::principal(&context)?;
-        // rmcp runs this inside its service loop's spans: the request's own span is entered
-        // again, so log lines and the execution's trace span hang off the request.
-        let span = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|p| p.extensions.get::<crate::request_id::RequestSpan>())
-            .map(|s| s.0.clone())
-            .unwrap_or_else(tracing::Span::current);
-        Ok(self.call(&who, request).instrument(span).await.into())
+        Ok(self
+            .call(&who, request)
+            .instrument(request_span(&context))
+            .await
+            .into())
     }
+}
+
+/// The request's own span: rmcp runs handlers inside its service loop's spans, so entering the
+/// request's span again hangs log lines and the execution's trace span off the request.
+fn request_span(context: &RequestContext<RoleServer>) -> tracing::Span {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|p| p.extensions.get::<crate::request_id::RequestSpan>())
+        .map(|s| s.0.clone())
+        .unwrap_or_else(tracing::Span::current)
 }
 
 /// The /mcp service, nested into the main router.

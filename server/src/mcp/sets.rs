@@ -160,13 +160,11 @@ impl ServerHandler for SetHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let (who, set) = Self::caller(&context)?;
-        let span = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|p| p.extensions.get::<crate::request_id::RequestSpan>())
-            .map(|s| s.0.clone())
-            .unwrap_or_else(tracing::Span::current);
-        Ok(self.call(&who, &set, request).instrument(span).await.into())
+        Ok(self
+            .call(&who, &set, request)
+            .instrument(super::request_span(&context))
+            .await
+            .into())
     }
 }
 

@@ -225,3 +225,105 @@ db_test!(
         assert_eq!(status, 403);
     }
 );
+
+db_test!(
+    the_mcp_server_page_renames_and_describes_a_tool_and_shows_what_agents_see,
+    |backend| {
+        let Some((app, key, _up, server)) = crate::upstream::registered(backend).await else {
+            return;
+        };
+        let id = server["id"].as_str().unwrap().to_owned();
+        let b = app.browser();
+        b.sign_in("ada@example.com", crate::helpers::PASSWORD).await;
+        let res = b
+            .call(
+                "set_mcp_tool_text",
+                &[
+                    ("id", &id),
+                    ("tool", "echo"),
+                    ("name", "say"),
+                    ("description", "Say it back."),
+                ],
+            )
+            .await;
+        assert!(res.status().is_success(), "{}", res.text().await.unwrap());
+        let page: Value = b
+            .call("mcp_server_page", &[("id", &id)])
+            .await
+            .json()
+            .await
+            .unwrap();
+        let echo = page["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "echo")
+            .unwrap_or_else(|| panic!("{page}"));
+        assert_eq!(
+            (
+                echo["catalog_name"].as_str(),
+                echo["name_override"].as_str()
+            ),
+            (Some("fake.say"), Some("say"))
+        );
+        assert_eq!(echo["description_override"], "Say it back.");
+        assert_eq!(echo["description"], "Echo a message back.");
+        let html = b
+            .get(&format!("/mcp-servers/{id}"))
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            html.contains("Say it back."),
+            "the page shows what agents see"
+        );
+        let (status, tool) =
+            send(&app, &key, reqwest::Method::GET, "/v1/tools/fake.say", None).await;
+        assert_eq!(
+            (status, tool["description"].as_str()),
+            (200, Some("Say it back."))
+        );
+        // Empty fields go back to the upstream's own.
+        let res = b
+            .call(
+                "set_mcp_tool_text",
+                &[
+                    ("id", &id),
+                    ("tool", "echo"),
+                    ("name", ""),
+                    ("description", ""),
+                ],
+            )
+            .await;
+        assert!(res.status().is_success());
+        let (status, tool) = send(
+            &app,
+            &key,
+            reqwest::Method::GET,
+            "/v1/tools/fake.echo",
+            None,
+        )
+        .await;
+        assert_eq!(
+            (status, tool["description"].as_str()),
+            (200, Some("Echo a message back."))
+        );
+        // A member cannot.
+        app.user("mo@example.com", Role::Member).await;
+        let m = app.browser();
+        m.sign_in("mo@example.com", crate::helpers::PASSWORD).await;
+        let res = m
+            .call(
+                "set_mcp_tool_text",
+                &[
+                    ("id", &id),
+                    ("tool", "echo"),
+                    ("name", "mine"),
+                    ("description", ""),
+                ],
+            )
+            .await;
+        assert_eq!(res.status(), 403);
+    }
+);

@@ -36,6 +36,7 @@ pub async fn audit_page(
             &p,
             &AuditQuery {
                 tool,
+                tool_set: None,
                 status,
                 api_key_id: key,
                 cursor,
@@ -55,7 +56,10 @@ pub async fn audit_page(
                 status: e.status,
                 error_code: e.error_code.unwrap_or_default(),
                 duration_ms: e.duration_ms,
-                surface: e.surface,
+                surface: match e.tool_set {
+                    Some(set) => format!("{} · set {set}", e.surface),
+                    None => e.surface,
+                },
                 call_id: e.tool_call_id.unwrap_or_default(),
             })
         })
@@ -95,7 +99,10 @@ pub async fn audit_detail(id: String) -> Result<AuditDetailView, AppError> {
         status: d.status,
         error_code: d.error_code.clone().unwrap_or_default(),
         duration_ms: d.duration_ms,
-        surface: d.surface.clone(),
+        surface: match &d.tool_set {
+            Some(set) => format!("{} · set {set}", d.surface),
+            None => d.surface.clone(),
+        },
         user: d
             .user_email
             .clone()

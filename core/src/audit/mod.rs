@@ -29,6 +29,9 @@ pub const PAGE_SIZE: i64 = 50;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditQuery {
     pub tool: Option<String>,
+    /// Only calls that came through this tool set (its slug).
+    #[serde(default)]
+    pub tool_set: Option<String>,
     pub status: Option<String>,
     pub api_key_id: Option<String>,
     /// The `next` cursor of the previous page.
@@ -101,6 +104,7 @@ impl AuditLog {
     pub async fn page(&self, who: &Principal, q: &AuditQuery) -> Result<AuditPage> {
         let filter = AuditFilter {
             tool: q.tool.clone().filter(|s| !s.is_empty()),
+            tool_set: q.tool_set.clone().filter(|s| !s.is_empty()),
             status: q
                 .status
                 .as_deref()

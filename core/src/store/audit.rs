@@ -129,6 +129,8 @@ pub fn push_finish_for_calls<'q>(s: &mut Script<'q>, rows: &[&'q AuditRow]) {
 #[derive(Debug, Clone, Default)]
 pub struct AuditFilter {
     pub tool: Option<String>,
+    /// Only calls that came through this tool set.
+    pub tool_set: Option<String>,
     pub status: Option<AuditStatus>,
     pub api_key_id: Option<String>,
     /// Only this user's rows.
@@ -153,6 +155,9 @@ pub async fn list<'e>(
     if f.tool.is_some() {
         next(&mut sql, " AND tool = ?");
     }
+    if f.tool_set.is_some() {
+        next(&mut sql, " AND tool_set = ?");
+    }
     if f.status.is_some() {
         next(&mut sql, " AND status = ?");
     }
@@ -175,6 +180,9 @@ pub async fn list<'e>(
     sql.push_str(&format!(" ORDER BY created_at DESC, id DESC LIMIT ${n}"));
     let mut q = sqlx::query_as::<_, AuditRow>(&sql).bind(project_id);
     if let Some(t) = &f.tool {
+        q = q.bind(t);
+    }
+    if let Some(t) = &f.tool_set {
         q = q.bind(t);
     }
     if let Some(s) = f.status {

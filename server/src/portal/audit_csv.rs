@@ -28,6 +28,7 @@ pub async fn csv(
 ) -> Result<Response, ApiError> {
     let mut q = AuditQuery {
         tool: f.tool,
+        tool_set: None,
         status: f.status,
         api_key_id: f.key,
         cursor: None,
@@ -45,6 +46,7 @@ pub async fn csv(
             "user_id",
             "surface",
             "tool_call_id",
+            "tool_set",
         ]
         .map(String::from),
     );
@@ -67,6 +69,7 @@ pub async fn csv(
                 e.user_id.clone().unwrap_or_default(),
                 e.surface.clone(),
                 e.tool_call_id.clone().unwrap_or_default(),
+                e.tool_set.clone().unwrap_or_default(),
             ]);
         }
         match page.next {

@@ -272,6 +272,7 @@ pub async fn document() -> Json<Value> {
                 "summary": "The audit log, newest first (members: their own rows), 50 per page",
                 "parameters": [
                     { "name": "tool", "in": "query", "schema": { "type": "string" } },
+                    { "name": "tool_set", "in": "query", "description": "only calls made through this tool set (its slug)", "schema": { "type": "string" } },
                     { "name": "status", "in": "query", "schema": { "type": "string" } },
                     { "name": "api_key_id", "in": "query", "schema": { "type": "string" } },
                     { "name": "cursor", "in": "query", "description": "next_cursor of the previous page", "schema": { "type": "string" } }

@@ -499,7 +499,7 @@ db_test!(
         let lines: Vec<&str> = all.trim_end().split("\r\n").collect();
         assert_eq!(
             lines[0],
-            "at,action,tool,status,error_code,duration_ms,api_key_id,user_id,surface,tool_call_id"
+            "at,action,tool,status,error_code,duration_ms,api_key_id,user_id,surface,tool_call_id,tool_set"
         );
         assert_eq!(lines.len(), 4, "{all}");
         assert!(

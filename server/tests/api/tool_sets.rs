@@ -197,6 +197,38 @@ db_test!(
             .unwrap_or_else(|| panic!("a finished call in {audit}"));
         assert_eq!(row["tool_set"], "support", "{row}");
         assert_eq!(row["surface"], "mcp");
+        // The audit log filters by the set; a call outside it is not listed there.
+        let out = execute(
+            &app,
+            &key,
+            json!([{ "tool": "fake.add", "args": { "a": 1, "b": 1 } }]),
+        )
+        .await;
+        assert!(out[0].get("result").is_some(), "{out:?}");
+        let (_, all) = get(&app, &key, "/v1/audit?tool=fake.add").await;
+        let (_, through) = get(&app, &key, "/v1/audit?tool=fake.add&tool_set=support").await;
+        let count = |v: &Value| {
+            v["entries"]
+                .as_array()
+                .or(v["data"].as_array())
+                .map(Vec::len)
+                .unwrap_or(0)
+        };
+        assert_eq!(count(&all), count(&through) + 1, "{all} / {through}");
+        assert!(through["entries"]
+            .as_array()
+            .or(through["data"].as_array())
+            .unwrap()
+            .iter()
+            .all(|e| e["tool_set"] == "support"));
+        // The portal's audit page says so too.
+        let b = app.browser();
+        b.sign_in("ada@example.com", crate::helpers::PASSWORD).await;
+        let html = b.get("/audit?tool=fake.add").await.text().await.unwrap();
+        assert!(
+            html.contains("mcp · set support"),
+            "the audit page names the set"
+        );
     }
 );
 

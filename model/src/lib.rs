@@ -18,6 +18,7 @@ pub mod connections;
 pub mod delivery;
 pub mod email;
 pub mod oauth;
+pub mod overview;
 pub mod policy;
 pub mod toolsets;
 pub mod upstream;

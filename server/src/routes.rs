@@ -205,6 +205,7 @@ pub const SERVER_FNS: &[(&str, Operation)] = &[
     ("egress_page", Operation::EgressRead),
     ("add_egress_rule", Operation::EgressManage),
     ("remove_egress_rule", Operation::EgressManage),
+    ("overview_page", Operation::Identity),
     ("policies_page", Operation::PoliciesManage),
     ("tool_sets_page", Operation::ToolSetsRead),
     ("save_tool_set", Operation::ToolSetsManage),

@@ -57,6 +57,14 @@ pub struct AuditEntry {
     pub tool_set: Option<String>,
 }
 
+/// Tool calls since a moment, by how they ended (the portal's Overview).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallCounts {
+    pub by_status: Vec<(AuditStatus, i64)>,
+    /// Calls a rate limit refused (counted under `failed` too).
+    pub rate_limited: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditPage {
     pub entries: Vec<AuditEntry>,
@@ -99,6 +107,21 @@ impl AuditLog {
     /// Returns once every record queued so far is written (readers of the log call it first).
     pub async fn flush(&self) {
         self.recorder.flush().await;
+    }
+
+    /// Tool calls since `since` (ms) by status: the project's for whoever sees every member's
+    /// records, else the caller's own.
+    pub async fn calls_since(&self, who: &Principal, since: i64) -> Result<CallCounts> {
+        let user = (!who.sees_project_records()).then_some(who.user_id.as_str());
+        let (rows, rate_limited) =
+            store::audit::calls_since(self.db.pool(), &who.project_id, user, since).await?;
+        Ok(CallCounts {
+            by_status: rows
+                .into_iter()
+                .filter_map(|(s, n)| Some((s.parse().ok()?, n)))
+                .collect(),
+            rate_limited,
+        })
     }
 
     pub async fn page(&self, who: &Principal, q: &AuditQuery) -> Result<AuditPage> {

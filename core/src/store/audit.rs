@@ -249,3 +249,32 @@ pub async fn delete_older<'e>(
     .await?;
     Ok(r.rows_affected())
 }
+
+/// Tool executions since `since` by status, and how many of them a rate limit refused
+/// (`user_id`: only that user's).
+pub async fn calls_since<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    user_id: Option<&str>,
+    since: i64,
+) -> Result<(Vec<(String, i64)>, i64)> {
+    let mine = if user_id.is_some() {
+        " AND user_id = $3"
+    } else {
+        ""
+    };
+    let sql = format!(
+        "SELECT status, COUNT(*), SUM(CASE WHEN error_code = 'RATE_LIMITED' THEN 1 ELSE 0 END) \
+         FROM audit_events WHERE project_id = $1 AND created_at >= $2 AND action = 'tool.execute'{mine} \
+         GROUP BY status ORDER BY status"
+    );
+    let mut q = sqlx::query_as::<_, (String, i64, i64)>(&sql)
+        .bind(project_id)
+        .bind(since);
+    if let Some(u) = user_id {
+        q = q.bind(u);
+    }
+    let rows = q.fetch_all(ex).await?;
+    let limited = rows.iter().map(|r| r.2).sum();
+    Ok((rows.into_iter().map(|(s, n, _)| (s, n)).collect(), limited))
+}

@@ -42,6 +42,7 @@ mod permissions;
 mod policies;
 mod portal_auth;
 mod portal_mcp_servers;
+mod portal_overview;
 mod portal_tools;
 mod portal_usage;
 mod protections;

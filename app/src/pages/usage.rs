@@ -10,6 +10,43 @@ use crate::components::{Loaded, Page, BUTTON, CARD, INPUT, LABEL};
 
 const W: f64 = 720.0;
 const H: f64 = 160.0;
+/// Room for the value axis on the left and the dates below.
+const LEFT: f64 = 56.0;
+const BOTTOM: f64 = 18.0;
+/// The plot inside the axes.
+const PW: f64 = W - LEFT;
+const PH: f64 = H - BOTTOM;
+
+/// The axes of a chart by day: the value scale (0 and `max`, with `unit`) on the left, and the
+/// first, middle and last dates below.
+fn day_axes(days: &[&str], max: f64, unit: &'static str) -> impl IntoView {
+    let n = days.len();
+    let bw = PW / n.max(1) as f64;
+    let mut ticks: Vec<usize> = vec![0, n / 2, n.saturating_sub(1)];
+    ticks.dedup();
+    let dates = ticks
+        .into_iter()
+        .filter(|i| *i < n)
+        .map(|i| {
+            let x = LEFT + i as f64 * bw + bw / 2.0;
+            let anchor = if i == 0 { "start" } else if i + 1 == n { "end" } else { "middle" };
+            let x = if i == 0 { LEFT } else if i + 1 == n { W } else { x };
+            view! { <text x=format!("{x:.1}") y=format!("{:.1}", H - 4.0) font-size="11" fill="#64748b" text-anchor=anchor data-testid="axis-date">{days[i].to_owned()}</text> }
+        })
+        .collect_view();
+    let top = if max >= 1000.0 {
+        format!("{:.0}k {unit}", max / 1000.0)
+    } else {
+        format!("{max:.0} {unit}")
+    };
+    view! {
+        <line x1=format!("{LEFT}") y1="0" x2=format!("{LEFT}") y2=format!("{PH}") stroke="#cbd5e1"/>
+        <line x1=format!("{LEFT}") y1=format!("{PH}") x2=format!("{W}") y2=format!("{PH}") stroke="#cbd5e1"/>
+        <text x=format!("{:.1}", LEFT - 4.0) y="10" font-size="11" fill="#64748b" text-anchor="end" data-testid="axis-max">{top}</text>
+        <text x=format!("{:.1}", LEFT - 4.0) y=format!("{PH}") font-size="11" fill="#64748b" text-anchor="end">"0"</text>
+        {dates}
+    }
+}
 
 fn csv_link(chart: &str, from: &str, to: &str) -> impl IntoView {
     let href = format!("/usage.csv?chart={chart}&from={from}&to={to}");
@@ -26,22 +63,24 @@ fn CallsChart(days: Vec<DayBar>) -> impl IntoView {
         .unwrap_or(0)
         .max(1) as f64;
     let n = days.len().max(1) as f64;
-    let bw = (W / n).max(1.0);
+    let bw = (PW / n).max(1.0);
     let total: i64 = days
         .iter()
         .map(|d| d.succeeded + d.failed + d.denied + d.other)
         .sum();
+    let labels: Vec<&str> = days.iter().map(|d| d.day.as_str()).collect();
+    let axes = day_axes(&labels, max, "calls");
     let bars = days
         .iter()
         .enumerate()
         .flat_map(|(i, d)| {
-            let x = i as f64 * bw;
-            let mut y = H;
+            let x = LEFT + i as f64 * bw;
+            let mut y = PH;
             [(d.succeeded, "#10b981"), (d.failed, "#ef4444"), (d.denied, "#f59e0b"), (d.other, "#94a3b8")]
                 .into_iter()
                 .filter(|(v, _)| *v > 0)
                 .map(|(v, color)| {
-                    let h = v as f64 / max * H;
+                    let h = v as f64 / max * PH;
                     y -= h;
                     let title = format!("{}: {v}", d.day);
                     view! { <rect x=format!("{x:.1}") y=format!("{y:.1}") width=format!("{:.1}", (bw - 1.0).max(0.5)) height=format!("{h:.1}") fill=color><title>{title}</title></rect> }
@@ -51,6 +90,7 @@ fn CallsChart(days: Vec<DayBar>) -> impl IntoView {
         .collect_view();
     view! {
         <svg viewBox=format!("0 0 {W} {H}") class="h-40 w-full" role="img" aria-label=format!("{total} calls in the range") data-testid="calls-chart">
+            {axes}
             {bars}
         </svg>
         <p class="mt-1 text-xs text-slate-500">
@@ -70,20 +110,22 @@ fn EgressChart(days: Vec<DayBar>) -> impl IntoView {
         .unwrap_or(0)
         .max(1) as f64;
     let n = days.len().max(1) as f64;
-    let bw = (W / n).max(1.0);
+    let bw = (PW / n).max(1.0);
     let total: i64 = days.iter().map(|d| d.egress_bytes).sum();
+    let labels: Vec<&str> = days.iter().map(|d| d.day.as_str()).collect();
+    let axes = day_axes(&labels, max, "bytes");
     let bars = days
         .iter()
         .enumerate()
         .filter(|(_, d)| d.egress_bytes > 0)
         .map(|(i, d)| {
-            let h = d.egress_bytes as f64 / max * H;
+            let h = d.egress_bytes as f64 / max * PH;
             let title = format!("{}: {} bytes", d.day, d.egress_bytes);
-            view! { <rect x=format!("{:.1}", i as f64 * bw) y=format!("{:.1}", H - h) width=format!("{:.1}", (bw - 1.0).max(0.5)) height=format!("{h:.1}") fill="#6366f1"><title>{title}</title></rect> }
+            view! { <rect x=format!("{:.1}", LEFT + i as f64 * bw) y=format!("{:.1}", PH - h) width=format!("{:.1}", (bw - 1.0).max(0.5)) height=format!("{h:.1}") fill="#6366f1"><title>{title}</title></rect> }
         })
         .collect_view();
     view! {
-        <svg viewBox=format!("0 0 {W} {H}") class="h-40 w-full" role="img" aria-label=format!("{total} bytes of egress") data-testid="egress-chart">{bars}</svg>
+        <svg viewBox=format!("0 0 {W} {H}") class="h-40 w-full" role="img" aria-label=format!("{total} bytes of egress") data-testid="egress-chart">{axes}{bars}</svg>
         <p class="mt-1 text-xs text-slate-500">{format!("{:.6} GB in the range", total as f64 / 1e9)}</p>
     }
 }

@@ -78,6 +78,15 @@ db_test!(
             "the chart is in the page, no script needed"
         );
         assert!(html.contains("5 calls in the range"));
+        // The charts label their axes: the day below, the scale on the left.
+        assert!(
+            html.contains(&format!("data-testid=\"axis-date\">{today}</text>")),
+            "the date is labelled"
+        );
+        assert!(
+            html.contains("calls</text>"),
+            "the value axis says what it counts"
+        );
 
         let res = b
             .client

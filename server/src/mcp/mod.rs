@@ -322,8 +322,10 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         Arc::new(LocalSessionManager::default()),
         service_config(state),
     );
+    // Exactly /mcp (and /mcp/): a path below it is another endpoint's (a tool set's) or none.
     Router::new()
-        .nest_service("/mcp", service)
+        .route_service("/mcp", service.clone())
+        .route_service("/mcp/", service)
         .layer(middleware::from_fn_with_state(
             state.clone(),
             fast_path::tools_call,

@@ -841,3 +841,92 @@ db_test!(
         assert_eq!(out["content_type"], "text/plain", "{out}");
     }
 );
+
+db_test!(
+    a_set_endpoint_answers_hostile_requests_with_errors_and_runs_nothing,
+    |backend| {
+        let Some((app, key, up, _)) = with_set(backend).await else {
+            return;
+        };
+        let calls = up.state.calls.load(std::sync::atomic::Ordering::SeqCst);
+        let raw = |body: Vec<u8>| {
+            let req = app
+                .http()
+                .post(app.url("/mcp/sets/support"))
+                .bearer_auth(&key)
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json")
+                .body(body);
+            async move {
+                let res = req.send().await.unwrap();
+                (res.status().as_u16(), res.text().await.unwrap_or_default())
+            }
+        };
+        // Larger than /mcp takes.
+        let (status, _) = raw(vec![b' '; 5 * 1024 * 1024]).await;
+        assert_eq!(status, 413);
+        // Not JSON, and JSON that is no JSON-RPC request.
+        for body in [
+            &b"{not json"[..],
+            b"[]",
+            b"42",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1}",
+        ] {
+            let (status, text) = raw(body.to_vec()).await;
+            assert!(
+                (400..500).contains(&status) || text.contains("\"error\""),
+                "{}: {status} {text}",
+                String::from_utf8_lossy(body)
+            );
+        }
+        // tools/call with arguments that are not an object, or without a name.
+        for params in [
+            json!({ "name": "sum", "arguments": [1, 2] }),
+            json!({ "arguments": {} }),
+            json!("sum"),
+        ] {
+            let (status, out) = set_rpc(&app, &key, "support", "tools/call", params.clone()).await;
+            assert!(
+                status >= 400 || out["error"].is_object() || out["result"]["isError"] == true,
+                "{params}: {status} {out}"
+            );
+        }
+        // A name a mile long, and arguments that do not fit the schema.
+        let (out, is_error) =
+            set_call(&app, &key, "support", &"x".repeat(100_000), json!({})).await;
+        assert!(is_error);
+        assert_eq!(out["code"], "TOOL_NOT_FOUND");
+        let (out, is_error) = set_call(&app, &key, "support", "sum", json!({ "b": "two" })).await;
+        assert!(is_error);
+        assert_eq!(out["code"], "INVALID_ARGUMENTS", "{out}");
+        assert_eq!(
+            up.state.calls.load(std::sync::atomic::Ordering::SeqCst),
+            calls,
+            "nothing reached the upstream"
+        );
+        // A slug that is not one, and a path below a set's.
+        for path in [
+            "/mcp/sets/..%2Fadmin",
+            "/mcp/sets/support/extra",
+            "/mcp/sets/",
+        ] {
+            let res = app
+                .http()
+                .post(app.url(path))
+                .bearer_auth(&key)
+                .header("accept", "application/json, text/event-stream")
+                .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }))
+                .send()
+                .await
+                .unwrap();
+            // Not found, or (below a set's path, where nothing is mounted) refused by the
+            // portal's cross-site check: never an MCP answer.
+            let status = res.status().as_u16();
+            let text = res.text().await.unwrap();
+            assert!(
+                matches!(status, 403 | 404) && !text.contains("jsonrpc"),
+                "{path}: {status} {text}"
+            );
+        }
+    }
+);

@@ -1,8 +1,9 @@
 //! The gateway hot path against a real upstream: @modelcontextprotocol/server-everything (from
 //! end2end/node_modules, on loopback) and its `echo`, called directly (an MCP session of our own
-//! client, no workbench), through workbench's execute_tools over /mcp, and through
-//! `POST /v1/tools/invoke`: sequential p50/p99 over 2,000 calls each, closed-loop throughput at
-//! c=8 and c=32 for 10 s each. Workbench runs in a process of its own (this bench started again
+//! client, no workbench), through workbench's execute_tools over /mcp, through
+//! `POST /v1/tools/invoke`, and (first part only) as a tool set's tool on its own endpoint:
+//! sequential p50/p99 over 2,000 calls each, closed-loop throughput at c=8 and c=32 for 10 s
+//! each. Workbench runs in a process of its own (this bench started again
 //! with `WB_BENCH_SERVE` set), so the CPU it spends per call and its RSS are its own, not the load
 //! client's; the upstream's CPU per call is reported beside it.
 //! `cargo bench -p workbench-server --bench upstream_latency`.
@@ -225,6 +226,15 @@ async fn main() {
         .as_str()
         .expect("server-everything registers")
         .to_owned();
+    // A tool set with the echo, for its own endpoint's row (issue 33).
+    let res = client
+        .post(format!("http://{addr}/v1/tool-sets"))
+        .bearer_auth(&key)
+        .json(&json!({ "slug": "bench", "name": "Bench", "tools": [{ "tool": "ev.echo", "name": "echo" }] }))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "tool set: {}", res.status());
     let idle_rss = rss_mib(wb_pid);
 
     let session = Arc::new(
@@ -293,26 +303,56 @@ async fn main() {
         })
     });
 
+    let (c3, k3, set_url) = (
+        client.clone(),
+        key.clone(),
+        format!("http://{addr}/mcp/sets/bench"),
+    );
+    let via_set: Call = Arc::new(move |i| {
+        let (c, k, u) = (c3.clone(), k3.clone(), set_url.clone());
+        Box::pin(async move {
+            let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "echo", "arguments": { "message": format!("m{i}") } } });
+            let Ok(res) = c
+                .post(&u)
+                .bearer_auth(&k)
+                .header("accept", "application/json, text/event-stream")
+                .json(&body)
+                .send()
+                .await
+            else {
+                return false;
+            };
+            let v: Value = res.json().await.unwrap_or_default();
+            v["result"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.ends_with(&format!("m{i}")))
+        })
+    });
+
     println!(
         "server-everything echo on loopback; workbench on SQLite; sequential, {CALLS} calls each:"
     );
     let d = sequential("direct tools/call", &direct, pids).await;
     let m = sequential("execute_tools over workbench /mcp", &via_mcp, pids).await;
     let r = sequential("POST /v1/tools/invoke", &via_rest, pids).await;
+    let t = sequential("tools/call on a tool set's endpoint", &via_set, pids).await;
     println!(
-        "added p50: /mcp {:.3} ms, REST {:.3} ms",
+        "added p50: /mcp {:.3} ms, REST {:.3} ms, set {:.3} ms",
         (m - d) / 1000.0,
-        (r - d) / 1000.0
+        (r - d) / 1000.0,
+        (t - d) / 1000.0
     );
     println!("closed-loop throughput, {} s each:", LOAD_FOR.as_secs());
     for c in [8, 32] {
         let td = load("direct tools/call", &direct, c, pids).await;
         let tm = load("execute_tools over workbench /mcp", &via_mcp, c, pids).await;
         let tr = load("POST /v1/tools/invoke", &via_rest, c, pids).await;
+        let ts = load("tools/call on a tool set's endpoint", &via_set, c, pids).await;
         println!(
-            "ratio to direct at c={c}: /mcp {:.2}, REST {:.2}",
+            "ratio to direct at c={c}: /mcp {:.2}, REST {:.2}, set {:.2}",
             tm / td,
-            tr / td
+            tr / td,
+            ts / td
         );
     }
     let (rss, peak) = rss_mib(wb_pid);

@@ -67,7 +67,7 @@ impl OAuthContext {
         let slug = r
             .strip_prefix(self.resource.as_str())?
             .strip_prefix("/sets/")?;
-        crate::toolsets::valid_slug(slug).then(|| r.to_owned())
+        store::tool_sets::valid_slug(slug).then(|| r.to_owned())
     }
 
     /// The tool set a resource of this server is the endpoint of (None: `/mcp` itself).

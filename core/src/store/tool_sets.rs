@@ -6,6 +6,21 @@ use sqlx::FromRow;
 use super::Exec;
 use crate::Result;
 
+/// Characters of a set's slug, at most.
+pub const MAX_SLUG_CHARS: usize = 48;
+
+/// What a set's slug may be (lowercase letters, digits and inner hyphens, 1 to 48 characters: a
+/// URL path segment as is). Here, below everything that names sets (the set endpoints' OAuth
+/// resources among them).
+pub fn valid_slug(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= MAX_SLUG_CHARS
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
 #[derive(Debug, Clone, FromRow)]
 pub struct ToolSetRow {
     pub id: String,

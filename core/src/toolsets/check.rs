@@ -12,7 +12,6 @@ use crate::{Error, Result};
 
 /// Tools in one set, at most.
 pub const MAX_ENTRIES: usize = 200;
-const MAX_SLUG_CHARS: usize = 48;
 const MAX_NAME_CHARS: usize = 100;
 /// Characters of a set's or an entry's description, at most.
 const MAX_DESCRIPTION_CHARS: usize = 4000;
@@ -29,15 +28,7 @@ pub struct Checked {
     pub tools: String,
 }
 
-/// Lowercase letters, digits and inner hyphens, 1 to 48 characters: a URL path segment as is.
-pub fn valid_slug(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= MAX_SLUG_CHARS
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
+pub use crate::store::tool_sets::{valid_slug, MAX_SLUG_CHARS};
 
 /// A tool name MCP clients accept: letters, digits, `_`, `-` and `.`, 1 to 64 characters.
 fn valid_tool_name(s: &str) -> bool {

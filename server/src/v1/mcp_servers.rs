@@ -104,23 +104,26 @@ pub async fn patch_tool(
     Path((id, name)): Path<(String, String)>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    const SHAPE: &str = r#"expected any of {"side_effects": "none"|"network"|"write"|"destructive"|null, "name": string|null, "description": string|null}"#;
+    const SHAPE: &str = r#"{"side_effects"?: "none"|"network"|"write"|"destructive"|null, "name"?: string|null, "description"?: string|null}"#;
+    let refuse = |why: &str| invalid_request(format!("expected {SHAPE}: {why}"));
     let fields = body
         .as_object()
-        .filter(|m| !m.is_empty())
-        .ok_or_else(|| invalid_request(SHAPE))?;
-    if fields
+        .ok_or_else(|| refuse("the body is not a JSON object"))?;
+    if fields.is_empty() {
+        return Err(refuse("no field was given"));
+    }
+    if let Some(k) = fields
         .keys()
-        .any(|k| !matches!(k.as_str(), "side_effects" | "name" | "description"))
+        .find(|k| !matches!(k.as_str(), "side_effects" | "name" | "description"))
     {
-        return Err(invalid_request(SHAPE));
+        return Err(refuse(&format!("unknown field `{k}`")));
     }
     let text = |k: &str| -> Result<Option<Option<String>>, ApiError> {
         match fields.get(k) {
             None => Ok(None),
             Some(Value::Null) => Ok(Some(None)),
             Some(Value::String(s)) => Ok(Some(Some(s.clone()))),
-            Some(_) => Err(invalid_request(SHAPE)),
+            Some(_) => Err(refuse(&format!("`{k}` must be a string or null"))),
         }
     };
     let overrides = TextOverrides {
@@ -131,7 +134,9 @@ pub async fn patch_tool(
     let mut view = None;
     if let Some(v) = fields.get("side_effects") {
         let side_effects: Option<SideEffects> =
-            serde_json::from_value(v.clone()).map_err(|_| invalid_request(SHAPE))?;
+            serde_json::from_value(v.clone()).map_err(|_| {
+                refuse("`side_effects` must be none, network, write, destructive or null")
+            })?;
         view = Some(
             upstreams
                 .set_side_effects(&who, &id, &name, side_effects)

@@ -930,3 +930,58 @@ db_test!(
         }
     }
 );
+
+db_test!(
+    a_sets_tool_that_cannot_run_says_why_and_one_that_left_the_catalog_is_not_listed,
+    |backend| {
+        let Some((app, key, up, _)) = with_set(backend).await else {
+            return;
+        };
+        // The upstream stops offering echo: still listed, its call says why it cannot run.
+        up.remove_tool("echo");
+        let (status, servers) = get(&app, &key, "/v1/mcp/servers").await;
+        assert_eq!(status, 200);
+        let id = servers["data"][0]["id"].as_str().unwrap().to_owned();
+        let (status, out) = post(
+            &app,
+            &key,
+            &format!("/v1/mcp/servers/{id}/refresh"),
+            json!({}),
+        )
+        .await;
+        assert_eq!(status, 200, "{out}");
+        assert_eq!(listed(&app, &key, "support").await, ["sum", "fake.echo"]);
+        let (out, is_error) = set_call(
+            &app,
+            &key,
+            "support",
+            "fake.echo",
+            json!({ "message": "hi" }),
+        )
+        .await;
+        assert!(is_error);
+        assert_eq!(out["code"], "UNAVAILABLE", "{out}");
+        assert!(out.to_string().contains("no longer offers it"), "{out}");
+        // The server is deleted: its tools leave the catalog and the set lists none of them;
+        // calling one by the set's name finds nothing to run.
+        let (status, _) = send(
+            &app,
+            &key,
+            reqwest::Method::DELETE,
+            &format!("/v1/mcp/servers/{id}"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 204);
+        assert!(listed(&app, &key, "support").await.is_empty());
+        let (out, is_error) = set_call(&app, &key, "support", "sum", json!({ "b": 1 })).await;
+        assert!(is_error);
+        assert_eq!(out["code"], "TOOL_NOT_FOUND", "{out}");
+        let (_, set) = get(&app, &key, "/v1/tool-sets").await;
+        assert_eq!(
+            set["data"][0]["tools"].as_array().unwrap().len(),
+            2,
+            "the set itself is kept"
+        );
+    }
+);

@@ -1146,20 +1146,7 @@ impl Upstreams {
                 };
                 format!("{last}{hint}")
             };
-            let listed = self.listing(&row, &live).await;
-            // A process that died at start wrote why on stderr, which is read on its own
-            // task: give it a moment to be read before the refusal is worded.
-            if let (Err(Error::Invalid(why)), Some(s)) = (&listed, &live.stdio) {
-                if why.contains("closed its stdout") {
-                    for _ in 0..40 {
-                        if s.last_stderr().is_some() {
-                            break;
-                        }
-                        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-                    }
-                }
-            }
-            listed.map_err(|e| match e {
+            self.listing(&row, &live).await.map_err(|e| match e {
                 Error::Invalid(why) => {
                     Error::invalid(format!("cannot register {target}: {why}{}", stderr(&why)))
                 }

@@ -18,6 +18,8 @@ use tokio::sync::oneshot;
 use crate::upstream::client::{is_tools_changed, OnToolsChanged, RpcError, MAX_ANSWER_BYTES};
 use crate::vault::Scrubber;
 
+/// How long a process that closed its stdout is given to finish writing its stderr.
+const STDERR_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 /// stderr lines kept for the registry view.
 pub const STDERR_TAIL: usize = 50;
 /// Longest stderr line kept (longer ones are cut).
@@ -61,14 +63,21 @@ impl StdioSession {
     ) -> Arc<StdioSession> {
         let pending: Pending = Arc::default();
         let ended: Arc<Mutex<Option<String>>> = Arc::default();
-        tokio::spawn(read_stderr(server.to_owned(), stderr, scrubber, tail));
+        let stderr_read = tokio::spawn(read_stderr(server.to_owned(), stderr, scrubber, tail));
         let stdin: Stdin = Arc::new(tokio::sync::Mutex::new(Some(stdin)));
         Arc::new(StdioSession {
             stdin: stdin.clone(),
             pending: pending.clone(),
             next_id: AtomicU64::new(1),
             ended: ended.clone(),
-            reader: tokio::spawn(read_stdout(stdout, stdin, pending, ended, on_changed)),
+            reader: tokio::spawn(read_stdout(
+                stdout,
+                stdin,
+                pending,
+                ended,
+                on_changed,
+                stderr_read,
+            )),
         })
     }
 
@@ -180,13 +189,19 @@ async fn read_stdout(
     pending: Pending,
     ended: Arc<Mutex<Option<String>>>,
     on_changed: OnToolsChanged,
+    stderr_read: tokio::task::JoinHandle<()>,
 ) {
     let mut r = tokio::io::BufReader::with_capacity(64 * 1024, stdout);
     let mut line = Vec::new();
     let why = loop {
         match read_line(&mut r, &mut line, MAX_ANSWER_BYTES).await {
             Err(e) => break format!("reading the server's stdout failed: {e}"),
-            Ok(None) => break "the server process closed its stdout".to_owned(),
+            Ok(None) => {
+                // A process that closes stdout is most often exiting, with why on stderr: let
+                // that be read (briefly) before anyone is told it ended, so the line is there.
+                let _ = tokio::time::timeout(STDERR_GRACE, stderr_read).await;
+                break "the server process closed its stdout".to_owned();
+            }
             Ok(Some(true)) => {
                 break format!(
                     "the server wrote a line of more than {MAX_ANSWER_BYTES} bytes on stdout; the process was stopped"

@@ -50,13 +50,9 @@ pub fn routes() -> Router<AppState> {
         .layer(middleware::from_fn(cors))
 }
 
-/// The value of `WWW-Authenticate` on a 401 from /mcp: where the client learns how to authorize.
-pub fn www_authenticate(state: &AppState, invalid_token: bool) -> HeaderValue {
-    www_authenticate_at(state, "/mcp", invalid_token)
-}
-
-/// The same for the endpoint at `path` (`/mcp` or `/mcp/sets/<slug>`).
-pub fn www_authenticate_at(state: &AppState, path: &str, invalid_token: bool) -> HeaderValue {
+/// The value of `WWW-Authenticate` on a 401 from the MCP endpoint at `path` (`/mcp` or
+/// `/mcp/sets/<slug>`): where the client learns how to authorize.
+pub fn www_authenticate(state: &AppState, path: &str, invalid_token: bool) -> HeaderValue {
     let metadata = state
         .config
         .public_link(&format!("/.well-known/oauth-protected-resource{path}"));

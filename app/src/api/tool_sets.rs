@@ -38,7 +38,10 @@ pub async fn tool_sets_page() -> Result<ToolSetsData, AppError> {
                     .filter(|k| k.tool_sets.as_ref().is_some_and(|t| t.contains(&s.slug)))
                     .map(|k| k.name.clone())
                     .collect(),
-                endpoint: format!("{public_url}/mcp/sets/{}", s.slug),
+                endpoint: format!(
+                    "{public_url}{}",
+                    workbench_core::toolsets::endpoint_path(&s.slug)
+                ),
                 tools: s
                     .tools
                     .iter()

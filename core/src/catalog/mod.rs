@@ -17,10 +17,27 @@ use serde_json::Value;
 use crate::{Error, Result};
 pub use credential::Credential;
 pub use handler::{CallContext, ConnectionSource, HandlerError, ToolHandler};
-pub use names::{ToolName, MAX_TOOL_NAME_CHARS};
+pub use names::{name_char, ToolName, MAX_TOOL_NAME_CHARS};
 use search::{Found, SearchDoc, SearchIndex};
 
 pub use workbench_model::catalog::{SideEffects, ToolStatus};
+
+/// Characters of a description an admin writes for a tool (a tool set's, an override's), at
+/// most.
+pub const MAX_DESCRIPTION_CHARS: usize = 4000;
+
+/// An admin's description of a tool or a tool set: at most `MAX_DESCRIPTION_CHARS` printable
+/// characters (line breaks and tabs allowed); `field` names it in the refusal.
+pub fn check_description(field: &str, s: &str) -> Result<()> {
+    if s.chars().count() > MAX_DESCRIPTION_CHARS
+        || s.chars().any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return Err(Error::invalid(format!(
+            "{field} must be at most {MAX_DESCRIPTION_CHARS} printable characters"
+        )));
+    }
+    Ok(())
+}
 
 /// Where a tool comes from; rendered as `builtin`, `plugin:<integration>`, `mcp:<server id>`,
 /// `app:<app id>`.

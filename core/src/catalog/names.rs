@@ -7,6 +7,11 @@ use crate::{Error, Result};
 
 pub const MAX_TOOL_NAME_CHARS: usize = 64;
 
+/// A character a tool name may hold: a letter, a digit, `_`, `.` or `-`.
+pub fn name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ToolName(String);
 
@@ -19,11 +24,7 @@ impl ToolName {
         }
         let mut chars = raw.chars();
         let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
-        if !first_ok
-            || !raw
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
-        {
+        if !first_ok || !raw.chars().all(name_char) {
             return Err(Error::invalid(format!(
                 "invalid tool name {raw:?}; start with a letter and use only letters, digits, '_', '.' and '-'"
             )));

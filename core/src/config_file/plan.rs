@@ -536,18 +536,18 @@ pub(super) async fn plan(wb: &Workbench, who: &Principal, file: &ConfigFile) -> 
                     | Step::ServerReviews { .. }
             )
         });
-        let have: Vec<ToolSetInput> = current.tool_sets.clone().unwrap_or_default();
-        let ids: BTreeMap<String, String> = wb
+        // The project's sets by id, as a file holds them.
+        let have: Vec<(String, ToolSetInput)> = wb
             .tool_sets()
             .list(who)
             .await?
             .into_iter()
-            .map(|s| (s.slug, s.id))
+            .map(|s| (s.id.clone(), ToolSetInput::from(s)))
             .collect();
         for set in sets {
             let set = set.normal();
-            let existing = have.iter().find(|h| h.slug == set.slug);
-            if existing == Some(&set) {
+            let existing = have.iter().find(|(_, h)| h.slug == set.slug);
+            if existing.is_some_and(|(_, h)| *h == set) {
                 unchanged += 1;
                 continue;
             }
@@ -559,8 +559,8 @@ pub(super) async fn plan(wb: &Workbench, who: &Principal, file: &ConfigFile) -> 
                     continue;
                 }
             }
-            match (existing, ids.get(&set.slug)) {
-                (Some(from), Some(id)) => {
+            match existing {
+                Some((id, from)) => {
                     let mut fields = Vec::new();
                     if from.name != set.name {
                         fields.push("name".to_owned());
@@ -578,12 +578,12 @@ pub(super) async fn plan(wb: &Workbench, who: &Principal, file: &ConfigFile) -> 
                         fields,
                     });
                 }
-                _ => steps.push(Step::ToolSetCreate(set.clone())),
+                None => steps.push(Step::ToolSetCreate(set.clone())),
             }
         }
-        for h in have
+        for (id, h) in have
             .iter()
-            .filter(|h| !sets.iter().any(|s| s.slug == h.slug))
+            .filter(|(_, h)| !sets.iter().any(|s| s.slug == h.slug))
         {
             let keys = wb.tool_sets().keys_limited_to(who, &h.slug).await?;
             if !keys.is_empty() {
@@ -593,7 +593,7 @@ pub(super) async fn plan(wb: &Workbench, who: &Principal, file: &ConfigFile) -> 
                     h.slug,
                     names.join(", ")
                 ));
-            } else if let Some(id) = ids.get(&h.slug) {
+            } else {
                 deletions.push(Step::ToolSetDelete {
                     id: id.clone(),
                     slug: h.slug.clone(),

@@ -113,7 +113,8 @@ pub struct Policies {
     cache: Arc<RwLock<HashMap<String, Cached>>>,
 }
 
-fn clean_name(raw: &str) -> Result<String> {
+/// A name an admin gives (a policy's, a tool set's): trimmed, 1 to 100 printable characters.
+pub(crate) fn clean_name(raw: &str) -> Result<String> {
     let name = raw.trim();
     if name.is_empty()
         || name.chars().count() > MAX_NAME_CHARS

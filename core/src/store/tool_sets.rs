@@ -100,19 +100,24 @@ pub async fn delete<'e>(ex: impl Exec<'e>, project_id: &str, id: &str) -> Result
     Ok(done.rows_affected() == 1)
 }
 
-/// The `tool_sets` column of the project's live keys: `(id, name, JSON list of slugs)`, for
-/// the keys limited to sets.
-pub async fn limited_keys<'e>(
+/// The project's live keys limited to the set `slug`: `(id, name)`.
+pub async fn keys_limited_to<'e>(
     ex: impl Exec<'e>,
     project_id: &str,
-) -> Result<Vec<(String, String, String)>> {
-    Ok(sqlx::query_as(
+    slug: &str,
+) -> Result<Vec<(String, String)>> {
+    let keys: Vec<(String, String, String)> = sqlx::query_as(
         "SELECT id, name, tool_sets FROM api_keys WHERE project_id = $1 AND revoked_at IS NULL \
          AND tool_sets IS NOT NULL ORDER BY created_at, id",
     )
     .bind(project_id)
     .fetch_all(ex)
-    .await?)
+    .await?;
+    Ok(keys
+        .into_iter()
+        .filter(|(_, _, slugs)| parse_slugs(slugs).iter().any(|s| s == slug))
+        .map(|(id, name, _)| (id, name))
+        .collect())
 }
 
 /// Limits a key to the sets in `slugs` (a JSON list; `None`: not limited); false when the key

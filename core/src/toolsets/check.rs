@@ -7,16 +7,11 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::ToolSetInput;
-use crate::catalog::Snapshot;
+use crate::catalog::{check_description as description, name_char, Snapshot, MAX_TOOL_NAME_CHARS};
 use crate::{Error, Result};
 
 /// Tools in one set, at most.
 pub const MAX_ENTRIES: usize = 200;
-const MAX_NAME_CHARS: usize = 100;
-/// Characters of a set's or an entry's description, at most.
-const MAX_DESCRIPTION_CHARS: usize = 4000;
-/// Characters of an exposed tool name, at most (what the strictest common clients accept).
-const MAX_TOOL_NAME_CHARS: usize = 64;
 /// Bytes of one entry's fixed values as JSON, at most.
 const MAX_FIXED_BYTES: usize = 16 * 1024;
 
@@ -30,50 +25,29 @@ pub struct Checked {
 
 pub use crate::store::tool_sets::{valid_slug, MAX_SLUG_CHARS};
 
-/// A tool name MCP clients accept: letters, digits, `_`, `-` and `.`, 1 to 64 characters.
+/// A tool name MCP clients accept: letters, digits, `_`, `-` and `.`, 1 to 64 characters (a
+/// catalog name's rule, except that it may start with any of them).
 fn valid_tool_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= MAX_TOOL_NAME_CHARS
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+    !s.is_empty() && s.len() <= MAX_TOOL_NAME_CHARS && s.chars().all(name_char)
 }
 
-fn description(field: &str, s: &str) -> Result<String> {
-    let s = s.trim();
-    if s.chars().count() > MAX_DESCRIPTION_CHARS
-        || s.chars().any(|c| c.is_control() && c != '\n' && c != '\t')
-    {
-        return Err(Error::invalid(format!(
-            "{field} must be at most {MAX_DESCRIPTION_CHARS} printable characters"
-        )));
-    }
-    Ok(s.to_owned())
-}
-
-/// Checks `input` whole against the catalog the caller sees.
+/// Checks `input` whole, in its stored form (`ToolSetInput::normal`: trimmed), against the
+/// catalog the caller sees.
 pub fn input(input: &ToolSetInput, catalog: &Snapshot) -> Result<Checked> {
+    let input = input.normal();
     if !valid_slug(&input.slug) {
         return Err(Error::invalid(format!(
             "slug must be 1 to {MAX_SLUG_CHARS} lowercase letters, digits and inner hyphens (it becomes /mcp/sets/<slug>)"
         )));
     }
-    let name = input.name.trim();
-    if name.is_empty()
-        || name.chars().count() > MAX_NAME_CHARS
-        || name.chars().any(char::is_control)
-    {
-        return Err(Error::invalid(format!(
-            "name must be 1 to {MAX_NAME_CHARS} printable characters"
-        )));
-    }
-    let set_description = description("description", &input.description)?;
+    crate::policy::clean_name(&input.name)?;
+    description("description", &input.description)?;
     if input.tools.is_empty() || input.tools.len() > MAX_ENTRIES {
         return Err(Error::invalid(format!(
             "tools must list 1 to {MAX_ENTRIES} tools"
         )));
     }
     let mut seen = HashSet::new();
-    let mut entries = Vec::with_capacity(input.tools.len());
     for (i, e) in input.tools.iter().enumerate() {
         let at = format!("tools[{i}]");
         let Some(tool) = catalog.get(&e.tool) else {
@@ -82,8 +56,6 @@ pub fn input(input: &ToolSetInput, catalog: &Snapshot) -> Result<Checked> {
                 e.tool
             )));
         };
-        let mut e = e.clone();
-        e.name = e.name.map(|n| n.trim().to_owned());
         if !valid_tool_name(e.exposed()) {
             return Err(Error::invalid(format!(
                 "{at}: the name must be 1 to {MAX_TOOL_NAME_CHARS} letters, digits, '_', '-' or '.' (give \"name\" for a tool whose catalog name is not)"
@@ -96,17 +68,15 @@ pub fn input(input: &ToolSetInput, catalog: &Snapshot) -> Result<Checked> {
             )));
         }
         if let Some(d) = &e.description {
-            let d = description(&format!("{at}.description"), d)?;
-            e.description = (!d.is_empty()).then_some(d);
+            description(&format!("{at}.description"), d)?;
         }
         fixed(&at, &tool.spec.input_schema, &e.fixed)?;
-        entries.push(e);
     }
     Ok(Checked {
-        slug: input.slug.clone(),
-        name: name.to_owned(),
-        description: set_description,
-        tools: serde_json::to_string(&entries).map_err(|e| Error::internal(e.to_string()))?,
+        tools: serde_json::to_string(&input.tools).map_err(|e| Error::internal(e.to_string()))?,
+        slug: input.slug,
+        name: input.name,
+        description: input.description,
     })
 }
 

@@ -22,6 +22,11 @@ use crate::ids::new_id;
 use crate::store::{self, tool_sets::ToolSetRow, Db};
 use crate::{Error, Result};
 
+/// Where a set's endpoint lives, below the public URL.
+pub fn endpoint_path(slug: &str) -> String {
+    format!("/mcp/sets/{slug}")
+}
+
 /// One tool of a set: the catalog tool, and how the set shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -329,18 +334,7 @@ impl ToolSets {
         who: &Principal,
         slug: &str,
     ) -> Result<Vec<(String, String)>> {
-        Ok(
-            store::tool_sets::limited_keys(self.db.pool(), &who.project_id)
-                .await?
-                .into_iter()
-                .filter(|(_, _, slugs)| {
-                    store::tool_sets::parse_slugs(slugs)
-                        .iter()
-                        .any(|s| s == slug)
-                })
-                .map(|(id, name, _)| (id, name))
-                .collect(),
-        )
+        store::tool_sets::keys_limited_to(self.db.pool(), &who.project_id, slug).await
     }
 
     pub async fn create(&self, who: &Principal, input: &ToolSetInput) -> Result<ToolSet> {
@@ -418,12 +412,12 @@ impl ToolSets {
         let existing = store::tool_sets::get(&mut *tx, &who.project_id, id)
             .await?
             .ok_or(Error::NotFound)?;
-        let users: Vec<String> = store::tool_sets::limited_keys(&mut *tx, &who.project_id)
-            .await?
-            .into_iter()
-            .filter(|(_, _, slugs)| store::tool_sets::parse_slugs(slugs).contains(&existing.slug))
-            .map(|(id, name, _)| format!("{name} ({id})"))
-            .collect();
+        let users: Vec<String> =
+            store::tool_sets::keys_limited_to(&mut *tx, &who.project_id, &existing.slug)
+                .await?
+                .into_iter()
+                .map(|(id, name)| format!("{name} ({id})"))
+                .collect();
         if !users.is_empty() {
             return Err(Error::Conflict(format!(
                 "keys are limited to this set: {}; change or revoke them first",

@@ -5,15 +5,12 @@
 
 use super::{catalog_name, other_source, owners_of, taken_by, upstream_name, ToolView, Upstreams};
 use crate::auth::{Operation, Principal};
-use crate::catalog::ToolName;
+use crate::catalog::{check_description, name_char, ToolName};
 use crate::store::{
     self,
     mcp_servers::{NameOwner, ToolState},
 };
 use crate::{Error, Result};
-
-/// Characters of a description override, at most.
-const MAX_DESCRIPTION_CHARS: usize = 4000;
 
 /// What an admin changes of a tool's text: for each, `None` leaves it, `Some(None)` goes back
 /// to the upstream's own, `Some(Some(_))` sets it.
@@ -42,28 +39,19 @@ impl Upstreams {
             .cloned()
             .ok_or(Error::NotFound)?;
         if let Some(description) = text.description {
-            t.description_override = match description.map(|d| d.trim().to_owned()) {
-                Some(d) if d.is_empty() => None,
-                Some(d)
-                    if d.chars().count() > MAX_DESCRIPTION_CHARS
-                        || d.chars().any(|c| c.is_control() && c != '\n' && c != '\t') =>
-                {
-                    return Err(Error::invalid(format!(
-                        "description must be at most {MAX_DESCRIPTION_CHARS} printable characters"
-                    )))
-                }
-                other => other,
-            };
+            let description = description.map(|d| d.trim().to_owned());
+            if let Some(d) = &description {
+                check_description("description", d)?;
+            }
+            t.description_override = description.filter(|d| !d.is_empty());
         }
         let renamed = text.name.is_some();
         if let Some(name) = text.name {
             let name = name.map(|n| n.trim().to_owned());
-            if name.as_deref().is_some_and(|n| {
-                n.is_empty()
-                    || !n
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
-            }) {
+            if name
+                .as_deref()
+                .is_some_and(|n| n.is_empty() || !n.chars().all(name_char))
+            {
                 return Err(Error::invalid(
                     "name must be letters, digits, '_', '.' and '-' (the server's prefix goes before it); null goes back to the upstream's",
                 ));

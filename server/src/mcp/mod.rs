@@ -354,49 +354,70 @@ fn service_config(state: &AppState) -> StreamableHttpServerConfig {
 }
 
 /// A bearer API key or an OAuth access token issued for this server's /mcp first: nothing
-/// reaches the MCP machinery without one. A 401 names the protected resource metadata, where
-/// an MCP client learns how to get a token (RFC 9728).
+/// reaches the MCP machinery without one.
 async fn authenticate(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let (mut parts, body) = req.into_parts();
+    // A key limited to tool sets uses their endpoints only: it may not read tools here.
+    match caller(
+        &state,
+        &mut parts,
+        &state.config.oauth_context(),
+        Some("/mcp"),
+        workbench_core::auth::Operation::ToolsRead,
+    )
+    .await
+    {
+        Ok(_) => next.run(Request::from_parts(parts, body)).await,
+        Err(refused) => refused,
+    }
+}
+
+/// The caller of an MCP endpoint (`/mcp` or a tool set's): a bearer API key, or an MCP OAuth
+/// access token issued for that endpoint (`ctx.resource`, RFC 8707), that may perform `op`; it
+/// is put in the request's extensions for the handlers. Refused, the answer: a 401 names the
+/// protected resource metadata of the endpoint at `path` (RFC 9728), where a client learns how
+/// to get a token.
+async fn caller(
+    state: &AppState,
+    parts: &mut http::request::Parts,
+    ctx: &workbench_core::oauth::OAuthContext,
+    path: Option<&str>,
+    op: workbench_core::auth::Operation,
+) -> Result<Principal, Response> {
     let token = crate::api_auth::bearer_token(&parts.headers).map(str::to_owned);
-    let outcome = match token.as_deref() {
-        Some(t) if t.starts_with(workbench_core::oauth::ACCESS_TOKEN_PREFIX) => match state
+    let who = match token.as_deref() {
+        Some(t) if t.starts_with(workbench_core::oauth::ACCESS_TOKEN_PREFIX) => state
             .wb
             .oauth()
-            .authenticate(&state.config.oauth_context(), t)
+            .authenticate(ctx, t)
             .await
-        {
-            Ok(who) => {
-                parts.extensions.insert(ApiCaller(who));
-                Ok(())
-            }
-            Err(e) => Err(crate::api_error::ApiError::from(e)),
-        },
+            .map_err(crate::api_error::ApiError::from),
         _ => <ApiCaller as axum::extract::FromRequestParts<AppState>>::from_request_parts(
-            &mut parts, &state,
+            parts, state,
         )
         .await
-        .map(|_| ()),
-    };
-    // A key limited to tool sets uses their endpoints only.
-    let outcome = outcome.and_then(|()| match parts.extensions.get::<ApiCaller>() {
-        Some(ApiCaller(who)) => who
-            .require(workbench_core::auth::Operation::ToolsRead)
-            .map_err(crate::api_error::ApiError::from),
-        None => Ok(()),
+        .map(|ApiCaller(who)| who),
+    }
+    .and_then(|who| {
+        who.require(op)
+            .map(|()| who)
+            .map_err(crate::api_error::ApiError::from)
     });
-    match outcome {
-        Ok(()) => next.run(Request::from_parts(parts, body)).await,
+    match who {
+        Ok(who) => {
+            parts.extensions.insert(ApiCaller(who.clone()));
+            Ok(who)
+        }
         Err(rejection) => {
             let unauthorized = rejection.status == axum::http::StatusCode::UNAUTHORIZED;
             let mut res = rejection.into_response();
-            if unauthorized {
+            if let Some(path) = path.filter(|_| unauthorized) {
                 res.headers_mut().insert(
                     axum::http::header::WWW_AUTHENTICATE,
-                    crate::mcp_oauth::www_authenticate(&state, token.is_some()),
+                    crate::mcp_oauth::www_authenticate(state, path, token.is_some()),
                 );
             }
-            res
+            Err(res)
         }
     }
 }

@@ -27,7 +27,7 @@ use tracing::Instrument;
 use workbench_core::auth::{Operation, Principal};
 use workbench_core::catalog::SideEffects;
 use workbench_core::engine::{CallOptions, Surface};
-use workbench_core::toolsets::{ExposedTool, ToolSet};
+use workbench_core::toolsets::{endpoint_path, valid_slug, ExposedTool, ToolSet};
 use workbench_core::Workbench;
 
 use crate::api_auth::ApiCaller;
@@ -221,43 +221,21 @@ async fn resolve(State(state): State<AppState>, req: Request, next: Next) -> Res
         .strip_prefix(PREFIX)
         .unwrap_or_default()
         .to_owned();
-    let token = crate::api_auth::bearer_token(&parts.headers).map(str::to_owned);
-    let who = match token.as_deref() {
-        // An access token issued for this set's endpoint (RFC 8707), and for nothing else.
-        Some(t) if t.starts_with(workbench_core::oauth::ACCESS_TOKEN_PREFIX) => state
-            .wb
-            .oauth()
-            .authenticate(&state.config.oauth_context().for_set(&slug), t)
-            .await
-            .map_err(ApiError::from),
-        _ => <ApiCaller as axum::extract::FromRequestParts<AppState>>::from_request_parts(
-            &mut parts, &state,
-        )
-        .await
-        .map(|ApiCaller(who)| who),
-    };
-    let who = match who {
+    // An access token must be one issued for this set's endpoint, and for nothing else.
+    let ctx = state.config.oauth_context().for_set(&slug);
+    let metadata = valid_slug(&slug).then(|| endpoint_path(&slug));
+    let who = match super::caller(
+        &state,
+        &mut parts,
+        &ctx,
+        metadata.as_deref(),
+        Operation::ToolSetCall,
+    )
+    .await
+    {
         Ok(who) => who,
-        Err(rejection) => {
-            let unauthorized = rejection.status == axum::http::StatusCode::UNAUTHORIZED;
-            let mut res = rejection.into_response();
-            if unauthorized && workbench_core::toolsets::valid_slug(&slug) {
-                res.headers_mut().insert(
-                    axum::http::header::WWW_AUTHENTICATE,
-                    crate::mcp_oauth::www_authenticate_at(
-                        &state,
-                        &format!("{PREFIX}{slug}"),
-                        token.is_some(),
-                    ),
-                );
-            }
-            return res;
-        }
+        Err(refused) => return refused,
     };
-    parts.extensions.insert(ApiCaller(who.clone()));
-    if let Err(e) = who.require(Operation::ToolSetCall) {
-        return ApiError::from(e).into_response();
-    }
     match state.wb.tool_sets().endpoint(&who, &slug).await {
         Ok(set) => {
             parts.extensions.insert(SetEndpoint(set));

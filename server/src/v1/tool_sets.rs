@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 use workbench_core::auth::{Operation, Principal};
-use workbench_core::toolsets::{ToolSet, ToolSetInput};
+use workbench_core::toolsets::{endpoint_path, ToolSet, ToolSetInput};
 
 use super::body::{object_as, unprocessable};
 use super::JsonBody;
@@ -25,7 +25,7 @@ fn input(body: Value) -> Result<ToolSetInput, ApiError> {
 /// which arguments are fixed.
 pub fn view(state: &AppState, who: &Principal, set: &ToolSet) -> Value {
     let mut v = json!(set);
-    v["endpoint"] = json!(state.config.public_link(&format!("/mcp/sets/{}", set.slug)));
+    v["endpoint"] = json!(state.config.public_link(&endpoint_path(&set.slug)));
     if !who.allows(Operation::ToolSetsManage) {
         if let Some(tools) = v["tools"].as_array_mut() {
             for t in tools {

@@ -985,3 +985,55 @@ db_test!(
         );
     }
 );
+
+db_test!(
+    a_vault_secret_in_a_fixed_value_reaches_the_tool_but_never_comes_back,
+    |backend| {
+        let Some((app, key, _up, _)) = with_set(backend).await else {
+            return;
+        };
+        const SECRET: &str = "desk-secret-4b7e1d";
+        let out = execute(
+            &app,
+            &key,
+            json!([{ "tool": "vault_set", "args": { "name": "DESK_SECRET", "value": SECRET } }]),
+        )
+        .await;
+        assert!(out[0].get("result").is_some(), "{out:?}");
+        let (status, set) = post(&app, &key, "/v1/tool-sets", json!({ "slug": "leaky", "name": "Leaky", "tools": [{ "tool": "fake.echo", "name": "say", "fixed": { "message": "{{vault:DESK_SECRET}}" } }] })).await;
+        assert_eq!(status, 201, "{set}");
+        // The upstream echoes what it got: the secret, which the answer carries redacted.
+        let res = app
+            .http()
+            .post(app.url("/mcp/sets/leaky"))
+            .bearer_auth(&key)
+            .header("accept", "application/json, text/event-stream")
+            .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "say", "arguments": {} } }))
+            .send()
+            .await
+            .unwrap();
+        let text = res.text().await.unwrap();
+        assert!(text.contains("Echo: "), "{text}");
+        assert!(!text.contains(SECRET), "the secret came back: {text}");
+        // Neither the set's listing nor the audit log holds the value.
+        let (_, sets) = get(&app, &key, "/v1/tool-sets").await;
+        assert!(sets.to_string().contains("{{vault:DESK_SECRET}}"), "{sets}");
+        assert!(!sets.to_string().contains(SECRET));
+        let (_, audit) = get(&app, &key, "/v1/audit?tool_set=leaky").await;
+        let entries = audit["entries"]
+            .as_array()
+            .or(audit["data"].as_array())
+            .unwrap()
+            .clone();
+        assert!(!entries.is_empty(), "{audit}");
+        for e in entries {
+            let (_, detail) = get(
+                &app,
+                &key,
+                &format!("/v1/audit/{}", e["id"].as_str().unwrap()),
+            )
+            .await;
+            assert!(!detail.to_string().contains(SECRET), "{detail}");
+        }
+    }
+);

@@ -40,6 +40,7 @@ pub mod engine;
 pub mod error;
 pub mod ids;
 pub mod integrations;
+pub mod limits;
 pub mod metering;
 pub mod metrics;
 pub mod notify;

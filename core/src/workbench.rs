@@ -216,6 +216,7 @@ impl Workbench {
                 connections: connections.clone(),
                 policies: policies.clone(),
                 accounts: accounts.clone(),
+                limits: crate::limits::Limits::new(db.clone(), clock.clone()),
                 confirm: options.confirmations,
                 webhooks: webhooks.clone(),
             },

@@ -38,6 +38,7 @@ impl ToolHandler for Shifty {
                 .set_source_tools(&self.who.project_id, SOURCE, vec![])
                 .unwrap();
             let deny = PolicyInput {
+                limits: vec![],
                 name: "no shifty".into(),
                 tool_allowlist: ToolAllowlist {
                     mode: Mode::Open,

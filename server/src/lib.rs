@@ -202,6 +202,9 @@ async fn upkeep(wb: Workbench, apps_reload_every: Duration) {
         if let Err(e) = wb.accounts().purge_expired().await {
             tracing::warn!(error = %e, "upkeep failed");
         }
+        if let Err(e) = wb.engine().limits().purge_ended().await {
+            tracing::warn!(error = %e, "upkeep failed");
+        }
         if let Err(e) = wb.idempotency().purge_expired().await {
             tracing::warn!(error = %e, "upkeep failed");
         }

@@ -36,6 +36,7 @@ pub async fn policies_page() -> Result<PoliciesData, AppError> {
                 allow: pol.tool_allowlist.allow,
                 deny: pol.tool_allowlist.deny,
                 require_confirmation: pol.tool_allowlist.require_confirmation,
+                limits: pol.limits.iter().map(ToString::to_string).collect(),
                 id: pol.id,
                 name: pol.name,
                 default: pol.default,
@@ -53,8 +54,10 @@ pub async fn policies_page() -> Result<PoliciesData, AppError> {
     })
 }
 
-/// Creates a policy (no `id`) or replaces one; patterns one per line.
+/// Creates a policy (no `id`) or replaces one; patterns one per line, limits one per line
+/// (`limits` left out: a replaced policy keeps its limits).
 #[server(endpoint = "save_policy")]
+#[allow(clippy::too_many_arguments)]
 pub async fn save_policy(
     id: Option<String>,
     name: String,
@@ -63,11 +66,23 @@ pub async fn save_policy(
     deny: String,
     require_confirmation: String,
     default: Option<String>,
+    limits: Option<String>,
 ) -> Result<(), AppError> {
-    use workbench_core::policy::{lines, PolicyInput, ToolAllowlist};
+    use workbench_core::policy::{lines, Limit, PolicyInput, ToolAllowlist};
     let p = ssr::principal().await?;
     let mode = Mode::parse(&mode)
         .ok_or_else(|| AppError::Message("mode must be allowlist or open".into()))?;
+    let id = id.filter(|i| !i.is_empty());
+    let policies = ssr::wb()?.policies().clone();
+    let limits = match (limits, &id) {
+        (Some(text), _) => lines(&text)
+            .iter()
+            .map(|l| Limit::parse_line(l))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(AppError::Message)?,
+        (None, Some(id)) => policies.get(&p, id).await?.limits,
+        (None, None) => vec![],
+    };
     let input = PolicyInput {
         name,
         tool_allowlist: ToolAllowlist {
@@ -76,10 +91,10 @@ pub async fn save_policy(
             deny: lines(&deny),
             require_confirmation: lines(&require_confirmation),
         },
+        limits,
         default: default.is_some(),
     };
-    let policies = ssr::wb()?.policies().clone();
-    match id.filter(|i| !i.is_empty()) {
+    match id {
         Some(id) => policies.replace(&p, &id, &input).await?,
         None => policies.create(&p, &input).await?,
     };

@@ -68,6 +68,7 @@ fn PolicyForm(policy: Option<PolicyItem>, save: ServerAction<SavePolicy>) -> imp
         .unwrap_or_else(|| "new".into());
     let field = move |name: &str| format!("{name}-{key}");
     let joined = |v: &Option<Vec<String>>| v.clone().unwrap_or_default().join("\n");
+    let limits = joined(&p.as_ref().map(|p| p.limits.clone()));
     let (name, mode, allow, deny, confirm, default) = (
         p.as_ref().map(|p| p.name.clone()).unwrap_or_default(),
         p.as_ref().map_or(Mode::Allowlist, |p| p.mode),
@@ -94,6 +95,12 @@ fn PolicyForm(policy: Option<PolicyItem>, save: ServerAction<SavePolicy>) -> imp
             <PatternField id=field("deny") name="deny" label="Deny (wins)" value=deny placeholder="crm.contact.delete"/>
             <PatternField id=field("confirm") name="require_confirmation" label="Require confirmation" value=confirm placeholder="email.send"/>
             <p class="col-span-3 text-xs text-slate-500">"One pattern per line: a tool name, or a prefix ending in one '*' (ticket.*)."</p>
+            <div class="col-span-3">
+                <label for=field("limits") class=LABEL>"Rate limits and quotas"</label>
+                <textarea id=field("limits") name="limits" rows="3" class=TEXTAREA
+                    placeholder="60 calls per minute per key on github.*\n1000 calls per day per user\n100000000 egress bytes per month per project">{limits}</textarea>
+                <p class="mt-1 text-xs text-slate-500">"One per line: N calls (or N egress bytes) per second, minute, hour, day or month, per key, user or project, optionally on a tool pattern. A call over any limit answers rate_limited with the seconds to wait."</p>
+            </div>
             <label class="col-span-2 flex items-center gap-2 text-sm">
                 <input type="checkbox" name="default" value="on" checked=default/>
                 "Default: applies to keys without a policy of their own"
@@ -148,6 +155,7 @@ pub fn Policies() -> impl IntoView {
                                     <p class="font-mono text-xs">"allow: " {p.allow.join(", ")}</p>
                                     <p class="font-mono text-xs">"deny: " {p.deny.join(", ")}</p>
                                     <p class="font-mono text-xs">"require_confirmation: " {p.require_confirmation.join(", ")}</p>
+                                    <p class="font-mono text-xs" data-testid="policy-limits">"limits: " {p.limits.join("; ")}</p>
                                 }.into_any()
                             }}
                         </article>

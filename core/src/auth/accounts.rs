@@ -92,8 +92,6 @@ pub struct Accounts {
     clock: Arc<dyn Clock>,
     /// Key → principal, good while the database's change epoch stands (`principals.rs`).
     principals: Arc<super::principals::Principals>,
-    /// Units of rate-limited keys' budgets this instance holds (`rate.rs`).
-    rates: Arc<super::rate::RateLeases>,
 }
 
 fn clean_name(raw: &str, what: &str) -> Result<String> {
@@ -115,7 +113,6 @@ impl Accounts {
             db,
             clock,
             principals: Arc::default(),
-            rates: Arc::default(),
         }
     }
 
@@ -553,45 +550,11 @@ impl Accounts {
         Ok(())
     }
 
-    /// Counts a call of a rate-limited key; `Err(seconds)` when the key is over its limit in
-    /// this minute (the call must not run), with the seconds until the next minute. Spends a
-    /// unit this instance holds when it has one, else claims a slice of the minute's budget
-    /// (`rate.rs`).
-    pub async fn take_rate(&self, who: &Principal) -> Result<std::result::Result<(), u64>> {
-        use super::rate::{granted, slice, Local};
-        // A key and a grant count in their own windows (ids of both kinds never collide).
-        let (Some(limit), Some(key)) = (
-            who.rate_limit_per_minute,
-            who.api_key_id.as_deref().or(who.oauth_grant_id.as_deref()),
-        ) else {
-            return Ok(Ok(()));
-        };
-        let now = self.now();
-        let window = now - now.rem_euclid(60_000);
-        let refused = Ok(Err(((window + 60_000 - now + 999) / 1000) as u64));
-        let allowed = match self.rates.spend(key, window, limit) {
-            Local::Spent => true,
-            Local::Refused => false,
-            Local::Claim => {
-                let asked = slice(limit);
-                let count = store::rate_windows::claim(self.db.pool(), key, window, asked).await?;
-                self.rates
-                    .claimed(key, window, limit, granted(asked, count, limit))
-            }
-        };
-        if allowed {
-            Ok(Ok(()))
-        } else {
-            refused
-        }
-    }
-
     /// Removes expired sessions and old sign-in failures.
     pub async fn purge_expired(&self) -> Result<()> {
         let now = self.now();
         store::sessions::delete_expired(self.db.pool(), now).await?;
         store::sign_in::delete_older_than(self.db.pool(), now - FAILURE_WINDOW_MS).await?;
-        store::rate_windows::delete_before(self.db.pool(), now - 2 * 60_000).await?;
         Ok(())
     }
 }

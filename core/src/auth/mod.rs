@@ -8,7 +8,6 @@ mod members;
 mod password;
 mod permissions;
 pub(crate) mod principals;
-mod rate;
 mod redirect;
 
 pub use accounts::{Accounts, ApiKeyInfo, NewApiKey, User, MAX_RATE_LIMIT};

@@ -32,6 +32,7 @@ fn policy_input(p: &super::PolicyEntry) -> PolicyInput {
     PolicyInput {
         name: p.name.clone(),
         tool_allowlist: p.tool_allowlist.clone(),
+        limits: p.limits.clone(),
         default: p.default,
     }
 }

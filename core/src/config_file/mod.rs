@@ -95,6 +95,9 @@ pub struct PolicyEntry {
     #[serde(default)]
     pub default: bool,
     pub tool_allowlist: ToolAllowlist,
+    /// Rate limits and quotas (none when left out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<crate::policy::Limit>,
 }
 
 impl ConfigFile {
@@ -157,6 +160,7 @@ pub async fn export(wb: &Workbench, who: &Principal) -> Result<ConfigFile> {
             name: p.name,
             default: p.default,
             tool_allowlist: p.tool_allowlist,
+            limits: p.limits,
         })
         .collect();
     policies.sort_by(|a, b| a.name.cmp(&b.name));

@@ -307,6 +307,7 @@ pub(super) async fn plan(wb: &Workbench, who: &Principal, file: &ConfigFile) -> 
             let input = PolicyInput {
                 name: p.name.clone(),
                 tool_allowlist: p.tool_allowlist.clone(),
+                limits: p.limits.clone(),
                 default: p.default,
             };
             if let Err(e) = Policies::checked(&input) {
@@ -320,6 +321,7 @@ pub(super) async fn plan(wb: &Workbench, who: &Principal, file: &ConfigFile) -> 
                         name: h.name.clone(),
                         default: h.default,
                         tool_allowlist: h.tool_allowlist.clone(),
+                        limits: h.limits.clone(),
                     };
                     let mut fields = Vec::new();
                     if from.default != p.default {
@@ -327,6 +329,9 @@ pub(super) async fn plan(wb: &Workbench, who: &Principal, file: &ConfigFile) -> 
                     }
                     if from.tool_allowlist != p.tool_allowlist {
                         fields.push("tool_allowlist".to_owned());
+                    }
+                    if from.limits != p.limits {
+                        fields.push("limits".to_owned());
                     }
                     if fields.is_empty() {
                         unchanged += 1;

@@ -56,9 +56,14 @@ pub enum ToolError {
     Timeout {
         timeout_ms: u64,
     },
-    /// The key is over its calls-per-minute limit.
+    /// Over a limit: the key's own calls per minute (`policy_id` None), or a rate limit or
+    /// quota of the caller's policy (its id, and the limit as a line).
     RateLimited {
         retry_after_s: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        policy_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<String>,
     },
     Unavailable {
         reason: String,
@@ -164,7 +169,8 @@ impl ToolError {
                 "this call needs a person's confirmation; ask the user to open the url and approve it".into()
             }
             ToolError::Timeout { timeout_ms } => format!("tool timed out after {timeout_ms} ms"),
-            ToolError::RateLimited { retry_after_s } => format!("this key made too many calls this minute; retry in {retry_after_s} s"),
+            ToolError::RateLimited { retry_after_s, policy_id: Some(policy), limit: Some(limit) } => format!("over the limit \"{limit}\" of policy {policy}; retry in {retry_after_s} s"),
+            ToolError::RateLimited { retry_after_s, .. } => format!("this key made too many calls this minute; retry in {retry_after_s} s"),
             ToolError::Unavailable { reason } => format!("tool unavailable: {reason}"),
             ToolError::Handler { .. } => "tool failed; see handler_error".into(),
             ToolError::BadRef { message, .. } => message.clone(),
@@ -184,8 +190,16 @@ impl ToolError {
             ToolError::NotAllowed { rule, .. } => {
                 m.insert("rule".into(), json!(rule));
             }
-            ToolError::RateLimited { retry_after_s } => {
+            ToolError::RateLimited {
+                retry_after_s,
+                policy_id,
+                limit,
+            } => {
                 m.insert("retry_after_s".into(), json!(retry_after_s));
+                if let (Some(policy), Some(limit)) = (policy_id, limit) {
+                    m.insert("policy_id".into(), json!(policy));
+                    m.insert("limit".into(), json!(limit));
+                }
             }
             ToolError::Denied {
                 confirmation_id,

@@ -40,6 +40,7 @@ use crate::auth::{Accounts, Principal};
 use crate::catalog::{Catalog, Snapshot};
 use crate::clock::Clock;
 use crate::connections::Connections;
+use crate::limits::Limits;
 use crate::notify::Webhooks;
 use crate::policy::Policies;
 use crate::store::{tool_calls::CallStatus, Db};
@@ -161,6 +162,7 @@ pub struct Engine {
     connections: Connections,
     policies: Policies,
     accounts: Accounts,
+    limits: Limits,
     confirm: Arc<ConfirmSettings>,
     webhooks: Webhooks,
 }
@@ -176,6 +178,8 @@ pub struct EngineParts {
     pub policies: Policies,
     /// To run an approved call as the key that made it.
     pub accounts: Accounts,
+    /// Rate limits and quotas, counted for every call.
+    pub limits: Limits,
     pub confirm: ConfirmSettings,
     /// Tells the project's webhook about held calls.
     pub webhooks: Webhooks,
@@ -192,9 +196,15 @@ impl Engine {
             connections: p.connections,
             policies: p.policies,
             accounts: p.accounts,
+            limits: p.limits,
             confirm: Arc::new(p.confirm),
             webhooks: p.webhooks,
         }
+    }
+
+    /// The limiter every call is counted by (its windows are purged by the server's upkeep).
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     pub fn catalog(&self) -> &Arc<Catalog> {

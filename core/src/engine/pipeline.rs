@@ -46,12 +46,22 @@ impl CallScope<'_> {
             Decision::Confirm(_) if self.held.is_some() => None,
             Decision::Confirm(rule) => Some(rule),
         };
-        // The key's rate limit (calls per minute, across instances); an approved call was
-        // counted when it was made.
-        if self.held.is_none() {
-            match self.engine.accounts.take_rate(who).await {
-                Ok(Ok(())) => {}
-                Ok(Err(retry_after_s)) => return Err(ToolError::RateLimited { retry_after_s }),
+        // Rate limits and quotas: the key's own, then its policy's (across instances); an
+        // approved call was counted when it was made.
+        let admitted = if self.held.is_none() {
+            match self.engine.limits.admit(who, policy, tool.name()).await {
+                Ok(Ok(admitted)) => Some(admitted),
+                Ok(Err(refusal)) => {
+                    let (policy_id, limit) = match refusal.limit {
+                        Some((policy, limit)) => (Some(policy), Some(limit.to_string())),
+                        None => (None, None),
+                    };
+                    return Err(ToolError::RateLimited {
+                        retry_after_s: refusal.retry_after_s,
+                        policy_id,
+                        limit,
+                    });
+                }
                 Err(e) => {
                     tracing::error!(error = ?e, "rate limit cannot be counted");
                     return Err(ToolError::Unavailable {
@@ -59,7 +69,9 @@ impl CallScope<'_> {
                     });
                 }
             }
-        }
+        } else {
+            None
+        };
         // A tool listed as unavailable (vanished or held for review upstream, an open breaker,
         // its configuration missing) answers with the reason the listings show.
         if let Availability::Unavailable(reason) = tool.availability() {
@@ -157,6 +169,9 @@ impl CallScope<'_> {
         outcome.duration_us = started.elapsed().as_micros() as u64;
         outcome.duration_ms = outcome.duration_us / 1000;
         outcome.egress_bytes = ctx.egress_bytes();
+        if let Some(admitted) = admitted {
+            self.engine.limits.spent(admitted, outcome.egress_bytes);
+        }
         match result {
             Err(_) => Err(ToolError::Timeout {
                 timeout_ms: opts.timeout.as_millis() as u64,

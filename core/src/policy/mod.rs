@@ -6,6 +6,7 @@
 //! preview.rs answers what a policy does with the project's tools (a key's preview, a pattern
 //! list's check).
 
+pub mod limits;
 mod preview;
 mod rules;
 
@@ -14,6 +15,7 @@ use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 
+pub use limits::{Counted, Limit, Period};
 pub use preview::{check_patterns, lines};
 pub use rules::{
     pattern_matches, pattern_problem, Decision, Mode, Rule, ToolAllowlist, MAX_PATTERNS,
@@ -35,6 +37,8 @@ pub struct Policy {
     pub object: String,
     pub name: String,
     pub tool_allowlist: ToolAllowlist,
+    /// Rate limits and quotas (`limits.rs`).
+    pub limits: Vec<Limit>,
     pub default: bool,
     pub created_at: String,
     pub updated_at: String,
@@ -47,6 +51,8 @@ pub struct PolicyInput {
     pub name: String,
     pub tool_allowlist: ToolAllowlist,
     #[serde(default)]
+    pub limits: Vec<Limit>,
+    #[serde(default)]
     pub default: bool,
 }
 
@@ -54,11 +60,14 @@ impl Policy {
     fn from_row(r: PolicyRow) -> Result<Policy> {
         let tool_allowlist: ToolAllowlist = serde_json::from_str(&r.tool_allowlist)
             .map_err(|e| Error::internal(format!("policy {} has unreadable rules: {e}", r.id)))?;
+        let limits: Vec<Limit> = serde_json::from_str(&r.limits)
+            .map_err(|e| Error::internal(format!("policy {} has unreadable limits: {e}", r.id)))?;
         Ok(Policy {
             id: r.id,
             object: "policy".into(),
             name: r.name,
             tool_allowlist,
+            limits,
             default: r.is_default != 0,
             created_at: rfc3339(r.created_at),
             updated_at: rfc3339(r.updated_at),
@@ -157,6 +166,7 @@ impl Policies {
                         deny: vec![],
                         require_confirmation: vec![],
                     },
+                    limits: vec![],
                     default: false,
                     created_at: String::new(),
                     updated_at: String::new(),
@@ -241,23 +251,28 @@ impl Policies {
         )
     }
 
-    pub(crate) fn checked(input: &PolicyInput) -> Result<(String, String)> {
+    /// The policy's name, rules and limits as stored, once every part is valid.
+    pub(crate) fn checked(input: &PolicyInput) -> Result<(String, String, String)> {
         let name = clean_name(&input.name)?;
         input.tool_allowlist.check()?;
+        limits::check(&input.limits)?;
         let rules = serde_json::to_string(&input.tool_allowlist)
             .map_err(|e| Error::internal(e.to_string()))?;
-        Ok((name, rules))
+        let limits =
+            serde_json::to_string(&input.limits).map_err(|e| Error::internal(e.to_string()))?;
+        Ok((name, rules, limits))
     }
 
     pub async fn create(&self, who: &Principal, input: &PolicyInput) -> Result<Policy> {
         forbid_limited(who)?;
-        let (name, rules) = Self::checked(input)?;
+        let (name, rules, limits) = Self::checked(input)?;
         let now = self.clock.now_ms();
         let row = PolicyRow {
             id: new_id("pol"),
             project_id: who.project_id.clone(),
             name,
             tool_allowlist: rules,
+            limits,
             is_default: input.default as i64,
             created_at: now,
             updated_at: now,
@@ -287,7 +302,7 @@ impl Policies {
     /// Replaces a policy's name, rules and default flag (PUT).
     pub async fn replace(&self, who: &Principal, id: &str, input: &PolicyInput) -> Result<Policy> {
         forbid_limited(who)?;
-        let (name, rules) = Self::checked(input)?;
+        let (name, rules, limits) = Self::checked(input)?;
         let mut tx = self.db.begin_write().await?;
         let existing = store::policies::get(&mut *tx, &who.project_id, id)
             .await?
@@ -307,6 +322,7 @@ impl Policies {
         let row = PolicyRow {
             name,
             tool_allowlist: rules,
+            limits,
             is_default: input.default as i64,
             updated_at: self.clock.now_ms(),
             ..existing

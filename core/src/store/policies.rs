@@ -13,21 +13,25 @@ pub struct PolicyRow {
     pub name: String,
     /// JSON of the tool allowlist.
     pub tool_allowlist: String,
+    /// JSON of the rate limits and quotas.
+    pub limits: String,
     pub is_default: i64,
     pub created_at: i64,
     pub updated_at: i64,
 }
 
-const COLUMNS: &str = "id, project_id, name, tool_allowlist, is_default, created_at, updated_at";
+const COLUMNS: &str =
+    "id, project_id, name, tool_allowlist, limits, is_default, created_at, updated_at";
 
 pub async fn insert<'e>(ex: impl Exec<'e>, r: &PolicyRow) -> Result<()> {
     sqlx::query(&format!(
-        "INSERT INTO policies ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+        "INSERT INTO policies ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
     ))
     .bind(&r.id)
     .bind(&r.project_id)
     .bind(&r.name)
     .bind(&r.tool_allowlist)
+    .bind(&r.limits)
     .bind(r.is_default)
     .bind(r.created_at)
     .bind(r.updated_at)
@@ -38,13 +42,14 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &PolicyRow) -> Result<()> {
 
 /// Replaces a policy's name, rules and default flag; false when there is no such policy.
 pub async fn update<'e>(ex: impl Exec<'e>, r: &PolicyRow) -> Result<bool> {
-    let done = sqlx::query("UPDATE policies SET name = $1, tool_allowlist = $2, is_default = $3, updated_at = $4 WHERE project_id = $5 AND id = $6")
+    let done = sqlx::query("UPDATE policies SET name = $1, tool_allowlist = $2, is_default = $3, updated_at = $4, limits = $7 WHERE project_id = $5 AND id = $6")
         .bind(&r.name)
         .bind(&r.tool_allowlist)
         .bind(r.is_default)
         .bind(r.updated_at)
         .bind(&r.project_id)
         .bind(&r.id)
+        .bind(&r.limits)
         .execute(ex)
         .await?;
     Ok(done.rows_affected() == 1)

@@ -23,7 +23,7 @@ pub async fn document() -> Json<Value> {
         ("403", "tool_not_allowed (meta.rule)"),
         ("409", "not_connected (meta.integration)"),
         ("422", "tool_invalid_arguments (meta.errors)"),
-        ("429", "rate_limited (meta.retry_after_s and a Retry-After header): the key is over its calls per minute"),
+        ("429", "rate_limited (meta.retry_after_s and a Retry-After header): the key is over its calls per minute, or over a limit of its policy (meta.policy_id, meta.limit)"),
         ("502", "tool_error (meta.handler_error; also a result over the server's REST ceiling, 10 MiB by default)"),
         ("503", "tool_unavailable"),
         ("504", "tool_timeout"),
@@ -61,7 +61,21 @@ pub async fn document() -> Json<Value> {
                     "mode": { "enum": ["allowlist", "open"] },
                     "allow": { "type": "array", "items": pattern.clone() },
                     "deny": { "type": "array", "items": pattern.clone() },
-                    "require_confirmation": { "type": "array", "items": pattern }
+                    "require_confirmation": { "type": "array", "items": pattern.clone() }
+                }
+            },
+            "limits": {
+                "type": "array", "maxItems": 20,
+                "description": "rate limits and quotas: at most `calls` calls (or `egress_bytes` bytes sent and received) of the tools `tools` matches, every `every`, counted per `per` (each key or OAuth grant, each user, or the project); a call over any answers 429 rate_limited",
+                "items": {
+                    "type": "object", "required": ["every", "per"], "additionalProperties": false,
+                    "properties": {
+                        "tools": { "type": "string", "default": "*", "description": "a tool name or a prefix ending in '*'" },
+                        "calls": { "type": "integer", "minimum": 1, "maximum": 1_000_000_000_i64 },
+                        "egress_bytes": { "type": "integer", "minimum": 1, "description": "per hour, day or month only" },
+                        "every": { "enum": ["second", "minute", "hour", "day", "month"], "description": "UTC windows; day and month are calendar days and months" },
+                        "per": { "enum": ["key", "user", "project"] }
+                    }
                 }
             }
         }
@@ -221,7 +235,7 @@ pub async fn document() -> Json<Value> {
                 "post": {
                     "summary": "Create a policy (admin key with no policy attached); patterns are tool names or a prefix ending in one '*'",
                     "requestBody": { "required": true, "content": { "application/json": { "schema": policy_schema.clone() } } },
-                    "responses": { "201": { "description": "the policy: { id: pol_…, object: policy, name, tool_allowlist, default, created_at, updated_at }" }, "403": error_response("forbidden"), "409": error_response("conflict"), "422": error_response("invalid_request") }
+                    "responses": { "201": { "description": "the policy: { id: pol_…, object: policy, name, tool_allowlist, limits, default, created_at, updated_at }" }, "403": error_response("forbidden"), "409": error_response("conflict"), "422": error_response("invalid_request") }
                 }
             },
             "/v1/policies/{id}": {

@@ -14,7 +14,7 @@ use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
 use crate::state::AppState;
 
-const SHAPE: &str = "{\"name\", \"tool_allowlist\": {\"mode\": \"allowlist\"|\"open\", \"allow\": [...], \"deny\": [...], \"require_confirmation\": [...]}, \"default\"?: bool}";
+const SHAPE: &str = "{\"name\", \"tool_allowlist\": {\"mode\": \"allowlist\"|\"open\", \"allow\": [...], \"deny\": [...], \"require_confirmation\": [...]}, \"limits\"?: [{\"tools\"?, \"calls\"|\"egress_bytes\", \"every\", \"per\"}], \"default\"?: bool}";
 
 fn input(body: Value) -> Result<PolicyInput, ApiError> {
     object_as(body, SHAPE)

@@ -371,6 +371,7 @@ db_test!(
         .await;
         assert_eq!(status, 201);
         let policy = |name: &str| PolicyInput {
+            limits: vec![],
             name: name.into(),
             tool_allowlist: ToolAllowlist {
                 mode: Mode::Allowlist,
@@ -625,6 +626,7 @@ db_test!(
             .create(
                 &admin,
                 &PolicyInput {
+                    limits: vec![],
                     name: "everything".into(),
                     tool_allowlist: ToolAllowlist {
                         mode: Mode::Allowlist,

@@ -30,6 +30,7 @@ mod http_fetch;
 mod idempotency;
 #[cfg(target_os = "linux")]
 mod import_bombs;
+mod limits;
 mod mcp;
 mod mcp_oauth;
 mod mcp_oauth_sdk;

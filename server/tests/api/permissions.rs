@@ -69,6 +69,7 @@ async fn world(app: &TestApp) -> World {
         .create(
             &admin,
             &PolicyInput {
+                limits: vec![],
                 name: "hn only".into(),
                 tool_allowlist: ToolAllowlist {
                     mode: Mode::Allowlist,
@@ -708,6 +709,7 @@ db_test!(
             .create(
                 &w.admin,
                 &PolicyInput {
+                    limits: vec![],
                     name: "read only".into(),
                     tool_allowlist: ToolAllowlist {
                         mode: Mode::Allowlist,
@@ -913,6 +915,7 @@ db_test!(
             .create(
                 &admin,
                 &PolicyInput {
+                    limits: vec![],
                     name: "ask first".into(),
                     tool_allowlist: ToolAllowlist {
                         mode: Mode::Allowlist,
@@ -948,6 +951,7 @@ db_test!(
                 &admin,
                 &policy.id,
                 &PolicyInput {
+                    limits: vec![],
                     name: "ask first".into(),
                     tool_allowlist: ToolAllowlist {
                         mode: Mode::Allowlist,

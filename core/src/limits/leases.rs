@@ -1,12 +1,12 @@
-//! Per-key rate limits counted in memory, with the budget shared through the database: an
-//! instance claims a slice of a key's per-minute budget in one write and spends it locally, so
-//! a limited key costs one round trip per slice instead of one per call.
+//! Call budgets counted in memory, shared through the database: an instance claims a slice of
+//! a bucket's budget for the current window in one write and spends it locally, so a limited
+//! caller costs one round trip per slice instead of one per call.
 //!
 //! The database's window row counts what every instance has claimed, and a claim is granted only
-//! as far as the budget has room, so all instances together never admit more calls in a minute
+//! as far as the budget has room, so all instances together never admit more calls in a window
 //! than the limit. A single instance spends every unit it claims and so admits exactly the limit;
 //! with several, a unit claimed by one instance is not spent by another, so near the end of a
-//! busy minute an instance may refuse while another still holds up to a slice less one unit.
+//! busy window an instance may refuse while another still holds up to a slice less one unit.
 //! A slice is a twentieth of the limit (at least one call). A changed limit takes effect on the
 //! next call: units claimed under the old limit are dropped, and the database's count of the
 //! window still bounds what is claimed under the new one.
@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-/// Slices per minute's budget.
+/// Slices per window's budget.
 const SLICES: i64 = 20;
 /// Windows tracked at most; past this, windows other than the current one are forgotten.
 const MAX_KEYS: usize = 50_000;
@@ -29,9 +29,9 @@ struct Lease {
     exhausted: bool,
 }
 
-/// The units of each key this instance holds in the current window.
+/// The units of each bucket this instance holds in its current window.
 #[derive(Default)]
-pub(super) struct RateLeases {
+pub(super) struct Leases {
     by_key: Mutex<HashMap<String, Lease>>,
 }
 
@@ -56,7 +56,7 @@ pub(super) enum Local {
     Claim,
 }
 
-impl RateLeases {
+impl Leases {
     /// Spends a held unit of `key` in `window` under `limit`, if there is one.
     pub fn spend(&self, key: &str, window: i64, limit: i64) -> Local {
         let mut map = self.by_key.lock().unwrap_or_else(|e| e.into_inner());
@@ -72,6 +72,16 @@ impl RateLeases {
                 }
             }
             _ => Local::Claim,
+        }
+    }
+
+    /// Gives back a unit spent by a call another limit then refused.
+    pub fn refund(&self, key: &str, window: i64, limit: i64) {
+        let mut map = self.by_key.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(l) = map.get_mut(key) {
+            if l.window == window && l.limit == limit {
+                l.left += 1;
+            }
         }
     }
 
@@ -122,7 +132,7 @@ mod tests {
 
     #[test]
     fn held_units_are_spent_then_a_refused_window_stays_refused_until_the_limit_changes() {
-        let l = RateLeases::default();
+        let l = Leases::default();
         assert!(matches!(l.spend("k", 0, 10), Local::Claim));
         assert!(l.claimed("k", 0, 10, 2));
         assert!(matches!(l.spend("k", 0, 10), Local::Spent));

@@ -1,0 +1,409 @@
+//! Rate limits and quotas in policies (issue 34): counted per key, user or project over a
+//! second to a calendar month, for every tool or a pattern's; a call over one answers 429 with
+//! `Retry-After` on REST and RATE_LIMITED on MCP, naming the policy and the limit, and is on
+//! record. Across instances: change_notices.rs.
+
+use serde_json::{json, Value};
+use workbench_core::auth::Role;
+
+use crate::change_notices::rest;
+use crate::fakes;
+use crate::helpers::{admin_with_key, execute, Options, TestApp};
+use crate::{app, db_test};
+
+/// Creates a default policy (open, nothing denied) with `limits`; answers its id.
+pub async fn default_policy_with(app: &TestApp, admin: &str, limits: Value) -> String {
+    let (status, body) = rest(
+        app,
+        admin,
+        "POST",
+        "/v1/policies",
+        json!({ "name": "limited", "default": true, "tool_allowlist": { "mode": "open" }, "limits": limits }),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    body["id"].as_str().unwrap().to_owned()
+}
+
+/// REST invoke of `tool` with `args`: the response.
+async fn invoke(app: &TestApp, key: &str, tool: &str, args: Value) -> reqwest::Response {
+    app.http()
+        .post(app.url("/v1/tools/invoke"))
+        .bearer_auth(key)
+        .json(&json!({ "tool": tool, "arguments": args }))
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The status of a REST call of `tool` (vault_list or storage.put) with valid arguments.
+async fn status(app: &TestApp, key: &str, tool: &str) -> u16 {
+    let args = match tool {
+        "storage.put" => json!({ "key": "k", "content": "v" }),
+        _ => json!({}),
+    };
+    invoke(app, key, tool, args).await.status().as_u16()
+}
+
+/// Moves the test clock to just after the start of the next window of `len_ms`.
+fn to_next_window(app: &TestApp, len_ms: i64) {
+    let now = app.wb.clock().now_ms();
+    app.clock.advance_ms(len_ms - now.rem_euclid(len_ms) + 1);
+}
+
+db_test!(
+    a_policy_limit_refuses_calls_of_its_tools_over_it_naming_the_limit_until_the_next_window,
+    |backend| {
+        let app = app!(backend);
+        let (_, admin) = admin_with_key(&app).await;
+        let member = app.user("bo@example.com", Role::Member).await;
+        let key = app.api_key(&member).await;
+        let policy = default_policy_with(
+            &app,
+            &admin,
+            json!([{ "tools": "vault_*", "calls": 2, "every": "minute", "per": "key" }]),
+        )
+        .await;
+        to_next_window(&app, 60_000);
+        assert_eq!(status(&app, &key, "vault_list").await, 200);
+        assert_eq!(status(&app, &key, "vault_list").await, 200);
+        let res = invoke(&app, &key, "vault_list", json!({})).await;
+        assert_eq!(res.status(), 429);
+        let retry: u64 = res.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=60).contains(&retry), "{retry}");
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "rate_limited");
+        assert_eq!(body["error"]["meta"]["policy_id"], policy);
+        assert_eq!(
+            body["error"]["meta"]["limit"],
+            "2 calls per minute per key on vault_*"
+        );
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("2 calls per minute per key on vault_*"),
+            "{body}"
+        );
+        // MCP answers the same in the documented error shape.
+        let out = execute(&app, &key, json!([{ "tool": "vault_list", "args": {} }])).await;
+        assert_eq!(out[0]["code"], "RATE_LIMITED", "{out:?}");
+        assert_eq!(out[0]["limit"], "2 calls per minute per key on vault_*");
+        assert_eq!(out[0]["policy_id"], policy);
+        assert!(out[0]["retry_after_s"].as_u64().unwrap() >= 1);
+        // Tools the pattern does not match are not counted; nor are other keys.
+        let other = app.api_key(&member).await;
+        assert_eq!(status(&app, &key, "storage.put").await, 200);
+        assert_eq!(status(&app, &other, "vault_list").await, 200);
+        // The refused calls are on record with their code.
+        let (_, audit) = rest(
+            &app,
+            &admin,
+            "GET",
+            "/v1/audit?tool=vault_list",
+            Value::Null,
+        )
+        .await;
+        let limited = audit["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["error_code"] == "RATE_LIMITED")
+            .count();
+        assert_eq!(limited, 2, "{audit}");
+        // The next minute the budget is back.
+        to_next_window(&app, 60_000);
+        assert_eq!(status(&app, &key, "vault_list").await, 200);
+    }
+);
+
+db_test!(
+    a_per_user_limit_is_shared_by_the_users_keys_and_a_per_project_one_by_everyone,
+    |backend| {
+        let app = app!(backend);
+        let (_, admin) = admin_with_key(&app).await;
+        let bo = app.user("bo@example.com", Role::Member).await;
+        let cy = app.user("cy@example.com", Role::Member).await;
+        let (bo1, bo2, cy1) = (
+            app.api_key(&bo).await,
+            app.api_key(&bo).await,
+            app.api_key(&cy).await,
+        );
+        default_policy_with(
+            &app,
+            &admin,
+            json!([
+                { "calls": 3, "every": "day", "per": "user" },
+                { "calls": 5, "every": "day", "per": "project" }
+            ]),
+        )
+        .await;
+        to_next_window(&app, 86_400_000);
+        assert_eq!(status(&app, &bo1, "vault_list").await, 200);
+        assert_eq!(status(&app, &bo2, "vault_list").await, 200);
+        assert_eq!(status(&app, &bo1, "storage.put").await, 200);
+        // Bo's three calls of the day are spent, over both keys.
+        let res = invoke(&app, &bo2, "vault_list", json!({})).await;
+        assert_eq!(res.status(), 429);
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["error"]["meta"]["limit"], "3 calls per day per user");
+        // Cy has their own three, but the project has two left: 3 + 2 = 5.
+        assert_eq!(status(&app, &cy1, "vault_list").await, 200);
+        assert_eq!(status(&app, &cy1, "vault_list").await, 200);
+        let res = invoke(&app, &cy1, "vault_list", json!({})).await;
+        assert_eq!(res.status(), 429);
+        let retry: u64 = res.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(retry > 86_000, "until the next UTC day: {retry}");
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(
+            body["error"]["meta"]["limit"],
+            "5 calls per day per project"
+        );
+        // A refused call counts against no limit: the admin (under the same default policy)
+        // is refused by the project's limit, not by a user count it never spent.
+        assert_eq!(status(&app, &admin, "vault_list").await, 429);
+        to_next_window(&app, 86_400_000);
+        assert_eq!(status(&app, &cy1, "vault_list").await, 200);
+        assert_eq!(status(&app, &bo1, "vault_list").await, 200);
+    }
+);
+
+db_test!(
+    a_monthly_quota_lasts_until_the_first_of_the_next_utc_month,
+    |backend| {
+        let app = app!(backend);
+        let (_, admin) = admin_with_key(&app).await;
+        let bo = app.user("bo@example.com", Role::Member).await;
+        let key = app.api_key(&bo).await;
+        default_policy_with(
+            &app,
+            &admin,
+            json!([{ "tools": "storage.put", "calls": 1, "every": "month", "per": "key" }]),
+        )
+        .await;
+        let (start, end) = workbench_core::limits::window(
+            workbench_core::policy::Period::Month,
+            app.wb.clock().now_ms(),
+        );
+        app.clock
+            .advance_ms(start + 2 * 86_400_000 - app.wb.clock().now_ms());
+        assert_eq!(status(&app, &key, "storage.put").await, 200);
+        // Days later, the same month: still refused.
+        app.clock.advance_ms(20 * 86_400_000);
+        let res = invoke(
+            &app,
+            &key,
+            "storage.put",
+            json!({ "key": "k", "content": "v" }),
+        )
+        .await;
+        assert_eq!(res.status(), 429);
+        let retry: i64 = res.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(retry, (end - app.wb.clock().now_ms() + 999) / 1000);
+        app.clock.advance_ms(end - app.wb.clock().now_ms());
+        assert_eq!(status(&app, &key, "storage.put").await, 200);
+    }
+);
+
+db_test!(
+    an_egress_quota_refuses_calls_once_the_days_bytes_are_spent,
+    |backend| {
+        let app = app!(
+            backend,
+            Options {
+                egress_allow_private: vec!["127.0.0.1"],
+                ..Default::default()
+            }
+        );
+        let (admin, admin_key) = admin_with_key(&app).await;
+        let fake = fakes::start().await;
+        app.wb
+            .egress()
+            .add(&admin, &format!("127.0.0.1:{}", fake.addr.port()))
+            .await
+            .unwrap();
+        let bo = app.user("bo@example.com", Role::Member).await;
+        let key = app.api_key(&bo).await;
+        default_policy_with(
+            &app,
+            &admin_key,
+            json!([{ "tools": "http.fetch", "egress_bytes": 1000, "every": "day", "per": "user" }]),
+        )
+        .await;
+        to_next_window(&app, 86_400_000);
+        let fetch = json!({ "url": fake.url("/echo"), "method": "POST", "body": "x".repeat(400) });
+        // Each call sends 400 bytes and more: the third finds the quota spent.
+        let mut ran = 0;
+        let mut last = 0;
+        for _ in 0..5 {
+            last = invoke(&app, &key, "http.fetch", fetch.clone())
+                .await
+                .status()
+                .as_u16();
+            if last != 200 {
+                break;
+            }
+            ran += 1;
+        }
+        assert_eq!(last, 429);
+        assert!(
+            (1..=2).contains(&ran),
+            "{ran} calls ran under a 1000-byte quota"
+        );
+        // Other tools are not under it.
+        assert_eq!(status(&app, &key, "vault_list").await, 200);
+        to_next_window(&app, 86_400_000);
+        assert_eq!(invoke(&app, &key, "http.fetch", fetch).await.status(), 200);
+    }
+);
+
+db_test!(
+    limits_that_cannot_be_counted_are_refused_whole_and_nothing_is_stored,
+    |backend| {
+        let app = app!(backend);
+        let (_, admin) = admin_with_key(&app).await;
+        for (limits, want) in [
+            (
+                json!([{ "calls": 0, "every": "minute", "per": "key" }]),
+                "calls must be 1",
+            ),
+            (
+                json!([{ "calls": 5, "every": "fortnight", "per": "key" }]),
+                "fortnight",
+            ),
+            (
+                json!([{ "calls": 5, "every": "minute", "per": "team" }]),
+                "team",
+            ),
+            (
+                json!([{ "egress_bytes": 5, "every": "second", "per": "key" }]),
+                "hour, day or month",
+            ),
+            (
+                json!([{ "calls": 5, "egress_bytes": 5, "every": "day", "per": "key" }]),
+                "not both",
+            ),
+            (
+                json!([{ "calls": 5, "every": "day", "per": "key", "tools": "a*b" }]),
+                "tools:",
+            ),
+            (
+                json!([{ "calls": 5, "every": "day", "per": "key", "burst": 9 }]),
+                "burst",
+            ),
+            (json!({ "calls": 5 }), "limits"),
+        ] {
+            let (status, body) = rest(
+                &app,
+                &admin,
+                "POST",
+                "/v1/policies",
+                json!({ "name": "p", "tool_allowlist": { "mode": "open" }, "limits": limits }),
+            )
+            .await;
+            assert_eq!(status, 422, "{limits}: {body}");
+            let message = body["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains(want), "{limits}: {message}");
+        }
+        let (_, list) = rest(&app, &admin, "GET", "/v1/policies", Value::Null).await;
+        assert_eq!(list["data"].as_array().unwrap().len(), 0, "{list}");
+
+        // A valid one reads back as written, and raising its number keeps the window's count.
+        let id = default_policy_with(
+            &app,
+            &admin,
+            json!([{ "calls": 2, "every": "hour", "per": "project" }]),
+        )
+        .await;
+        let (_, got) = rest(
+            &app,
+            &admin,
+            "GET",
+            &format!("/v1/policies/{id}"),
+            Value::Null,
+        )
+        .await;
+        assert_eq!(
+            got["limits"],
+            json!([{ "tools": "*", "calls": 2, "every": "hour", "per": "project" }])
+        );
+        to_next_window(&app, 3_600_000);
+        assert_eq!(status(&app, &admin, "vault_list").await, 200);
+        assert_eq!(status(&app, &admin, "vault_list").await, 200);
+        assert_eq!(status(&app, &admin, "vault_list").await, 429);
+        let (s, body) = rest(
+            &app,
+            &admin,
+            "PUT",
+            &format!("/v1/policies/{id}"),
+            json!({ "name": "limited", "default": true, "tool_allowlist": { "mode": "open" },
+                    "limits": [{ "calls": 3, "every": "hour", "per": "project" }] }),
+        )
+        .await;
+        assert_eq!(s, 200, "{body}");
+        assert_eq!(status(&app, &admin, "vault_list").await, 200);
+        assert_eq!(status(&app, &admin, "vault_list").await, 429);
+    }
+);
+
+db_test!(
+    the_policies_page_saves_and_shows_limits_written_one_per_line,
+    |backend| {
+        let app = app!(backend);
+        let (_, key) = admin_with_key(&app).await;
+        let b = app.browser();
+        assert!(b
+            .sign_in("ada@example.com", crate::helpers::PASSWORD)
+            .await
+            .status()
+            .is_success());
+        let form = |limits: &'static str| {
+            vec![
+                ("name", "portal"),
+                ("mode", "open"),
+                ("allow", ""),
+                ("deny", ""),
+                ("require_confirmation", ""),
+                ("default", "on"),
+                ("limits", limits),
+            ]
+        };
+        let res = b
+            .call("save_policy", &form("60 calls per fortnight per key"))
+            .await;
+        let text = res.text().await.unwrap();
+        assert!(text.contains("fortnight"), "{text}");
+        let res = b
+            .call(
+                "save_policy",
+                &form(
+                    "60 calls per minute per key on github.*\n1000 egress bytes per day per user",
+                ),
+            )
+            .await;
+        assert!(res.status().is_success(), "{}", res.text().await.unwrap());
+        let page = b.call("policies_page", &[]).await.text().await.unwrap();
+        assert!(
+            page.contains("60 calls per minute per key on github.*")
+                && page.contains("1000 egress bytes per day per user"),
+            "{page}"
+        );
+        let (_, list) = rest(&app, &key, "GET", "/v1/policies", Value::Null).await;
+        assert_eq!(
+            list["data"][0]["limits"][1],
+            json!({ "tools": "*", "egress_bytes": 1000, "every": "day", "per": "user" })
+        );
+    }
+);

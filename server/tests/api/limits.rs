@@ -407,3 +407,34 @@ db_test!(
         );
     }
 );
+
+db_test!(
+    the_limits_the_readme_shows_are_accepted_as_written,
+    |backend| {
+        let app = app!(backend);
+        let (admin, key) = admin_with_key(&app).await;
+        let body = crate::tool_sets::documented_body("README.md", "/v1/policies");
+        let (status, out) = rest(&app, &key, "POST", "/v1/policies", body.clone()).await;
+        assert_eq!(status, 201, "{out}");
+        assert_eq!(out["limits"].as_array().unwrap().len(), 4, "{out}");
+        let lines: Vec<String> = app
+            .wb
+            .policies()
+            .get(&admin, out["id"].as_str().unwrap())
+            .await
+            .unwrap()
+            .limits
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "20 calls per second per key on github_*",
+                "600 calls per minute per key on github_*",
+                "5000 calls per day per user",
+                "1000000000 egress bytes per month per project on http.fetch"
+            ]
+        );
+    }
+);

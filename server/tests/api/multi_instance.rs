@@ -590,3 +590,47 @@ async fn a_tool_set_or_a_keys_set_limit_changed_on_one_instance_holds_on_the_oth
     );
     c.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_user_limit_of_a_policy_is_one_budget_across_two_processes() {
+    use crate::change_notices::put;
+    use workbench_core::auth::Role;
+    let Some(c) = cluster(ClusterOptions::default()).await else {
+        return;
+    };
+    let (a, b) = (c.app(0), c.app(1));
+    let (_, admin) = admin_with_key(&a).await;
+    // A month's window, so the real clocks of both processes stay in one.
+    crate::limits::default_policy_with(
+        &a,
+        &admin,
+        json!([{ "tools": "storage.put", "calls": 30, "every": "month", "per": "user" }]),
+    )
+    .await;
+    let bo = a.user("bo@example.com", Role::Member).await;
+    let keys = [a.api_key(&bo).await, a.api_key(&bo).await];
+    // Both instances know the policy before counting starts.
+    for app in [&a, &b] {
+        within("the policy holds", Duration::from_secs(15), async || {
+            put(app, &admin).await == 200
+        })
+        .await;
+    }
+    let mut ran = [0, 0];
+    for i in 0..60 {
+        let status = put([&a, &b][i % 2], &keys[(i / 2) % 2]).await;
+        assert!(status == 200 || status == 429, "{status}");
+        ran[i % 2] += (status == 200) as usize;
+    }
+    assert_eq!(
+        ran[0] + ran[1],
+        30,
+        "two processes ran {ran:?} calls of one person under a limit of 30 a month"
+    );
+    assert!(ran[0] >= 14 && ran[1] >= 14, "{ran:?}");
+    // Another person has a budget of their own on either instance.
+    let cy = a.user("cy@example.com", Role::Member).await;
+    let cy_key = a.api_key(&cy).await;
+    assert_eq!(put(&b, &cy_key).await, 200);
+    c.shutdown().await;
+}

@@ -729,11 +729,16 @@ db_test!(
 
 /// The body of the first `curl … /v1/tool-sets … -d '<json>'` in a document of the repository.
 fn documented_set(doc: &str) -> Value {
+    documented_body(doc, "/v1/tool-sets")
+}
+
+/// The body of the first `curl … <route>" … -d '<json>'` in a document of the repository.
+pub fn documented_body(doc: &str, route: &str) -> Value {
     let path = format!("{}/../{doc}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap();
     let from = text
-        .find("/v1/tool-sets\"")
-        .unwrap_or_else(|| panic!("{doc} shows a tool set"));
+        .find(&format!("{route}\""))
+        .unwrap_or_else(|| panic!("{doc} shows a curl of {route}"));
     let rest = &text[from..];
     let start = rest.find("-d '").unwrap() + 4;
     let end = start + rest[start..].find('\'').unwrap();

@@ -16,8 +16,10 @@ use crate::Result;
 
 pub use crate::store::usage::Meter;
 pub use latency::Latencies;
+pub use stats::{CallStats, StatsBy};
 
 mod latency;
+mod stats;
 
 /// Whose usage `who` sees (D21): everyone's for an admin, else its own user's.
 fn own(who: &Principal) -> Option<&str> {

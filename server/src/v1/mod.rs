@@ -55,6 +55,7 @@ pub fn routes(state: &AppState) -> Routes {
         .add(M::POST, "/v1/tools/confirmations/{id}", ApiKey, Op::ConfirmationsDecide, confirmations::decide)
         .add(M::GET, "/v1/tools/{name}", ApiKey, Op::ToolsRead, tools::get_one)
         .add(M::GET, "/v1/usage", ApiKey, Op::UsageRead, usage::usage)
+        .add(M::GET, "/v1/usage/calls", ApiKey, Op::UsageRead, usage::calls)
         .add(M::GET, "/v1/apps", ApiKey, Op::AppsRead, apps::list)
         .add(M::POST, "/v1/apps", ApiKey, Op::AppsManage, apps::create)
         .add(M::POST, "/v1/apps/import", ApiKey, Op::AppsManage, apps::import)

@@ -156,6 +156,15 @@ pub async fn document() -> Json<Value> {
                 ],
                 "responses": { "200": { "description": "usage rows" }, "400": error_response("bad_request"), "401": error_response("unauthorized") }
             }},
+            "/v1/usage/calls": { "get": {
+                "summary": "Calls per tool, user, key or day: how they ended, how many a rate limit or quota refused, the error rate and handler-time percentiles (a member sees their own calls)",
+                "parameters": [
+                    { "name": "from", "in": "query", "schema": { "type": "string", "format": "date" } },
+                    { "name": "to", "in": "query", "schema": { "type": "string", "format": "date" } },
+                    { "name": "group_by", "in": "query", "schema": { "enum": ["tool", "user", "key", "day"], "default": "tool" } }
+                ],
+                "responses": { "200": { "description": "{ object: list, from, to, group_by, data: [{ <group_by>, email (by user), calls, succeeded, failed, denied, other, rate_limited, error_rate, p50_ms, p95_ms, p99_ms }] }" }, "400": error_response("bad_request"), "401": error_response("unauthorized") }
+            }},
             "/v1/apps": {
                 "get": { "summary": "The project's custom apps, each with load_error when a stored app does not load", "responses": { "200": { "description": "{ object: list, data }" }, "401": error_response("unauthorized") } },
                 "post": {

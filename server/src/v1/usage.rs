@@ -1,6 +1,7 @@
 //! `GET /v1/usage`: metered usage of the caller's project per day, key, tool and meter (D17),
 //! or summed by day, tool, key or integration (`group_by`). Egress is reported as the seed's
-//! meter `egress_gb`, with `egress_bytes` beside it.
+//! meter `egress_gb`, with `egress_bytes` beside it. `GET /v1/usage/calls`: calls per tool,
+//! user, key or day with outcomes, limit refusals, error rate and latency percentiles.
 
 use axum::extract::{Query, State};
 use axum::Json;
@@ -10,7 +11,7 @@ use serde_json::{json, Value};
 use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
 use crate::state::AppState;
-use workbench_core::metering::{integration_of, GroupBy, Meter};
+use workbench_core::metering::{integration_of, GroupBy, Meter, StatsBy};
 
 #[derive(Deserialize)]
 pub struct UsageQuery {
@@ -79,5 +80,40 @@ pub async fn usage(
         .collect();
     Ok(Json(
         json!({ "object": "list", "from": from, "to": to, "data": data }),
+    ))
+}
+
+/// `GET /v1/usage/calls?from&to&group_by=tool|user|key|day` (tool by default).
+pub async fn calls(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Query(q): Query<UsageQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let (from, to) = state.wb.metering().range_or_this_month(q.from, q.to);
+    if !valid_day(&from) || !valid_day(&to) {
+        return Err(ApiError::bad_request(
+            "from and to must be days as YYYY-MM-DD",
+        ));
+    }
+    let by = match q.group_by.as_deref().filter(|s| !s.is_empty()) {
+        None => StatsBy::Tool,
+        Some(s) => StatsBy::parse(s)
+            .ok_or_else(|| ApiError::bad_request("group_by must be tool, user, key or day"))?,
+    };
+    let stats = state.wb.metering().call_stats(&who, &from, &to, by).await?;
+    let data: Vec<Value> = stats
+        .into_iter()
+        .map(|s| {
+            let mut v = serde_json::to_value(&s).unwrap_or(Value::Null);
+            if let Some(m) = v.as_object_mut() {
+                if let Some(g) = m.remove("group") {
+                    m.insert(by.as_str().to_owned(), g);
+                }
+            }
+            v
+        })
+        .collect();
+    Ok(Json(
+        json!({ "object": "list", "from": from, "to": to, "group_by": by.as_str(), "data": data }),
     ))
 }

@@ -438,3 +438,94 @@ db_test!(
         );
     }
 );
+
+db_test!(
+    usage_by_user_counts_outcomes_limit_refusals_and_latency_percentiles,
+    |backend| {
+        let app = app!(backend);
+        let (_, admin) = admin_with_key(&app).await;
+        let bo = app.user("bo@example.com", Role::Member).await;
+        let cy = app.user("cy@example.com", Role::Member).await;
+        let (bo_key, cy_key) = (app.api_key(&bo).await, app.api_key(&cy).await);
+        default_policy_with(
+            &app,
+            &admin,
+            json!([{ "tools": "vault_list", "calls": 2, "every": "day", "per": "user" }]),
+        )
+        .await;
+        to_next_window(&app, 86_400_000);
+        for _ in 0..3 {
+            status(&app, &bo_key, "vault_list").await;
+        }
+        assert_eq!(status(&app, &cy_key, "storage.put").await, 200);
+        // A call that fails in its handler: no such object.
+        let res = invoke(&app, &cy_key, "storage.get", json!({ "key": "missing" })).await;
+        assert!(!res.status().is_success());
+        let today = &workbench_core::clock::rfc3339(app.wb.clock().now_ms())[..10];
+        let get = |key: &str, group: &str| {
+            let path = format!("/v1/usage/calls?from={today}&to={today}&group_by={group}");
+            let key = key.to_owned();
+            let app = &app;
+            async move { rest(app, &key, "GET", &path, Value::Null).await }
+        };
+        let (s, body) = get(&admin, "user").await;
+        assert_eq!(s, 200, "{body}");
+        let rows = body["data"].as_array().unwrap();
+        let row = |email: &str| {
+            rows.iter()
+                .find(|r| r["email"] == email)
+                .unwrap_or_else(|| panic!("{email} in {body}"))
+                .clone()
+        };
+        let b = row("bo@example.com");
+        assert_eq!(b["user"], bo.user_id);
+        assert_eq!(
+            (
+                &b["calls"],
+                &b["succeeded"],
+                &b["failed"],
+                &b["rate_limited"]
+            ),
+            (&json!(3), &json!(2), &json!(1), &json!(1)),
+            "{b}"
+        );
+        assert!((b["error_rate"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-9);
+        let c = row("cy@example.com");
+        assert_eq!(
+            (&c["calls"], &c["failed"], &c["rate_limited"]),
+            (&json!(2), &json!(1), &json!(0)),
+            "{c}"
+        );
+        for r in rows {
+            let (p50, p95, p99) = (
+                r["p50_ms"].as_i64().unwrap(),
+                r["p95_ms"].as_i64().unwrap(),
+                r["p99_ms"].as_i64().unwrap(),
+            );
+            assert!(p50 <= p95 && p95 <= p99, "{r}");
+        }
+        // By tool, the refusals are on the tool; a member sees only their own calls.
+        let (_, by_tool) = get(&admin, "tool").await;
+        let vault = by_tool["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["tool"] == "vault_list")
+            .unwrap()
+            .clone();
+        assert_eq!(vault["rate_limited"], 1, "{by_tool}");
+        let (_, mine) = get(&cy_key, "user").await;
+        let emails: Vec<&Value> = mine["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r["email"])
+            .collect();
+        assert_eq!(emails, [&json!("cy@example.com")], "{mine}");
+        let (_, by_day) = get(&admin, "day").await;
+        assert_eq!(by_day["data"][0]["day"], *today, "{by_day}");
+        assert_eq!(by_day["data"][0]["calls"], 5);
+        let (s, _) = get(&admin, "planet").await;
+        assert_eq!(s, 400);
+    }
+);

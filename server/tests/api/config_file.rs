@@ -50,7 +50,7 @@ async fn export_yaml(app: &TestApp, key: &str) -> String {
 }
 
 /// The project's file as JSON.
-async fn export_json(app: &TestApp, key: &str) -> Value {
+pub async fn export_json(app: &TestApp, key: &str) -> Value {
     let res = app
         .http()
         .get(app.url("/v1/config?format=json"))
@@ -63,7 +63,7 @@ async fn export_json(app: &TestApp, key: &str) -> Value {
 }
 
 /// Posts a file; `(status, body)`.
-async fn apply(app: &TestApp, key: &str, yaml: &str, dry_run: bool) -> (u16, Value) {
+pub async fn apply(app: &TestApp, key: &str, yaml: &str, dry_run: bool) -> (u16, Value) {
     let res = app
         .http()
         .post(app.url(&format!("/v1/config/apply?dry_run={dry_run}")))

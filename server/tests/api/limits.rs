@@ -529,3 +529,40 @@ db_test!(
         assert_eq!(s, 400);
     }
 );
+
+db_test!(
+    a_configuration_file_carries_a_policys_limits_and_plans_their_change,
+    |backend| {
+        let app = app!(backend);
+        let (_, key) = admin_with_key(&app).await;
+        default_policy_with(
+            &app,
+            &key,
+            json!([{ "tools": "vault_*", "calls": 2, "every": "minute", "per": "key" }]),
+        )
+        .await;
+        let file = crate::config_file::export_json(&app, &key).await;
+        assert_eq!(
+            file["policies"][0]["limits"],
+            json!([{ "tools": "vault_*", "calls": 2, "every": "minute", "per": "key" }]),
+            "{file}"
+        );
+        let mut changed = file.clone();
+        changed["policies"][0]["limits"][0]["calls"] = json!(5);
+        let yaml = serde_json::to_string(&changed).unwrap();
+        let (status, plan) = crate::config_file::apply(&app, &key, &yaml, true).await;
+        assert_eq!(status, 200, "{plan}");
+        assert_eq!(plan["diff"], "~ policy limited: limits\n", "{plan}");
+        let mut bad = file.clone();
+        bad["policies"][0]["limits"][0]["calls"] = json!(0);
+        let (status, out) =
+            crate::config_file::apply(&app, &key, &serde_json::to_string(&bad).unwrap(), false)
+                .await;
+        assert_eq!(status, 422, "{out}");
+        assert!(out.to_string().contains("calls must be 1"), "{out}");
+        let (status, out) = crate::config_file::apply(&app, &key, &yaml, false).await;
+        assert_eq!(status, 200, "{out}");
+        let file = crate::config_file::export_json(&app, &key).await;
+        assert_eq!(file["policies"][0]["limits"][0]["calls"], 5);
+    }
+);

@@ -40,6 +40,18 @@ pub struct TopRow {
     pub egress_bytes: i64,
 }
 
+/// One person's calls in the range (the Usage page's "By person").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserRow {
+    pub email: String,
+    pub calls: i64,
+    pub failed: i64,
+    /// Refused by a rate limit or quota.
+    pub rate_limited: i64,
+    pub p50_ms: i64,
+    pub p95_ms: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UsageData {
     pub from: String,
@@ -48,4 +60,6 @@ pub struct UsageData {
     pub latency: Vec<LatencyBar>,
     pub top_tools: Vec<TopRow>,
     pub top_keys: Vec<TopRow>,
+    /// The most active people first (a member: only themselves).
+    pub by_user: Vec<UserRow>,
 }

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 
 use crate::AppError;
-pub use workbench_model::usage::{DayBar, LatencyBar, TopRow, UsageData};
+pub use workbench_model::usage::{DayBar, LatencyBar, TopRow, UsageData, UserRow};
 
 #[cfg(feature = "ssr")]
 use crate::ssr;
@@ -17,6 +17,12 @@ pub async fn usage_page(from: Option<String>, to: Option<String>) -> Result<Usag
         .metering()
         .range_or_this_month(from.filter(|s| !s.is_empty()), to.filter(|s| !s.is_empty()));
     let r = wb.metering().report(&p, &from, &to).await?;
+    let mut people = wb
+        .metering()
+        .call_stats(&p, &r.from, &r.to, workbench_core::metering::StatsBy::User)
+        .await?;
+    people.sort_by(|a, b| b.calls.cmp(&a.calls).then(a.group.cmp(&b.group)));
+    people.truncate(20);
     let keys = wb.accounts().list_api_keys(&p).await.unwrap_or_default();
     let key_name = |id: &str| {
         if id.is_empty() {
@@ -66,6 +72,17 @@ pub async fn usage_page(from: Option<String>, to: Option<String>) -> Result<Usag
             .top_keys
             .iter()
             .map(|g| top(g, key_name(&g.group)))
+            .collect(),
+        by_user: people
+            .into_iter()
+            .map(|s| UserRow {
+                email: s.email.filter(|e| !e.is_empty()).unwrap_or(s.group),
+                calls: s.calls,
+                failed: s.failed,
+                rate_limited: s.rate_limited,
+                p50_ms: s.p50_ms,
+                p95_ms: s.p95_ms,
+            })
             .collect(),
         from: r.from,
         to: r.to,

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::{usage_page, DayBar, LatencyBar, TopRow};
+use crate::api::{usage_page, DayBar, LatencyBar, TopRow, UserRow};
 use crate::components::{Loaded, Page, BUTTON, CARD, INPUT, LABEL};
 
 const W: f64 = 720.0;
@@ -185,6 +185,33 @@ fn TopTable(rows: Vec<TopRow>, what: &'static str) -> impl IntoView {
     }
 }
 
+/// Each person's calls: how many, how many failed or a limit refused, and handler times.
+#[component]
+fn PeopleTable(rows: Vec<UserRow>) -> impl IntoView {
+    let body = rows
+        .into_iter()
+        .map(|r| {
+            view! {
+                <tr class="border-t border-slate-100">
+                    <td class="py-1 pr-4 text-xs">{r.email}</td>
+                    <td class="py-1 pr-4 text-right">{r.calls}</td>
+                    <td class="py-1 pr-4 text-right">{r.failed}</td>
+                    <td class="py-1 pr-4 text-right">{r.rate_limited}</td>
+                    <td class="py-1 text-right">{format!("{} / {}", r.p50_ms, r.p95_ms)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <table class="w-full text-left text-sm" data-testid="by-user">
+            <thead class="text-xs uppercase tracking-wide text-slate-500">
+                <tr><th class="pb-1">"person"</th><th class="pb-1 text-right">"calls"</th><th class="pb-1 text-right">"failed"</th><th class="pb-1 text-right">"over a limit"</th><th class="pb-1 text-right">"p50 / p95 ms"</th></tr>
+            </thead>
+            <tbody>{body}</tbody>
+        </table>
+    }
+}
+
 #[component]
 pub fn Usage() -> impl IntoView {
     let query = use_query_map();
@@ -223,6 +250,10 @@ pub fn Usage() -> impl IntoView {
                             <TopTable rows=d.top_keys.clone() what="key"/>
                         </section>
                     </div>
+                    <section class=format!("{CARD} mt-6")>
+                        <h2 class="mb-2 font-semibold">"By person"</h2>
+                        <PeopleTable rows=d.by_user.clone()/>
+                    </section>
                 }.into_any()
             }/>
         </Page>

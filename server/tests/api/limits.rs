@@ -450,10 +450,11 @@ db_test!(
         default_policy_with(
             &app,
             &admin,
-            json!([{ "tools": "vault_list", "calls": 2, "every": "day", "per": "user" }]),
+            json!([{ "tools": "vault_list", "calls": 2, "every": "hour", "per": "user" }]),
         )
         .await;
-        to_next_window(&app, 86_400_000);
+        // An hour's window: a jump of a day would also outlive the portal session below.
+        to_next_window(&app, 3_600_000);
         for _ in 0..3 {
             status(&app, &bo_key, "vault_list").await;
         }
@@ -527,6 +528,31 @@ db_test!(
         assert_eq!(by_day["data"][0]["calls"], 5);
         let (s, _) = get(&admin, "planet").await;
         assert_eq!(s, 400);
+        // The Usage page's "By person" shows the same counts.
+        let b = app.browser();
+        assert!(b
+            .sign_in("ada@example.com", crate::helpers::PASSWORD)
+            .await
+            .status()
+            .is_success());
+        let page: Value = b
+            .call("usage_page", &[("from", today), ("to", today)])
+            .await
+            .json()
+            .await
+            .unwrap();
+        let bo_row = page["by_user"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{page}"))
+            .iter()
+            .find(|r| r["email"] == "bo@example.com")
+            .unwrap_or_else(|| panic!("{page}"))
+            .clone();
+        assert_eq!(
+            (&bo_row["calls"], &bo_row["rate_limited"]),
+            (&json!(3), &json!(1)),
+            "{bo_row}"
+        );
     }
 );
 

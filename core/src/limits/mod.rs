@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::auth::Principal;
 use crate::clock::Clock;
-use crate::policy::limits::{bucket_of, covers};
+use crate::policy::limits::covers;
 use crate::policy::{Applied, Counted, Limit, Period};
 use crate::store::{self, Db};
 use crate::Result;
@@ -47,14 +47,47 @@ struct Bucket {
     start: i64,
     end: i64,
     limit: i64,
-    /// The policy limit it counts (None: the key's own).
-    of: Option<(String, Limit)>,
+    /// The position of the policy limit it counts (None: the key's own).
+    of: Option<usize>,
 }
 
 /// The egress quotas an admitted call pays into once its bytes are known.
 #[derive(Debug, Default)]
 pub struct Admitted {
     egress: Vec<Bucket>,
+}
+
+/// Appends who one count of a limit covers to a bucket's name.
+fn push_subject(name: &mut String, who: &Principal, per: Counted) {
+    match per {
+        Counted::Key => match (&who.api_key_id, &who.oauth_grant_id) {
+            (Some(key), _) => name.push_str(key),
+            (None, Some(grant)) => name.push_str(grant),
+            // A signed-in person's own calls (the portal) count as one "key" of theirs.
+            (None, None) => {
+                name.push_str("session:");
+                name.push_str(&who.user_id);
+            }
+        },
+        Counted::User => name.push_str(&who.user_id),
+        Counted::Project => name.push_str(&who.project_id),
+    }
+}
+
+/// A policy limit's bucket name for `who`: the policy, what the limit counts (`bucket_of`, as
+/// written there) and whose calls.
+fn bucket_name(policy_id: &str, l: &Limit, who: &Principal) -> String {
+    let mut name = String::with_capacity(policy_id.len() + l.tools.len() + 48);
+    name.push_str(policy_id);
+    name.push(':');
+    name.push_str(if l.calls.is_some() { "c" } else { "e" });
+    for part in [l.every.as_str(), l.per.as_str(), l.tools.as_str()] {
+        name.push(':');
+        name.push_str(part);
+    }
+    name.push(':');
+    push_subject(&mut name, who, l.per);
+    name
 }
 
 #[derive(Clone)]
@@ -64,20 +97,6 @@ pub struct Limits {
     leases: Arc<leases::Leases>,
     /// Per egress bucket: the window it was seen in and its count then.
     egress: Arc<Mutex<HashMap<String, (i64, i64)>>>,
-}
-
-/// Who one count of a limit covers, as part of its bucket's name.
-fn subject(who: &Principal, per: Counted) -> String {
-    match per {
-        Counted::Key => match (&who.api_key_id, &who.oauth_grant_id) {
-            (Some(key), _) => key.clone(),
-            (None, Some(grant)) => grant.clone(),
-            // A signed-in person's own calls (the portal) count as one "key" of theirs.
-            (None, None) => format!("session:{}", who.user_id),
-        },
-        Counted::User => who.user_id.clone(),
-        Counted::Project => who.project_id.clone(),
-    }
 }
 
 impl Limits {
@@ -115,14 +134,14 @@ impl Limits {
             });
         }
         if let Some(p) = &policy.0 {
-            for l in p.limits.iter().filter(|l| covers(l, tool)) {
+            for (i, l) in p.limits.iter().enumerate().filter(|(_, l)| covers(l, tool)) {
                 let (start, end) = window(l.every, now);
                 let b = Bucket {
-                    name: format!("{}:{}:{}", p.id, bucket_of(l), subject(who, l.per)),
+                    name: bucket_name(&p.id, l, who),
                     start,
                     end,
                     limit: l.calls.or(l.egress_bytes).unwrap_or(0),
-                    of: Some((p.id.clone(), l.clone())),
+                    of: Some(i),
                 };
                 if l.calls.is_some() {
                     calls.push(b);
@@ -228,9 +247,13 @@ impl Limits {
         match refused {
             Some(b) => {
                 self.refund(&spent);
+                let limit = b.of.and_then(|i| {
+                    let p = policy.0.as_ref()?;
+                    Some((p.id.clone(), p.limits.get(i)?.clone()))
+                });
                 Ok(Err(Refusal {
                     retry_after_s: seconds_until(b.end, now),
-                    limit: b.of.clone(),
+                    limit,
                 }))
             }
             None => Ok(Ok(Admitted { egress })),

@@ -236,3 +236,54 @@ test("a policy is created, made the default for keys without one, and deleted on
   expect(await names()).toContain("http.fetch");
   await agent.close();
 });
+
+test("a limit written on the Policies page stops an agent's calls over it, and Usage shows the refusal", async ({ page }) => {
+  await signIn(page);
+  const admin = await createKey(page, "limits e2e admin");
+  await page.goto("/policies");
+  const form = page.getByTestId("policy-form").first();
+  await form.getByLabel("Name").fill("two reads a month");
+  await form.getByLabel("Mode").selectOption("open");
+  // A line that is not a limit is refused with what to write instead; nothing is stored.
+  await form.getByLabel("Rate limits and quotas").fill("2 calls per fortnight per key");
+  await form.getByRole("button", { name: "Create policy" }).click();
+  await expect(page.getByText("is not a period")).toBeVisible();
+  await expect(page.getByTestId("policy").filter({ has: page.getByRole("heading", { name: "two reads a month" }) })).toHaveCount(0);
+  await form.getByLabel("Name").fill("two reads a month");
+  await form.getByLabel("Mode").selectOption("open");
+  await form.getByLabel("Rate limits and quotas").fill("2 calls per month per key on storage.get");
+  await form.getByRole("button", { name: "Create policy" }).click();
+  const card = page.getByTestId("policy").filter({ has: page.getByRole("heading", { name: "two reads a month" }) });
+  await expect(card.getByLabel("Rate limits and quotas")).toHaveValue("2 calls per month per key on storage.get");
+  const policyId = await card.getAttribute("data-id");
+
+  const key = await rest(admin, "POST", "/v1/api-keys", { name: "limited reader", policy_id: policyId });
+  expect(key.status).toBe(201);
+  const agent = await mcpClient(key.body.key, "workbench-limits-e2e");
+  const get = { executions: [{ tool: "storage.get", args: { key: "e2e-report" } }] };
+  for (let i = 0; i < 2; i++) {
+    const ran = structured(await agent.callTool({ name: "execute_tools", arguments: get })).results[0];
+    expect(ran.code).not.toBe("RATE_LIMITED");
+  }
+  const refused = structured(await agent.callTool({ name: "execute_tools", arguments: get })).results[0];
+  expect(refused.code).toBe("RATE_LIMITED");
+  expect(refused.limit).toBe("2 calls per month per key on storage.get");
+  expect(refused.policy_id).toBe(policyId);
+  expect(refused.retry_after_s).toBeGreaterThan(0);
+  // Other tools are not under it.
+  const other = structured(await agent.callTool({ name: "execute_tools", arguments: { executions: [{ tool: "vault_list", args: {} }] } })).results[0];
+  expect(other.code).toBeUndefined();
+  await agent.close();
+
+  await page.goto("/usage");
+  const people = page.getByTestId("by-user");
+  await expect(people).toBeVisible();
+  const row = people.locator("tr").filter({ hasText: "@" }).first();
+  await expect(row).toBeVisible();
+  const cells = await row.locator("td").allTextContents();
+  expect(Number(cells[3])).toBeGreaterThanOrEqual(1);
+
+  // Tidy up: the key goes, then the policy.
+  expect((await rest(admin, "DELETE", `/v1/api-keys/${key.body.id}`)).status).toBe(204);
+  expect((await rest(admin, "DELETE", `/v1/policies/${policyId}`)).status).toBe(204);
+});

@@ -209,6 +209,18 @@ pub struct UsageReport {
 }
 
 /// The days of `[from, to]`, at most `max` (YYYY-MM-DD).
+/// The instants of a range of days (`YYYY-MM-DD`, inclusive, already checked by
+/// `days_between`): `[first midnight, midnight after the last)` in ms, UTC.
+fn day_range_ms(from: &str, to: &str) -> (i64, i64) {
+    let day_ms = |day: &str| -> i64 {
+        let fmt = time::macros::format_description!("[year]-[month]-[day]");
+        time::Date::parse(day, fmt)
+            .map(|d| d.midnight().assume_utc().unix_timestamp() * 1000)
+            .unwrap_or(0)
+    };
+    (day_ms(from), day_ms(to) + 86_400_000)
+}
+
 fn days_between(from: &str, to: &str, max: usize) -> Result<Vec<String>> {
     let fmt = time::macros::format_description!("[year]-[month]-[day]");
     let bad = || crate::Error::invalid("from and to must be days as YYYY-MM-DD, from not after to");
@@ -257,13 +269,7 @@ impl Metering {
     pub async fn report(&self, who: &Principal, from: &str, to: &str) -> Result<UsageReport> {
         let days = days_between(from, to, 366)?;
         self.recorder.flush().await;
-        let day_ms = |day: &str| -> i64 {
-            let fmt = time::macros::format_description!("[year]-[month]-[day]");
-            time::Date::parse(day, fmt)
-                .map(|d| d.midnight().assume_utc().unix_timestamp() * 1000)
-                .unwrap_or(0)
-        };
-        let (from_ms, to_ms) = (day_ms(from), day_ms(to) + 86_400_000);
+        let (from_ms, to_ms) = day_range_ms(from, to);
         let mut per_day: std::collections::BTreeMap<String, DayOutcomes> = days
             .iter()
             .map(|d| {

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::{days_between, own, Metering};
+use super::{day_range_ms, days_between, own, Metering};
 use crate::auth::Principal;
 use crate::clock::rfc3339;
 use crate::store::{self, tool_calls::CallStatus, usage::CallGroup};
@@ -62,15 +62,9 @@ impl Metering {
         to: &str,
         by: CallGroup,
     ) -> Result<Vec<CallStats>> {
-        let days = days_between(from, to, 366)?;
+        days_between(from, to, 366)?;
         self.recorder.flush().await;
-        let day_ms = |day: &str| -> i64 {
-            let fmt = time::macros::format_description!("[year]-[month]-[day]");
-            time::Date::parse(day, fmt)
-                .map(|d| d.midnight().assume_utc().unix_timestamp() * 1000)
-                .unwrap_or(0)
-        };
-        let (from_ms, to_ms) = (day_ms(&days[0]), day_ms(to) + 86_400_000);
+        let (from_ms, to_ms) = day_range_ms(from, to);
         let bars = store::usage::call_histogram(
             self.db.pool(),
             &who.project_id,

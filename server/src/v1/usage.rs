@@ -25,17 +25,26 @@ fn valid_day(s: &str) -> bool {
         && time::Date::parse(s, time::macros::format_description!("[year]-[month]-[day]")).is_ok()
 }
 
-pub async fn usage(
-    State(state): State<AppState>,
-    ApiCaller(who): ApiCaller,
-    Query(q): Query<UsageQuery>,
-) -> Result<Json<Value>, ApiError> {
-    let (from, to) = state.wb.metering().range_or_this_month(q.from, q.to);
+/// The asked range of days (this month so far by default), each a valid `YYYY-MM-DD`.
+fn range(state: &AppState, q: &UsageQuery) -> Result<(String, String), ApiError> {
+    let (from, to) = state
+        .wb
+        .metering()
+        .range_or_this_month(q.from.clone(), q.to.clone());
     if !valid_day(&from) || !valid_day(&to) {
         return Err(ApiError::bad_request(
             "from and to must be days as YYYY-MM-DD",
         ));
     }
+    Ok((from, to))
+}
+
+pub async fn usage(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Query(q): Query<UsageQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let (from, to) = range(&state, &q)?;
     if let Some(by) = q.group_by.as_deref().filter(|s| !s.is_empty()) {
         let by = GroupBy::parse(by).ok_or_else(|| {
             ApiError::bad_request("group_by must be day, tool, key or integration")
@@ -89,12 +98,7 @@ pub async fn calls(
     ApiCaller(who): ApiCaller,
     Query(q): Query<UsageQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let (from, to) = state.wb.metering().range_or_this_month(q.from, q.to);
-    if !valid_day(&from) || !valid_day(&to) {
-        return Err(ApiError::bad_request(
-            "from and to must be days as YYYY-MM-DD",
-        ));
-    }
+    let (from, to) = range(&state, &q)?;
     let by = match q.group_by.as_deref().filter(|s| !s.is_empty()) {
         None => StatsBy::Tool,
         Some(s) => StatsBy::parse(s)

@@ -21,7 +21,7 @@ mod tool_sets;
 mod tools;
 mod usage;
 
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::Method;
 use axum::{Json, Router};
 use serde_json::{json, Value};
@@ -123,15 +123,29 @@ pub fn router(state: &AppState) -> Router<AppState> {
 }
 
 /// The identity behind the key: user, project and key ids.
-async fn me(ApiCaller(p): ApiCaller) -> Json<Value> {
-    Json(json!({
+/// Who the caller is, and the limits its calls are counted against (its key's own calls per
+/// minute and the rate limits and quotas of the policy it runs under), so an agent can pace
+/// itself before a refusal tells it.
+async fn me(
+    State(state): State<AppState>,
+    ApiCaller(p): ApiCaller,
+) -> Result<Json<Value>, ApiError> {
+    let applied = state.wb.policies().applied(&p).await?;
+    let limits = applied
+        .0
+        .as_ref()
+        .map(|policy| policy.limits.clone())
+        .unwrap_or_default();
+    Ok(Json(json!({
         "id": p.user_id,
         "email": p.email,
         "project": { "id": p.project_id, "name": p.project_name },
         "role": p.role,
         "api_key_id": p.api_key_id,
         "policy_id": p.policy_id,
-    }))
+        "rate_limit_per_minute": p.rate_limit_per_minute,
+        "limits": limits,
+    })))
 }
 
 /// Unknown /v1 paths answer 404 in the API's error shape.

@@ -64,6 +64,14 @@ db_test!(
             json!([{ "tools": "vault_*", "calls": 2, "every": "minute", "per": "key" }]),
         )
         .await;
+        // The key can read the limits it is counted against before any refusal.
+        let (_, me) = rest(&app, &key, "GET", "/v1/me", Value::Null).await;
+        assert_eq!(
+            me["limits"],
+            json!([{ "tools": "vault_*", "calls": 2, "every": "minute", "per": "key" }]),
+            "{me}"
+        );
+        assert_eq!(me["rate_limit_per_minute"], Value::Null);
         to_next_window(&app, 60_000);
         assert_eq!(status(&app, &key, "vault_list").await, 200);
         assert_eq!(status(&app, &key, "vault_list").await, 200);

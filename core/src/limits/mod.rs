@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::auth::Principal;
 use crate::clock::Clock;
-use crate::policy::limits::covers;
+use crate::policy::limits::{covers, push_bucket_of};
 use crate::policy::{Applied, Counted, Limit, Period};
 use crate::store::{self, Db};
 use crate::Result;
@@ -74,17 +74,13 @@ fn push_subject(name: &mut String, who: &Principal, per: Counted) {
     }
 }
 
-/// A policy limit's bucket name for `who`: the policy, what the limit counts (`bucket_of`, as
-/// written there) and whose calls.
+/// A policy limit's bucket name for `who`: the policy, what the limit counts (`bucket_of`)
+/// and whose calls.
 fn bucket_name(policy_id: &str, l: &Limit, who: &Principal) -> String {
     let mut name = String::with_capacity(policy_id.len() + l.tools.len() + 48);
     name.push_str(policy_id);
     name.push(':');
-    name.push_str(if l.calls.is_some() { "c" } else { "e" });
-    for part in [l.every.as_str(), l.per.as_str(), l.tools.as_str()] {
-        name.push(':');
-        name.push_str(part);
-    }
+    push_bucket_of(&mut name, l);
     name.push(':');
     push_subject(&mut name, who, l.per);
     name
@@ -172,15 +168,7 @@ impl Limits {
                 Local::Refused => false,
                 Local::Claim => {
                     let asked = slice(b.limit);
-                    let count = match store::limit_windows::claim(
-                        self.db.pool(),
-                        &b.name,
-                        b.start,
-                        b.end,
-                        asked,
-                    )
-                    .await
-                    {
+                    let count = match self.add(b, asked).await {
                         Ok(n) => n,
                         Err(e) => {
                             self.refund(&spent);
@@ -192,15 +180,7 @@ impl Limits {
                         // Give back what was not granted, so the window counts only granted
                         // units and a raised limit has room at once (once per window and
                         // instance: a refused lease is not claimed again).
-                        if let Err(e) = store::limit_windows::claim(
-                            self.db.pool(),
-                            &b.name,
-                            b.start,
-                            b.end,
-                            got - asked,
-                        )
-                        .await
-                        {
+                        if let Err(e) = self.add(b, got - asked).await {
                             tracing::warn!(error = ?e, "a limit's ungranted units cannot be given back");
                         }
                     }
@@ -219,15 +199,7 @@ impl Limits {
                 let count = match seen {
                     Some(n) => n,
                     None => {
-                        let n = match store::limit_windows::claim(
-                            self.db.pool(),
-                            &b.name,
-                            b.start,
-                            b.end,
-                            0,
-                        )
-                        .await
-                        {
+                        let n = match self.add(b, 0).await {
                             Ok(n) => n,
                             Err(e) => {
                                 self.refund(&spent);
@@ -258,6 +230,11 @@ impl Limits {
             }
             None => Ok(Ok(Admitted { egress })),
         }
+    }
+
+    /// Adds `units` to `b`'s window in the database (0: reads it); the window's count.
+    async fn add(&self, b: &Bucket, units: i64) -> Result<i64> {
+        store::limit_windows::claim(self.db.pool(), &b.name, b.start, b.end, units).await
     }
 
     fn refund(&self, spent: &[&Bucket]) {
@@ -305,9 +282,7 @@ impl Limits {
         let this = self.clone();
         tokio::spawn(async move {
             for b in admitted.egress {
-                match store::limit_windows::claim(this.db.pool(), &b.name, b.start, b.end, bytes)
-                    .await
-                {
+                match this.add(&b, bytes).await {
                     Ok(n) => this.saw(&b.name, b.start, n, false),
                     Err(e) => {
                         tracing::error!(error = ?e, bucket = %b.name, "an egress quota's count cannot be written")

@@ -208,7 +208,6 @@ pub struct UsageReport {
     pub top_keys: Vec<UsageGroup>,
 }
 
-/// The days of `[from, to]`, at most `max` (YYYY-MM-DD).
 /// The instants of a range of days (`YYYY-MM-DD`, inclusive, already checked by
 /// `days_between`): `[first midnight, midnight after the last)` in ms, UTC.
 fn day_range_ms(from: &str, to: &str) -> (i64, i64) {
@@ -221,6 +220,7 @@ fn day_range_ms(from: &str, to: &str) -> (i64, i64) {
     (day_ms(from), day_ms(to) + 86_400_000)
 }
 
+/// The days of `[from, to]`, at most `max` (YYYY-MM-DD).
 fn days_between(from: &str, to: &str, max: usize) -> Result<Vec<String>> {
     let fmt = time::macros::format_description!("[year]-[month]-[day]");
     let bad = || crate::Error::invalid("from and to must be days as YYYY-MM-DD, from not after to");

@@ -24,10 +24,8 @@ pub fn problems(limits: &[Limit]) -> Vec<String> {
     }
     for (i, l) in limits.iter().enumerate() {
         let at = format!("limits[{}]", i + 1);
-        if l.tools != "*" {
-            if let Some(problem) = pattern_problem(&l.tools) {
-                out.push(format!("{at}: tools: {problem}"));
-            }
+        if let Some(problem) = pattern_problem(&l.tools) {
+            out.push(format!("{at}: tools: {problem}"));
         }
         match (l.calls, l.egress_bytes) {
             (Some(_), Some(_)) | (None, None) => out.push(format!(
@@ -70,16 +68,26 @@ pub fn check(limits: &[Limit]) -> Result<()> {
     }
 }
 
-/// Whether a limit counts calls of `tool`.
+/// Whether a limit counts calls of `tool` (`*`, the default, is a prefix every name has).
 pub fn covers(l: &Limit, tool: &str) -> bool {
-    l.tools == "*" || pattern_matches(&l.tools, tool)
+    pattern_matches(&l.tools, tool)
 }
 
-/// What a limit's counter is named by: its tools, what it counts, its period and whose calls.
+/// What a limit's counter is named by: what it counts, its period, whose calls and its tools.
 /// The number is not part of it, so raising a limit keeps what was counted in the window.
 pub fn bucket_of(l: &Limit) -> String {
-    let what = if l.calls.is_some() { "c" } else { "e" };
-    format!("{what}:{}:{}:{}", l.every, l.per, l.tools)
+    let mut out = String::with_capacity(l.tools.len() + 24);
+    push_bucket_of(&mut out, l);
+    out
+}
+
+/// Appends `bucket_of(l)` to `out` (the limiter builds a counter's whole name in one buffer).
+pub fn push_bucket_of(out: &mut String, l: &Limit) {
+    out.push_str(if l.calls.is_some() { "c" } else { "e" });
+    for part in [l.every.as_str(), l.per.as_str(), l.tools.as_str()] {
+        out.push(':');
+        out.push_str(part);
+    }
 }
 
 #[cfg(test)]

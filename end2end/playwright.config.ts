@@ -20,6 +20,9 @@ export const baseURL = `http://127.0.0.1:${port}`;
 // so that browser cookies of the two instances stay apart.
 const remotePort = port + 9;
 export const remoteURL = `http://127.0.0.2:${remotePort}`;
+// The company identity provider of the single sign-on spec (its control endpoint on the same port).
+const idpPort = port + 10;
+export const idpURL = `http://127.0.0.1:${idpPort}`;
 
 export default defineConfig({
   testDir: "./tests",
@@ -35,6 +38,7 @@ export default defineConfig({
     { name: "mcp-oauth", testMatch: /mcp_oauth\.spec\.ts/, dependencies: ["governance"] },
     { name: "upstream-sign-in", testMatch: /upstream_sign_in\.spec\.ts/, dependencies: ["mcp-oauth"] },
     { name: "tool-sets", testMatch: /tool_sets\.spec\.ts/, dependencies: ["upstream-sign-in"] },
+    { name: "sso", testMatch: /sso\.spec\.ts/, dependencies: ["tool-sets"] },
   ],
   use: {
     baseURL,
@@ -70,6 +74,14 @@ export default defineConfig({
       // A real OAuth authorization server and a fake GitHub API for the connect flow.
       command: `node oauth/provider.mjs ${providerPort} ${apiPort} ${baseURL}`,
       url: `${providerURL}/.well-known/openid-configuration`,
+      reuseExistingServer: false,
+      timeout: 30_000,
+    },
+    {
+      // The company's OpenID Connect identity provider for single sign-on, with a control
+      // endpoint that changes a person's groups.
+      command: `node oauth/idp.mjs ${idpPort} ${baseURL}`,
+      url: `${idpURL}/.well-known/openid-configuration`,
       reuseExistingServer: false,
       timeout: 30_000,
     },

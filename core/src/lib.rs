@@ -15,6 +15,7 @@
 //!   `HandlerError`, `ConnectionSource`, `Credential`);
 //! - `integrations`: integrations as data (definitions, request templates, the outbound
 //!   client, the loaded plugins, the registry of custom apps);
+//! - `sso` (portal sign-in through OpenID Connect providers, group mapping);
 //! - `connections` (credentials, connect flow, refresh, curl_session rules), `builtin`
 //!   (in-process tools) and `upstream` (registered MCP servers: their sessions, breakers and
 //!   tools);
@@ -48,6 +49,7 @@ pub mod oauth;
 pub mod plugins;
 pub mod policy;
 pub mod schedule;
+pub mod sso;
 pub mod store;
 pub mod toolsets;
 pub mod upstream;

@@ -20,6 +20,7 @@ use crate::oauth::OAuthServer;
 use crate::plugins::Apps;
 use crate::policy::Policies;
 use crate::schedule::Schedules;
+use crate::sso::Sso;
 use crate::store::Db;
 use crate::toolsets::ToolSets;
 use crate::upstream::Upstreams;
@@ -49,6 +50,8 @@ pub struct WorkbenchOptions {
     pub email: EmailSettings,
     /// The programs stdio MCP servers may run and where they work (operator settings).
     pub stdio: crate::upstream::stdio::StdioSettings,
+    /// Whether the portal accepts passwords (off: break-glass accounts only; single sign-on).
+    pub password_sign_in: bool,
 }
 
 impl Default for WorkbenchOptions {
@@ -65,6 +68,7 @@ impl Default for WorkbenchOptions {
             web_search: None,
             email: EmailSettings::default(),
             stdio: Default::default(),
+            password_sign_in: true,
         }
     }
 }
@@ -96,6 +100,7 @@ pub struct Parts {
     schedules: Schedules,
     deliveries: Deliveries,
     email: Arc<Email>,
+    sso: Sso,
 }
 
 impl std::ops::Deref for Workbench {
@@ -204,7 +209,15 @@ impl Workbench {
             guarded.clone(),
         );
         let recorder = Recorder::start(db.clone());
-        let accounts = Accounts::new(db.clone(), clock.clone());
+        let accounts = Accounts::new(db.clone(), clock.clone())
+            .with_password_sign_in(options.password_sign_in);
+        let sso = Sso::new(
+            db.clone(),
+            clock.clone(),
+            vault.clone(),
+            guarded.clone(),
+            options.confirmations.public_url.clone(),
+        );
         let policies = Policies::new(db.clone(), clock.clone());
         let engine = Engine::new(
             catalog,
@@ -233,6 +246,7 @@ impl Workbench {
             schedules,
             deliveries,
             email,
+            sso,
             metering: Metering::new(db.clone(), recorder.clone(), clock.clone()),
             proxy_tokens: ProxyTokens::new(db.clone(), clock.clone(), options.proxy_token_key),
             connections,
@@ -354,6 +368,10 @@ impl Workbench {
 
     pub fn accounts(&self) -> &Accounts {
         &self.accounts
+    }
+
+    pub fn sso(&self) -> &Sso {
+        &self.sso
     }
 
     pub fn tool_sets(&self) -> &ToolSets {

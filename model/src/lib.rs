@@ -20,6 +20,7 @@ pub mod email;
 pub mod oauth;
 pub mod overview;
 pub mod policy;
+pub mod sso;
 pub mod toolsets;
 pub mod upstream;
 pub mod usage;

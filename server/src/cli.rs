@@ -119,6 +119,10 @@ pub enum AdminCommand {
         /// Make the user an admin of the project.
         #[arg(long)]
         admin: bool,
+        /// Let the account sign in with its password even when password sign-in is turned off
+        /// (`--password-sign-in off`): the way in when the identity provider is unavailable.
+        #[arg(long)]
+        break_glass: bool,
         /// Project to add the user to; created if missing. Defaults to the oldest project, or a
         /// new project named "default".
         #[arg(long, env = "WB_PROJECT")]
@@ -241,6 +245,7 @@ async fn admin(cmd: AdminCommand) -> Result<(), CliError> {
             email,
             password_stdin: _,
             admin,
+            break_glass,
             project,
         } => {
             let password = read_password_stdin()?;
@@ -250,9 +255,13 @@ async fn admin(cmd: AdminCommand) -> Result<(), CliError> {
                 .accounts()
                 .create_user(&email, &password, project.as_deref(), role)
                 .await?;
+            if break_glass {
+                wb.accounts().set_break_glass(&user.email, true).await?;
+            }
             eprintln!(
-                "workbench: created {} {} ({}) in project {}",
+                "workbench: created {}{} {} ({}) in project {}",
                 role.as_str(),
+                if break_glass { " (break-glass)" } else { "" },
                 user.email,
                 user.id,
                 project.name

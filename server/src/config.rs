@@ -38,6 +38,11 @@ pub struct ServeArgs {
     /// sets it); otherwise the socket peer address is used for sign-in throttling.
     #[arg(long, env = "WB_TRUST_FORWARDED_FOR", default_value_t = false)]
     pub trust_forwarded_for: bool,
+    /// Whether the portal accepts passwords: `off` when people sign in through an identity
+    /// provider (single sign-on); break-glass accounts (`workbench admin create-user
+    /// --break-glass`) still may.
+    #[arg(long, env = "WB_PASSWORD_SIGN_IN", default_value = "on", value_parser = ["on", "off"])]
+    pub password_sign_in: String,
     /// Where project storage (storage.put/get) keeps objects: file:///DIR, s3://BUCKET/PREFIX
     /// (AWS_* variables configure S3-compatible stores) or memory:///. Defaults to
     /// <data-dir>/objects.
@@ -216,6 +221,8 @@ pub struct ServerConfig {
     pub public_origin: String,
     pub secure_cookies: bool,
     pub trust_forwarded_for: bool,
+    /// Whether the portal accepts passwords (off: break-glass accounts only).
+    pub password_sign_in: bool,
     pub data_dir: PathBuf,
     pub site_root: PathBuf,
     pub object_store_url: String,
@@ -450,6 +457,7 @@ impl ServerConfig {
             public_url,
             public_origin,
             trust_forwarded_for: args.trust_forwarded_for,
+            password_sign_in: args.password_sign_in != "off",
             data_dir: args.data_dir.clone(),
             site_root: args.site_root.clone(),
         })

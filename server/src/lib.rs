@@ -258,6 +258,7 @@ pub async fn serve_from_args(args: ServeArgs) -> Result<(), cli::CliError> {
         web_search: config.web_search.clone(),
         email: config.email.clone(),
         stdio: config.stdio.clone(),
+        password_sign_in: config.password_sign_in,
         ..WorkbenchOptions::default()
     };
     let wb = Workbench::open(&args.database_url, options).await?;

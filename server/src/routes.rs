@@ -109,6 +109,18 @@ pub const DECLARED: &[RouteSpec] = &[
     },
     RouteSpec {
         method: "GET",
+        path: "/sso/{slug}/start",
+        credential: Credential::None,
+        op: Operation::SignIn,
+    },
+    RouteSpec {
+        method: "GET",
+        path: "/sso/{slug}/callback",
+        credential: Credential::None,
+        op: Operation::SignIn,
+    },
+    RouteSpec {
+        method: "GET",
         path: "/oauth/callback",
         credential: Credential::SessionPage,
         op: Operation::OwnConnections,

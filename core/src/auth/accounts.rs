@@ -92,6 +92,8 @@ pub struct Accounts {
     clock: Arc<dyn Clock>,
     /// Key → principal, good while the database's change epoch stands (`principals.rs`).
     principals: Arc<super::principals::Principals>,
+    /// The operator's setting: off, only break-glass accounts sign in with a password.
+    password_sign_in: bool,
 }
 
 fn clean_name(raw: &str, what: &str) -> Result<String> {
@@ -113,7 +115,30 @@ impl Accounts {
             db,
             clock,
             principals: Arc::default(),
+            password_sign_in: true,
         }
+    }
+
+    /// Turns password sign-in on or off (operator setting); break-glass accounts keep it.
+    pub fn with_password_sign_in(mut self, on: bool) -> Self {
+        self.password_sign_in = on;
+        self
+    }
+
+    pub fn password_sign_in(&self) -> bool {
+        self.password_sign_in
+    }
+
+    /// Marks the account with this email as break-glass (it signs in with its password even
+    /// when password sign-in is off), or not. Operator path (CLI).
+    pub async fn set_break_glass(&self, email: &str, on: bool) -> Result<()> {
+        let email = normalize_email(email)?;
+        let user = store::users::by_email(self.db.pool(), &email)
+            .await?
+            .ok_or_else(|| Error::invalid(format!("no user with email {email}")))?;
+        store::sso::set_break_glass(self.db.pool(), &user.id, on).await?;
+        tracing::info!(user_id = %user.id, on, "break-glass sign-in changed");
+        Ok(())
     }
 
     pub(super) fn now(&self) -> i64 {
@@ -170,6 +195,7 @@ impl Accounts {
             credentials_generation: None,
             rate_limit_per_minute: None,
             tool_sets: None,
+            user_policy_id: None,
         })
     }
 
@@ -284,6 +310,11 @@ impl Accounts {
             Some(p) => {
                 store::sign_in::clear(self.db.pool(), &account_scope).await?;
                 self.forgive_attempt(&scopes[1..], now).await?;
+                if !self.password_sign_in
+                    && !store::sso::is_break_glass(self.db.pool(), &p.user_id).await?
+                {
+                    return Err(Error::Forbidden("password sign-in is turned off; sign in with your organisation's identity provider"));
+                }
                 Ok(p)
             }
             None => Err(Error::Unauthorized("invalid email or password")),
@@ -331,6 +362,7 @@ impl Accounts {
         };
         let memberships = store::projects::memberships_of_user(self.db.pool(), user_id).await?;
         Ok(memberships.into_iter().next().map(|m| Principal {
+            user_policy_id: m.policy_id,
             user_id: user.id,
             email: user.email,
             project_id: m.project_id,
@@ -580,5 +612,6 @@ fn key_principal(row: store::api_keys::KeyPrincipalRow) -> Principal {
         credentials_generation: Some(row.credentials_generation),
         rate_limit_per_minute: row.rate_limit_per_minute,
         tool_sets: parse_key_sets(row.tool_sets.as_deref()),
+        user_policy_id: row.user_policy_id,
     }
 }

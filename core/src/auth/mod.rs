@@ -72,6 +72,10 @@ pub struct Principal {
     /// endpoints and do nothing else (None: not limited).
     #[serde(default)]
     pub tool_sets: Option<Vec<String>>,
+    /// The policy the user's groups cap them with (single sign-on): every call they make, with
+    /// any key or grant, is checked against it as well as against `policy_id`.
+    #[serde(default)]
+    pub user_policy_id: Option<String>,
 }
 
 impl Principal {
@@ -144,3 +148,6 @@ pub struct ClientIp(pub Option<std::net::IpAddr>);
 
 /// The portal session entry that holds the signed-in user's id.
 pub const SESSION_USER_KEY: &str = "user_id";
+/// A portal session holding this key (ms since the epoch) ends then, whatever its idle expiry:
+/// a sign-in through an identity provider is checked again by signing in again.
+pub const SESSION_RECHECK_KEY: &str = "recheck_at";

@@ -140,6 +140,7 @@ operations! {
     ConfigExport => Admin, "export the project's configuration as a file (secrets by name only)";
     ConfigApply => Admin, "make the project match a configuration file (checked whole first)";
     ToolSetsManage => Admin, "create, replace and delete tool sets; limit keys to them";
+    SsoManage => Admin, "register, change and remove sign-in providers (single sign-on) and preview their group mapping";
     ProtectedSecretsWrite => Admin, "change or delete secrets that registrations and the webhook rely on";
 
     ProxyRequest => ProxyToken, "a raw request through the /c proxy";
@@ -259,6 +260,7 @@ mod tests {
             credentials_generation: None,
             rate_limit_per_minute: None,
             tool_sets: None,
+            user_policy_id: None,
         }
     }
 

@@ -575,6 +575,7 @@ mod tests {
             credentials_generation: None,
             rate_limit_per_minute: None,
             tool_sets: None,
+            user_policy_id: None,
         }
     }
 

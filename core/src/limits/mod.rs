@@ -47,8 +47,8 @@ struct Bucket {
     start: i64,
     end: i64,
     limit: i64,
-    /// The position of the policy limit it counts (None: the key's own).
-    of: Option<usize>,
+    /// The policy and the limit it counts (None: the key's own).
+    of: Option<(String, Limit)>,
 }
 
 /// The egress quotas an admitted call pays into once its bytes are known.
@@ -129,15 +129,15 @@ impl Limits {
                 of: None,
             });
         }
-        if let Some(p) = &policy.0 {
-            for (i, l) in p.limits.iter().enumerate().filter(|(_, l)| covers(l, tool)) {
+        for p in policy.policies() {
+            for l in p.limits.iter().filter(|l| covers(l, tool)) {
                 let (start, end) = window(l.every, now);
                 let b = Bucket {
                     name: bucket_name(&p.id, l, who),
                     start,
                     end,
                     limit: l.calls.or(l.egress_bytes).unwrap_or(0),
-                    of: Some(i),
+                    of: Some((p.id.clone(), l.clone())),
                 };
                 if l.calls.is_some() {
                     calls.push(b);
@@ -219,10 +219,7 @@ impl Limits {
         match refused {
             Some(b) => {
                 self.refund(&spent);
-                let limit = b.of.and_then(|i| {
-                    let p = policy.0.as_ref()?;
-                    Some((p.id.clone(), p.limits.get(i)?.clone()))
-                });
+                let limit = b.of.clone();
                 Ok(Err(Refusal {
                     retry_after_s: seconds_until(b.end, now),
                     limit,

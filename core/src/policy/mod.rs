@@ -86,28 +86,49 @@ pub struct ProjectPolicies {
     default: Option<Arc<Policy>>,
 }
 
-/// The policy that applies to one caller (None: no policy, everything is allowed).
+/// The policies that apply to one caller: the key's or grant's own (else the project's default;
+/// None: everything is allowed) and the cap the user's groups give them (single sign-on; None:
+/// no cap). A tool runs only when both allow it.
 #[derive(Debug, Clone, Default)]
-pub struct Applied(pub Option<Arc<Policy>>);
+pub struct Applied {
+    pub policy: Option<Arc<Policy>>,
+    pub cap: Option<Arc<Policy>>,
+}
 
 impl Applied {
-    pub fn decide(&self, tool: &str) -> Decision {
-        match &self.0 {
-            Some(p) => p.decide(tool),
-            None => Decision::Run,
-        }
+    pub fn one(policy: Option<Arc<Policy>>) -> Applied {
+        Applied { policy, cap: None }
     }
 
-    /// Whether `name` is on the policy's allow list (or no policy applies).
+    /// Every policy that applies, the caller's own first.
+    pub fn policies(&self) -> impl Iterator<Item = &Arc<Policy>> {
+        self.policy.iter().chain(self.cap.iter())
+    }
+
+    /// What both policies say: a denial by either denies, else a confirmation by either holds
+    /// the call, else it runs.
+    pub fn decide(&self, tool: &str) -> Decision {
+        let mut held = None;
+        for p in self.policies() {
+            match p.decide(tool) {
+                Decision::Deny(rule) => return Decision::Deny(rule),
+                Decision::Confirm(rule) => {
+                    held.get_or_insert(rule);
+                }
+                Decision::Run => {}
+            }
+        }
+        held.map_or(Decision::Run, Decision::Confirm)
+    }
+
+    /// Whether `name` is on the allow list of every policy that applies.
     pub fn explicitly_allows(&self, name: &str) -> bool {
-        match &self.0 {
-            Some(p) => p
-                .tool_allowlist
+        self.policies().all(|p| {
+            p.tool_allowlist
                 .allow
                 .iter()
-                .any(|pattern| rules::pattern_matches(pattern, name)),
-            None => true,
-        }
+                .any(|pattern| rules::pattern_matches(pattern, name))
+        })
     }
 }
 
@@ -136,6 +157,26 @@ pub(crate) fn clean_name(raw: &str) -> Result<String> {
     Ok(name.to_owned())
 }
 
+/// What a caller attached to a policy that is gone gets (it cannot be: deleting one in use is
+/// refused): nothing, rather than everything.
+fn missing(id: &str) -> Arc<Policy> {
+    Arc::new(Policy {
+        id: id.to_owned(),
+        object: "policy".into(),
+        name: "(missing)".into(),
+        tool_allowlist: ToolAllowlist {
+            mode: Mode::Allowlist,
+            allow: vec![],
+            deny: vec![],
+            require_confirmation: vec![],
+        },
+        limits: vec![],
+        default: false,
+        created_at: String::new(),
+        updated_at: String::new(),
+    })
+}
+
 fn forbid_limited(who: &Principal) -> Result<()> {
     who.require(crate::auth::Operation::PoliciesManage)
 }
@@ -149,30 +190,24 @@ impl Policies {
         }
     }
 
-    /// The policy `who` runs under: the key's own, else the project's default, else none. A
-    /// key whose policy is gone (it cannot be: deleting one in use is refused) gets nothing
-    /// rather than everything.
+    /// The policies `who` runs under: the key's own, else the project's default, else none;
+    /// and the cap of the user's groups. A policy that is gone gets nothing rather than
+    /// everything.
     pub async fn applied(&self, who: &Principal) -> Result<Applied> {
         let project = self.project(&who.project_id, who.policy_generation).await?;
-        Ok(match &who.policy_id {
-            Some(id) => Applied(Some(project.by_id.get(id).cloned().unwrap_or_else(|| {
-                Arc::new(Policy {
-                    id: id.clone(),
-                    object: "policy".into(),
-                    name: "(missing)".into(),
-                    tool_allowlist: ToolAllowlist {
-                        mode: Mode::Allowlist,
-                        allow: vec![],
-                        deny: vec![],
-                        require_confirmation: vec![],
-                    },
-                    limits: vec![],
-                    default: false,
-                    created_at: String::new(),
-                    updated_at: String::new(),
-                })
-            }))),
-            None => Applied(project.default.clone()),
+        let find = |id: &String| {
+            project
+                .by_id
+                .get(id)
+                .cloned()
+                .unwrap_or_else(|| missing(id))
+        };
+        Ok(Applied {
+            policy: match &who.policy_id {
+                Some(id) => Some(find(id)),
+                None => project.default.clone(),
+            },
+            cap: who.user_policy_id.as_ref().map(find),
         })
     }
 
@@ -183,7 +218,7 @@ impl Policies {
         policy_id: Option<&str>,
     ) -> Result<Applied> {
         let project = self.project(project_id, None).await?;
-        Ok(Applied(match policy_id {
+        Ok(Applied::one(match policy_id {
             Some(id) => project.by_id.get(id).cloned(),
             None => project.default.clone(),
         }))
@@ -361,6 +396,25 @@ impl Policies {
                 "the policy is attached to {}; detach it from them first",
                 names.join(", ")
             )));
+        }
+        for r in store::sso::providers(&mut *tx, &who.project_id).await? {
+            let c: serde_json::Value = serde_json::from_str(&r.config).unwrap_or_default();
+            let names = |v: &serde_json::Value| v.as_str() == Some(id);
+            if names(&c["default_policy_id"])
+                || c["mappings"]
+                    .as_array()
+                    .is_some_and(|m| m.iter().any(|m| names(&m["policy_id"])))
+            {
+                return Err(Error::Conflict(format!(
+                    "sign-in provider {} maps groups to the policy; change its mapping first",
+                    r.slug
+                )));
+            }
+        }
+        if store::sso::policy_caps_someone(&mut *tx, &who.project_id, id).await? {
+            return Err(Error::Conflict(
+                "the policy caps members who signed in through a provider; they keep it until they sign in again under a changed mapping, or leave the project".into(),
+            ));
         }
         store::policies::detach_from_revoked_keys(&mut *tx, &who.project_id, id).await?;
         store::policies::delete(&mut *tx, &who.project_id, id).await?;

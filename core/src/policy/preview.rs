@@ -96,7 +96,7 @@ impl Policies {
         Ok(Preview {
             key: key.name,
             policy: applied
-                .0
+                .policy
                 .map(|p| format!("{} ({})", p.name, p.id))
                 .unwrap_or_else(|| "no policy: every tool runs".into()),
             rows,

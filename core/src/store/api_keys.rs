@@ -163,12 +163,14 @@ pub struct KeyPrincipalRow {
     pub vault_generation: i64,
     /// The owner's credentials generation in the project.
     pub credentials_generation: i64,
+    /// The policy the owner's groups cap them with (single sign-on).
+    pub user_policy_id: Option<String>,
 }
 
 const PRINCIPAL: &str = "SELECT k.id, k.project_id, p.name AS project_name, k.user_id, u.email, m.role, k.last_used_at, k.revoked_at, \
      k.policy_id, p.policy_generation, k.rate_limit_per_minute, k.tool_sets, \
      COALESCE((SELECT g.generation FROM vault_generations g WHERE g.project_id = k.project_id), 0) AS vault_generation, \
-     m.credentials_generation \
+     m.credentials_generation, m.policy_id AS user_policy_id \
      FROM api_keys k \
      JOIN users u ON u.id = k.user_id \
      JOIN memberships m ON m.project_id = k.project_id AND m.user_id = k.user_id \

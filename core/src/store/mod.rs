@@ -26,6 +26,7 @@ pub mod schedules;
 pub mod script;
 pub mod sessions;
 pub mod sign_in;
+pub mod sso;
 pub mod storage_objects;
 #[cfg(feature = "test-support")]
 pub mod testing;

@@ -56,6 +56,8 @@ pub struct MembershipRow {
     pub user_id: String,
     pub role: String,
     pub created_at: i64,
+    /// The policy the member's groups cap them with (single sign-on).
+    pub policy_id: Option<String>,
 }
 
 pub async fn upsert_membership<'e>(
@@ -93,7 +95,7 @@ pub async fn delete_membership<'e>(
 }
 
 const MEMBERSHIP_SELECT: &str = "SELECT m.project_id, p.name AS project_name, m.user_id, m.role, \
-     m.created_at FROM memberships m JOIN projects p ON p.id = m.project_id";
+     m.created_at, m.policy_id FROM memberships m JOIN projects p ON p.id = m.project_id";
 
 /// The user's memberships, oldest first (the first is the user's home project).
 pub async fn memberships_of_user<'e>(

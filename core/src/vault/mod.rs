@@ -224,6 +224,16 @@ impl Vault {
                 return Err(Error::Forbidden("this secret is used by a registered MCP server; only an admin can change or delete it"));
             }
         }
+        for provider in store::sso::providers(self.db.pool(), &who.project_id).await? {
+            let c: serde_json::Value = serde_json::from_str(&provider.config).unwrap_or_default();
+            if names_it(
+                c["client_secret_ref"]
+                    .as_str()
+                    .and_then(|r| r.strip_prefix("vault:")),
+            ) {
+                return Err(Error::Forbidden("this secret is the client secret of a sign-in provider; only an admin can change or delete it"));
+            }
+        }
         let settings = store::project_settings::get(self.db.pool(), &who.project_id).await?;
         if names_it(
             settings

@@ -66,6 +66,7 @@ pub async fn start(tag: &str, configure: impl FnOnce(&mut WorkbenchOptions)) -> 
         data_dir: dir.join("data"),
         site_root: dir.join("site"),
         trust_forwarded_for: false,
+        password_sign_in: "on".into(),
         object_store_url: None,
         egress_allow_private: vec![],
         allowed_hosts: vec![],

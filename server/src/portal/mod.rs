@@ -9,6 +9,7 @@ mod host;
 mod json;
 mod oauth;
 mod session_store;
+mod sso;
 mod usage_csv;
 
 use axum::middleware;
@@ -81,6 +82,8 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .into_router()
         // Signed out, the OAuth callback sends the person to sign in and back (a page, not JSON).
         .route("/oauth/callback", get(oauth::callback))
+        .route("/sso/{slug}/start", get(sso::start))
+        .route("/sso/{slug}/callback", get(sso::callback))
         .merge(pages)
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
         .layer(middleware::from_fn_with_state(state.clone(), crate::routes::server_fn_layer))

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{self, SessionStore};
-use workbench_core::auth::SESSION_USER_KEY;
+use workbench_core::auth::{SESSION_RECHECK_KEY, SESSION_USER_KEY};
 use workbench_core::crypto::sha256_hex;
 use workbench_core::store::sessions::{self, SessionRow};
 use workbench_core::Workbench;
@@ -35,7 +35,16 @@ impl DbSessionStore {
                 .get(SESSION_USER_KEY)
                 .and_then(|v| v.as_str())
                 .map(str::to_owned),
-            expires_at: (record.expiry_date.unix_timestamp_nanos() / 1_000_000) as i64,
+            // A sign-in through an identity provider ends at its re-check time.
+            expires_at: record
+                .data
+                .get(SESSION_RECHECK_KEY)
+                .and_then(|v| v.as_i64())
+                .into_iter()
+                .fold(
+                    (record.expiry_date.unix_timestamp_nanos() / 1_000_000) as i64,
+                    i64::min,
+                ),
         })
     }
 }

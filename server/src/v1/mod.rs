@@ -17,6 +17,7 @@ mod policies;
 mod rest_batch;
 mod schedules;
 mod settings;
+mod sso;
 mod tool_sets;
 mod tools;
 mod usage;
@@ -73,6 +74,10 @@ pub fn routes(state: &AppState) -> Routes {
         .add(M::GET, "/v1/policies/{id}", ApiKey, Op::PoliciesManage, policies::get_one)
         .add(M::PUT, "/v1/policies/{id}", ApiKey, Op::PoliciesManage, policies::replace)
         .add(M::DELETE, "/v1/policies/{id}", ApiKey, Op::PoliciesManage, policies::delete)
+        .add(M::GET, "/v1/sso/providers", ApiKey, Op::SsoManage, sso::list)
+        .add(M::PUT, "/v1/sso/providers/{slug}", ApiKey, Op::SsoManage, sso::put)
+        .add(M::DELETE, "/v1/sso/providers/{slug}", ApiKey, Op::SsoManage, sso::delete)
+        .add(M::POST, "/v1/sso/providers/{slug}/preview", ApiKey, Op::SsoManage, sso::preview)
         .add(M::GET, "/v1/tool-sets", ApiKey, Op::ToolSetsRead, tool_sets::list)
         .add(M::POST, "/v1/tool-sets", ApiKey, Op::ToolSetsManage, tool_sets::create)
         .add(M::GET, "/v1/tool-sets/{id}", ApiKey, Op::ToolSetsRead, tool_sets::get_one)
@@ -122,20 +127,19 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
 }
 
-/// The identity behind the key: user, project and key ids.
 /// Who the caller is, and the limits its calls are counted against (its key's own calls per
 /// minute and the rate limits and quotas of the policy it runs under), so an agent can pace
-/// itself before a refusal tells it.
+/// itself before a refusal tells it. `user_policy_id`: the policy the user's groups cap them
+/// with (single sign-on), whose limits count too.
 async fn me(
     State(state): State<AppState>,
     ApiCaller(p): ApiCaller,
 ) -> Result<Json<Value>, ApiError> {
     let applied = state.wb.policies().applied(&p).await?;
-    let limits = applied
-        .0
-        .as_ref()
-        .map(|policy| policy.limits.clone())
-        .unwrap_or_default();
+    let limits: Vec<_> = applied
+        .policies()
+        .flat_map(|policy| policy.limits.iter().cloned())
+        .collect();
     Ok(Json(json!({
         "id": p.user_id,
         "email": p.email,
@@ -143,6 +147,7 @@ async fn me(
         "role": p.role,
         "api_key_id": p.api_key_id,
         "policy_id": p.policy_id,
+        "user_policy_id": p.user_policy_id,
         "rate_limit_per_minute": p.rate_limit_per_minute,
         "limits": limits,
     })))

@@ -265,6 +265,40 @@ pub async fn document() -> Json<Value> {
                 "put": { "summary": "Replace a set's name, description and tools (its slug stays)", "parameters": [id_param.clone()], "requestBody": { "required": true, "content": { "application/json": { "schema": tool_set_schema } } }, "responses": { "200": { "description": "the set" }, "404": error_response("not_found"), "422": error_response("invalid_request") } },
                 "delete": { "summary": "Delete a set no live key is limited to", "parameters": [id_param.clone()], "responses": { "204": { "description": "deleted" }, "404": error_response("not_found"), "409": error_response("conflict (names the keys limited to it)") } }
             },
+            "/v1/sso/providers": {
+                "get": { "summary": "The project's sign-in providers (OpenID Connect): settings, mapping and the redirect URI to register; never the client secret (admin key with no policy attached)", "responses": { "200": { "description": "{ object: list, data: [SsoProvider] }" }, "403": error_response("forbidden") } }
+            },
+            "/v1/sso/providers/{slug}": {
+                "put": {
+                    "summary": "Register or replace a sign-in provider; checked whole, its discovery document read, before it is stored",
+                    "parameters": [{ "name": "slug", "in": "path", "required": true, "schema": { "type": "string", "pattern": "^[a-z0-9]([a-z0-9-]{0,46}[a-z0-9])?$" } }],
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": {
+                        "type": "object", "required": ["name", "issuer", "client_id"], "additionalProperties": false,
+                        "properties": {
+                            "name": { "type": "string", "minLength": 1, "maxLength": 200 },
+                            "issuer": { "type": "string", "description": "https URL (http only to loopback); <issuer>/.well-known/openid-configuration must name exactly it" },
+                            "client_id": { "type": "string" },
+                            "client_secret_ref": { "type": ["string", "null"], "description": "vault:NAME (this project's vault) or env:WB_SSO_NAME (the server's environment); null: a public client" },
+                            "scopes": { "type": "array", "items": { "type": "string" }, "description": "must include openid (default: openid email profile)" },
+                            "groups_claim": { "type": "string", "description": "the ID token claim listing groups (default: groups)" },
+                            "mappings": { "type": "array", "maxItems": 100, "description": "first match wins", "items": { "type": "object", "required": ["group", "role"], "additionalProperties": false, "properties": { "group": { "type": "string" }, "role": { "enum": ["admin", "member"] }, "policy_id": { "type": ["string", "null"] } } } },
+                            "default_role": { "enum": ["admin", "member", null], "description": "a person in no mapped group: this role, or (null) no sign-in" },
+                            "default_policy_id": { "type": ["string", "null"] },
+                            "recheck_minutes": { "type": "integer", "minimum": 5, "maximum": 1440, "description": "the portal session of a person signed in through the provider ends after this long (default 60)" }
+                        }
+                    } } } },
+                    "responses": { "200": { "description": "the provider, replaced" }, "201": { "description": "the provider: { object: sso_provider, slug, …, redirect_uri }" }, "403": error_response("forbidden"), "409": error_response("conflict (the slug is another project's)"), "422": error_response("invalid_request (also: discovery failed)") }
+                },
+                "delete": { "summary": "Remove a sign-in provider (people it signed in keep their accounts)", "parameters": [{ "name": "slug", "in": "path", "required": true, "schema": { "type": "string" } }], "responses": { "204": { "description": "removed" }, "404": error_response("not_found") } }
+            },
+            "/v1/sso/providers/{slug}/preview": {
+                "post": {
+                    "summary": "What a person with these groups would get from the provider's mapping",
+                    "parameters": [{ "name": "slug", "in": "path", "required": true, "schema": { "type": "string" } }],
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["groups"], "additionalProperties": false, "properties": { "groups": { "type": "array", "items": { "type": "string" } } } } } } },
+                    "responses": { "200": { "description": "{ object: sso_preview, signs_in, role, policy_id, matched }" }, "404": error_response("not_found"), "422": error_response("invalid_request") }
+                }
+            },
             "/v1/api-keys": {
                 "get": { "summary": "The project's API keys, never their secrets (admin key with no policy attached)", "responses": { "200": { "description": "{ object: list, data: [ApiKey] }" }, "403": error_response("forbidden") } },
                 "post": {

@@ -58,6 +58,8 @@ pub struct Options {
     pub metrics_token: Option<String>,
     /// `--stdio-commands`: the programs stdio MCP servers may run.
     pub stdio_commands: Vec<String>,
+    /// `--password-sign-in off`: only break-glass accounts sign in with a password.
+    pub password_sign_in_off: bool,
 }
 
 impl Options {
@@ -209,6 +211,12 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         data_dir: data_dir.clone(),
         site_root: temp_dir("site"),
         trust_forwarded_for: options.trust_forwarded_for,
+        password_sign_in: if options.password_sign_in_off {
+            "off"
+        } else {
+            "on"
+        }
+        .into(),
         object_store_url: None,
         egress_allow_private: Vec::new(),
         allowed_hosts: Vec::new(),
@@ -254,6 +262,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
             web_search: options.web_search.clone(),
             email: options.email.clone(),
             stdio: config.stdio.clone(),
+            password_sign_in: !options.password_sign_in_off,
         },
     )
     .await

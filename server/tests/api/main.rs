@@ -52,6 +52,8 @@ mod scale_out;
 mod schedules;
 mod search_web;
 mod secrets;
+mod sso;
+mod sso_idp;
 mod tool_sets;
 mod tracing;
 mod unconfigured;

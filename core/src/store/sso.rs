@@ -1,0 +1,193 @@
+//! Single sign-on rows: a project's OpenID Connect providers (settings as JSON, validated before
+//! they are stored), the identities people signed in with, the memberships a provider gives
+//! (role and policy cap) and break-glass accounts.
+
+use sqlx::FromRow;
+
+use super::Exec;
+use crate::Result;
+
+#[derive(Debug, Clone, FromRow)]
+pub struct ProviderRow {
+    pub id: String,
+    pub project_id: String,
+    pub slug: String,
+    /// JSON of the provider's settings (`model::sso::ProviderInput`).
+    pub config: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+const COLUMNS: &str = "id, project_id, slug, config, created_at, updated_at";
+
+/// Inserts a provider, or replaces the settings of the project's provider with that slug; false
+/// when the slug is taken by another project.
+pub async fn upsert_provider<'e>(ex: impl Exec<'e>, r: &ProviderRow) -> Result<bool> {
+    let done = sqlx::query(&format!(
+        "INSERT INTO sso_providers ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (slug) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at \
+         WHERE sso_providers.project_id = excluded.project_id"
+    ))
+    .bind(&r.id)
+    .bind(&r.project_id)
+    .bind(&r.slug)
+    .bind(&r.config)
+    .bind(r.created_at)
+    .bind(r.updated_at)
+    .execute(ex)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn provider_by_slug<'e>(ex: impl Exec<'e>, slug: &str) -> Result<Option<ProviderRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM sso_providers WHERE slug = $1"
+    ))
+    .bind(slug)
+    .fetch_optional(ex)
+    .await?)
+}
+
+/// The project's providers, by slug.
+pub async fn providers<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<Vec<ProviderRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM sso_providers WHERE project_id = $1 ORDER BY slug"
+    ))
+    .bind(project_id)
+    .fetch_all(ex)
+    .await?)
+}
+
+/// Every provider of the instance (the sign-in page), by slug.
+pub async fn all_providers<'e>(ex: impl Exec<'e>) -> Result<Vec<ProviderRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM sso_providers ORDER BY slug"
+    ))
+    .fetch_all(ex)
+    .await?)
+}
+
+pub async fn delete_provider<'e>(ex: impl Exec<'e>, project_id: &str, slug: &str) -> Result<bool> {
+    let done = sqlx::query("DELETE FROM sso_providers WHERE project_id = $1 AND slug = $2")
+        .bind(project_id)
+        .bind(slug)
+        .execute(ex)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The user an identity of the provider is linked to.
+pub async fn identity_user<'e>(
+    ex: impl Exec<'e>,
+    provider_id: &str,
+    subject: &str,
+) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar(
+        "SELECT user_id FROM sso_identities WHERE provider_id = $1 AND subject = $2",
+    )
+    .bind(provider_id)
+    .bind(subject)
+    .fetch_optional(ex)
+    .await?)
+}
+
+/// Links an identity to a user, or records another sign-in of a linked one.
+pub async fn link_identity<'e>(
+    ex: impl Exec<'e>,
+    provider_id: &str,
+    subject: &str,
+    user_id: &str,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO sso_identities (provider_id, subject, user_id, created_at, signed_in_at) \
+         VALUES ($1, $2, $3, $4, $4) \
+         ON CONFLICT (provider_id, subject) DO UPDATE SET signed_in_at = excluded.signed_in_at",
+    )
+    .bind(provider_id)
+    .bind(subject)
+    .bind(user_id)
+    .bind(now)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// Gives the user `role` in the project, capped by `policy_id`, as the provider decided. An
+/// existing membership keeps its age (its place as the user's home project).
+pub async fn set_membership<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    user_id: &str,
+    role: &str,
+    policy_id: Option<&str>,
+    provider_id: &str,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO memberships (project_id, user_id, role, created_at, policy_id, sso_provider_id) \
+         VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (project_id, user_id) DO UPDATE SET role = excluded.role, \
+         policy_id = excluded.policy_id, sso_provider_id = excluded.sso_provider_id",
+    )
+    .bind(project_id)
+    .bind(user_id)
+    .bind(role)
+    .bind(now)
+    .bind(policy_id)
+    .bind(provider_id)
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// Ends the user's membership in the project if this provider gave it; true when it did.
+pub async fn drop_membership<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    user_id: &str,
+    provider_id: &str,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "DELETE FROM memberships WHERE project_id = $1 AND user_id = $2 AND sso_provider_id = $3",
+    )
+    .bind(project_id)
+    .bind(user_id)
+    .bind(provider_id)
+    .execute(ex)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Whether a policy caps a member of the project.
+pub async fn policy_caps_someone<'e>(
+    ex: impl Exec<'e>,
+    project_id: &str,
+    policy_id: &str,
+) -> Result<bool> {
+    let n: i64 = sqlx::query_scalar(
+        "SELECT CAST(COUNT(*) AS BIGINT) FROM memberships WHERE project_id = $1 AND policy_id = $2",
+    )
+    .bind(project_id)
+    .bind(policy_id)
+    .fetch_one(ex)
+    .await?;
+    Ok(n > 0)
+}
+
+pub async fn set_break_glass<'e>(ex: impl Exec<'e>, user_id: &str, on: bool) -> Result<bool> {
+    let done = sqlx::query("UPDATE users SET break_glass = $1 WHERE id = $2")
+        .bind(i64::from(on))
+        .bind(user_id)
+        .execute(ex)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn is_break_glass<'e>(ex: impl Exec<'e>, user_id: &str) -> Result<bool> {
+    let n: Option<i64> = sqlx::query_scalar("SELECT break_glass FROM users WHERE id = $1")
+        .bind(user_id)
+        .fetch_optional(ex)
+        .await?;
+    Ok(n.unwrap_or(0) != 0)
+}

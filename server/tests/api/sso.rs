@@ -1,0 +1,967 @@
+//! Single sign-on through an OpenID Connect provider (issue 34): registering a provider over
+//! REST, the browser flow against a real provider on loopback (sso_idp.rs), group mappings that
+//! give a role and cap every key of the person's with a policy, refusals of tampered tokens and
+//! forged callbacks, linking existing accounts, and password sign-in turned off.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+use workbench_core::auth::Role;
+use workbench_core::store;
+
+use crate::change_notices::rest;
+use crate::helpers::{
+    admin_with_key, execute, spawn_app_with, Backend, Browser, Options, TestApp, PASSWORD,
+};
+use crate::sso_idp::{self, FakeIdp, Person, Tamper, CLIENT_ID, CLIENT_SECRET};
+use crate::{app, db_test};
+
+/// The slug the tests register their provider under.
+const SLUG: &str = "acme";
+
+/// An app allowed to reach loopback, its admin's key, a provider registered as `acme` that maps
+/// `wb-admins` to admin and `eng` to member capped with `eng_policy` (which denies storage.put),
+/// and lets no one else in.
+struct Sso {
+    app: TestApp,
+    admin: String,
+    idp: FakeIdp,
+    eng_policy: String,
+}
+
+async fn setup(backend: Backend) -> Option<Sso> {
+    let app = spawn_app_with(backend, Options::loopback()).await?;
+    let (_, admin) = admin_with_key(&app).await;
+    store_client_secret(&app, &admin).await;
+    let eng_policy = policy(
+        &app,
+        &admin,
+        "eng",
+        json!({ "mode": "open", "deny": ["storage.put"] }),
+    )
+    .await;
+    let idp = sso_idp::start(app.clock.clone()).await;
+    let (status, out) = put_provider(&app, &admin, SLUG, provider_body(&idp, &eng_policy)).await;
+    assert_eq!(status, 201, "{out}");
+    Some(Sso {
+        app,
+        admin,
+        idp,
+        eng_policy,
+    })
+}
+
+/// Keeps the provider's client secret in the project's vault as OIDC_SECRET.
+async fn store_client_secret(app: &TestApp, admin: &str) {
+    let (status, out) = rest(
+        app,
+        admin,
+        "POST",
+        "/v1/tools/invoke",
+        json!({ "tool": "vault_set", "arguments": { "name": "OIDC_SECRET", "value": CLIENT_SECRET } }),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+}
+
+/// Creates a policy; answers its id.
+async fn policy(app: &TestApp, admin: &str, name: &str, rules: Value) -> String {
+    let (status, out) = rest(
+        app,
+        admin,
+        "POST",
+        "/v1/policies",
+        json!({ "name": name, "tool_allowlist": rules }),
+    )
+    .await;
+    assert_eq!(status, 201, "{out}");
+    out["id"].as_str().unwrap().to_owned()
+}
+
+/// The registration of the test provider: admins and engineers get in, no one else.
+fn provider_body(idp: &FakeIdp, eng_policy: &str) -> Value {
+    json!({
+        "name": "Acme",
+        "issuer": idp.issuer(),
+        "client_id": CLIENT_ID,
+        "client_secret_ref": "vault:OIDC_SECRET",
+        "scopes": ["openid", "email", "profile", "groups"],
+        "groups_claim": "groups",
+        "mappings": [
+            { "group": "wb-admins", "role": "admin", "policy_id": null },
+            { "group": "eng", "role": "member", "policy_id": eng_policy },
+        ],
+        "default_role": null,
+    })
+}
+
+async fn put_provider(app: &TestApp, key: &str, slug: &str, body: Value) -> (u16, Value) {
+    rest(app, key, "PUT", &format!("/v1/sso/providers/{slug}"), body).await
+}
+
+async fn preview(app: &TestApp, key: &str, groups: &[&str]) -> Value {
+    let (status, out) = rest(
+        app,
+        key,
+        "POST",
+        &format!("/v1/sso/providers/{SLUG}/preview"),
+        json!({ "groups": groups }),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    out
+}
+
+fn location(res: &reqwest::Response) -> String {
+    res.headers()
+        .get("location")
+        .unwrap_or_else(|| panic!("no Location on a {} answer", res.status()))
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Where `res` redirects to, resolved against the app (the Location may be relative).
+fn target(app: &TestApp, res: &reqwest::Response) -> url::Url {
+    url::Url::parse(&app.base)
+        .unwrap()
+        .join(&location(res))
+        .unwrap()
+}
+
+/// Starts a sign-in through `slug` in `browser` and lets the provider answer: the callback URL
+/// the provider sends the browser back to (not visited yet).
+async fn through_idp(app: &TestApp, browser: &Browser, slug: &str) -> String {
+    let res = browser.get(&format!("/sso/{slug}/start")).await;
+    assert_eq!(res.status(), 303, "start");
+    let authorize = location(&res);
+    // The provider is another site: the browser's workbench cookies do not go there.
+    let res = app.http().get(authorize.as_str()).send().await.unwrap();
+    let status = res.status();
+    if status != 302 {
+        let body = res.text().await.unwrap_or_default();
+        panic!("the provider's authorization endpoint ({authorize}) answered {status}: {body}");
+    }
+    let callback = location(&res);
+    assert!(
+        callback.starts_with(&app.url(&format!("/sso/{slug}/callback?"))),
+        "{callback}"
+    );
+    callback
+}
+
+/// Visits `url` in `browser` (its cookies), as following a redirect does.
+async fn visit(browser: &Browser, url: &str) -> reqwest::Response {
+    browser
+        .client
+        .get(url)
+        .header(
+            "accept",
+            "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+        )
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Signs in through provider `slug` in `browser`: start, provider, callback. The callback's
+/// answer.
+async fn sso_sign_in(app: &TestApp, browser: &Browser, slug: &str) -> reqwest::Response {
+    let callback = through_idp(app, browser, slug).await;
+    visit(browser, &callback).await
+}
+
+/// Asserts that `res` (a callback's answer) signed the person in: 303 to `next`.
+fn assert_landed(app: &TestApp, res: &reqwest::Response, next: &str) {
+    assert_eq!(res.status(), 303, "the callback redirects");
+    let to = target(app, res);
+    assert!(
+        to.query_pairs().all(|(k, _)| k != "sso_error"),
+        "the sign-in was refused: {to}"
+    );
+    assert_eq!(to.path(), next, "{to}");
+}
+
+/// Asserts that `res` refused a sign-in (303 to /login?sso_error=...): the message.
+fn refusal(app: &TestApp, res: &reqwest::Response, what: &str) -> String {
+    assert_eq!(res.status(), 303, "{what}: the callback redirects");
+    let to = target(app, res);
+    assert_eq!(to.path(), "/login", "{what}: {to}");
+    let message = to
+        .query_pairs()
+        .find(|(k, _)| k == "sso_error")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_else(|| panic!("{what}: no sso_error in {to}"));
+    assert!(!message.is_empty(), "{what}: the refusal says why");
+    message
+}
+
+/// Whether `browser` holds a signed-in portal session: the home page answers instead of
+/// sending it to /login.
+async fn signed_in(browser: &Browser) -> bool {
+    let res = browser.get("/").await;
+    match res.status().as_u16() {
+        200 => true,
+        303 => {
+            let to = location(&res);
+            assert!(to.starts_with("/login"), "{to}");
+            false
+        }
+        other => panic!("GET / answered {other}"),
+    }
+}
+
+/// A new API key made in the portal by whoever `browser` is signed in as: its secret.
+async fn portal_key(browser: &Browser) -> String {
+    let res = browser.call("create_api_key", &[("name", "laptop")]).await;
+    assert_eq!(res.status(), 200);
+    let created: Value = res.json().await.unwrap();
+    created["secret"].as_str().unwrap().to_owned()
+}
+
+async fn me(app: &TestApp, key: &str) -> (u16, Value) {
+    rest(app, key, "GET", "/v1/me", Value::Null).await
+}
+
+/// A REST call of `tool`: (status, body).
+async fn invoke(app: &TestApp, key: &str, tool: &str, args: Value) -> (u16, Value) {
+    rest(
+        app,
+        key,
+        "POST",
+        "/v1/tools/invoke",
+        json!({ "tool": tool, "arguments": args }),
+    )
+    .await
+}
+
+async fn user_exists(app: &TestApp, email: &str) -> bool {
+    store::users::by_email(app.wb.db().pool(), email)
+        .await
+        .unwrap()
+        .is_some()
+}
+
+db_test!(
+    a_person_in_a_mapped_group_signs_in_with_its_role_and_its_policy_caps_every_key,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp) = (&s.app, &s.idp);
+        idp.set_person(Person::new("idp-bo", "bo@example.com", &["staff", "eng"]));
+        // The sign-in page offers the provider.
+        let html = app.browser().get("/login").await.text().await.unwrap();
+        assert!(html.contains("data-testid=\"sso-acme\""), "{html}");
+        assert!(
+            html.contains("Sign in with") && html.contains("Acme"),
+            "{html}"
+        );
+        assert!(html.contains("/sso/acme/start"), "{html}");
+
+        let b = app.browser();
+        let res = b.get("/sso/acme/start?next=%2Fapi-keys").await;
+        assert_eq!(res.status(), 303);
+        let authorize = location(&res);
+        assert!(
+            authorize.starts_with(&idp.url("/authorize?")),
+            "{authorize}"
+        );
+        let asked: HashMap<String, String> = url::Url::parse(&authorize)
+            .unwrap()
+            .query_pairs()
+            .into_owned()
+            .collect();
+        assert_eq!(asked["response_type"], "code");
+        assert_eq!(asked["client_id"], CLIENT_ID);
+        assert_eq!(asked["redirect_uri"], app.url("/sso/acme/callback"));
+        let mut scopes: Vec<&str> = asked["scope"].split(' ').collect();
+        scopes.sort_unstable();
+        assert_eq!(scopes, ["email", "groups", "openid", "profile"]);
+        assert_eq!(asked["code_challenge_method"], "S256");
+        for p in ["state", "nonce", "code_challenge"] {
+            assert!(
+                asked.get(p).is_some_and(|v| v.len() >= 16),
+                "{p}: {asked:?}"
+            );
+        }
+        let res = app.http().get(authorize.as_str()).send().await.unwrap();
+        assert_eq!(res.status(), 302);
+        let res = visit(&b, &location(&res)).await;
+        assert_landed(app, &res, "/api-keys");
+        // The code was exchanged with the secret (HTTP Basic) and the PKCE verifier, which the
+        // provider checked against the challenge.
+        let (authorization, form) = idp.last_token_request();
+        assert!(authorization.unwrap_or_default().starts_with("Basic "));
+        assert!(form.contains_key("code_verifier"), "{form:?}");
+        assert!(!form.contains_key("client_secret"), "{form:?}");
+        assert!(signed_in(&b).await);
+
+        // A key the person makes has no policy of its own, but their groups' policy applies.
+        let key = portal_key(&b).await;
+        let (status, who) = me(app, &key).await;
+        assert_eq!(status, 200, "{who}");
+        assert_eq!(who["email"], "bo@example.com");
+        assert_eq!(who["role"], "member");
+        assert_eq!(who["project"]["name"], "default");
+        assert_eq!(who["policy_id"], Value::Null, "{who}");
+        assert_eq!(who["user_policy_id"], s.eng_policy.as_str(), "{who}");
+        let put = json!({ "key": "k", "content": "v" });
+        let (status, out) = invoke(app, &key, "storage.put", put.clone()).await;
+        assert_eq!(status, 403, "{out}");
+        assert_eq!(out["error"]["code"], "tool_not_allowed", "{out}");
+        let out = execute(app, &key, json!([{ "tool": "storage.put", "args": put }])).await;
+        assert_eq!(out[0]["code"], "NOT_ALLOWED", "{}", out[0]);
+        let (status, out) = invoke(app, &key, "vault_list", json!({})).await;
+        assert_eq!(status, 200, "a tool the policy allows runs: {out}");
+        // The project itself allows storage.put: the admin, not capped, may call it.
+        let (status, out) = invoke(app, &s.admin, "storage.put", put).await;
+        assert_eq!(status, 200, "{out}");
+
+        // The account made for the person has no password.
+        let res = app.browser().sign_in("bo@example.com", PASSWORD).await;
+        assert!(!res.status().is_success());
+        let body = res.text().await.unwrap();
+        assert!(body.contains("invalid email or password"), "{body}");
+    }
+);
+
+db_test!(
+    a_person_in_no_mapped_group_is_refused_and_the_preview_says_who_gets_in,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp, admin) = (&s.app, &s.idp, &s.admin);
+        idp.set_person(Person::new("idp-dee", "dee@example.com", &["sales"]));
+        let b = app.browser();
+        let res = sso_sign_in(app, &b, SLUG).await;
+        refusal(app, &res, "no mapped group");
+        assert!(!signed_in(&b).await);
+        assert!(!user_exists(app, "dee@example.com").await);
+        // The sign-in page shows why.
+        let to = target(app, &res);
+        let page = b
+            .get(&format!("{}?{}", to.path(), to.query().unwrap()))
+            .await;
+        assert_eq!(page.status(), 200);
+        let html = page.text().await.unwrap();
+        assert!(html.contains("data-testid=\"sso-error\""), "{html}");
+
+        assert_eq!(
+            preview(app, admin, &["sales"]).await,
+            json!({ "object": "sso_preview", "signs_in": false, "role": null, "policy_id": null, "matched": null })
+        );
+        assert_eq!(
+            preview(app, admin, &["sales", "eng"]).await,
+            json!({ "object": "sso_preview", "signs_in": true, "role": "member", "policy_id": s.eng_policy, "matched": "eng" })
+        );
+        // The first mapping the person is in decides, whatever the order of their groups.
+        assert_eq!(
+            preview(app, admin, &["eng", "wb-admins"]).await,
+            json!({ "object": "sso_preview", "signs_in": true, "role": "admin", "policy_id": null, "matched": "wb-admins" })
+        );
+        // An unknown provider is refused the same way.
+        let res = app.browser().get("/sso/nope/start").await;
+        refusal(app, &res, "unknown provider");
+    }
+);
+
+db_test!(
+    a_groups_claim_sent_as_one_string_counts_as_one_group_and_a_missing_one_as_none,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp) = (&s.app, &s.idp);
+        idp.set_person(
+            Person::new("idp-ivy", "ivy@example.com", &[]).with_groups_claim(Some(json!("eng"))),
+        );
+        let b = app.browser();
+        assert_landed(app, &sso_sign_in(app, &b, SLUG).await, "/");
+        let (_, who) = me(app, &portal_key(&b).await).await;
+        assert_eq!(who["user_policy_id"], s.eng_policy.as_str(), "{who}");
+
+        idp.set_person(Person::new("idp-jo", "jo@example.com", &[]).with_groups_claim(None));
+        let b = app.browser();
+        refusal(app, &sso_sign_in(app, &b, SLUG).await, "no groups claim");
+        assert!(!signed_in(&b).await);
+        assert!(!user_exists(app, "jo@example.com").await);
+    }
+);
+
+db_test!(
+    a_person_in_no_mapped_group_gets_the_default_role_and_policy_when_there_is_one,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp, admin) = (&s.app, &s.idp, &s.admin);
+        let reads = policy(
+            app,
+            admin,
+            "reads",
+            json!({ "mode": "allowlist", "allow": ["vault_list"] }),
+        )
+        .await;
+        let mut body = provider_body(idp, &s.eng_policy);
+        body["default_role"] = json!("member");
+        body["default_policy_id"] = json!(reads);
+        let (status, out) = put_provider(app, admin, SLUG, body).await;
+        assert_eq!(status, 200, "replaced: {out}");
+        assert_eq!(out["default_policy_id"], reads.as_str());
+        assert_eq!(
+            preview(app, admin, &["sales"]).await,
+            json!({ "object": "sso_preview", "signs_in": true, "role": "member", "policy_id": reads, "matched": null })
+        );
+
+        idp.set_person(Person::new("idp-lu", "lu@example.com", &["sales"]));
+        let b = app.browser();
+        assert_landed(app, &sso_sign_in(app, &b, SLUG).await, "/");
+        let key = portal_key(&b).await;
+        let (_, who) = me(app, &key).await;
+        assert_eq!(who["role"], "member", "{who}");
+        assert_eq!(who["user_policy_id"], reads.as_str(), "{who}");
+        assert_eq!(invoke(app, &key, "vault_list", json!({})).await.0, 200);
+        let (status, out) = invoke(app, &key, "storage.get", json!({ "key": "k" })).await;
+        assert_eq!(status, 403, "{out}");
+    }
+);
+
+db_test!(
+    the_mapping_is_applied_again_at_every_sign_in_and_changes_what_earlier_keys_may_do,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp) = (&s.app, &s.idp);
+        let kim = Person::new("idp-kim", "kim@example.com", &["eng", "wb-admins"]);
+        idp.set_person(kim.clone());
+        let b = app.browser();
+        assert_landed(app, &sso_sign_in(app, &b, SLUG).await, "/");
+        let key = portal_key(&b).await;
+        let (_, who) = me(app, &key).await;
+        assert_eq!(who["role"], "admin", "the first mapping decides: {who}");
+        assert_eq!(who["user_policy_id"], Value::Null, "{who}");
+        let (status, out) = rest(app, &key, "GET", "/v1/sso/providers", Value::Null).await;
+        assert_eq!(status, 200, "an admin manages providers: {out}");
+
+        // Out of the admins group: the next sign-in makes them a capped member, keys included.
+        idp.set_person(kim.in_groups(&["eng"]));
+        let b = app.browser();
+        assert_landed(app, &sso_sign_in(app, &b, SLUG).await, "/");
+        let (_, who) = me(app, &key).await;
+        assert_eq!(who["role"], "member", "{who}");
+        assert_eq!(who["user_policy_id"], s.eng_policy.as_str(), "{who}");
+        let (status, out) = rest(app, &key, "GET", "/v1/sso/providers", Value::Null).await;
+        assert_eq!(status, 403, "{out}");
+        let (status, out) = invoke(
+            app,
+            &key,
+            "storage.put",
+            json!({ "key": "k", "content": "v" }),
+        )
+        .await;
+        assert_eq!(status, 403, "{out}");
+    }
+);
+
+db_test!(
+    a_person_removed_from_the_group_is_refused_next_time_and_their_keys_stop_working,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp) = (&s.app, &s.idp);
+        let eve = Person::new("idp-eve", "eve@example.com", &["eng"]);
+        idp.set_person(eve.clone());
+        let first = app.browser();
+        assert_landed(app, &sso_sign_in(app, &first, SLUG).await, "/");
+        let key = portal_key(&first).await;
+        assert_eq!(me(app, &key).await.0, 200);
+        assert_eq!(invoke(app, &key, "vault_list", json!({})).await.0, 200);
+
+        idp.set_person(eve.in_groups(&["sales"]));
+        let again = app.browser();
+        let res = sso_sign_in(app, &again, SLUG).await;
+        refusal(app, &res, "no longer in a mapped group");
+        assert!(!signed_in(&again).await);
+        // The membership the provider gave is gone: the earlier key and session are no use.
+        let (status, out) = me(app, &key).await;
+        assert_eq!(status, 401, "{out}");
+        assert_eq!(invoke(app, &key, "vault_list", json!({})).await.0, 401);
+        assert!(!signed_in(&first).await);
+    }
+);
+
+db_test!(
+    a_sign_in_after_the_provider_rotates_its_key_fetches_the_keys_again,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp) = (&s.app, &s.idp);
+        idp.set_person(Person::new("idp-fay", "fay@example.com", &["eng"]));
+        let first = app.browser();
+        assert_landed(app, &sso_sign_in(app, &first, SLUG).await, "/");
+        let fetched = idp.jwks_requests();
+        assert!(fetched >= 1);
+
+        let old = idp.current_kid();
+        idp.rotate_key();
+        assert_ne!(idp.current_kid(), old);
+        // Keys are fetched again for an unknown key id, though not more than every few seconds.
+        app.clock.advance_ms(60_000);
+        let second = app.browser();
+        assert_landed(app, &sso_sign_in(app, &second, SLUG).await, "/");
+        assert!(signed_in(&second).await);
+        assert!(idp.jwks_requests() > fetched, "the key set was read again");
+    }
+);
+
+db_test!(
+    every_tampered_id_token_is_refused_and_signs_no_one_in,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp) = (&s.app, &s.idp);
+        idp.set_person(Person::new("idp-gus", "gus@example.com", &["eng"]));
+        for how in [
+            Tamper::WrongAudience,
+            Tamper::WrongIssuer,
+            Tamper::WrongNonce,
+            Tamper::Expired,
+            Tamper::UnknownKey,
+            Tamper::ForgedKid,
+            Tamper::Hs256,
+            Tamper::AlgNone,
+        ] {
+            let what = format!("{how:?}");
+            let issued = idp.id_tokens_issued();
+            idp.tamper_next(how);
+            let b = app.browser();
+            let res = sso_sign_in(app, &b, SLUG).await;
+            assert_eq!(
+                idp.id_tokens_issued(),
+                issued + 1,
+                "{what}: the provider issued the token"
+            );
+            refusal(app, &res, &what);
+            assert!(!signed_in(&b).await, "{what}");
+            assert!(!user_exists(app, "gus@example.com").await, "{what}");
+        }
+        // The same person with a sound token signs in.
+        let b = app.browser();
+        assert_landed(app, &sso_sign_in(app, &b, SLUG).await, "/");
+        assert!(signed_in(&b).await);
+    }
+);
+
+db_test!(
+    a_callback_works_once_and_only_in_the_browser_that_started_the_sign_in,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp) = (&s.app, &s.idp);
+        idp.set_person(Person::new("idp-hal", "hal@example.com", &["eng"]));
+        let started = app.browser();
+        let callback = through_idp(app, &started, SLUG).await;
+        let exchanges = idp.token_requests();
+
+        // Login CSRF: another browser, with no sign-in under way, is handed the callback.
+        let other = app.browser();
+        let res = visit(&other, &callback).await;
+        refusal(app, &res, "a browser that started no sign-in");
+        assert!(!signed_in(&other).await);
+        // Nor does one whose own sign-in is under way (another state) accept it.
+        let busy = app.browser();
+        through_idp(app, &busy, SLUG).await;
+        let res = visit(&busy, &callback).await;
+        refusal(app, &res, "a browser with another sign-in under way");
+        assert!(!signed_in(&busy).await);
+        assert_eq!(
+            idp.token_requests(),
+            exchanges,
+            "no code was exchanged for them"
+        );
+        assert!(!user_exists(app, "hal@example.com").await);
+
+        // The browser that started it signs in, once.
+        let res = visit(&started, &callback).await;
+        assert_landed(app, &res, "/");
+        assert!(signed_in(&started).await);
+        assert_eq!(idp.token_requests(), exchanges + 1);
+        let res = visit(&started, &callback).await;
+        refusal(app, &res, "the same callback again");
+        assert_eq!(
+            idp.token_requests(),
+            exchanges + 1,
+            "a used state is refused before any exchange"
+        );
+    }
+);
+
+db_test!(
+    an_existing_account_is_linked_only_when_the_provider_verified_the_email,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp) = (&s.app, &s.idp);
+        let cy = app.user("cy@example.com", Role::Member).await;
+        let cy_key = app.api_key(&cy).await;
+        let person = Person::new("idp-cy", "cy@example.com", &["eng"]);
+
+        idp.set_person(person.clone().verified(false));
+        let b = app.browser();
+        let message = refusal(app, &sso_sign_in(app, &b, SLUG).await, "unverified email");
+        assert!(message.contains("verified"), "{message}");
+        assert!(!signed_in(&b).await);
+        // The account is as it was: same role, no cap, and the password still signs in.
+        let (_, who) = me(app, &cy_key).await;
+        assert_eq!(who["role"], "member", "{who}");
+        assert_eq!(who["user_policy_id"], Value::Null, "{who}");
+        let m = store::projects::membership(app.wb.db().pool(), &cy.project_id, &cy.user_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((m.role.as_str(), m.policy_id), ("member", None));
+        let res = app.browser().sign_in("cy@example.com", PASSWORD).await;
+        assert!(res.status().is_success(), "{}", res.status());
+
+        // Verified: the same account, now with the mapping applied.
+        idp.set_person(person);
+        let b = app.browser();
+        assert_landed(app, &sso_sign_in(app, &b, SLUG).await, "/");
+        let (_, who) = me(app, &portal_key(&b).await).await;
+        assert_eq!(
+            who["id"],
+            cy.user_id.as_str(),
+            "linked, not a new account: {who}"
+        );
+        assert_eq!(who["user_policy_id"], s.eng_policy.as_str(), "{who}");
+
+        // From now on the subject finds the account, whatever email the provider sends.
+        idp.set_person(Person::new("idp-cy", "cy.renamed@example.com", &["eng"]).verified(false));
+        let b = app.browser();
+        assert_landed(app, &sso_sign_in(app, &b, SLUG).await, "/");
+        let (_, who) = me(app, &portal_key(&b).await).await;
+        assert_eq!(who["id"], cy.user_id.as_str(), "{who}");
+    }
+);
+
+db_test!(
+    an_sso_session_ends_after_recheck_minutes_and_the_next_sign_in_maps_again,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp, admin) = (&s.app, &s.idp, &s.admin);
+        let mut body = provider_body(idp, &s.eng_policy);
+        body["recheck_minutes"] = json!(5);
+        let (status, out) = put_provider(app, admin, SLUG, body).await;
+        assert_eq!(status, 200, "{out}");
+        let lee = Person::new("idp-lee", "lee@example.com", &["eng"]);
+        idp.set_person(lee.clone());
+        let b = app.browser();
+        assert_landed(app, &sso_sign_in(app, &b, SLUG).await, "/");
+        let ada = app.browser();
+        assert!(ada
+            .sign_in("ada@example.com", PASSWORD)
+            .await
+            .status()
+            .is_success());
+
+        app.clock.advance_ms(4 * 60_000);
+        assert!(signed_in(&b).await, "within recheck_minutes");
+        app.clock.advance_ms(2 * 60_000);
+        assert!(
+            !signed_in(&b).await,
+            "after recheck_minutes: through the provider again"
+        );
+        assert!(signed_in(&ada).await, "a password session is not cut short");
+
+        // The next sign-in applies the groups as they are now.
+        idp.set_person(lee.in_groups(&["sales"]));
+        refusal(
+            app,
+            &sso_sign_in(app, &b, SLUG).await,
+            "no longer in a mapped group",
+        );
+        assert!(!signed_in(&b).await);
+    }
+);
+
+db_test!(
+    with_password_sign_in_off_only_break_glass_accounts_use_a_password,
+    |backend| {
+        let app = app!(
+            backend,
+            Options {
+                password_sign_in_off: true,
+                ..Default::default()
+            }
+        );
+        app.user("ada@example.com", Role::Admin).await;
+        app.user("root@example.com", Role::Admin).await;
+        app.wb
+            .accounts()
+            .set_break_glass("root@example.com", true)
+            .await
+            .unwrap();
+
+        let b = app.browser();
+        let res = b.sign_in("ada@example.com", PASSWORD).await;
+        assert!(!res.status().is_success(), "{}", res.status());
+        let body = res.text().await.unwrap();
+        assert!(body.contains("password sign-in is turned off"), "{body}");
+        assert!(!signed_in(&b).await);
+        // A wrong password answers as it always does.
+        let body = b
+            .sign_in("ada@example.com", "not the password")
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(body.contains("invalid email or password"), "{body}");
+
+        let root = app.browser();
+        let res = root.sign_in("root@example.com", PASSWORD).await;
+        assert!(res.status().is_success(), "{}", res.status());
+        assert!(signed_in(&root).await);
+        let body = app
+            .browser()
+            .sign_in("root@example.com", "not the password")
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(body.contains("invalid email or password"), "{body}");
+
+        // The sign-in page keeps the password form behind the break-glass link.
+        let html = app.browser().get("/login").await.text().await.unwrap();
+        assert!(html.contains("data-testid=\"break-glass\""), "{html}");
+        let html = app
+            .browser()
+            .get("/login?break_glass=1")
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(html.contains("action=\"/api/sign_in\""), "{html}");
+
+        // No longer break-glass: refused like everyone else.
+        app.wb
+            .accounts()
+            .set_break_glass("root@example.com", false)
+            .await
+            .unwrap();
+        let body = app
+            .browser()
+            .sign_in("root@example.com", PASSWORD)
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(body.contains("password sign-in is turned off"), "{body}");
+    }
+);
+
+db_test!(
+    registering_a_provider_checks_discovery_and_the_body_and_never_shows_the_secret,
+    |backend| {
+        let app = app!(backend, Options::loopback());
+        let (_, admin) = admin_with_key(&app).await;
+        store_client_secret(&app, &admin).await;
+        let eng = policy(&app, &admin, "eng", json!({ "mode": "open" })).await;
+        let idp = sso_idp::start(app.clock.clone()).await;
+        let good = provider_body(&idp, &eng);
+
+        // Discovery naming another issuer, or none to be had: 422, nothing stored.
+        let impostor = sso_idp::start(app.clock.clone()).await;
+        impostor.set_discovery_issuer("https://login.attacker.example");
+        let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        for (what, issuer) in [
+            ("another issuer", impostor.issuer()),
+            ("unreachable", format!("http://127.0.0.1:{closed_port}")),
+        ] {
+            let mut body = good.clone();
+            body["issuer"] = json!(issuer);
+            let (status, out) = put_provider(&app, &admin, SLUG, body).await;
+            assert_eq!(status, 422, "{what}: {out}");
+            assert_eq!(out["error"]["code"], "unprocessable", "{what}: {out}");
+        }
+        assert!(impostor.discovery_requests() >= 1);
+
+        // Bad bodies: 400.
+        let unknown_policy = "pol_doesnotexist000000";
+        for (what, change) in [
+            (
+                "scopes without openid",
+                json!({ "scopes": ["email", "profile"] }),
+            ),
+            (
+                "an unknown policy in a mapping",
+                json!({ "mappings": [{ "group": "eng", "role": "member", "policy_id": unknown_policy }] }),
+            ),
+            (
+                "an unknown default policy",
+                json!({ "default_policy_id": unknown_policy }),
+            ),
+            (
+                "an unknown role",
+                json!({ "mappings": [{ "group": "eng", "role": "owner", "policy_id": null }] }),
+            ),
+            (
+                "an unknown default role",
+                json!({ "default_role": "owner" }),
+            ),
+            (
+                "a secret instead of a reference",
+                json!({ "client_secret_ref": CLIENT_SECRET }),
+            ),
+            (
+                "a vault secret that does not exist",
+                json!({ "client_secret_ref": "vault:NO_SUCH_SECRET" }),
+            ),
+            ("recheck_minutes too short", json!({ "recheck_minutes": 4 })),
+            (
+                "recheck_minutes too long",
+                json!({ "recheck_minutes": 1441 }),
+            ),
+            (
+                "an unknown field",
+                json!({ "client_secret": CLIENT_SECRET }),
+            ),
+        ] {
+            let mut body = good.clone();
+            for (k, v) in change.as_object().unwrap() {
+                body[k] = v.clone();
+            }
+            let (status, out) = put_provider(&app, &admin, SLUG, body).await;
+            assert_eq!(status, 400, "{what}: {out}");
+            assert_eq!(out["error"]["code"], "invalid_request", "{what}: {out}");
+        }
+        let long = "x".repeat(41);
+        for slug in ["Acme", "a_b", long.as_str()] {
+            let (status, out) = put_provider(&app, &admin, slug, good.clone()).await;
+            assert_eq!(status, 400, "slug {slug:?}: {out}");
+        }
+        let (status, list) = rest(&app, &admin, "GET", "/v1/sso/providers", Value::Null).await;
+        assert_eq!(status, 200, "{list}");
+        assert_eq!(list, json!({ "object": "list", "data": [] }));
+
+        // Only an admin key without a policy manages providers.
+        let member = app.user("bo@example.com", Role::Member).await;
+        let member_key = app.api_key(&member).await;
+        let (status, limited) = rest(
+            &app,
+            &admin,
+            "POST",
+            "/v1/api-keys",
+            json!({ "name": "agent", "policy_id": eng }),
+        )
+        .await;
+        assert_eq!(status, 201, "{limited}");
+        let limited = limited["key"].as_str().unwrap().to_owned();
+        for (who, key) in [("a member", &member_key), ("a key with a policy", &limited)] {
+            let (status, out) = put_provider(&app, key, SLUG, good.clone()).await;
+            assert_eq!(status, 403, "{who}: {out}");
+            assert_eq!(out["error"]["code"], "forbidden", "{who}: {out}");
+            let (status, _) = rest(&app, key, "GET", "/v1/sso/providers", Value::Null).await;
+            assert_eq!(status, 403, "{who}");
+        }
+        let (status, list) = rest(&app, &admin, "GET", "/v1/sso/providers", Value::Null).await;
+        assert_eq!((status, list["data"].clone()), (200, json!([])));
+
+        // Created, then replaced.
+        let (status, created) = put_provider(&app, &admin, SLUG, good.clone()).await;
+        assert_eq!(status, 201, "{created}");
+        assert_eq!(created["object"], "sso_provider");
+        assert_eq!(created["slug"], SLUG);
+        assert_eq!(created["issuer"], idp.issuer());
+        assert_eq!(created["client_id"], CLIENT_ID);
+        assert_eq!(created["client_secret_ref"], "vault:OIDC_SECRET");
+        assert_eq!(created["mappings"], good["mappings"]);
+        assert_eq!(created["default_role"], Value::Null);
+        assert_eq!(created["recheck_minutes"], 60);
+        assert_eq!(created["redirect_uri"], app.url("/sso/acme/callback"));
+        assert!(!created.to_string().contains(CLIENT_SECRET), "{created}");
+        let mut renamed = good;
+        renamed["name"] = json!("Acme SSO");
+        let (status, replaced) = put_provider(&app, &admin, SLUG, renamed).await;
+        assert_eq!(status, 200, "{replaced}");
+        assert_eq!(replaced["name"], "Acme SSO");
+        assert_eq!(replaced["created_at"], created["created_at"]);
+        // Defaults for what a registration leaves out.
+        let (status, minimal) = put_provider(
+            &app,
+            &admin,
+            "min",
+            json!({ "name": "Min", "issuer": idp.issuer(), "client_id": CLIENT_ID, "client_secret_ref": "vault:OIDC_SECRET" }),
+        )
+        .await;
+        assert_eq!(status, 201, "{minimal}");
+        assert_eq!(minimal["scopes"], json!(["openid", "email", "profile"]));
+        assert_eq!(minimal["groups_claim"], "groups");
+        assert_eq!(minimal["mappings"], json!([]));
+        assert_eq!(minimal["default_role"], Value::Null);
+        assert_eq!(minimal["default_policy_id"], Value::Null);
+
+        let (status, list) = rest(&app, &admin, "GET", "/v1/sso/providers", Value::Null).await;
+        assert_eq!(status, 200);
+        assert_eq!(list["data"].as_array().unwrap().len(), 2, "{list}");
+        assert!(!list.to_string().contains(CLIENT_SECRET), "{list}");
+        let (status, _) = rest(&app, &admin, "DELETE", "/v1/sso/providers/min", Value::Null).await;
+        assert_eq!(status, 204);
+        let (status, out) =
+            rest(&app, &admin, "DELETE", "/v1/sso/providers/min", Value::Null).await;
+        assert_eq!(status, 404, "{out}");
+        assert_eq!(out["error"]["code"], "not_found");
+        let (_, list) = rest(&app, &admin, "GET", "/v1/sso/providers", Value::Null).await;
+        assert_eq!(list["data"][0]["slug"], SLUG, "{list}");
+        assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
+    }
+);
+
+db_test!(
+    the_sso_page_lists_providers_with_their_mappings_and_never_the_secret,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let app = &s.app;
+        let b = app.browser();
+        assert!(b
+            .sign_in("ada@example.com", PASSWORD)
+            .await
+            .status()
+            .is_success());
+        let res = b.get("/sso").await;
+        assert_eq!(res.status(), 200);
+        let html = res.text().await.unwrap();
+        assert_eq!(
+            html.matches("data-testid=\"sso-provider\"").count(),
+            1,
+            "{html}"
+        );
+        assert_eq!(
+            html.matches("data-testid=\"sso-mapping\"").count(),
+            2,
+            "{html}"
+        );
+        assert!(html.contains(&s.idp.issuer()), "{html}");
+        assert!(html.contains(&app.url("/sso/acme/callback")), "{html}");
+        assert!(
+            html.contains("data-testid=\"sso-preview-groups\""),
+            "{html}"
+        );
+        assert!(!html.contains(CLIENT_SECRET));
+    }
+);

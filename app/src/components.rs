@@ -29,6 +29,7 @@ const SECTIONS: &[(&str, Option<&str>)] = &[
     ("API keys", Some("/api-keys")),
     ("MCP clients", Some("/mcp-clients")),
     ("Members", Some("/members")),
+    ("Sign-in", Some("/sso")),
 ];
 
 /// The frame of every signed-in page: navigation on the left, who is signed in and a sign-out

@@ -74,6 +74,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/callbacks") view=pages::Callbacks ssr=SsrMode::Async/>
                 <Route path=path!("/email") view=pages::Email ssr=SsrMode::Async/>
                 <Route path=path!("/policies") view=pages::Policies ssr=SsrMode::Async/>
+                <Route path=path!("/sso") view=pages::SsoSettings ssr=SsrMode::Async/>
                 <Route path=path!("/usage") view=pages::Usage ssr=SsrMode::Async/>
                 <Route path=path!("/confirmations/:id") view=pages::ConfirmationPage ssr=SsrMode::Async/>
                 <Route path=path!("/connect/:id") view=pages::Connect ssr=SsrMode::Async/>

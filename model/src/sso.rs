@@ -94,7 +94,17 @@ pub struct SignInProvider {
 
 /// What the sign-in page offers: the providers, and whether passwords are accepted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SignInOptions {
+pub struct SignInChoices {
     pub providers: Vec<SignInProvider>,
+    pub password_sign_in: bool,
+}
+
+/// The portal's Sign-in page: the project's providers and the names of its policies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SsoPageData {
+    pub providers: Vec<SsoProvider>,
+    /// `(id, name)` of the project's policies, to show mappings by name.
+    pub policies: Vec<(String, String)>,
+    /// Whether the portal accepts passwords (the operator's setting).
     pub password_sign_in: bool,
 }

@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::{SetUp, SignIn};
+use crate::api::{sign_in_options, SetUp, SignIn, SignInChoices};
 use crate::components::{ActionError, BUTTON, INPUT, LABEL};
 
 #[component]
@@ -30,9 +30,11 @@ pub fn Login() -> impl IntoView {
     let action = ServerAction::<SignIn>::new();
     let query = use_query_map();
     let next = move || query.read().get("next").unwrap_or_default();
-    view! {
-        <Title text="Sign in"/>
-        <AuthCard title="Sign in" subtitle="Use the email and password your workbench admin gave you.">
+    let sso_error = move || query.read().get("sso_error");
+    let break_glass = move || query.read().get("break_glass").is_some();
+    let options = Resource::new(|| (), |_| sign_in_options());
+    let password_form = move || {
+        view! {
             <ActionForm action=action attr:class="space-y-4">
                 <input type="hidden" name="next" value=next/>
                 <div>
@@ -46,8 +48,57 @@ pub fn Login() -> impl IntoView {
                 <button type="submit" class=format!("{BUTTON} w-full justify-center") disabled=move || action.pending().get()>"Sign in"</button>
                 <ActionError value=action.value()/>
             </ActionForm>
+        }
+    };
+    view! {
+        <Title text="Sign in"/>
+        <AuthCard title="Sign in" subtitle="Sign in with your organisation's identity provider, or the email and password your workbench admin gave you.">
+            {move || sso_error().map(|e| view! {
+                <p class="mb-4 rounded-md bg-red-50 p-3 text-sm text-red-800" role="alert" data-testid="sso-error">{e}</p>
+            })}
+            <Suspense fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let o = options.await.unwrap_or(SignInChoices { providers: vec![], password_sign_in: true });
+                    let target = next();
+                    let q: String = if target.is_empty() {
+                        String::new()
+                    } else {
+                        format!("?next={}", urlencode(&target))
+                    };
+                    let buttons = o.providers.iter().map(|p| view! {
+                        <a href=format!("/sso/{}/start{q}", p.slug) data-testid=format!("sso-{}", p.slug)
+                            class="flex w-full justify-center rounded-md border border-slate-300 bg-white px-4 py-2 text-sm font-medium text-slate-800 shadow-sm hover:bg-slate-50">
+                            {format!("Sign in with {}", p.name)}
+                        </a>
+                    }).collect_view();
+                    let has_providers = !o.providers.is_empty();
+                    let show_password = o.password_sign_in || break_glass();
+                    view! {
+                        <div class="space-y-2">{buttons}</div>
+                        {(has_providers && show_password).then(|| view! { <p class="my-4 text-center text-xs uppercase text-slate-400">"or"</p> })}
+                        {show_password.then(password_form)}
+                        {(!o.password_sign_in && !break_glass()).then(|| view! {
+                            <p class="mt-6 text-center text-xs text-slate-500">
+                                <a href="/login?break_glass=1" class="underline" data-testid="break-glass">"Break-glass sign-in (operators)"</a>
+                            </p>
+                        })}
+                    }
+                })}
+            </Suspense>
         </AuthCard>
     }
+}
+
+/// Percent-encodes a query value.
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 #[component]

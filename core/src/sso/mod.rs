@@ -21,7 +21,7 @@ pub use providers::{problems, redirect_uri, Provider, RECHECK_MINUTES};
 use crate::clock::Clock;
 use crate::egress::GuardedClient;
 use crate::ids::new_id;
-use crate::model::sso::{SignInOptions, SignInProvider};
+use crate::model::sso::{SignInChoices, SignInProvider};
 use crate::store::{self, users::UserRow, Db};
 use crate::vault::Vault;
 use crate::{Error, Result};
@@ -93,7 +93,7 @@ impl Sso {
 
     /// What the sign-in page offers: every provider of the instance (by name), and whether
     /// passwords are accepted.
-    pub async fn sign_in_options(&self, password_sign_in: bool) -> Result<SignInOptions> {
+    pub async fn sign_in_options(&self, password_sign_in: bool) -> Result<SignInChoices> {
         let mut providers = Vec::new();
         for r in store::sso::all_providers(self.db.pool()).await? {
             let slug = r.slug.clone();
@@ -102,7 +102,7 @@ impl Sso {
                 Err(e) => tracing::error!(error = %e, "an identity provider cannot be read"),
             }
         }
-        Ok(SignInOptions {
+        Ok(SignInChoices {
             providers,
             password_sign_in,
         })

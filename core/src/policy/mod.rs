@@ -211,17 +211,28 @@ impl Policies {
         })
     }
 
-    /// The policy an API key of the project runs under (for the preview).
+    /// The policies an API key of the project runs under (for the preview): its own (else the
+    /// default) and its owner's cap.
     pub async fn applied_to_key(
         &self,
         project_id: &str,
         policy_id: Option<&str>,
+        cap: Option<&str>,
     ) -> Result<Applied> {
         let project = self.project(project_id, None).await?;
-        Ok(Applied::one(match policy_id {
-            Some(id) => project.by_id.get(id).cloned(),
-            None => project.default.clone(),
-        }))
+        Ok(Applied {
+            policy: match policy_id {
+                Some(id) => project.by_id.get(id).cloned(),
+                None => project.default.clone(),
+            },
+            cap: cap.map(|id| {
+                project
+                    .by_id
+                    .get(id)
+                    .cloned()
+                    .unwrap_or_else(|| missing(id))
+            }),
+        })
     }
 
     async fn project(

@@ -67,8 +67,12 @@ impl Policies {
         let key = store::api_keys::by_id(self.db.pool(), &who.project_id, key_id)
             .await?
             .ok_or(Error::NotFound)?;
+        // The owner's cap (their groups' policy) decides too.
+        let cap = store::projects::membership(self.db.pool(), &who.project_id, &key.user_id)
+            .await?
+            .and_then(|m| m.policy_id);
         let applied = self
-            .applied_to_key(&who.project_id, key.policy_id.as_deref())
+            .applied_to_key(&who.project_id, key.policy_id.as_deref(), cap.as_deref())
             .await?;
         let rule = |r: &Rule| {
             format!(
@@ -95,10 +99,20 @@ impl Policies {
             .collect();
         Ok(Preview {
             key: key.name,
-            policy: applied
-                .policy
-                .map(|p| format!("{} ({})", p.name, p.id))
-                .unwrap_or_else(|| "no policy: every tool runs".into()),
+            policy: {
+                let own = applied
+                    .policy
+                    .as_ref()
+                    .map(|p| format!("{} ({})", p.name, p.id))
+                    .unwrap_or_else(|| "no policy: every tool runs".into());
+                match &applied.cap {
+                    Some(c) => format!(
+                        "{own}; capped by the owner's group policy {} ({})",
+                        c.name, c.id
+                    ),
+                    None => own,
+                }
+            },
             rows,
         })
     }

@@ -779,7 +779,8 @@ db_test!(
         let idp = sso_idp::start(app.clock.clone()).await;
         let good = provider_body(&idp, &eng);
 
-        // Discovery naming another issuer, or none to be had: 422, nothing stored.
+        // Discovery naming another issuer, or none to be had: 422, nothing stored (every
+        // registration problem is 422 invalid_request in this API).
         let impostor = sso_idp::start(app.clock.clone()).await;
         impostor.set_discovery_issuer("https://login.attacker.example");
         let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -795,11 +796,11 @@ db_test!(
             body["issuer"] = json!(issuer);
             let (status, out) = put_provider(&app, &admin, SLUG, body).await;
             assert_eq!(status, 422, "{what}: {out}");
-            assert_eq!(out["error"]["code"], "unprocessable", "{what}: {out}");
+            assert_eq!(out["error"]["code"], "invalid_request", "{what}: {out}");
         }
         assert!(impostor.discovery_requests() >= 1);
 
-        // Bad bodies: 400.
+        // Bad bodies: 422 too.
         let unknown_policy = "pol_doesnotexist000000";
         for (what, change) in [
             (
@@ -845,13 +846,14 @@ db_test!(
                 body[k] = v.clone();
             }
             let (status, out) = put_provider(&app, &admin, SLUG, body).await;
-            assert_eq!(status, 400, "{what}: {out}");
+            assert_eq!(status, 422, "{what}: {out}");
             assert_eq!(out["error"]["code"], "invalid_request", "{what}: {out}");
+            assert!(!out.to_string().contains(CLIENT_SECRET), "{what}: {out}");
         }
-        let long = "x".repeat(41);
+        let long = "x".repeat(49);
         for slug in ["Acme", "a_b", long.as_str()] {
             let (status, out) = put_provider(&app, &admin, slug, good.clone()).await;
-            assert_eq!(status, 400, "slug {slug:?}: {out}");
+            assert_eq!(status, 422, "slug {slug:?}: {out}");
         }
         let (status, list) = rest(&app, &admin, "GET", "/v1/sso/providers", Value::Null).await;
         assert_eq!(status, 200, "{list}");

@@ -184,9 +184,17 @@ async fn upkeep(wb: Workbench, apps_reload_every: Duration) {
     let mut tick = tokio::time::interval(Duration::from_secs(600));
     let mut apps = tokio::time::interval(apps_reload_every);
     apps.tick().await; // the first tick is immediate, and open() has just loaded them
+                       // People signed in through identity providers are asked about about once a minute.
+    let mut sso = tokio::time::interval(Duration::from_secs(60));
     loop {
         tokio::select! {
             _ = tick.tick() => {}
+            _ = sso.tick() => {
+                if let Err(e) = wb.sso().recheck_due().await {
+                    tracing::warn!(error = %e, "sign-in re-checks failed");
+                }
+                continue;
+            }
             _ = apps.tick() => {
                 // Other instances may have added or removed custom apps.
                 if let Err(e) = wb.apps().reload_all().await {

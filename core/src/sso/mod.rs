@@ -6,24 +6,26 @@
 //! membership in its project: a role and a policy that caps every call the person makes. A
 //! person whose groups no longer map loses the membership the provider gave, and with it their
 //! keys and grants. providers.rs registers providers, oidc.rs speaks the protocol, mapping.rs
-//! maps groups.
+//! maps groups, recheck.rs asks providers in the background whether people are still active.
 
 pub mod mapping;
 pub mod oidc;
 mod providers;
+mod recheck;
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 pub use providers::{problems, redirect_uri, Provider, RECHECK_MINUTES};
+pub use recheck::Rechecked;
 
 use crate::clock::Clock;
 use crate::egress::GuardedClient;
 use crate::ids::new_id;
 use crate::model::sso::{SignInChoices, SignInProvider};
 use crate::store::{self, users::UserRow, Db};
-use crate::vault::Vault;
+use crate::vault::{Sealed, Vault};
 use crate::{Error, Result};
 
 /// Client secrets in the environment must be in variables named so: an admin cannot have any
@@ -136,6 +138,15 @@ impl Sso {
         Ok((url.to_string(), pending))
     }
 
+    /// Seals a refresh token, bound to its provider and subject.
+    fn seal_refresh(&self, p: &Provider, subject: &str, token: &str) -> Result<Sealed> {
+        self.vault.seal(
+            &p.project_id,
+            &refresh_context(p, subject),
+            token.as_bytes(),
+        )
+    }
+
     async fn client_secret(&self, p: &Provider) -> Result<Option<zeroize::Zeroizing<String>>> {
         let Some(r) = &p.client_secret_ref else {
             return Ok(None);
@@ -172,7 +183,7 @@ impl Sso {
         let p = self.provider(&pending.slug).await?;
         let d = self.oidc.discovery(&p.issuer, now, false).await?;
         let secret = self.client_secret(&p).await?;
-        let id_token = self
+        let (id_token, refresh_token) = self
             .oidc
             .exchange(
                 &d,
@@ -185,7 +196,7 @@ impl Sso {
             .await?;
         let who = self
             .oidc
-            .validate(&d, &p.client_id, &id_token, &pending.nonce, now)
+            .validate(&d, &p.client_id, &id_token, Some(&pending.nonce), now)
             .await?;
         let groups = mapping::groups_of(&who.claims, &p.groups_claim);
         let granted = p.grant(&groups);
@@ -265,7 +276,19 @@ impl Sso {
             now,
         )
         .await?;
-        store::sso::link_identity(&mut *tx, &p.id, &who.subject, &user_id, now).await?;
+        let sealed = match &refresh_token {
+            Some(t) => Some(self.seal_refresh(&p, &who.subject, t)?),
+            None => None,
+        };
+        store::sso::link_identity(
+            &mut *tx,
+            &p.id,
+            &who.subject,
+            &user_id,
+            now,
+            sealed.as_ref().map(parts),
+        )
+        .await?;
         tx.commit().await?;
         self.db.changed();
         tracing::info!(user_id, provider = %p.slug, role = granted.role.as_str(), "signed in through an identity provider");
@@ -275,4 +298,14 @@ impl Sso {
             recheck_at: now + p.recheck_minutes * 60 * 1000,
         })
     }
+}
+
+/// A sealed value as the store keeps it.
+fn parts(s: &Sealed) -> store::sso::SealedParts<'_> {
+    (&s.ciphertext, &s.nonce, s.key_version)
+}
+
+/// What a sealed refresh token is bound to.
+fn refresh_context(p: &Provider, subject: &str) -> String {
+    format!("sso-refresh:{}:{subject}", p.id)
 }

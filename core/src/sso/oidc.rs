@@ -1,7 +1,7 @@
 //! The OpenID Connect relying party: discovery documents and signing keys (cached; the keys are
 //! fetched again when a token names a key id not seen yet, so a provider can rotate its keys),
-//! the authorization-code exchange (PKCE S256), and ID token validation (signature, issuer,
-//! audience, expiry, nonce). Every request goes through the guarded client (SSRF rules).
+//! the authorization-code exchange (PKCE S256), refreshing (the background re-check), and ID
+//! token validation (signature, issuer, audience, expiry, nonce). Every request goes through the guarded client (SSRF rules).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -45,6 +45,22 @@ pub struct Identity {
     pub email_verified: bool,
     /// Every claim of the ID token (the groups are read from it).
     pub claims: Value,
+}
+
+/// What a token endpoint answered.
+#[derive(Debug)]
+pub struct Tokens {
+    pub id_token: Option<String>,
+    pub refresh_token: Option<zeroize::Zeroizing<String>>,
+}
+
+/// How a refresh went.
+#[derive(Debug)]
+pub enum Refreshed {
+    /// The provider refused the refresh token (`invalid_grant`): the person was disabled, or
+    /// their grant revoked.
+    Refused,
+    Tokens(Tokens),
 }
 
 #[derive(Default)]
@@ -219,22 +235,15 @@ impl Oidc {
         Ok(set)
     }
 
-    /// Exchanges an authorization code for the ID token (the access token is not kept).
-    pub async fn exchange(
+    /// Posts `form` to the token endpoint with the client's authentication: the answer's
+    /// status and JSON body.
+    async fn token_request(
         &self,
         d: &Discovery,
         client_id: &str,
         client_secret: Option<&str>,
-        code: &str,
-        verifier: &str,
-        redirect_uri: &str,
-    ) -> Result<String> {
-        let mut form = vec![
-            ("grant_type", "authorization_code"),
-            ("code", code),
-            ("redirect_uri", redirect_uri),
-            ("code_verifier", verifier),
-        ];
+        mut form: Vec<(&str, &str)>,
+    ) -> Result<(u16, Value)> {
         let mut headers = vec![
             (
                 "content-type".to_owned(),
@@ -279,29 +288,91 @@ impl Oidc {
                     "the identity provider's token endpoint cannot be reached: {e}"
                 ))
             })?;
-        let body: Value = serde_json::from_slice(&res.body).unwrap_or(Value::Null);
-        if res.status != 200 {
+        Ok((
+            res.status,
+            serde_json::from_slice(&res.body).unwrap_or(Value::Null),
+        ))
+    }
+
+    fn tokens(body: &Value) -> Tokens {
+        Tokens {
+            id_token: body["id_token"].as_str().map(str::to_owned),
+            refresh_token: body["refresh_token"]
+                .as_str()
+                .filter(|t| !t.is_empty())
+                .map(|t| zeroize::Zeroizing::new(t.to_owned())),
+        }
+    }
+
+    /// Exchanges an authorization code: the ID token, and a refresh token if the provider
+    /// sent one (the access token is not kept).
+    pub async fn exchange(
+        &self,
+        d: &Discovery,
+        client_id: &str,
+        client_secret: Option<&str>,
+        code: &str,
+        verifier: &str,
+        redirect_uri: &str,
+    ) -> Result<(String, Option<zeroize::Zeroizing<String>>)> {
+        let form = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", redirect_uri),
+            ("code_verifier", verifier),
+        ];
+        let (status, body) = self
+            .token_request(d, client_id, client_secret, form)
+            .await?;
+        if status != 200 {
             let why = body["error"].as_str().unwrap_or("no reason given");
             return Err(Error::invalid(format!(
-                "the identity provider refused the sign-in (HTTP {}: {})",
-                res.status,
+                "the identity provider refused the sign-in (HTTP {status}: {})",
                 why.chars().take(100).collect::<String>()
             )));
         }
-        body["id_token"].as_str().map(str::to_owned).ok_or_else(|| {
+        let t = Self::tokens(&body);
+        let id_token = t.id_token.ok_or_else(|| {
             Error::invalid("the identity provider sent no ID token; is the openid scope asked for?")
-        })
+        })?;
+        Ok((id_token, t.refresh_token))
+    }
+
+    /// Uses a refresh token: refused (the person is no longer active there), or new tokens.
+    /// Anything else (unreachable, a server error) is an error: nothing can be concluded.
+    pub async fn refresh(
+        &self,
+        d: &Discovery,
+        client_id: &str,
+        client_secret: Option<&str>,
+        refresh_token: &str,
+    ) -> Result<Refreshed> {
+        let form = vec![
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+        ];
+        let (status, body) = self
+            .token_request(d, client_id, client_secret, form)
+            .await?;
+        match status {
+            200 => Ok(Refreshed::Tokens(Self::tokens(&body))),
+            400 | 401 if body["error"] == "invalid_grant" => Ok(Refreshed::Refused),
+            _ => Err(Error::invalid(format!(
+                "the identity provider's token endpoint answered HTTP {status}"
+            ))),
+        }
     }
 
     /// Checks an ID token: an asymmetric signature by a key of the provider's set (fetched
     /// again, at most every few seconds, when the token names an unknown key), issuer,
-    /// audience, expiry and the nonce of the attempt.
+    /// audience, expiry and the nonce of the attempt (None: a refreshed token, which carries
+    /// none to compare).
     pub async fn validate(
         &self,
         d: &Discovery,
         client_id: &str,
         id_token: &str,
-        nonce: &str,
+        nonce: Option<&str>,
         now: i64,
     ) -> Result<Identity> {
         let bad = |why: &str| Error::invalid(format!("the ID token is not valid: {why}"));
@@ -351,9 +422,11 @@ impl Oidc {
                 return Err(bad("issued to another client"));
             }
         }
-        let sent = claims["nonce"].as_str().unwrap_or_default();
-        if !crate::crypto::ct_eq(sent.as_bytes(), nonce.as_bytes()) {
-            return Err(bad("the nonce is not this sign-in's"));
+        if let Some(nonce) = nonce {
+            let sent = claims["nonce"].as_str().unwrap_or_default();
+            if !crate::crypto::ct_eq(sent.as_bytes(), nonce.as_bytes()) {
+                return Err(bad("the nonce is not this sign-in's"));
+            }
         }
         let subject = claims["sub"]
             .as_str()

@@ -7,6 +7,9 @@ use sqlx::FromRow;
 use super::Exec;
 use crate::Result;
 
+/// A sealed value as stored: ciphertext, nonce, master key version.
+pub type SealedParts<'a> = (&'a str, &'a str, i64);
+
 #[derive(Debug, Clone, FromRow)]
 pub struct ProviderRow {
     pub id: String,
@@ -37,6 +40,16 @@ pub async fn upsert_provider<'e>(ex: impl Exec<'e>, r: &ProviderRow) -> Result<b
     .execute(ex)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// The provider with this id.
+pub async fn provider_by_id<'e>(ex: impl Exec<'e>, id: &str) -> Result<Option<ProviderRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM sso_providers WHERE id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(ex)
+    .await?)
 }
 
 pub async fn provider_by_slug<'e>(ex: impl Exec<'e>, slug: &str) -> Result<Option<ProviderRow>> {
@@ -91,23 +104,85 @@ pub async fn identity_user<'e>(
     .await?)
 }
 
-/// Links an identity to a user, or records another sign-in of a linked one.
+/// Links an identity to a user, or records another sign-in of a linked one: checked now, with
+/// the provider's refresh token (sealed) if it sent one.
 pub async fn link_identity<'e>(
     ex: impl Exec<'e>,
     provider_id: &str,
     subject: &str,
     user_id: &str,
     now: i64,
+    refresh: Option<SealedParts<'_>>,
 ) -> Result<()> {
     sqlx::query(
-        "INSERT INTO sso_identities (provider_id, subject, user_id, created_at, signed_in_at) \
-         VALUES ($1, $2, $3, $4, $4) \
-         ON CONFLICT (provider_id, subject) DO UPDATE SET signed_in_at = excluded.signed_in_at",
+        "INSERT INTO sso_identities (provider_id, subject, user_id, created_at, signed_in_at, checked_at, \
+         refresh_ciphertext, refresh_nonce, refresh_key_version) VALUES ($1, $2, $3, $4, $4, $4, $5, $6, $7) \
+         ON CONFLICT (provider_id, subject) DO UPDATE SET signed_in_at = excluded.signed_in_at, \
+         checked_at = excluded.checked_at, refresh_ciphertext = excluded.refresh_ciphertext, \
+         refresh_nonce = excluded.refresh_nonce, refresh_key_version = excluded.refresh_key_version",
     )
     .bind(provider_id)
     .bind(subject)
     .bind(user_id)
     .bind(now)
+    .bind(refresh.map(|s| s.0))
+    .bind(refresh.map(|s| s.1))
+    .bind(refresh.map(|s| s.2))
+    .execute(ex)
+    .await?;
+    Ok(())
+}
+
+/// An identity the background re-check may ask its provider about.
+#[derive(Debug, Clone, FromRow)]
+pub struct DueRow {
+    pub provider_id: String,
+    pub subject: String,
+    pub user_id: String,
+    pub checked_at: i64,
+    pub refresh_ciphertext: String,
+    pub refresh_nonce: String,
+    pub refresh_key_version: i64,
+}
+
+/// Identities with a refresh token last checked at or before `before`, oldest first.
+pub async fn due<'e>(ex: impl Exec<'e>, before: i64, limit: i64) -> Result<Vec<DueRow>> {
+    Ok(sqlx::query_as(
+        "SELECT provider_id, subject, user_id, checked_at, refresh_ciphertext, refresh_nonce, \
+         refresh_key_version FROM sso_identities WHERE refresh_ciphertext IS NOT NULL \
+         AND refresh_nonce IS NOT NULL AND refresh_key_version IS NOT NULL AND checked_at <= $1 \
+         ORDER BY checked_at LIMIT $2",
+    )
+    .bind(before)
+    .bind(limit)
+    .fetch_all(ex)
+    .await?)
+}
+
+/// Records a background check of an identity: when, and the refresh token to use next (None:
+/// keep the one it has); `forget` drops the refresh token (the provider refused it).
+pub async fn checked<'e>(
+    ex: impl Exec<'e>,
+    provider_id: &str,
+    subject: &str,
+    now: i64,
+    refresh: Option<SealedParts<'_>>,
+    forget: bool,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE sso_identities SET checked_at = $1, \
+         refresh_ciphertext = CASE WHEN $2 = 1 THEN NULL ELSE COALESCE($3, refresh_ciphertext) END, \
+         refresh_nonce = CASE WHEN $2 = 1 THEN NULL ELSE COALESCE($4, refresh_nonce) END, \
+         refresh_key_version = CASE WHEN $2 = 1 THEN NULL ELSE COALESCE($5, refresh_key_version) END \
+         WHERE provider_id = $6 AND subject = $7",
+    )
+    .bind(now)
+    .bind(i64::from(forget))
+    .bind(refresh.map(|s| s.0))
+    .bind(refresh.map(|s| s.1))
+    .bind(refresh.map(|s| s.2))
+    .bind(provider_id)
+    .bind(subject)
     .execute(ex)
     .await?;
     Ok(())
@@ -190,4 +265,28 @@ pub async fn is_break_glass<'e>(ex: impl Exec<'e>, user_id: &str) -> Result<bool
         .fetch_optional(ex)
         .await?;
     Ok(n.unwrap_or(0) != 0)
+}
+
+/// Moves an identity's last check from `seen` to `to`; false when another instance (or a
+/// sign-in) moved it first. The re-check claims an identity so, and gives it back (`to` and
+/// `seen` swapped) when the provider could not be asked: a refresh token used twice at once
+/// would be refused the second time.
+pub async fn move_check<'e>(
+    ex: impl Exec<'e>,
+    provider_id: &str,
+    subject: &str,
+    seen: i64,
+    to: i64,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE sso_identities SET checked_at = $1 \
+         WHERE provider_id = $2 AND subject = $3 AND checked_at = $4",
+    )
+    .bind(to)
+    .bind(provider_id)
+    .bind(subject)
+    .bind(seen)
+    .execute(ex)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }

@@ -1,11 +1,15 @@
 //! Single sign-on through an OpenID Connect provider (issue 34): registering a provider over
 //! REST, the browser flow against a real provider on loopback (sso_idp.rs), group mappings that
 //! give a role and cap every key of the person's with a policy, refusals of tampered tokens and
-//! forged callbacks, linking existing accounts, and password sign-in turned off.
+//! forged callbacks, linking existing accounts, password sign-in turned off, and the background
+//! re-check with refresh tokens (offline_access) that ends or changes a membership when the
+//! person is disabled or their groups change at the provider.
 
 use std::collections::HashMap;
 
+use base64::Engine as _;
 use serde_json::{json, Value};
+use sqlx::Row as _;
 use workbench_core::auth::Role;
 use workbench_core::store;
 
@@ -965,5 +969,408 @@ db_test!(
             "{html}"
         );
         assert!(!html.contains(CLIENT_SECRET));
+    }
+);
+
+// The background re-check (refresh tokens, offline_access).
+
+/// The `recheck_minutes` the re-check tests register their provider with.
+const RECHECK_MINUTES: i64 = 5;
+const MINUTE_MS: i64 = 60_000;
+
+/// Registers the test provider again with a re-check every RECHECK_MINUTES, and `scopes`.
+async fn reregister(s: &Sso, scopes: Value) {
+    let mut body = provider_body(&s.idp, &s.eng_policy);
+    body["scopes"] = scopes;
+    body["recheck_minutes"] = json!(RECHECK_MINUTES);
+    let (status, out) = put_provider(&s.app, &s.admin, SLUG, body).await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(out["recheck_minutes"], RECHECK_MINUTES, "{out}");
+}
+
+/// Registers the test provider again asking for offline_access (refresh tokens), re-checked
+/// every RECHECK_MINUTES.
+async fn with_offline_access(s: &Sso) {
+    reregister(
+        s,
+        json!(["openid", "email", "profile", "groups", "offline_access"]),
+    )
+    .await;
+}
+
+/// Signs `person` in through the provider in a new browser: an API key they make in the portal.
+async fn signed_in_key(s: &Sso, person: Person) -> String {
+    s.idp.set_person(person);
+    let b = s.app.browser();
+    assert_landed(&s.app, &sso_sign_in(&s.app, &b, SLUG).await, "/");
+    portal_key(&b).await
+}
+
+/// One round of the background re-check, as the server's upkeep runs it: (checked, ended).
+async fn recheck(app: &TestApp) -> (usize, usize) {
+    let done = app
+        .wb
+        .sso()
+        .recheck_due()
+        .await
+        .expect("a round of re-checks");
+    (done.checked, done.ended)
+}
+
+/// The refresh token the last token request presented, asserting that it was a refresh that
+/// authenticated the client with HTTP Basic (no secret in the form), as the code exchange does.
+fn last_refresh_request(idp: &FakeIdp) -> String {
+    let (authorization, form) = idp.last_token_request();
+    assert_eq!(
+        form.get("grant_type").map(String::as_str),
+        Some("refresh_token"),
+        "{form:?}"
+    );
+    assert!(
+        authorization.unwrap_or_default().starts_with("Basic "),
+        "client authentication as at the code exchange"
+    );
+    assert!(!form.contains_key("client_secret"), "{form:?}");
+    form.get("refresh_token").cloned().unwrap_or_default()
+}
+
+/// What sso_identities holds for one identity.
+#[derive(Debug)]
+struct StoredIdentity {
+    subject: String,
+    checked_at: i64,
+    refresh_ciphertext: Option<String>,
+    refresh_nonce: Option<String>,
+    refresh_key_version: Option<i64>,
+    /// Every column of the row that reads as text.
+    texts: Vec<String>,
+}
+
+/// The rows of sso_identities, by subject.
+async fn stored_identities(app: &TestApp) -> Vec<StoredIdentity> {
+    let rows = sqlx::query("SELECT * FROM sso_identities ORDER BY subject")
+        .fetch_all(app.wb.db().pool())
+        .await
+        .unwrap();
+    rows.iter()
+        .map(|row| StoredIdentity {
+            subject: row.get("subject"),
+            checked_at: row.get("checked_at"),
+            refresh_ciphertext: row.get("refresh_ciphertext"),
+            refresh_nonce: row.get("refresh_nonce"),
+            refresh_key_version: row.get("refresh_key_version"),
+            texts: (0..row.len())
+                .filter_map(|i| row.try_get::<Option<String>, _>(i).ok().flatten())
+                .collect(),
+        })
+        .collect()
+}
+
+/// Asserts that `stored` holds `token` sealed: a ciphertext, its nonce and key version, and
+/// the token nowhere in clear (nor merely base64-encoded).
+fn assert_sealed(stored: &StoredIdentity, token: &str) {
+    let ciphertext = stored
+        .refresh_ciphertext
+        .as_deref()
+        .unwrap_or_else(|| panic!("no refresh token kept: {stored:?}"));
+    assert!(!ciphertext.is_empty(), "{stored:?}");
+    assert_ne!(ciphertext, token);
+    assert!(
+        stored
+            .refresh_nonce
+            .as_deref()
+            .is_some_and(|n| !n.is_empty()),
+        "{stored:?}"
+    );
+    assert!(stored.refresh_key_version.is_some(), "{stored:?}");
+    let encodings = [
+        token.to_owned(),
+        base64::engine::general_purpose::STANDARD.encode(token),
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token),
+    ];
+    assert!(
+        stored.texts.len() >= 3,
+        "the text columns were read: {stored:?}"
+    );
+    for text in &stored.texts {
+        for clear in &encodings {
+            assert!(
+                !text.contains(clear.as_str()),
+                "the refresh token is kept in clear: {stored:?}"
+            );
+        }
+    }
+}
+
+db_test!(
+    a_person_disabled_at_the_provider_loses_access_at_the_first_recheck_after_recheck_minutes,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp) = (&s.app, &s.idp);
+        with_offline_access(&s).await;
+        let key = signed_in_key(&s, Person::new("idp-nia", "nia@example.com", &["eng"])).await;
+        // Workbench asked for offline_access, so the provider handed out a refresh token.
+        let issued = idp
+            .last_refresh_token()
+            .expect("a refresh token at the code exchange");
+        assert_eq!(me(app, &key).await.0, 200);
+
+        // Disabled at the provider: nothing asks the provider within recheck_minutes.
+        idp.disable("idp-nia");
+        assert_eq!(recheck(app).await, (0, 0), "just signed in");
+        app.clock.advance_ms((RECHECK_MINUTES - 1) * MINUTE_MS);
+        assert_eq!(recheck(app).await, (0, 0), "within recheck_minutes");
+        assert_eq!(idp.refresh_requests(), 0, "no refresh request yet");
+        assert_eq!(me(app, &key).await.0, 200, "not re-checked yet");
+
+        // The first round after recheck_minutes asks, is refused, and ends the membership.
+        app.clock.advance_ms(2 * MINUTE_MS);
+        assert_eq!(recheck(app).await, (1, 1), "re-checked, membership ended");
+        assert_eq!(idp.refresh_requests(), 1);
+        assert_eq!(last_refresh_request(idp), issued);
+        let (status, out) = me(app, &key).await;
+        assert_eq!(status, 401, "{out}");
+        assert_eq!(invoke(app, &key, "vault_list", json!({})).await.0, 401);
+        // The admin, who signs in with a password, is not affected.
+        assert_eq!(me(app, &s.admin).await.0, 200);
+    }
+);
+
+db_test!(
+    a_person_whose_groups_change_at_the_provider_gets_the_new_mapping_at_the_recheck,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp) = (&s.app, &s.idp);
+        with_offline_access(&s).await;
+        let kim = Person::new("idp-kim", "kim@example.com", &["wb-admins"]);
+        let key = signed_in_key(&s, kim.clone()).await;
+        let (_, who) = me(app, &key).await;
+        assert_eq!(who["role"], "admin", "{who}");
+        assert_eq!(who["user_policy_id"], Value::Null, "{who}");
+        let first = idp.last_refresh_token().expect("a refresh token");
+
+        // Moved from the admins to eng at the provider: the re-check applies it, no sign-in
+        // needed. The refreshed ID token carries no nonce.
+        idp.set_person(kim.clone().in_groups(&["eng"]));
+        app.clock.advance_ms((RECHECK_MINUTES + 1) * MINUTE_MS);
+        assert_eq!(recheck(app).await, (1, 0), "re-checked, still a member");
+        assert_eq!(last_refresh_request(idp), first);
+        let (status, who) = me(app, &key).await;
+        assert_eq!(status, 200, "{who}");
+        assert_eq!(who["role"], "member", "{who}");
+        assert_eq!(who["user_policy_id"], s.eng_policy.as_str(), "{who}");
+        let (status, out) = rest(app, &key, "GET", "/v1/sso/providers", Value::Null).await;
+        assert_eq!(status, 403, "no longer an admin: {out}");
+        let (status, out) = invoke(
+            app,
+            &key,
+            "storage.put",
+            json!({ "key": "k", "content": "v" }),
+        )
+        .await;
+        assert_eq!(status, 403, "capped by eng's policy now: {out}");
+        // The provider rotated the refresh token; the re-check counts as the last check.
+        let second = idp.last_refresh_token().unwrap();
+        assert_ne!(second, first);
+        assert!(!idp.refresh_token_works(&first));
+        assert_eq!(recheck(app).await, (0, 0), "checked just now");
+        assert_eq!(idp.refresh_requests(), 1);
+
+        // Out of every mapped group: the next re-check, with the new token (the old one no
+        // longer works), ends the membership.
+        idp.set_person(kim.in_groups(&["sales"]));
+        app.clock.advance_ms((RECHECK_MINUTES + 1) * MINUTE_MS);
+        assert_eq!(recheck(app).await, (1, 1), "re-checked, membership ended");
+        assert_eq!(
+            last_refresh_request(idp),
+            second,
+            "the rotated token was kept"
+        );
+        let (status, out) = me(app, &key).await;
+        assert_eq!(status, 401, "{out}");
+    }
+);
+
+db_test!(
+    a_provider_that_cannot_answer_changes_nothing_and_the_next_recheck_after_it_recovers_applies,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp) = (&s.app, &s.idp);
+        with_offline_access(&s).await;
+        let key = signed_in_key(&s, Person::new("idp-oz", "oz@example.com", &["eng"])).await;
+        let token = idp.last_refresh_token().expect("a refresh token");
+
+        // Disabled, but the provider's token endpoint is down (503): no one is locked out.
+        idp.disable("idp-oz");
+        idp.set_refresh_unavailable(true);
+        app.clock.advance_ms((RECHECK_MINUTES + 1) * MINUTE_MS);
+        assert_eq!(recheck(app).await.1, 0, "nothing ended");
+        assert_eq!(idp.refresh_requests(), 1, "the provider was asked");
+        let (status, who) = me(app, &key).await;
+        assert_eq!(status, 200, "{who}");
+        assert_eq!(who["role"], "member", "{who}");
+        assert_eq!(who["user_policy_id"], s.eng_policy.as_str(), "{who}");
+        // Asked again at the next round, without waiting another recheck_minutes.
+        assert_eq!(recheck(app).await.1, 0);
+        assert_eq!(idp.refresh_requests(), 2, "tried again at the next round");
+        assert_eq!(last_refresh_request(idp), token);
+        assert_eq!(me(app, &key).await.0, 200);
+
+        // Back up: the next round applies the refusal.
+        idp.set_refresh_unavailable(false);
+        assert_eq!(recheck(app).await, (1, 1), "re-checked, membership ended");
+        assert_eq!(idp.refresh_requests(), 3);
+        assert_eq!(last_refresh_request(idp), token);
+        let (status, out) = me(app, &key).await;
+        assert_eq!(status, 401, "{out}");
+    }
+);
+
+db_test!(
+    a_refresh_answered_without_an_id_token_keeps_the_person_as_they_are_and_keeps_the_new_token,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp) = (&s.app, &s.idp);
+        with_offline_access(&s).await;
+        let ray = Person::new("idp-ray", "ray@example.com", &["eng"]);
+        let key = signed_in_key(&s, ray.clone()).await;
+        let first = idp.last_refresh_token().expect("a refresh token");
+
+        // Groups that map to nothing, but the answer has no ID token to say so: the grant
+        // still holds, nothing changes.
+        idp.set_person(ray.in_groups(&["sales"]));
+        idp.set_refresh_without_id_token(true);
+        let issued = idp.id_tokens_issued();
+        app.clock.advance_ms((RECHECK_MINUTES + 1) * MINUTE_MS);
+        assert_eq!(recheck(app).await, (1, 0), "re-checked, still active");
+        assert_eq!(idp.id_tokens_issued(), issued, "no ID token was sent");
+        assert_eq!(last_refresh_request(idp), first);
+        let (status, who) = me(app, &key).await;
+        assert_eq!(status, 200, "{who}");
+        assert_eq!(who["role"], "member", "{who}");
+        assert_eq!(who["user_policy_id"], s.eng_policy.as_str(), "{who}");
+        assert_eq!(recheck(app).await, (0, 0), "the answer counts as a check");
+
+        // The token that answer carried replaced the old one, which no longer works.
+        let second = idp.last_refresh_token().unwrap();
+        assert_ne!(second, first);
+        idp.set_refresh_without_id_token(false);
+        app.clock.advance_ms((RECHECK_MINUTES + 1) * MINUTE_MS);
+        assert_eq!(recheck(app).await, (1, 1), "the groups map to nothing now");
+        assert_eq!(last_refresh_request(idp), second);
+        assert_eq!(me(app, &key).await.0, 401);
+    }
+);
+
+db_test!(
+    a_refreshed_id_token_that_fails_validation_changes_nothing,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp) = (&s.app, &s.idp);
+        with_offline_access(&s).await;
+        let max = Person::new("idp-max", "max@example.com", &["wb-admins"]);
+        let key = signed_in_key(&s, max.clone()).await;
+        // Out of every mapped group: only a sound ID token may say so.
+        idp.set_person(max.in_groups(&["sales"]));
+        for how in [
+            Tamper::WrongAudience,
+            Tamper::WrongIssuer,
+            Tamper::Expired,
+            Tamper::UnknownKey,
+            Tamper::ForgedKid,
+            Tamper::Hs256,
+            Tamper::AlgNone,
+        ] {
+            let issued = idp.id_tokens_issued();
+            idp.tamper_next(how);
+            app.clock.advance_ms((RECHECK_MINUTES + 1) * MINUTE_MS);
+            let (_, ended) = recheck(app).await;
+            assert_eq!(
+                idp.id_tokens_issued(),
+                issued + 1,
+                "{how:?}: the provider answered with the spoiled token"
+            );
+            assert_eq!(ended, 0, "{how:?}");
+            let (status, who) = me(app, &key).await;
+            assert_eq!(status, 200, "{how:?}: {who}");
+            assert_eq!(who["role"], "admin", "{how:?}: {who}");
+        }
+        // A sound one is applied.
+        app.clock.advance_ms((RECHECK_MINUTES + 1) * MINUTE_MS);
+        assert_eq!(recheck(app).await, (1, 1), "re-checked, membership ended");
+        assert_eq!(me(app, &key).await.0, 401);
+    }
+);
+
+db_test!(the_refresh_token_is_kept_sealed_never_in_clear, |backend| {
+    let Some(s) = setup(backend).await else {
+        return;
+    };
+    let (app, idp) = (&s.app, &s.idp);
+    with_offline_access(&s).await;
+    let key = signed_in_key(&s, Person::new("idp-pia", "pia@example.com", &["eng"])).await;
+    let token = idp.last_refresh_token().expect("a refresh token");
+    let mut stored = stored_identities(app).await;
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert_eq!(stored[0].subject, "idp-pia");
+    assert_sealed(&stored[0], &token);
+    let before = stored.remove(0);
+
+    // A re-check keeps the rotated token, sealed as well, and records when it checked.
+    app.clock.advance_ms((RECHECK_MINUTES + 1) * MINUTE_MS);
+    assert_eq!(recheck(app).await, (1, 0));
+    let rotated = idp.last_refresh_token().unwrap();
+    assert_ne!(rotated, token);
+    let after = stored_identities(app).await.remove(0);
+    assert_sealed(&after, &rotated);
+    assert_ne!(after.refresh_ciphertext, before.refresh_ciphertext);
+    assert!(
+        after.checked_at > before.checked_at,
+        "{before:?} then {after:?}"
+    );
+    assert_eq!(me(app, &key).await.0, 200);
+});
+
+db_test!(
+    a_provider_registered_without_offline_access_is_never_refreshed,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp) = (&s.app, &s.idp);
+        reregister(&s, json!(["openid", "email", "profile", "groups"])).await;
+        // Like some providers, this one hands out a refresh token though none was asked for.
+        idp.set_refresh_tokens_unasked(true);
+        let key = signed_in_key(&s, Person::new("idp-quin", "quin@example.com", &["eng"])).await;
+        assert_eq!(idp.refresh_tokens_issued(), 1, "sent unasked");
+        let token = idp.last_refresh_token().unwrap();
+        // Not asked for, so not kept.
+        let stored = stored_identities(app).await;
+        assert_eq!(stored.len(), 1, "{stored:?}");
+        assert_eq!(stored[0].refresh_ciphertext, None, "{stored:?}");
+        assert!(
+            stored[0].texts.iter().all(|t| !t.contains(token.as_str())),
+            "{stored:?}"
+        );
+
+        // Disabled at the provider: without a refresh token the person is checked at their
+        // next sign-in only, never in the background.
+        idp.disable("idp-quin");
+        for _ in 0..3 {
+            app.clock.advance_ms((RECHECK_MINUTES + 1) * MINUTE_MS);
+            assert_eq!(recheck(app).await, (0, 0));
+        }
+        assert_eq!(idp.refresh_requests(), 0, "never refreshed");
+        assert_eq!(me(app, &key).await.0, 200);
     }
 );

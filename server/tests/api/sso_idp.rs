@@ -1,11 +1,15 @@
 //! A fake OpenID Connect provider on loopback for the single sign-on tests (sso.rs): discovery,
 //! an authorization endpoint that at once signs in whoever the test says, a token endpoint
 //! that checks the client secret (HTTP Basic) and PKCE S256 and issues RS256 ID tokens, a JWKS
-//! that key rotation changes, and switches that spoil the next ID token in one way each. It
-//! records what it receives so tests can assert on it.
+//! that key rotation changes, and switches that spoil the next ID token in one way each. With
+//! `offline_access` among the scopes asked for it also issues refresh tokens, and answers the
+//! refresh grant (the background re-check) the way a real provider does: the token rotates, a
+//! disabled person or an unknown token is refused (`invalid_grant`), and the ID token carries
+//! the person's claims as the test set them last. It records what it receives so tests can
+//! assert on it.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Form, Query, State};
@@ -203,6 +207,15 @@ impl Person {
     }
 }
 
+/// What the provider keeps with a refresh token: whom it was issued to, for whom, and what
+/// was authorized.
+#[derive(Clone)]
+struct RefreshGrant {
+    client_id: String,
+    sub: String,
+    scope: String,
+}
+
 /// What the authorization endpoint kept with a code, for the token endpoint.
 struct Grant {
     client_id: String,
@@ -218,7 +231,22 @@ struct IdpState {
     /// Times on ID tokens come from workbench's test clock, so moving it does not age them.
     clock: ManualClock,
     person: Mutex<Option<Person>>,
+    /// Everyone `set_person` named, by subject, as they are now: a refreshed ID token carries
+    /// these claims.
+    people: Mutex<HashMap<String, Person>>,
+    /// Subjects disabled at the provider: their refresh tokens are refused.
+    disabled: Mutex<HashSet<String>>,
     codes: Mutex<HashMap<String, Grant>>,
+    /// The refresh tokens that still work.
+    refresh_tokens: Mutex<HashMap<String, RefreshGrant>>,
+    /// The last refresh token handed out (code exchange or refresh).
+    last_refresh_token: Mutex<Option<String>>,
+    /// Issue refresh tokens even when offline_access was not asked for (some providers do).
+    refresh_tokens_unasked: AtomicBool,
+    /// The token endpoint answers refresh requests 503 (an outage).
+    refresh_unavailable: AtomicBool,
+    /// A refresh answers without an ID token (the provider only says the grant still holds).
+    refresh_without_id_token: AtomicBool,
     /// Index into KEYS of the current signing key.
     current_key: Mutex<usize>,
     tamper: Mutex<Option<Tamper>>,
@@ -230,6 +258,9 @@ struct IdpState {
     token_requests: AtomicUsize,
     id_tokens_issued: AtomicUsize,
     jwks_requests: AtomicUsize,
+    /// Token requests with grant_type=refresh_token, whatever they were answered.
+    refresh_requests: AtomicUsize,
+    refresh_tokens_issued: AtomicUsize,
 }
 
 /// The running provider and its test controls.
@@ -247,9 +278,69 @@ impl FakeIdp {
         format!("{}{path}", self.state.issuer)
     }
 
-    /// The person the next authorization request signs in.
+    /// The person the next authorization request signs in. It is also who that subject is at
+    /// the provider from now on: the next refresh of their grant carries these claims (groups).
     pub fn set_person(&self, person: Person) {
+        self.state
+            .people
+            .lock()
+            .unwrap()
+            .insert(person.sub.clone(), person.clone());
         *self.state.person.lock().unwrap() = Some(person);
+    }
+
+    /// Disables the person `sub` at the provider: their refresh tokens are refused with
+    /// `invalid_grant` from now on (and forgotten, as a real provider revokes them).
+    pub fn disable(&self, sub: &str) {
+        self.state.disabled.lock().unwrap().insert(sub.to_owned());
+    }
+
+    /// Makes the token endpoint answer every refresh request 503 (true) or normally (false).
+    /// A refresh refused so leaves its token working.
+    pub fn set_refresh_unavailable(&self, unavailable: bool) {
+        self.state
+            .refresh_unavailable
+            .store(unavailable, Ordering::SeqCst);
+    }
+
+    /// Makes refreshes answer without an ID token (true): a new refresh token and an access
+    /// token only, as providers do that send ID tokens at sign-in alone.
+    pub fn set_refresh_without_id_token(&self, without: bool) {
+        self.state
+            .refresh_without_id_token
+            .store(without, Ordering::SeqCst);
+    }
+
+    /// Makes the code exchange hand out a refresh token even when offline_access was not
+    /// asked for (true), as some providers do.
+    pub fn set_refresh_tokens_unasked(&self, unasked: bool) {
+        self.state
+            .refresh_tokens_unasked
+            .store(unasked, Ordering::SeqCst);
+    }
+
+    /// The last refresh token the provider handed out (at a code exchange or a refresh).
+    pub fn last_refresh_token(&self) -> Option<String> {
+        self.state.last_refresh_token.lock().unwrap().clone()
+    }
+
+    /// Refresh tokens handed out so far.
+    pub fn refresh_tokens_issued(&self) -> usize {
+        self.state.refresh_tokens_issued.load(Ordering::SeqCst)
+    }
+
+    /// Token requests with grant_type=refresh_token so far, however they were answered.
+    pub fn refresh_requests(&self) -> usize {
+        self.state.refresh_requests.load(Ordering::SeqCst)
+    }
+
+    /// Whether `token` is a refresh token the provider still accepts.
+    pub fn refresh_token_works(&self, token: &str) -> bool {
+        self.state
+            .refresh_tokens
+            .lock()
+            .unwrap()
+            .contains_key(token)
     }
 
     /// Switches to the other signing key (a new kid); the JWKS then lists only the new key.
@@ -325,7 +416,8 @@ async fn discovery(State(s): State<Arc<IdpState>>) -> Json<Value> {
         "response_types_supported": ["code"],
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["RS256"],
-        "scopes_supported": ["openid", "email", "profile", "groups"],
+        "scopes_supported": ["openid", "email", "profile", "groups", "offline_access"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
         "token_endpoint_auth_methods_supported": ["client_secret_basic"],
         "code_challenge_methods_supported": ["S256"],
         "claims_supported": ["iss", "sub", "aud", "exp", "iat", "nonce", "email", "email_verified", "groups"],
@@ -417,7 +509,9 @@ fn basic_client(headers: &HeaderMap) -> Option<String> {
     (id == CLIENT_ID && secret == CLIENT_SECRET).then_some(id)
 }
 
-/// The authorization-code grant: client secret, single-use code, redirect URI and PKCE checked.
+/// The token endpoint: the client secret checked (HTTP Basic), then the authorization-code grant
+/// (single-use code, redirect URI and PKCE checked; a refresh token too when offline_access was
+/// authorized) or the refresh-token grant (`refresh`).
 async fn token(
     State(s): State<Arc<IdpState>>,
     headers: HeaderMap,
@@ -437,8 +531,10 @@ async fn token(
         )
             .into_response();
     };
-    if form.get("grant_type").map(String::as_str) != Some("authorization_code") {
-        return oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type");
+    match form.get("grant_type").map(String::as_str) {
+        Some("authorization_code") => {}
+        Some("refresh_token") => return refresh(&s, &client_id, &form),
+        _ => return oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type"),
     }
     // A code is good for one exchange, whatever its outcome.
     let code = form.get("code").cloned().unwrap_or_default();
@@ -459,10 +555,36 @@ async fn token(
         "token_type": "Bearer",
         "expires_in": 300,
     });
-    if grant.scope.split(' ').any(|scope| scope == "openid") {
-        body["id_token"] = json!(id_token(&s, &grant));
+    if has_scope(&grant.scope, "openid") {
+        body["id_token"] = json!(id_token(
+            &s,
+            &grant.client_id,
+            &grant.person,
+            grant.nonce.as_deref()
+        ));
         s.id_tokens_issued.fetch_add(1, Ordering::SeqCst);
     }
+    if has_scope(&grant.scope, "offline_access") || s.refresh_tokens_unasked.load(Ordering::SeqCst)
+    {
+        let refresh_token = issue_refresh_token(
+            &s,
+            RefreshGrant {
+                client_id: grant.client_id.clone(),
+                sub: grant.person.sub.clone(),
+                scope: grant.scope.clone(),
+            },
+        );
+        body["refresh_token"] = json!(refresh_token);
+    }
+    token_answer(body)
+}
+
+fn has_scope(scope: &str, wanted: &str) -> bool {
+    scope.split(' ').any(|s| s == wanted)
+}
+
+/// A token endpoint's 200: the body, not to be cached.
+fn token_answer(body: Value) -> Response {
     (
         [
             (header::CACHE_CONTROL, "no-store"),
@@ -471,6 +593,64 @@ async fn token(
         Json(body),
     )
         .into_response()
+}
+
+/// A new refresh token for `grant`, remembered as the last one issued.
+fn issue_refresh_token(s: &IdpState, grant: RefreshGrant) -> String {
+    let token = format!("rt-{}", workbench_core::crypto::random_base62(40));
+    s.refresh_tokens
+        .lock()
+        .unwrap()
+        .insert(token.clone(), grant);
+    *s.last_refresh_token.lock().unwrap() = Some(token.clone());
+    s.refresh_tokens_issued.fetch_add(1, Ordering::SeqCst);
+    token
+}
+
+/// The refresh-token grant (the client already authenticated as `client_id`): 503 during an
+/// outage (the token keeps working); `invalid_grant` for an unknown or used token, another
+/// client's, or a disabled person's (then revoked); else a new access token, a new refresh
+/// token that replaces the one used (rotation) and, unless told otherwise, an ID token with
+/// the person's current claims and no nonce. A spoiled ID token (`tamper_next`) comes without
+/// rotation: the token used keeps working and no new one is sent.
+fn refresh(s: &IdpState, client_id: &str, form: &HashMap<String, String>) -> Response {
+    s.refresh_requests.fetch_add(1, Ordering::SeqCst);
+    if s.refresh_unavailable.load(Ordering::SeqCst) {
+        return oauth_error(StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable");
+    }
+    let used = form.get("refresh_token").cloned().unwrap_or_default();
+    let Some(grant) = s.refresh_tokens.lock().unwrap().get(&used).cloned() else {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
+    };
+    if grant.client_id != client_id {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
+    }
+    if s.disabled.lock().unwrap().contains(&grant.sub) {
+        s.refresh_tokens.lock().unwrap().remove(&used);
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
+    }
+    let Some(person) = s.people.lock().unwrap().get(&grant.sub).cloned() else {
+        s.refresh_tokens.lock().unwrap().remove(&used);
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
+    };
+    let mut body = json!({
+        "access_token": workbench_core::crypto::random_base62(32),
+        "token_type": "Bearer",
+        "expires_in": 300,
+        "scope": grant.scope,
+    });
+    let with_id_token =
+        has_scope(&grant.scope, "openid") && !s.refresh_without_id_token.load(Ordering::SeqCst);
+    let tampered = with_id_token && s.tamper.lock().unwrap().is_some();
+    if with_id_token {
+        body["id_token"] = json!(id_token(s, &grant.client_id, &person, None));
+        s.id_tokens_issued.fetch_add(1, Ordering::SeqCst);
+    }
+    if !tampered {
+        s.refresh_tokens.lock().unwrap().remove(&used);
+        body["refresh_token"] = json!(issue_refresh_token(s, grant));
+    }
+    token_answer(body)
 }
 
 fn sign(claims: &Value, alg: Algorithm, kid: &str, key: &EncodingKey) -> String {
@@ -483,22 +663,23 @@ fn rsa_key(key: &TestKey) -> EncodingKey {
     EncodingKey::from_rsa_pem(key.pem.as_bytes()).expect("a test RSA key")
 }
 
-/// The ID token for `grant`, spoiled as the test asked (once).
-fn id_token(s: &IdpState, grant: &Grant) -> String {
+/// The ID token for `person` to `client_id` (with `nonce`: a sign-in's; None: a refresh's),
+/// spoiled as the test asked (once).
+fn id_token(s: &IdpState, client_id: &str, person: &Person, nonce: Option<&str>) -> String {
     let now = s.clock.now_ms() / 1000;
     let mut claims = json!({
         "iss": s.issuer,
-        "sub": grant.person.sub,
-        "aud": grant.client_id,
+        "sub": person.sub,
+        "aud": client_id,
         "iat": now,
         "exp": now + 3600,
-        "email": grant.person.email,
-        "email_verified": grant.person.email_verified,
+        "email": person.email,
+        "email_verified": person.email_verified,
     });
-    if let Some(nonce) = &grant.nonce {
+    if let Some(nonce) = nonce {
         claims["nonce"] = json!(nonce);
     }
-    if let Some(groups) = &grant.person.groups {
+    if let Some(groups) = &person.groups {
         claims["groups"] = groups.clone();
     }
     let current = &KEYS[*s.current_key.lock().unwrap()];
@@ -567,7 +748,14 @@ pub async fn start(clock: ManualClock) -> FakeIdp {
         issuer: format!("http://{addr}"),
         clock,
         person: Mutex::new(None),
+        people: Mutex::new(HashMap::new()),
+        disabled: Mutex::new(HashSet::new()),
         codes: Mutex::new(HashMap::new()),
+        refresh_tokens: Mutex::new(HashMap::new()),
+        last_refresh_token: Mutex::new(None),
+        refresh_tokens_unasked: AtomicBool::new(false),
+        refresh_unavailable: AtomicBool::new(false),
+        refresh_without_id_token: AtomicBool::new(false),
         current_key: Mutex::new(0),
         tamper: Mutex::new(None),
         discovery_issuer: Mutex::new(None),
@@ -576,6 +764,8 @@ pub async fn start(clock: ManualClock) -> FakeIdp {
         token_requests: AtomicUsize::new(0),
         id_tokens_issued: AtomicUsize::new(0),
         jwks_requests: AtomicUsize::new(0),
+        refresh_requests: AtomicUsize::new(0),
+        refresh_tokens_issued: AtomicUsize::new(0),
     });
     let router = Router::new()
         .route("/.well-known/openid-configuration", get(discovery))

@@ -235,6 +235,8 @@ pub struct ServerConfig {
     /// How often an instance picks up custom apps and MCP servers other instances added,
     /// changed or removed (10 s, so a change is everywhere within the documented 15 s).
     pub apps_reload_every: std::time::Duration,
+    /// How often people signed in through identity providers are looked at for a re-check.
+    pub sso_recheck_every: std::time::Duration,
     /// The longest a curl proxy request may take.
     pub proxy_timeout: std::time::Duration,
     /// Curl proxy requests one user may have in flight.
@@ -450,6 +452,7 @@ impl ServerConfig {
             confirmation_ttl_secs: args.confirmation_ttl_seconds,
             rest_result_max_bytes: args.rest_result_max_bytes as usize,
             apps_reload_every: std::time::Duration::from_secs(10),
+            sso_recheck_every: std::time::Duration::from_secs(60),
             proxy_timeout: std::time::Duration::from_secs(args.proxy_timeout_seconds),
             proxy_max_concurrent_per_user: args.proxy_max_concurrent_per_user as usize,
             bind: args.bind,

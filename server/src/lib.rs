@@ -123,7 +123,11 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let upkeep = tokio::spawn(upkeep(state.wb.clone(), state.config.apps_reload_every));
+    let upkeep = tokio::spawn(upkeep(
+        state.wb.clone(),
+        state.config.apps_reload_every,
+        state.config.sso_recheck_every,
+    ));
     let (stop_deliveries, deliveries_stopped) = tokio::sync::watch::channel(false);
     let deliveries = state.config.callback_worker.then(|| {
         let outbox = state.wb.deliveries().clone();
@@ -180,12 +184,13 @@ pub async fn serve(
     result
 }
 
-async fn upkeep(wb: Workbench, apps_reload_every: Duration) {
+async fn upkeep(wb: Workbench, apps_reload_every: Duration, sso_recheck_every: Duration) {
     let mut tick = tokio::time::interval(Duration::from_secs(600));
     let mut apps = tokio::time::interval(apps_reload_every);
     apps.tick().await; // the first tick is immediate, and open() has just loaded them
-                       // People signed in through identity providers are asked about about once a minute.
-    let mut sso = tokio::time::interval(Duration::from_secs(60));
+                       // People signed in through identity providers: those due are asked about (once a minute).
+    let mut sso = tokio::time::interval(sso_recheck_every);
+    sso.tick().await;
     loop {
         tokio::select! {
             _ = tick.tick() => {}

@@ -198,6 +198,9 @@ impl Sso {
             .oidc
             .validate(&d, &p.client_id, &id_token, Some(&pending.nonce), now)
             .await?;
+        // Kept only when asked for: a provider that hands one out unasked is not re-checked.
+        let refresh_token =
+            refresh_token.filter(|_| p.scopes.iter().any(|s| s == "offline_access"));
         let groups = mapping::groups_of(&who.claims, &p.groups_claim);
         let granted = p.grant(&groups);
         let linked = store::sso::identity_user(self.db.pool(), &p.id, &who.subject).await?;

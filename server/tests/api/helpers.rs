@@ -270,6 +270,8 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
     // Tests reload custom apps explicitly (see apps.rs), never behind their back, and deliver
     // callbacks by hand unless they ask for the worker.
     config.apps_reload_every = Duration::from_secs(3600);
+    // Tests run sign-in re-checks themselves (`sso().recheck_due()`).
+    config.sso_recheck_every = Duration::from_secs(3600);
     config.callback_worker = options.callback_worker;
     let state = AppState::new(wb.clone(), config, keys);
     let kept = state.clone();

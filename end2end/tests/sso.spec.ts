@@ -3,8 +3,9 @@
 // in the vault, the group eng mapped to member under a policy that allows one tool); alice of
 // eng signs in through the provider, makes a key on the API keys page, and that key runs only
 // what her group's policy allows. The SSO page lists the provider and previews a mapping;
-// mallory of contractors is refused; alice, taken out of eng at the provider, is refused at her
-// next sign-in and her key stops working at once.
+// mallory of contractors is refused; after the provider rotates its signing key alice still signs
+// in; alice, taken out of eng at the provider, is refused at her next sign-in and her key stops
+// working at once.
 import { test, expect, type Page } from "@playwright/test";
 import { baseURL, idpURL } from "../playwright.config";
 import { createKey, signIn } from "./helpers";
@@ -67,6 +68,13 @@ async function ssoSignIn(page: Page, login: string) {
 async function setGroups(login: string, groups: string[]) {
   const res = await fetch(`${idpURL}/control/groups/${login}`, { method: "POST", body: JSON.stringify(groups) });
   expect(res.status).toBe(204);
+}
+
+/** The key ids the provider publishes now (its discovery document's jwks_uri). */
+async function publishedKids(): Promise<string[]> {
+  const discovery = await (await fetch(`${idpURL}/.well-known/openid-configuration`)).json();
+  const jwks = await (await fetch(discovery.jwks_uri)).json();
+  return jwks.keys.map((k: { kid: string }) => k.kid);
 }
 
 test("the admin sets up Acme single sign-on over REST, the client secret in the vault", async ({ page }) => {
@@ -189,6 +197,38 @@ test("mallory of contractors is refused at sign-in", async ({ page }) => {
   // Not signed in.
   await page.goto("/api-keys");
   await expect(page).toHaveURL(/\/login\?next=%2Fapi-keys$/);
+});
+
+test("a sign-in after the provider rotates its signing key still works", async ({ page }) => {
+  // Two sign-ins and the wait below.
+  test.setTimeout(90_000);
+  const res = await fetch(`${idpURL}/control/groups/alice`);
+  expect(await res.json()).toEqual(["eng"]);
+
+  // A sign-in with the current key: workbench has the provider's keys cached.
+  await ssoSignIn(page, "alice");
+  await expect(page.getByTestId("viewer-email")).toHaveText("alice@example.test");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await expect(page).toHaveURL(/\/login/);
+
+  const before = await publishedKids();
+  const rotated = await fetch(`${idpURL}/control/rotate-keys`, { method: "POST" });
+  expect(rotated.status).toBe(200);
+  const { kid } = await rotated.json();
+  expect(before).not.toContain(kid);
+  // The new key is the only one published: a token signed with it names a kid workbench has
+  // not seen.
+  expect(await publishedKids()).toEqual([kid]);
+
+  // Workbench fetches a provider's keys again for an unknown key id at most every 10 s
+  // (counted from its last fetch): past that, the next token's kid makes it re-read them.
+  await page.waitForTimeout(11_000);
+
+  // The provider lost its sessions with the rotation; ssoSignIn logs in again if asked.
+  await ssoSignIn(page, "alice");
+  await expect(page.getByTestId("sso-error")).toHaveCount(0);
+  await expect(page.getByTestId("viewer-email")).toHaveText("alice@example.test");
+  expect((await rest(aliceKey, "GET", "/v1/me")).status).toBe(200);
 });
 
 test("alice, taken out of eng at the provider, is refused at her next sign-in and her key stops working", async ({ page }) => {

@@ -2,7 +2,8 @@
 //! (issue 34). A sign-in starts at `start` (state, nonce and PKCE verifier kept by the surface
 //! in the person's session) and ends at `complete`: the code is exchanged, the ID token
 //! validated, the identity linked to a user (an identity seen before; else an account with the
-//! same, verified, email; else a new account) and the provider's group mapping applied to the
+//! same, verified, email; else a new account; never an account that belongs to another
+//! project, which this provider does not speak for) and the provider's group mapping applied to the
 //! membership in its project: a role and a policy that caps every call the person makes. A
 //! person whose groups no longer map loses the membership the provider gave, and with it their
 //! keys and grants. providers.rs registers providers, oidc.rs speaks the protocol, mapping.rs
@@ -269,6 +270,19 @@ impl Sso {
                 }
             }
         };
+        // A provider speaks for its own project only: an account that belongs to another
+        // project too is never signed in through it (that project's admins did not choose this
+        // provider, and whoever runs it could otherwise sign in as anyone it names).
+        if store::projects::memberships_of_user(&mut *tx, &user_id)
+            .await?
+            .iter()
+            .any(|m| m.project_id != p.project_id)
+        {
+            return Err(Error::invalid(format!(
+                "this account belongs to other workbench projects too, so it cannot sign in through {}; sign in with your password",
+                p.name
+            )));
+        }
         store::sso::set_membership(
             &mut *tx,
             &p.project_id,

@@ -1374,3 +1374,81 @@ db_test!(
         assert_eq!(me(app, &key).await.0, 200);
     }
 );
+
+db_test!(
+    a_provider_of_one_project_cannot_sign_in_an_account_of_another_project,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp) = (&s.app, &s.idp);
+        // ada (the admin of the first project) and dee, who is in both projects.
+        let (other, _) = app
+            .wb
+            .accounts()
+            .create_user("eve@example.com", PASSWORD, Some("other"), Role::Admin)
+            .await
+            .unwrap();
+        assert_ne!(other.email, "ada@example.com");
+        let dee = app.user("dee@example.com", Role::Member).await;
+        let (_, project) = app
+            .wb
+            .accounts()
+            .create_user("dee2@example.com", PASSWORD, Some("other"), Role::Member)
+            .await
+            .unwrap();
+        store::projects::upsert_membership(
+            app.wb.db().pool(),
+            &project.id,
+            &dee.user_id,
+            "member",
+            0,
+        )
+        .await
+        .unwrap();
+        let eve_key = app
+            .wb
+            .accounts()
+            .create_api_key_for_email("eve@example.com", "eve", None)
+            .await
+            .unwrap()
+            .secret
+            .expose()
+            .to_owned();
+        // eve registers a provider she runs in her project ("other"), which names ada and dee
+        // with verified emails: neither account may be signed in through it.
+        store_client_secret(app, &eve_key).await;
+        let mut body = provider_body(idp, &s.eng_policy);
+        body["mappings"] = json!([{ "group": "eng", "role": "admin", "policy_id": null }]);
+        let (status, out) = put_provider(app, &eve_key, "evil", body).await;
+        assert_eq!(status, 201, "{out}");
+        for (sub, email) in [("x-ada", "ada@example.com"), ("x-dee", "dee@example.com")] {
+            idp.set_person(Person::new(sub, email, &["eng"]));
+            let b = app.browser();
+            let message = refusal(app, &sso_sign_in(app, &b, "evil").await, email);
+            assert!(message.contains("other workbench projects"), "{message}");
+            assert!(
+                !signed_in(&b).await,
+                "{email} was signed in through another project's provider"
+            );
+        }
+        // Nothing was linked or changed: ada is still the admin of her project only.
+        let ada = store::users::by_email(app.wb.db().pool(), "ada@example.com")
+            .await
+            .unwrap()
+            .unwrap();
+        let memberships = store::projects::memberships_of_user(app.wb.db().pool(), &ada.id)
+            .await
+            .unwrap();
+        assert_eq!(memberships.len(), 1, "{memberships:?}");
+        assert_eq!(memberships[0].role, "admin");
+        let linked: i64 = sqlx::query_scalar(
+            "SELECT CAST(COUNT(*) AS BIGINT) FROM sso_identities WHERE user_id = $1",
+        )
+        .bind(&ada.id)
+        .fetch_one(app.wb.db().pool())
+        .await
+        .unwrap();
+        assert_eq!(linked, 0);
+    }
+);

@@ -66,7 +66,7 @@ pub fn Login() -> impl IntoView {
                         format!("?next={}", urlencode(&target))
                     };
                     let buttons = o.providers.iter().map(|p| view! {
-                        <a href=format!("/sso/{}/start{q}", p.slug) data-testid=format!("sso-{}", p.slug)
+                        <a href=format!("/sso/{}/start{q}", p.slug) rel="external" data-testid=format!("sso-{}", p.slug)
                             class="flex w-full justify-center rounded-md border border-slate-300 bg-white px-4 py-2 text-sm font-medium text-slate-800 shadow-sm hover:bg-slate-50">
                             {format!("Sign in with {}", p.name)}
                         </a>

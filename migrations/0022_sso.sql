@@ -18,15 +18,16 @@ CREATE TABLE sso_identities (
     user_id              TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
     created_at           BIGINT NOT NULL,
     signed_in_at         BIGINT NOT NULL,
-    -- The last sign-in or background re-check.
+    -- The last sign-in or background re-check, and when the next re-check is due.
     checked_at           BIGINT NOT NULL,
+    next_check_at        BIGINT NOT NULL,
     -- The provider's refresh token (offline_access), sealed with the vault's master keys.
     refresh_ciphertext   TEXT,
     refresh_nonce        TEXT,
     refresh_key_version  BIGINT,
     PRIMARY KEY (provider_id, subject)
 );
-CREATE INDEX sso_identities_checked ON sso_identities(checked_at);
+CREATE INDEX sso_identities_due ON sso_identities(next_check_at);
 CREATE INDEX sso_identities_user ON sso_identities(user_id);
 
 ALTER TABLE memberships ADD COLUMN policy_id TEXT;

@@ -108,7 +108,7 @@ pub const DECLARED: &[RouteSpec] = &[
         op: Operation::Metrics,
     },
     RouteSpec {
-        method: "GET",
+        method: "POST",
         path: "/sso/{slug}/start",
         credential: Credential::None,
         op: Operation::SignIn,

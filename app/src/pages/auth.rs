@@ -60,16 +60,14 @@ pub fn Login() -> impl IntoView {
                 {move || Suspend::new(async move {
                     let o = options.await.unwrap_or(SignInChoices { providers: vec![], password_sign_in: true });
                     let target = next();
-                    let q: String = if target.is_empty() {
-                        String::new()
-                    } else {
-                        format!("?next={}", urlencode(&target))
-                    };
                     let buttons = o.providers.iter().map(|p| view! {
-                        <a href=format!("/sso/{}/start{q}", p.slug) rel="external" data-testid=format!("sso-{}", p.slug)
-                            class="flex w-full justify-center rounded-md border border-slate-300 bg-white px-4 py-2 text-sm font-medium text-slate-800 shadow-sm hover:bg-slate-50">
-                            {format!("Sign in with {}", p.name)}
-                        </a>
+                        <form method="post" action=format!("/sso/{}/start", p.slug)>
+                            <input type="hidden" name="next" value=target.clone()/>
+                            <button type="submit" data-testid=format!("sso-{}", p.slug)
+                                class="flex w-full justify-center rounded-md border border-slate-300 bg-white px-4 py-2 text-sm font-medium text-slate-800 shadow-sm hover:bg-slate-50">
+                                {format!("Sign in with {}", p.name)}
+                            </button>
+                        </form>
                     }).collect_view();
                     let has_providers = !o.providers.is_empty();
                     let show_password = o.password_sign_in || break_glass();
@@ -87,18 +85,6 @@ pub fn Login() -> impl IntoView {
             </Suspense>
         </AuthCard>
     }
-}
-
-/// Percent-encodes a query value.
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 #[component]

@@ -99,27 +99,40 @@ impl Accounts {
         if !store::projects::delete_membership(&mut *tx, project, user_id).await? {
             return Err(Error::NotFound);
         }
-        store::api_keys::revoke_of_member(&mut *tx, project, user_id, now).await?;
-        store::oauth::revoke_grants_of_member(&mut tx, project, user_id, now).await?;
-        store::proxy_tokens::revoke_of_member(&mut *tx, project, user_id, now).await?;
-        store::confirmations::expire_of_member(&mut *tx, project, user_id).await?;
-        let mut connections = Vec::new();
-        for row in store::connections::list_for_user(&mut *tx, project, user_id).await? {
-            if row.status == store::connections::ConnectionStatus::Revoked {
-                continue;
-            }
-            store::connections::set_status(
-                &mut *tx,
-                &row.id,
-                store::connections::ConnectionStatus::Revoked,
-                now,
-            )
-            .await?;
-            connections.push(row);
-        }
+        let connections = revoke_what_a_member_held(&mut tx, project, user_id, now).await?;
         tx.commit().await?;
         self.db.changed();
         tracing::info!(user_id, by = %admin.user_id, project, "member removed");
         Ok(Removed { connections })
     }
+}
+
+/// Revokes what a former member held in the project: API keys, MCP OAuth grants, proxy tokens,
+/// held calls and connections (returned, so their tokens can be revoked upstream). Used when an
+/// admin removes a member and when an identity provider's groups no longer let them in.
+pub(crate) async fn revoke_what_a_member_held(
+    tx: &mut store::Tx,
+    project: &str,
+    user_id: &str,
+    now: i64,
+) -> Result<Vec<store::connections::ConnectionRow>> {
+    store::api_keys::revoke_of_member(&mut **tx, project, user_id, now).await?;
+    store::oauth::revoke_grants_of_member(tx, project, user_id, now).await?;
+    store::proxy_tokens::revoke_of_member(&mut **tx, project, user_id, now).await?;
+    store::confirmations::expire_of_member(&mut **tx, project, user_id).await?;
+    let mut connections = Vec::new();
+    for row in store::connections::list_for_user(&mut **tx, project, user_id).await? {
+        if row.status == store::connections::ConnectionStatus::Revoked {
+            continue;
+        }
+        store::connections::set_status(
+            &mut **tx,
+            &row.id,
+            store::connections::ConnectionStatus::Revoked,
+            now,
+        )
+        .await?;
+        connections.push(row);
+    }
+    Ok(connections)
 }

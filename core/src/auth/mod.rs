@@ -12,6 +12,7 @@ mod redirect;
 
 pub use accounts::{Accounts, ApiKeyInfo, NewApiKey, User, MAX_RATE_LIMIT};
 pub use api_key::ApiKey;
+pub(crate) use members::revoke_what_a_member_held;
 pub use members::{Member, Removed};
 pub use password::{hash_password, validate_password, verify_password};
 pub use permissions::{markdown_table, Access, Operation};

@@ -207,7 +207,12 @@ impl Policies {
                 Some(id) => Some(find(id)),
                 None => project.default.clone(),
             },
-            cap: who.user_policy_id.as_ref().map(find),
+            // The same policy twice would count its limits twice.
+            cap: who
+                .user_policy_id
+                .as_ref()
+                .filter(|cap| Some(*cap) != who.policy_id.as_ref())
+                .map(find),
         })
     }
 

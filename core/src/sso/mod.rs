@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-pub use providers::{problems, redirect_uri, Provider, RECHECK_MINUTES};
+pub use providers::{problems, redirect_uri, secret_env_var, Provider, RECHECK_MINUTES};
 pub use recheck::Rechecked;
 
 use crate::clock::Clock;
@@ -29,8 +29,9 @@ use crate::store::{self, users::UserRow, Db};
 use crate::vault::{Sealed, Vault};
 use crate::{Error, Result};
 
-/// Client secrets in the environment must be in variables named so: an admin cannot have any
-/// other variable of the server (a master key) sent to a provider of their choosing.
+/// Client secrets in the environment are in variables named `WB_SSO_<SLUG>_SECRET`: an admin
+/// cannot have any other variable of the server (a master key, another project's provider's
+/// secret) sent to a provider of their choosing.
 pub const SECRET_ENV_PREFIX: &str = "WB_SSO_";
 /// How long a started sign-in may take.
 pub const ATTEMPT_TTL_MS: i64 = 10 * 60 * 1000;
@@ -139,6 +140,31 @@ impl Sso {
         Ok((url.to_string(), pending))
     }
 
+    /// Ends the membership the provider gave `user_id` (if it gave one) and revokes what they
+    /// held in the project, as removing a member does; true when it did.
+    async fn end_membership(
+        &self,
+        tx: &mut store::Tx,
+        p: &Provider,
+        user_id: &str,
+        now: i64,
+    ) -> Result<bool> {
+        if !store::sso::drop_membership(&mut **tx, &p.project_id, user_id, &p.id).await? {
+            return Ok(false);
+        }
+        crate::auth::revoke_what_a_member_held(tx, &p.project_id, user_id, now).await?;
+        tracing::info!(user_id, provider = %p.slug, "membership ended: no mapped group, or disabled at the provider");
+        Ok(true)
+    }
+
+    /// Whether the account belongs to a project other than the provider's.
+    async fn elsewhere(&self, tx: &mut store::Tx, p: &Provider, user_id: &str) -> Result<bool> {
+        Ok(store::projects::memberships_of_user(&mut **tx, user_id)
+            .await?
+            .iter()
+            .any(|m| m.project_id != p.project_id))
+    }
+
     /// Seals a refresh token, bound to its provider and subject.
     fn seal_refresh(&self, p: &Provider, subject: &str, token: &str) -> Result<Sealed> {
         self.vault.seal(
@@ -160,7 +186,7 @@ impl Sso {
                 let mut found = self.vault.reveal(&p.project_id, &[name.to_owned()]).await?;
                 found.remove(name).map(Some).ok_or_else(missing)
             }
-            Some(("env", var)) if var.starts_with(SECRET_ENV_PREFIX) => std::env::var(var)
+            Some(("env", var)) if var == secret_env_var(&p.slug) => std::env::var(var)
                 .ok()
                 .filter(|v| !v.is_empty())
                 .map(|v| Some(zeroize::Zeroizing::new(v)))
@@ -217,9 +243,7 @@ impl Sso {
         let linked = store::sso::identity_user(&mut *tx, &p.id, &who.subject).await?;
         let Some(granted) = granted else {
             if let Some(user_id) = &linked {
-                if store::sso::drop_membership(&mut *tx, &p.project_id, user_id, &p.id).await? {
-                    tracing::info!(user_id, provider = %p.slug, "membership ended: no mapped group");
-                }
+                self.end_membership(&mut tx, &p, user_id, now).await?;
             }
             tx.commit().await?;
             self.db.changed();
@@ -245,6 +269,19 @@ impl Sso {
                 })?;
                 match store::users::by_email(&mut *tx, &email).await? {
                     Some(u) if who.email_verified => {
+                        // Never a break-glass account (the way in when providers fail), never
+                        // one another provider already speaks for.
+                        if store::sso::is_break_glass(&mut *tx, &u.id).await?
+                            || store::sso::linked_elsewhere(&mut *tx, &u.id, &p.id).await?
+                        {
+                            return Err(Error::invalid(format!(
+                                "the account with the email {email} cannot be linked to {}; an operator can",
+                                p.name
+                            )));
+                        }
+                        // Whoever held a session of this account before it was linked (it may
+                        // have been made by someone else, through another provider) loses it.
+                        store::sso::end_sessions(&mut *tx, &u.id).await?;
                         tracing::info!(user_id = %u.id, provider = %p.slug, "identity linked by verified email");
                         u.id
                     }
@@ -273,11 +310,7 @@ impl Sso {
         // A provider speaks for its own project only: an account that belongs to another
         // project too is never signed in through it (that project's admins did not choose this
         // provider, and whoever runs it could otherwise sign in as anyone it names).
-        if store::projects::memberships_of_user(&mut *tx, &user_id)
-            .await?
-            .iter()
-            .any(|m| m.project_id != p.project_id)
-        {
+        if self.elsewhere(&mut tx, &p, &user_id).await? {
             return Err(Error::invalid(format!(
                 "this account belongs to other workbench projects too, so it cannot sign in through {}; sign in with your password",
                 p.name
@@ -303,6 +336,7 @@ impl Sso {
             &who.subject,
             &user_id,
             now,
+            now + p.recheck_ms(),
             sealed.as_ref().map(parts),
         )
         .await?;

@@ -25,6 +25,8 @@ const KEYS_REFETCH_MS: i64 = 10 * 1000;
 /// Clock skew allowed on `exp` and `nbf`.
 const LEEWAY_S: u64 = 60;
 const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
+/// The longest one request to a provider may take (the guarded client bounds only connecting).
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// The endpoints of a provider, from `<issuer>/.well-known/openid-configuration`.
 #[derive(Debug, Clone, Deserialize)]
@@ -133,20 +135,29 @@ impl Oidc {
         }
     }
 
+    /// `fetch_configured` within `REQUEST_TIMEOUT`.
+    async fn fetch(
+        &self,
+        req: FetchRequest,
+    ) -> std::result::Result<crate::egress::FetchResponse, FetchError> {
+        tokio::time::timeout(
+            REQUEST_TIMEOUT,
+            self.http.fetch_configured(req, MAX_DOCUMENT_BYTES),
+        )
+        .await
+        .unwrap_or_else(|_| Err(FetchError::Transport("no answer in time".into())))
+    }
+
     async fn get_json(&self, url: &str, what: &str) -> Result<Value> {
         let res = self
-            .http
-            .fetch_configured(
-                FetchRequest {
-                    method: reqwest::Method::GET,
-                    url: url.to_owned(),
-                    headers: vec![("accept".into(), "application/json".into())],
-                    body: None,
-                    secret_headers: vec![],
-                    secret_body: false,
-                },
-                MAX_DOCUMENT_BYTES,
-            )
+            .fetch(FetchRequest {
+                method: reqwest::Method::GET,
+                url: url.to_owned(),
+                headers: vec![("accept".into(), "application/json".into())],
+                body: None,
+                secret_headers: vec![],
+                secret_body: false,
+            })
             .await
             .map_err(|e| unreachable(what, e))?;
         if res.status != 200 {
@@ -270,18 +281,14 @@ impl Oidc {
             .extend_pairs(form)
             .finish();
         let res = self
-            .http
-            .fetch_configured(
-                FetchRequest {
-                    method: reqwest::Method::POST,
-                    url: d.token_endpoint.clone(),
-                    headers,
-                    body: Some(form.into()),
-                    secret_headers: vec!["authorization".into()],
-                    secret_body: true,
-                },
-                MAX_DOCUMENT_BYTES,
-            )
+            .fetch(FetchRequest {
+                method: reqwest::Method::POST,
+                url: d.token_endpoint.clone(),
+                headers,
+                body: Some(form.into()),
+                secret_headers: vec!["authorization".into()],
+                secret_body: true,
+            })
             .await
             .map_err(|e| {
                 Error::invalid(format!(
@@ -414,7 +421,7 @@ impl Oidc {
         })?;
         let claims = data.claims;
         let exp = claims["exp"].as_i64().ok_or_else(|| bad("no expiry"))?;
-        if exp.saturating_add(LEEWAY_S as i64) * 1000 <= now {
+        if exp.saturating_add(LEEWAY_S as i64).saturating_mul(1000) <= now {
             return Err(bad("it has expired"));
         }
         if let Some(azp) = claims.get("azp").and_then(Value::as_str) {

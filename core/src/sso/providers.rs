@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::mapping::{self, Granted};
 use super::{Sso, SECRET_ENV_PREFIX};
-use crate::auth::{Operation, Principal};
+use crate::auth::{Operation, Principal, Role};
 use crate::clock::rfc3339;
 use crate::ids::new_id;
 use crate::model::sso::{
@@ -69,6 +69,11 @@ impl Provider {
         })
     }
 
+    /// How long after a check the next one is due, in ms.
+    pub fn recheck_ms(&self) -> i64 {
+        self.recheck_minutes * 60_000
+    }
+
     /// What a person with `groups` gets from this provider.
     pub fn grant(&self, groups: &[String]) -> Option<Granted> {
         mapping::grant(
@@ -98,6 +103,16 @@ impl Provider {
             updated_at: rfc3339(self.updated_at),
         }
     }
+}
+
+/// The one server variable a provider's client secret may come from: `WB_SSO_<SLUG>_SECRET`
+/// (slug upper-cased, `-` as `_`). Bound to the slug, so an admin of one project cannot have the
+/// secret the operator set for another project's provider sent to a provider of their own.
+pub fn secret_env_var(slug: &str) -> String {
+    format!(
+        "{SECRET_ENV_PREFIX}{}_SECRET",
+        slug.to_ascii_uppercase().replace('-', "_")
+    )
 }
 
 /// Where a provider sends the browser back: `<public url>/sso/<slug>/callback`.
@@ -133,14 +148,9 @@ pub fn problems(slug: &str, c: &ProviderInput) -> Vec<String> {
         None => {}
         Some(r) => match r.split_once(':') {
             Some(("vault", name)) if crate::vault::validate_name(name).is_ok() => {}
-            Some(("env", var))
-                if var.starts_with(SECRET_ENV_PREFIX)
-                    && var.len() > SECRET_ENV_PREFIX.len()
-                    && var
-                        .bytes()
-                        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_') => {}
+            Some(("env", var)) if var == secret_env_var(slug) => {}
             // The value is not repeated: a secret pasted here by mistake stays out of answers.
-            _ => out.push(format!("client_secret_ref must be vault:NAME (a secret of this project) or env:{SECRET_ENV_PREFIX}NAME (a variable of the server)")),
+            _ => out.push(format!("client_secret_ref must be vault:NAME (a secret of this project) or env:{} (the server's variable for this provider)", secret_env_var(slug))),
         },
     }
     if let Some(scopes) = &c.scopes {
@@ -171,6 +181,14 @@ pub fn problems(slug: &str, c: &ProviderInput) -> Vec<String> {
             out.push(p);
             break;
         }
+    }
+    // Admins manage policies, so a cap on an admin would not hold: refused rather than pretended.
+    if c.mappings
+        .iter()
+        .any(|m| m.role == Role::Admin && m.policy_id.is_some())
+        || (c.default_role == Some(Role::Admin) && c.default_policy_id.is_some())
+    {
+        out.push("an admin cannot be capped by a policy (admins manage policies); map admins without policy_id".into());
     }
     if let Some(n) = c.recheck_minutes {
         if !RECHECK_MINUTES.contains(&n) {
@@ -245,11 +263,25 @@ impl Sso {
             created_at: existing.as_ref().map_or(now, |r| r.created_at),
             updated_at: now,
         };
-        if !store::sso::upsert_provider(self.db.pool(), &row).await? {
+        let mut tx = self.db.begin_write().await?;
+        if !store::sso::upsert_provider(&mut *tx, &row).await? {
             return Err(Error::Conflict(format!(
                 "the sign-in slug {slug:?} is taken; choose another"
             )));
         }
+        // Another issuer or client names other people by the same subjects, and must not get
+        // the old provider's refresh tokens: its identities are forgotten.
+        if let Some(before) = existing.clone().and_then(|r| Provider::from_row(r).ok()) {
+            if before.issuer != c.issuer || before.client_id != c.client_id {
+                let n = store::sso::forget_identities(&mut *tx, &row.id).await?;
+                tracing::info!(
+                    slug,
+                    forgotten = n,
+                    "identity provider's issuer or client changed"
+                );
+            }
+        }
+        tx.commit().await?;
         self.db.changed();
         tracing::info!(slug, by = %who.user_id, "identity provider saved");
         let stored = Provider::from_row(row)?;

@@ -9,13 +9,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::oidc::Refreshed;
-use super::{mapping, parts, refresh_context, Provider, Sso, RECHECK_MINUTES};
+use super::{mapping, parts, refresh_context, Provider, Sso};
 use crate::store::{self, sso::DueRow};
 use crate::vault::Sealed;
 use crate::{Error, Result};
 
 /// Identities looked at per round.
 const BATCH: i64 = 200;
+/// The longest one identity's re-check may take.
+const CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// What a round of re-checks did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -30,8 +32,7 @@ impl Sso {
     /// Asks the providers about every identity whose last check is `recheck_minutes` old.
     pub async fn recheck_due(&self) -> Result<Rechecked> {
         let now = self.now();
-        let earliest = now - RECHECK_MINUTES.start() * 60_000;
-        let rows = store::sso::due(self.db.pool(), earliest, BATCH).await?;
+        let rows = store::sso::due(self.db.pool(), now, BATCH).await?;
         let mut providers: HashMap<String, Option<Arc<Provider>>> = HashMap::new();
         let mut out = Rechecked::default();
         for row in rows {
@@ -45,28 +46,32 @@ impl Sso {
             let Some(p) = providers.get(&row.provider_id).cloned().flatten() else {
                 continue;
             };
-            if now - row.checked_at < p.recheck_minutes * 60_000 {
-                continue;
-            }
-            // Claimed first: two instances must not both spend a rotating refresh token.
-            if !store::sso::move_check(self.db.pool(), &p.id, &row.subject, row.checked_at, now)
-                .await?
+            // Claimed first (pushed to the next interval): two instances must not both spend a
+            // rotating refresh token.
+            let claimed = now + p.recheck_ms();
+            if !store::sso::move_check(
+                self.db.pool(),
+                &p.id,
+                &row.subject,
+                row.next_check_at,
+                claimed,
+            )
+            .await?
             {
                 continue;
             }
             out.checked += 1;
-            match self.recheck_one(&p, &row, now).await {
+            // Bounded: a provider that never answers must not hold up the round.
+            let result = tokio::time::timeout(CHECK_TIMEOUT, self.recheck_one(&p, &row, now))
+                .await
+                .unwrap_or_else(|_| Err(Error::invalid("the provider did not answer in time")));
+            match result {
                 Ok(ended) => out.ended += usize::from(ended),
                 Err(e) => {
+                    // Due again at the next round, behind those waiting longer.
                     tracing::warn!(provider = %p.slug, user_id = %row.user_id, error = %e, "a sign-in re-check failed; asked again at the next round");
-                    store::sso::move_check(
-                        self.db.pool(),
-                        &p.id,
-                        &row.subject,
-                        now,
-                        row.checked_at,
-                    )
-                    .await?;
+                    store::sso::move_check(self.db.pool(), &p.id, &row.subject, claimed, now)
+                        .await?;
                 }
             }
         }
@@ -89,7 +94,16 @@ impl Sso {
             Some(t) => zeroize::Zeroizing::new(t),
             None => {
                 // Unreadable (a master key gone): the person is checked at their next sign-in.
-                store::sso::checked(self.db.pool(), &p.id, &row.subject, now, None, true).await?;
+                store::sso::checked(
+                    self.db.pool(),
+                    &p.id,
+                    &row.subject,
+                    now,
+                    now + p.recheck_ms(),
+                    None,
+                    true,
+                )
+                .await?;
                 return Ok(false);
             }
         };
@@ -133,9 +147,9 @@ impl Sso {
         };
         let mut tx = self.db.begin_write().await?;
         let ended = match &granted {
-            Some(None) => {
-                store::sso::drop_membership(&mut *tx, &p.project_id, &row.user_id, &p.id).await?
-            }
+            Some(None) => self.end_membership(&mut tx, p, &row.user_id, now).await?,
+            // A provider speaks for its own project only (see `complete`).
+            Some(Some(_)) if self.elsewhere(&mut tx, p, &row.user_id).await? => false,
             Some(Some(g)) => {
                 store::sso::set_membership(
                     &mut *tx,
@@ -156,15 +170,13 @@ impl Sso {
             &p.id,
             &row.subject,
             now,
+            now + p.recheck_ms(),
             next_token.as_ref().map(parts),
             refused,
         )
         .await?;
         tx.commit().await?;
         self.db.changed();
-        if ended {
-            tracing::info!(user_id = %row.user_id, provider = %p.slug, "membership ended at a background re-check");
-        }
         Ok(ended)
     }
 }

@@ -104,21 +104,25 @@ pub async fn identity_user<'e>(
     .await?)
 }
 
-/// Links an identity to a user, or records another sign-in of a linked one: checked now, with
-/// the provider's refresh token (sealed) if it sent one.
+/// Links an identity to a user, or records another sign-in of a linked one: checked now, next
+/// at `next_check_at`, with the provider's refresh token (sealed) if it sent one.
+#[allow(clippy::too_many_arguments)]
 pub async fn link_identity<'e>(
     ex: impl Exec<'e>,
     provider_id: &str,
     subject: &str,
     user_id: &str,
     now: i64,
+    next_check_at: i64,
     refresh: Option<SealedParts<'_>>,
 ) -> Result<()> {
     sqlx::query(
         "INSERT INTO sso_identities (provider_id, subject, user_id, created_at, signed_in_at, checked_at, \
-         refresh_ciphertext, refresh_nonce, refresh_key_version) VALUES ($1, $2, $3, $4, $4, $4, $5, $6, $7) \
+         next_check_at, refresh_ciphertext, refresh_nonce, refresh_key_version) \
+         VALUES ($1, $2, $3, $4, $4, $4, $8, $5, $6, $7) \
          ON CONFLICT (provider_id, subject) DO UPDATE SET signed_in_at = excluded.signed_in_at, \
-         checked_at = excluded.checked_at, refresh_ciphertext = excluded.refresh_ciphertext, \
+         checked_at = excluded.checked_at, next_check_at = excluded.next_check_at, \
+         refresh_ciphertext = excluded.refresh_ciphertext, \
          refresh_nonce = excluded.refresh_nonce, refresh_key_version = excluded.refresh_key_version",
     )
     .bind(provider_id)
@@ -128,6 +132,7 @@ pub async fn link_identity<'e>(
     .bind(refresh.map(|s| s.0))
     .bind(refresh.map(|s| s.1))
     .bind(refresh.map(|s| s.2))
+    .bind(next_check_at)
     .execute(ex)
     .await?;
     Ok(())
@@ -139,38 +144,41 @@ pub struct DueRow {
     pub provider_id: String,
     pub subject: String,
     pub user_id: String,
-    pub checked_at: i64,
+    pub next_check_at: i64,
     pub refresh_ciphertext: String,
     pub refresh_nonce: String,
     pub refresh_key_version: i64,
 }
 
-/// Identities with a refresh token last checked at or before `before`, oldest first.
-pub async fn due<'e>(ex: impl Exec<'e>, before: i64, limit: i64) -> Result<Vec<DueRow>> {
+/// Identities with a refresh token whose re-check is due at `now`, longest due first.
+pub async fn due<'e>(ex: impl Exec<'e>, now: i64, limit: i64) -> Result<Vec<DueRow>> {
     Ok(sqlx::query_as(
-        "SELECT provider_id, subject, user_id, checked_at, refresh_ciphertext, refresh_nonce, \
+        "SELECT provider_id, subject, user_id, next_check_at, refresh_ciphertext, refresh_nonce, \
          refresh_key_version FROM sso_identities WHERE refresh_ciphertext IS NOT NULL \
-         AND refresh_nonce IS NOT NULL AND refresh_key_version IS NOT NULL AND checked_at <= $1 \
-         ORDER BY checked_at LIMIT $2",
+         AND refresh_nonce IS NOT NULL AND refresh_key_version IS NOT NULL AND next_check_at <= $1 \
+         ORDER BY next_check_at LIMIT $2",
     )
-    .bind(before)
+    .bind(now)
     .bind(limit)
     .fetch_all(ex)
     .await?)
 }
 
-/// Records a background check of an identity: when, and the refresh token to use next (None:
-/// keep the one it has); `forget` drops the refresh token (the provider refused it).
+/// Records a background check of an identity: when, when the next is due, and the refresh
+/// token to use next (None: keep the one it has); `forget` drops the refresh token (the provider
+/// refused it).
+#[allow(clippy::too_many_arguments)]
 pub async fn checked<'e>(
     ex: impl Exec<'e>,
     provider_id: &str,
     subject: &str,
     now: i64,
+    next_check_at: i64,
     refresh: Option<SealedParts<'_>>,
     forget: bool,
 ) -> Result<()> {
     sqlx::query(
-        "UPDATE sso_identities SET checked_at = $1, \
+        "UPDATE sso_identities SET checked_at = $1, next_check_at = $8, \
          refresh_ciphertext = CASE WHEN $2 = 1 THEN NULL ELSE COALESCE($3, refresh_ciphertext) END, \
          refresh_nonce = CASE WHEN $2 = 1 THEN NULL ELSE COALESCE($4, refresh_nonce) END, \
          refresh_key_version = CASE WHEN $2 = 1 THEN NULL ELSE COALESCE($5, refresh_key_version) END \
@@ -183,6 +191,7 @@ pub async fn checked<'e>(
     .bind(refresh.map(|s| s.2))
     .bind(provider_id)
     .bind(subject)
+    .bind(next_check_at)
     .execute(ex)
     .await?;
     Ok(())
@@ -267,10 +276,10 @@ pub async fn is_break_glass<'e>(ex: impl Exec<'e>, user_id: &str) -> Result<bool
     Ok(n.unwrap_or(0) != 0)
 }
 
-/// Moves an identity's last check from `seen` to `to`; false when another instance (or a
-/// sign-in) moved it first. The re-check claims an identity so, and gives it back (`to` and
-/// `seen` swapped) when the provider could not be asked: a refresh token used twice at once
-/// would be refused the second time.
+/// Moves an identity's next re-check from `seen` to `to`; false when another instance (or a
+/// sign-in) moved it first. The re-check claims an identity so (a refresh token used twice at
+/// once would be refused the second time), and, when the provider could not be asked, moves it
+/// to now: due again at the next round, behind those waiting longer.
 pub async fn move_check<'e>(
     ex: impl Exec<'e>,
     provider_id: &str,
@@ -279,8 +288,8 @@ pub async fn move_check<'e>(
     to: i64,
 ) -> Result<bool> {
     let done = sqlx::query(
-        "UPDATE sso_identities SET checked_at = $1 \
-         WHERE provider_id = $2 AND subject = $3 AND checked_at = $4",
+        "UPDATE sso_identities SET next_check_at = $1 \
+         WHERE provider_id = $2 AND subject = $3 AND next_check_at = $4",
     )
     .bind(to)
     .bind(provider_id)
@@ -289,4 +298,38 @@ pub async fn move_check<'e>(
     .execute(ex)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// Whether the user is linked to an identity of another provider than `provider_id`.
+pub async fn linked_elsewhere<'e>(
+    ex: impl Exec<'e>,
+    user_id: &str,
+    provider_id: &str,
+) -> Result<bool> {
+    let n: i64 = sqlx::query_scalar(
+        "SELECT CAST(COUNT(*) AS BIGINT) FROM sso_identities WHERE user_id = $1 AND provider_id <> $2",
+    )
+    .bind(user_id)
+    .bind(provider_id)
+    .fetch_one(ex)
+    .await?;
+    Ok(n > 0)
+}
+
+/// Forgets every identity of a provider (its issuer or client changed: they name other people).
+pub async fn forget_identities<'e>(ex: impl Exec<'e>, provider_id: &str) -> Result<u64> {
+    let done = sqlx::query("DELETE FROM sso_identities WHERE provider_id = $1")
+        .bind(provider_id)
+        .execute(ex)
+        .await?;
+    Ok(done.rows_affected())
+}
+
+/// Ends every portal session of the user (their account was just linked to an identity).
+pub async fn end_sessions<'e>(ex: impl Exec<'e>, user_id: &str) -> Result<u64> {
+    let done = sqlx::query("DELETE FROM portal_sessions WHERE user_id = $1")
+        .bind(user_id)
+        .execute(ex)
+        .await?;
+    Ok(done.rows_affected())
 }

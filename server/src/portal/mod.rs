@@ -82,7 +82,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .into_router()
         // Signed out, the OAuth callback sends the person to sign in and back (a page, not JSON).
         .route("/oauth/callback", get(oauth::callback))
-        .route("/sso/{slug}/start", get(sso::start))
+        .route("/sso/{slug}/start", axum::routing::post(sso::start))
         .route("/sso/{slug}/callback", get(sso::callback))
         .merge(pages)
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))

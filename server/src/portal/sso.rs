@@ -1,11 +1,11 @@
-//! `/sso/{slug}/start` and `/sso/{slug}/callback`: the browser's two stops of a sign-in through
+//! `POST /sso/{slug}/start` and `GET /sso/{slug}/callback`: the browser's two stops of a sign-in through
 //! an identity provider. The attempt (state, nonce, PKCE verifier, where to go next) waits in
 //! the person's session and is taken out, once, by the callback; core checks the rest. A
 //! successful sign-in gets a fresh session that ends at the provider's re-check time (the
 //! session store keeps no session past `SESSION_RECHECK_KEY`). Failures land on /login with a
 //! reason.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Form, Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use tower_sessions::Session;
@@ -34,15 +34,17 @@ fn shown(e: workbench_core::Error) -> Response {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct StartQuery {
+pub struct StartForm {
     next: Option<String>,
 }
 
+/// A POST from the sign-in page (so the CSRF layer refuses one started by another site: a
+/// browser led through someone else's provider would end up signed in as them).
 pub async fn start(
     State(state): State<AppState>,
     session: Session,
     Path(slug): Path<String>,
-    Query(q): Query<StartQuery>,
+    Form(q): Form<StartForm>,
 ) -> Response {
     let next = safe_next(q.next.as_deref(), state.config.public_url.as_str());
     let (url, pending) = match state.wb.sso().start(&slug, &next).await {

@@ -92,7 +92,7 @@ pub async fn document() -> Json<Value> {
         "paths": {
             "/v1/me": { "get": {
                 "summary": "The identity behind the API key",
-                "responses": { "200": { "description": "user, project and key, and the limits its calls are counted against: rate_limit_per_minute (the key's own) and limits (of the policy it runs under)" }, "401": error_response("unauthorized") }
+                "responses": { "200": { "description": "user, project and key, policy_id (the key's) and user_policy_id (the cap the user's groups give them at single sign-on; both must allow a call), and the limits its calls are counted against: rate_limit_per_minute (the key's own) and limits (of the policies it runs under)" }, "401": error_response("unauthorized") }
             }},
             "/v1/tools": { "get": {
                 "summary": "List the catalog: every tool this key may run; with q, search it as search_tools does",

@@ -136,7 +136,7 @@ fn target(app: &TestApp, res: &reqwest::Response) -> url::Url {
 /// Starts a sign-in through `slug` in `browser` and lets the provider answer: the callback URL
 /// the provider sends the browser back to (not visited yet).
 async fn through_idp(app: &TestApp, browser: &Browser, slug: &str) -> String {
-    let res = browser.get(&format!("/sso/{slug}/start")).await;
+    let res = start(browser, slug, None).await;
     assert_eq!(res.status(), 303, "start");
     let authorize = location(&res);
     // The provider is another site: the browser's workbench cookies do not go there.
@@ -152,6 +152,19 @@ async fn through_idp(app: &TestApp, browser: &Browser, slug: &str) -> String {
         "{callback}"
     );
     callback
+}
+
+/// Starts a sign-in through `slug` as the sign-in page's button does (a form POST from our
+/// origin, which the browser client sends on every request).
+async fn start(browser: &Browser, slug: &str, next: Option<&str>) -> reqwest::Response {
+    let form: Vec<(&str, &str)> = next.map(|n| ("next", n)).into_iter().collect();
+    browser
+        .client
+        .post(format!("{}/sso/{slug}/start", browser.base))
+        .form(&form)
+        .send()
+        .await
+        .unwrap()
 }
 
 /// Visits `url` in `browser` (its cookies), as following a redirect does.
@@ -264,7 +277,7 @@ db_test!(
         assert!(html.contains("/sso/acme/start"), "{html}");
 
         let b = app.browser();
-        let res = b.get("/sso/acme/start?next=%2Fapi-keys").await;
+        let res = start(&b, "acme", Some("/api-keys")).await;
         assert_eq!(res.status(), 303);
         let authorize = location(&res);
         assert!(
@@ -366,7 +379,7 @@ db_test!(
             json!({ "object": "sso_preview", "signs_in": true, "role": "admin", "policy_id": null, "matched": "wb-admins" })
         );
         // An unknown provider is refused the same way.
-        let res = app.browser().get("/sso/nope/start").await;
+        let res = start(&app.browser(), "nope", None).await;
         refusal(app, &res, "unknown provider");
     }
 );
@@ -485,7 +498,7 @@ db_test!(
         assert_eq!(me(app, &key).await.0, 200);
         assert_eq!(invoke(app, &key, "vault_list", json!({})).await.0, 200);
 
-        idp.set_person(eve.in_groups(&["sales"]));
+        idp.set_person(eve.clone().in_groups(&["sales"]));
         let again = app.browser();
         let res = sso_sign_in(app, &again, SLUG).await;
         refusal(app, &res, "no longer in a mapped group");
@@ -495,6 +508,16 @@ db_test!(
         assert_eq!(status, 401, "{out}");
         assert_eq!(invoke(app, &key, "vault_list", json!({})).await.0, 401);
         assert!(!signed_in(&first).await);
+        // Revoked, as removing a member revokes: mapped again later, the old key stays dead.
+        idp.set_person(eve.clone());
+        let back = app.browser();
+        assert_landed(app, &sso_sign_in(app, &back, SLUG).await, "/");
+        assert_eq!(
+            me(app, &key).await.0,
+            401,
+            "the key came back with the membership"
+        );
+        assert_eq!(me(app, &portal_key(&back).await).await.0, 200);
     }
 );
 
@@ -834,6 +857,18 @@ db_test!(
             (
                 "a vault secret that does not exist",
                 json!({ "client_secret_ref": "vault:NO_SUCH_SECRET" }),
+            ),
+            (
+                "another provider's environment variable",
+                json!({ "client_secret_ref": "env:WB_SSO_OTHER_SECRET" }),
+            ),
+            (
+                "any other environment variable",
+                json!({ "client_secret_ref": "env:WB_MASTER_KEY" }),
+            ),
+            (
+                "an admin capped by a policy",
+                json!({ "mappings": [{ "group": "eng", "role": "admin", "policy_id": eng }] }),
             ),
             ("recheck_minutes too short", json!({ "recheck_minutes": 4 })),
             (
@@ -1450,5 +1485,82 @@ db_test!(
         .await
         .unwrap();
         assert_eq!(linked, 0);
+    }
+);
+
+db_test!(a_sign_in_cannot_be_started_by_another_site, |backend| {
+    let Some(s) = setup(backend).await else {
+        return;
+    };
+    let (app, idp) = (&s.app, &s.idp);
+    idp.set_person(Person::new("idp-zed", "zed@example.com", &["eng"]));
+    // A page elsewhere posting the sign-in form (or linking to it) leads nowhere: a browser
+    // led through someone's provider would otherwise end up signed in as them.
+    let res = app
+        .http()
+        .post(app.url("/sso/acme/start"))
+        .header("origin", "https://evil.example")
+        .header("sec-fetch-site", "cross-site")
+        .form(&[("next", "/")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    let res = app.browser().get("/sso/acme/start").await;
+    assert_eq!(res.status(), 405, "no GET: a link cannot start it");
+    assert_eq!(idp.token_requests(), 0);
+    assert!(!user_exists(app, "zed@example.com").await);
+});
+
+db_test!(
+    a_provider_pointed_at_another_issuer_forgets_who_it_signed_in,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp, admin) = (&s.app, &s.idp, &s.admin);
+        idp.set_person(Person::new("idp-gil", "gil@example.com", &["eng"]));
+        assert_landed(app, &sso_sign_in(app, &app.browser(), SLUG).await, "/");
+        let count = || async {
+            sqlx::query_scalar::<_, i64>("SELECT CAST(COUNT(*) AS BIGINT) FROM sso_identities")
+                .fetch_one(app.wb.db().pool())
+                .await
+                .unwrap()
+        };
+        assert_eq!(count().await, 1);
+        // Renamed only: the identities stay.
+        let mut body = provider_body(idp, &s.eng_policy);
+        body["name"] = json!("Acme SSO");
+        assert_eq!(put_provider(app, admin, SLUG, body).await.0, 200);
+        assert_eq!(count().await, 1);
+        // Another issuer names other people by the same subjects: forgotten.
+        let other = sso_idp::start(app.clock.clone()).await;
+        let body = provider_body(&other, &s.eng_policy);
+        assert_eq!(put_provider(app, admin, SLUG, body).await.0, 200);
+        assert_eq!(count().await, 0);
+    }
+);
+
+db_test!(
+    a_break_glass_account_is_never_linked_to_a_provider,
+    |backend| {
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp) = (&s.app, &s.idp);
+        app.user("ops@example.com", Role::Admin).await;
+        app.wb
+            .accounts()
+            .set_break_glass("ops@example.com", true)
+            .await
+            .unwrap();
+        idp.set_person(Person::new("idp-ops", "ops@example.com", &["wb-admins"]));
+        let b = app.browser();
+        let message = refusal(app, &sso_sign_in(app, &b, SLUG).await, "break-glass");
+        assert!(message.contains("cannot be linked"), "{message}");
+        assert!(!signed_in(&b).await);
+        // Its password still works.
+        let res = app.browser().sign_in("ops@example.com", PASSWORD).await;
+        assert!(res.status().is_success(), "{}", res.status());
     }
 );

@@ -278,7 +278,7 @@ pub async fn document() -> Json<Value> {
                             "name": { "type": "string", "minLength": 1, "maxLength": 200 },
                             "issuer": { "type": "string", "description": "https URL (http only to loopback); <issuer>/.well-known/openid-configuration must name exactly it" },
                             "client_id": { "type": "string" },
-                            "client_secret_ref": { "type": ["string", "null"], "description": "vault:NAME (this project's vault) or env:WB_SSO_NAME (the server's environment); null: a public client" },
+                            "client_secret_ref": { "type": ["string", "null"], "description": "vault:NAME (this project's vault) or env:WB_SSO_<SLUG>_SECRET (the server's variable for this provider); null: a public client" },
                             "scopes": { "type": "array", "items": { "type": "string" }, "description": "must include openid (default: openid email profile)" },
                             "groups_claim": { "type": "string", "description": "the ID token claim listing groups (default: groups)" },
                             "mappings": { "type": "array", "maxItems": 100, "description": "first match wins", "items": { "type": "object", "required": ["group", "role"], "additionalProperties": false, "properties": { "group": { "type": "string" }, "role": { "enum": ["admin", "member"] }, "policy_id": { "type": ["string", "null"] } } } },

@@ -15,7 +15,7 @@ use crate::api_auth::ApiCaller;
 use crate::api_error::ApiError;
 use crate::state::AppState;
 
-const SHAPE: &str = "{\"name\", \"issuer\", \"client_id\", \"client_secret_ref\"?: \"vault:NAME\"|\"env:WB_SSO_NAME\"|null, \"scopes\"?, \"groups_claim\"?, \"mappings\"?: [{\"group\", \"role\", \"policy_id\"?}], \"default_role\"?, \"default_policy_id\"?, \"recheck_minutes\"?}";
+const SHAPE: &str = "{\"name\", \"issuer\", \"client_id\", \"client_secret_ref\"?: \"vault:NAME\"|\"env:WB_SSO_<SLUG>_SECRET\"|null, \"scopes\"?, \"groups_claim\"?, \"mappings\"?: [{\"group\", \"role\", \"policy_id\"?}], \"default_role\"?, \"default_policy_id\"?, \"recheck_minutes\"?}";
 
 pub async fn list(
     State(state): State<AppState>,

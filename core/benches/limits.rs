@@ -15,7 +15,7 @@ use workbench_core::policy::{Applied, Limit, Mode, Policy, ToolAllowlist};
 use workbench_core::store::Db;
 
 fn policy(limits: &[&str]) -> Applied {
-    Applied(Some(Arc::new(Policy {
+    Applied::one(Some(Arc::new(Policy {
         id: "pol_bench".into(),
         object: "policy".into(),
         name: "bench".into(),
@@ -67,7 +67,7 @@ fn bench(c: &mut Criterion) {
         who.api_key_id = Some("key_bench".into());
         (Limits::new(db, Arc::new(SystemClock)), who)
     });
-    let none = Applied(None);
+    let none = Applied::one(None);
     let three = policy(&[
         "1000000000 calls per minute per key on storage.*",
         "1000000000 calls per day per user",

@@ -20,10 +20,7 @@ pub fn grant(
     default_policy_id: Option<&str>,
     groups: &[String],
 ) -> Option<Granted> {
-    if let Some(rule) = mappings
-        .iter()
-        .find(|m| groups.iter().any(|g| *g == m.group))
-    {
+    if let Some(rule) = mappings.iter().find(|m| groups.contains(&m.group)) {
         return Some(Granted {
             role: rule.role,
             policy_id: rule.policy_id.clone(),

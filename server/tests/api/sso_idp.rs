@@ -23,6 +23,9 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use workbench_core::clock::{Clock, ManualClock};
 
+/// The last token request: its Basic client id, and its form.
+type TokenRequest = (Option<String>, HashMap<String, String>);
+
 /// The client workbench is registered as at this provider.
 pub const CLIENT_ID: &str = "workbench-test";
 /// Its client secret (tests keep it in the project's vault).
@@ -253,7 +256,7 @@ struct IdpState {
     /// The issuer the discovery document names (None: the real one).
     discovery_issuer: Mutex<Option<String>>,
     /// The Authorization header and form of the last token request.
-    last_token_request: Mutex<Option<(Option<String>, HashMap<String, String>)>>,
+    last_token_request: Mutex<Option<TokenRequest>>,
     discovery_requests: AtomicUsize,
     token_requests: AtomicUsize,
     id_tokens_issued: AtomicUsize,

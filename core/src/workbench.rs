@@ -215,6 +215,7 @@ impl Workbench {
             db.clone(),
             clock.clone(),
             vault.clone(),
+            connections.clone(),
             guarded.clone(),
             options.confirmations.public_url.clone(),
         );

@@ -22,6 +22,7 @@ pub use providers::{problems, redirect_uri, secret_env_var, Provider, RECHECK_MI
 pub use recheck::Rechecked;
 
 use crate::clock::Clock;
+use crate::connections::Connections;
 use crate::egress::GuardedClient;
 use crate::ids::new_id;
 use crate::model::sso::{SignInChoices, SignInProvider};
@@ -61,6 +62,8 @@ pub struct Sso {
     db: Db,
     clock: Arc<dyn Clock>,
     vault: Vault,
+    /// To revoke, at their providers, the tokens of connections of a membership that ends.
+    connections: Connections,
     oidc: oidc::Oidc,
     public_url: String,
 }
@@ -70,6 +73,7 @@ impl Sso {
         db: Db,
         clock: Arc<dyn Clock>,
         vault: Vault,
+        connections: Connections,
         http: GuardedClient,
         public_url: String,
     ) -> Sso {
@@ -77,6 +81,7 @@ impl Sso {
             db,
             clock,
             vault,
+            connections,
             oidc: oidc::Oidc::new(http),
             public_url,
         }
@@ -141,20 +146,30 @@ impl Sso {
     }
 
     /// Ends the membership the provider gave `user_id` (if it gave one) and revokes what they
-    /// held in the project, as removing a member does; true when it did.
+    /// held in the project, as removing a member does: None when there was none, else the
+    /// connections it ended (their tokens are revoked at their providers once this commits).
     async fn end_membership(
         &self,
         tx: &mut store::Tx,
         p: &Provider,
         user_id: &str,
         now: i64,
-    ) -> Result<bool> {
+    ) -> Result<Option<Vec<store::connections::ConnectionRow>>> {
         if !store::sso::drop_membership(&mut **tx, &p.project_id, user_id, &p.id).await? {
-            return Ok(false);
+            return Ok(None);
         }
-        crate::auth::revoke_what_a_member_held(tx, &p.project_id, user_id, now).await?;
+        let connections =
+            crate::auth::revoke_what_a_member_held(tx, &p.project_id, user_id, now).await?;
         tracing::info!(user_id, provider = %p.slug, "membership ended: no mapped group, or disabled at the provider");
-        Ok(true)
+        Ok(Some(connections))
+    }
+
+    /// Revokes the tokens of ended connections at the providers that offer it, as a disconnect
+    /// or a member's removal does.
+    async fn revoke_upstream(&self, ended: &Option<Vec<store::connections::ConnectionRow>>) {
+        for row in ended.iter().flatten() {
+            self.connections.revoke_upstream(row, None).await;
+        }
     }
 
     /// Whether the account belongs to a project other than the provider's.
@@ -242,11 +257,13 @@ impl Sso {
         let mut tx = self.db.begin_write().await?;
         let linked = store::sso::identity_user(&mut *tx, &p.id, &who.subject).await?;
         let Some(granted) = granted else {
+            let mut ended = None;
             if let Some(user_id) = &linked {
-                self.end_membership(&mut tx, &p, user_id, now).await?;
+                ended = self.end_membership(&mut tx, &p, user_id, now).await?;
             }
             tx.commit().await?;
             self.db.changed();
+            self.revoke_upstream(&ended).await;
             return Err(Error::invalid(format!(
                 "your groups at {} give no access to this workbench; ask an admin to map one of them",
                 p.name

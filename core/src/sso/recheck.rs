@@ -146,8 +146,12 @@ impl Sso {
             }
         };
         let mut tx = self.db.begin_write().await?;
+        let mut revoked = None;
         let ended = match &granted {
-            Some(None) => self.end_membership(&mut tx, p, &row.user_id, now).await?,
+            Some(None) => {
+                revoked = self.end_membership(&mut tx, p, &row.user_id, now).await?;
+                revoked.is_some()
+            }
             // A provider speaks for its own project only (see `complete`).
             Some(Some(_)) if self.elsewhere(&mut tx, p, &row.user_id).await? => false,
             Some(Some(g)) => {
@@ -177,6 +181,7 @@ impl Sso {
         .await?;
         tx.commit().await?;
         self.db.changed();
+        self.revoke_upstream(&revoked).await;
         Ok(ended)
     }
 }

@@ -26,14 +26,14 @@ const SLUG: &str = "acme";
 /// An app allowed to reach loopback, its admin's key, a provider registered as `acme` that maps
 /// `wb-admins` to admin and `eng` to member capped with `eng_policy` (which denies storage.put),
 /// and lets no one else in.
-struct Sso {
-    app: TestApp,
-    admin: String,
-    idp: FakeIdp,
-    eng_policy: String,
+pub(crate) struct Sso {
+    pub app: TestApp,
+    pub admin: String,
+    pub idp: FakeIdp,
+    pub eng_policy: String,
 }
 
-async fn setup(backend: Backend) -> Option<Sso> {
+pub(crate) async fn setup(backend: Backend) -> Option<Sso> {
     let app = spawn_app_with(backend, Options::loopback()).await?;
     let (_, admin) = admin_with_key(&app).await;
     store_client_secret(&app, &admin).await;
@@ -183,13 +183,13 @@ async fn visit(browser: &Browser, url: &str) -> reqwest::Response {
 
 /// Signs in through provider `slug` in `browser`: start, provider, callback. The callback's
 /// answer.
-async fn sso_sign_in(app: &TestApp, browser: &Browser, slug: &str) -> reqwest::Response {
+pub(crate) async fn sso_sign_in(app: &TestApp, browser: &Browser, slug: &str) -> reqwest::Response {
     let callback = through_idp(app, browser, slug).await;
     visit(browser, &callback).await
 }
 
 /// Asserts that `res` (a callback's answer) signed the person in: 303 to `next`.
-fn assert_landed(app: &TestApp, res: &reqwest::Response, next: &str) {
+pub(crate) fn assert_landed(app: &TestApp, res: &reqwest::Response, next: &str) {
     assert_eq!(res.status(), 303, "the callback redirects");
     let to = target(app, res);
     assert!(
@@ -200,7 +200,7 @@ fn assert_landed(app: &TestApp, res: &reqwest::Response, next: &str) {
 }
 
 /// Asserts that `res` refused a sign-in (303 to /login?sso_error=...): the message.
-fn refusal(app: &TestApp, res: &reqwest::Response, what: &str) -> String {
+pub(crate) fn refusal(app: &TestApp, res: &reqwest::Response, what: &str) -> String {
     assert_eq!(res.status(), 303, "{what}: the callback redirects");
     let to = target(app, res);
     assert_eq!(to.path(), "/login", "{what}: {to}");
@@ -229,7 +229,7 @@ async fn signed_in(browser: &Browser) -> bool {
 }
 
 /// A new API key made in the portal by whoever `browser` is signed in as: its secret.
-async fn portal_key(browser: &Browser) -> String {
+pub(crate) async fn portal_key(browser: &Browser) -> String {
     let res = browser.call("create_api_key", &[("name", "laptop")]).await;
     assert_eq!(res.status(), 200);
     let created: Value = res.json().await.unwrap();
@@ -1562,5 +1562,49 @@ db_test!(
         // Its password still works.
         let res = app.browser().sign_in("ops@example.com", PASSWORD).await;
         assert!(res.status().is_success(), "{}", res.status());
+    }
+);
+
+db_test!(
+    a_membership_a_provider_ends_revokes_its_connections_at_the_remote_server,
+    |backend| {
+        use crate::upstream_sign_in::{
+            admin_connects, connect_in, live_upstream_tokens, register, whoami,
+        };
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, idp, admin) = (&s.app, &s.idp, &s.admin);
+        let up = app!(backend, Options::loopback());
+        up.user("ada@upstream.test", Role::Admin).await;
+        let carol_up = up.user("carol@upstream.test", Role::Member).await;
+        let id = register(app, &up, admin).await;
+        admin_connects(app, &up, admin, &id).await;
+        // carol signs in through the provider and connects the remote server as herself.
+        let carol = Person::new("idp-carol", "carol@example.com", &["eng"]);
+        idp.set_person(carol.clone());
+        let b = app.browser();
+        assert_landed(app, &sso_sign_in(app, &b, SLUG).await, "/");
+        let key = portal_key(&b).await;
+        connect_in(app, &up, &key, &b, "carol@upstream.test").await;
+        let out = whoami(app, &key).await;
+        assert_eq!(out["result"]["email"], "carol@upstream.test", "{out}");
+
+        // Out of the mapped groups: the next sign-in ends the membership, and the tokens the
+        // remote server issued for her are revoked there, as removing her would.
+        idp.set_person(carol.in_groups(&["sales"]));
+        refusal(
+            app,
+            &sso_sign_in(app, &app.browser(), SLUG).await,
+            "no mapped group",
+        );
+        assert_eq!(
+            live_upstream_tokens(app, &up, &carol_up).await,
+            0,
+            "tokens still live upstream after the provider ended the membership"
+        );
+        // The admin's own connection is untouched.
+        let out = whoami(app, admin).await;
+        assert_eq!(out["result"]["email"], "ada@upstream.test", "{out}");
     }
 );

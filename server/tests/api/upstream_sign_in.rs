@@ -39,10 +39,21 @@ async fn connect_as(
     email: &str,
     upstream_user: &str,
 ) -> Value {
-    let (link, _) = mcp_call(app, key, "connect", json!({ "integration": "remote" })).await;
-    let url = link["url"].as_str().unwrap_or_else(|| panic!("{link}"));
     let b = app.browser();
     assert!(b.sign_in(email, PASSWORD).await.status().is_success());
+    connect_in(app, up, key, &b, upstream_user).await
+}
+
+/// The same for someone signed in to workbench in browser `b` however they signed in.
+pub(crate) async fn connect_in(
+    app: &TestApp,
+    up: &TestApp,
+    key: &str,
+    b: &crate::helpers::Browser,
+    upstream_user: &str,
+) -> Value {
+    let (link, _) = mcp_call(app, key, "connect", json!({ "integration": "remote" })).await;
+    let url = link["url"].as_str().unwrap_or_else(|| panic!("{link}"));
     let res = b.get(&path_of(url)).await;
     assert!(res.status().is_redirection(), "{}", res.status());
     let authorize = location(&res);
@@ -80,13 +91,13 @@ async fn remote_status(app: &TestApp, key: &str) -> Option<bool> {
         .map(|i| i["connected"].as_bool().unwrap())
 }
 
-async fn whoami(app: &TestApp, key: &str) -> Value {
+pub(crate) async fn whoami(app: &TestApp, key: &str) -> Value {
     execute(app, key, json!([{ "tool": "remote.whoami", "args": {} }])).await[0].clone()
 }
 
 /// The admin registers the second workbench as `remote`, in user_oauth mode: it awaits their
 /// sign-in; the server's id.
-async fn register(app: &TestApp, up: &TestApp, key: &str) -> String {
+pub(crate) async fn register(app: &TestApp, up: &TestApp, key: &str) -> String {
     let res = app
         .http()
         .post(app.url("/v1/mcp/servers"))
@@ -114,7 +125,7 @@ async fn register(app: &TestApp, up: &TestApp, key: &str) -> String {
 
 /// The admin (ada, upstream ada@upstream.test) connects: the tools are listed with their
 /// connection and, that first listing being the registration's, reach the catalog approved.
-async fn admin_connects(app: &TestApp, up: &TestApp, key: &str, id: &str) {
+pub(crate) async fn admin_connects(app: &TestApp, up: &TestApp, key: &str, id: &str) {
     let link = connect_as(app, up, key, "ada@example.com", "ada@upstream.test").await;
     let (waited, _) = mcp_call(
         app,
@@ -155,7 +166,11 @@ async fn admin_connects(app: &TestApp, up: &TestApp, key: &str, id: &str) {
 
 /// How many tokens the upstream issued workbench for `upstream_user` are still live (revoking
 /// them is how they are counted: the test ends with them).
-async fn live_upstream_tokens(app: &TestApp, up: &TestApp, upstream_user: &Principal) -> u64 {
+pub(crate) async fn live_upstream_tokens(
+    app: &TestApp,
+    up: &TestApp,
+    upstream_user: &Principal,
+) -> u64 {
     let grants = up.wb.oauth().grants(upstream_user).await.unwrap();
     assert_eq!(grants.len(), 1);
     assert_eq!(grants[0].client_id, app.url("/oauth/client-metadata"));

@@ -2,7 +2,7 @@
 //! they are in decides the role and the policy cap; else the provider's default; else nothing.
 
 use crate::auth::Role;
-use crate::model::sso::GroupMapping;
+use workbench_model::sso::GroupMapping;
 
 /// The outcome of a mapping for a set of groups.
 #[derive(Debug, Clone, PartialEq, Eq)]

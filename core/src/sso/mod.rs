@@ -25,10 +25,10 @@ use crate::clock::Clock;
 use crate::connections::Connections;
 use crate::egress::GuardedClient;
 use crate::ids::new_id;
-use crate::model::sso::{SignInChoices, SignInProvider};
 use crate::store::{self, users::UserRow, Db};
 use crate::vault::{Sealed, Vault};
 use crate::{Error, Result};
+use workbench_model::sso::{SignInChoices, SignInProvider};
 
 /// Client secrets in the environment are in variables named `WB_SSO_<SLUG>_SECRET`: an admin
 /// cannot have any other variable of the server (a master key, another project's provider's

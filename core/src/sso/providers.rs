@@ -9,12 +9,12 @@ use super::{Sso, SECRET_ENV_PREFIX};
 use crate::auth::{Operation, Principal, Role};
 use crate::clock::rfc3339;
 use crate::ids::new_id;
-use crate::model::sso::{
+use crate::store::{self, sso::ProviderRow};
+use crate::{Error, Result};
+use workbench_model::sso::{
     GroupMapping, ProviderInput, SsoPreview, SsoProvider, DEFAULT_GROUPS_CLAIM,
     DEFAULT_RECHECK_MINUTES, DEFAULT_SCOPES,
 };
-use crate::store::{self, sso::ProviderRow};
-use crate::{Error, Result};
 
 const MAX_MAPPINGS: usize = 100;
 const MAX_SCOPES: usize = 20;

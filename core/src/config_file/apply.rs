@@ -120,6 +120,22 @@ enum Undo {
     ToolSetDelete(String),
     ToolSetRestore(String, ToolSetInput),
     ToolSetCreate(ToolSetInput),
+    ProviderDelete(String),
+    ProviderRestore(Box<super::ProviderEntry>),
+}
+
+/// Registers (or replaces) a sign-in provider from a file entry, its policies looked up by name
+/// now (the file may have just created them).
+async fn put_provider(wb: &Workbench, who: &Principal, entry: &super::ProviderEntry) -> Result<()> {
+    let policies = wb.policies().list(who).await?;
+    let input = entry.input(|name| {
+        policies
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| p.id.clone())
+            .ok_or_else(|| Error::invalid(format!("no policy is named {name:?}")))
+    })?;
+    wb.sso().put(who, &entry.slug, input).await.map(|_| ())
 }
 
 async fn run(wb: &Workbench, who: &Principal, step: &Step) -> Result<Undo> {
@@ -206,6 +222,17 @@ async fn run(wb: &Workbench, who: &Principal, step: &Step) -> Result<Undo> {
             wb.tool_sets().delete(who, id).await?;
             Undo::ToolSetCreate(before.into())
         }
+        Step::ProviderPut { entry, from, .. } => {
+            put_provider(wb, who, entry).await?;
+            match from {
+                Some(before) => Undo::ProviderRestore(before.clone()),
+                None => Undo::ProviderDelete(entry.slug.clone()),
+            }
+        }
+        Step::ProviderDelete { before } => {
+            wb.sso().delete(who, &before.slug).await?;
+            Undo::ProviderRestore(before.clone())
+        }
     })
 }
 
@@ -243,5 +270,7 @@ async fn undo(wb: &Workbench, who: &Principal, u: Undo) -> Result<()> {
             wb.tool_sets().replace(who, &id, &before).await.map(|_| ())
         }
         Undo::ToolSetCreate(before) => wb.tool_sets().create(who, &before).await.map(|_| ()),
+        Undo::ProviderDelete(slug) => wb.sso().delete(who, &slug).await,
+        Undo::ProviderRestore(before) => put_provider(wb, who, &before).await,
     }
 }

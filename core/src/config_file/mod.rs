@@ -1,6 +1,6 @@
 //! A project's configuration as a file kept in git (`workbench config export|apply`,
 //! `GET /v1/config`, `POST /v1/config/apply`): its settings, egress allowlist, policies, custom
-//! apps, MCP servers and tool sets as YAML, secrets by vault name only. Applying a file checks every entry
+//! apps, MCP servers, tool sets and sign-in providers as YAML, secrets by vault name only. Applying a file checks every entry
 //! first and changes nothing unless all pass; this module holds the file's shape, `plan` the
 //! comparison and checks, `apply` the changes in order with their undo.
 
@@ -48,6 +48,123 @@ pub struct ConfigFile {
     /// Tool sets, each published at `/mcp/sets/<slug>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_sets: Option<Vec<ToolSetInput>>,
+    /// Identity providers people sign in through (single sign-on), mapping policies by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sign_in_providers: Option<Vec<ProviderEntry>>,
+}
+
+/// A sign-in provider as a file holds it: its mapping names policies by name, so a file
+/// carries across instances (where ids differ).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderEntry {
+    pub slug: String,
+    pub name: String,
+    pub issuer: String,
+    pub client_id: String,
+    /// `vault:NAME` or `env:WB_SSO_<SLUG>_SECRET`; none for a public client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret_ref: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups_claim: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mappings: Vec<MappingEntry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_role: Option<crate::auth::Role>,
+    /// The policy of a person in no mapped group, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_policy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recheck_minutes: Option<i64>,
+}
+
+/// One rule of a provider's mapping, its policy by name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MappingEntry {
+    pub group: String,
+    pub role: crate::auth::Role,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+}
+
+impl ProviderEntry {
+    /// The entry with every default written out, as an export shows it.
+    pub fn normal(&self) -> ProviderEntry {
+        use workbench_model::sso::{DEFAULT_GROUPS_CLAIM, DEFAULT_RECHECK_MINUTES, DEFAULT_SCOPES};
+        let mut e = self.clone();
+        e.scopes
+            .get_or_insert_with(|| DEFAULT_SCOPES.iter().map(|s| s.to_string()).collect());
+        e.groups_claim
+            .get_or_insert_with(|| DEFAULT_GROUPS_CLAIM.to_owned());
+        e.recheck_minutes.get_or_insert(DEFAULT_RECHECK_MINUTES);
+        e
+    }
+
+    /// The policy names the entry uses.
+    pub fn policy_names(&self) -> impl Iterator<Item = &str> {
+        self.mappings
+            .iter()
+            .filter_map(|m| m.policy.as_deref())
+            .chain(self.default_policy.as_deref())
+    }
+
+    /// The registration, with policy names turned into ids by `id_of`.
+    pub fn input(
+        &self,
+        mut id_of: impl FnMut(&str) -> Result<String>,
+    ) -> Result<workbench_model::sso::ProviderInput> {
+        let mut mappings = Vec::with_capacity(self.mappings.len());
+        for m in &self.mappings {
+            mappings.push(workbench_model::sso::GroupMapping {
+                group: m.group.clone(),
+                role: m.role,
+                policy_id: m.policy.as_deref().map(&mut id_of).transpose()?,
+            });
+        }
+        Ok(workbench_model::sso::ProviderInput {
+            name: self.name.clone(),
+            issuer: self.issuer.clone(),
+            client_id: self.client_id.clone(),
+            client_secret_ref: self.client_secret_ref.clone(),
+            scopes: self.scopes.clone(),
+            groups_claim: self.groups_claim.clone(),
+            mappings,
+            default_role: self.default_role,
+            default_policy_id: self.default_policy.as_deref().map(&mut id_of).transpose()?,
+            recheck_minutes: self.recheck_minutes,
+        })
+    }
+
+    /// A registered provider as a file holds it, its policies named by `name_of`.
+    pub fn of(
+        p: workbench_model::sso::SsoProvider,
+        name_of: impl Fn(&str) -> String,
+    ) -> ProviderEntry {
+        ProviderEntry {
+            slug: p.slug,
+            name: p.name,
+            issuer: p.issuer,
+            client_id: p.client_id,
+            client_secret_ref: p.client_secret_ref,
+            scopes: Some(p.scopes),
+            groups_claim: Some(p.groups_claim),
+            mappings: p
+                .mappings
+                .into_iter()
+                .map(|m| MappingEntry {
+                    group: m.group,
+                    role: m.role,
+                    policy: m.policy_id.as_deref().map(&name_of),
+                })
+                .collect(),
+            default_role: p.default_role,
+            default_policy: p.default_policy_id.as_deref().map(&name_of),
+            recheck_minutes: Some(p.recheck_minutes),
+        }
+    }
 }
 
 /// Project settings. A setting left out is left alone; `null` sets it to its default.
@@ -121,7 +238,7 @@ impl ConfigFile {
     pub fn from_value(value: Value) -> Result<ConfigFile> {
         if !value.is_object() {
             return Err(Error::invalid(
-                "a configuration file is a mapping with version, settings, egress, policies, apps, mcp_servers and tool_sets",
+                "a configuration file is a mapping with version, settings, egress, policies, apps, mcp_servers, tool_sets and sign_in_providers",
             ));
         }
         let file: ConfigFile = serde_json::from_value(value).map_err(|e| {
@@ -151,10 +268,22 @@ pub async fn export(wb: &Workbench, who: &Principal) -> Result<ConfigFile> {
     who.require(Operation::ConfigExport)?;
     let mut egress = wb.egress().list(who).await?;
     egress.sort();
-    let mut policies: Vec<PolicyEntry> = wb
-        .policies()
+    let all_policies = wb.policies().list(who).await?;
+    let name_of = |id: &str| {
+        all_policies
+            .iter()
+            .find(|p| p.id == id)
+            .map_or_else(|| id.to_owned(), |p| p.name.clone())
+    };
+    let sign_in_providers = wb
+        .sso()
         .list(who)
         .await?
+        .into_iter()
+        .map(|p| ProviderEntry::of(p, name_of))
+        .collect();
+    let mut policies: Vec<PolicyEntry> = all_policies
+        .clone()
         .into_iter()
         .map(|p| PolicyEntry {
             name: p.name,
@@ -187,5 +316,6 @@ pub async fn export(wb: &Workbench, who: &Principal) -> Result<ConfigFile> {
         apps: Some(apps.into_iter().map(|(_, v)| v).collect()),
         mcp_servers: Some(servers),
         tool_sets: Some(tool_sets),
+        sign_in_providers: Some(sign_in_providers),
     })
 }

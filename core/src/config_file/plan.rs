@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{export, ConfigFile, PolicyEntry};
+use super::{export, ConfigFile, PolicyEntry, ProviderEntry};
 use crate::auth::Principal;
 use crate::egress::validate_pattern;
 use crate::integrations::IntegrationDef;
@@ -139,6 +139,15 @@ pub(super) enum Step {
         id: String,
         slug: String,
     },
+    /// Registers a sign-in provider, or replaces one (`from`).
+    ProviderPut {
+        entry: Box<ProviderEntry>,
+        from: Option<Box<ProviderEntry>>,
+        fields: Vec<String>,
+    },
+    ProviderDelete {
+        before: Box<ProviderEntry>,
+    },
 }
 
 impl Step {
@@ -177,6 +186,23 @@ impl Step {
                 c(Action::Update, "tool_set", &to.slug, fields)
             }
             Step::ToolSetDelete { slug, .. } => c(Action::Delete, "tool_set", slug, &[]),
+            Step::ProviderPut {
+                entry,
+                from,
+                fields,
+            } => c(
+                if from.is_some() {
+                    Action::Update
+                } else {
+                    Action::Create
+                },
+                "sign_in_provider",
+                &entry.slug,
+                fields,
+            ),
+            Step::ProviderDelete { before } => {
+                c(Action::Delete, "sign_in_provider", &before.slug, &[])
+            }
         }
     }
 }
@@ -607,6 +633,73 @@ pub(super) async fn plan(wb: &Workbench, who: &Principal, file: &ConfigFile) -> 
         }
     }
 
+    if let Some(providers) = &file.sign_in_providers {
+        for slug in duplicates(providers.iter().map(|p| p.slug.as_str())) {
+            problems.push(format!("sign_in_providers: {slug} is listed twice"));
+        }
+        // The policies there will be: the file's, if it lists them, else the project's.
+        let policy_names: BTreeSet<String> = match &file.policies {
+            Some(ps) => ps.iter().map(|p| p.name.clone()).collect(),
+            None => wb
+                .policies()
+                .list(who)
+                .await?
+                .into_iter()
+                .map(|p| p.name)
+                .collect(),
+        };
+        let have = current.sign_in_providers.clone().unwrap_or_default();
+        for entry in providers {
+            let entry = entry.normal();
+            let mut ok = true;
+            for name in entry.policy_names() {
+                if !policy_names.contains(name) {
+                    problems.push(format!(
+                        "sign_in_provider {}: no policy is named {name:?}",
+                        entry.slug
+                    ));
+                    ok = false;
+                }
+            }
+            // The checks that need neither the database nor the provider (the registration
+            // itself reads the provider's discovery document when it is applied).
+            let input = entry.input(|name| Ok(name.to_owned()))?;
+            for p in crate::sso::problems(&entry.slug, &input) {
+                problems.push(format!("sign_in_provider {}: {p}", entry.slug));
+                ok = false;
+            }
+            if !ok {
+                continue;
+            }
+            match have.iter().find(|h| h.slug == entry.slug) {
+                Some(h) if *h == entry => unchanged += 1,
+                existing => {
+                    let fields = match existing {
+                        Some(h) => differing(
+                            &serde_json::to_value(h).map_err(|e| Error::internal(e.to_string()))?,
+                            &serde_json::to_value(&entry)
+                                .map_err(|e| Error::internal(e.to_string()))?,
+                        ),
+                        None => Vec::new(),
+                    };
+                    steps.push(Step::ProviderPut {
+                        entry: Box::new(entry.clone()),
+                        from: existing.cloned().map(Box::new),
+                        fields,
+                    });
+                }
+            }
+        }
+        for h in have
+            .iter()
+            .filter(|h| !providers.iter().any(|p| p.slug == h.slug))
+        {
+            deletions.push(Step::ProviderDelete {
+                before: Box::new(h.clone()),
+            });
+        }
+    }
+
     if !problems.is_empty() {
         let n = problems.len();
         return Err(Error::invalid(format!(
@@ -616,14 +709,15 @@ pub(super) async fn plan(wb: &Workbench, who: &Principal, file: &ConfigFile) -> 
         )));
     }
     // Deletions run last: tool sets first (before the tools they name go), then servers
-    // (their tools leave the catalog before apps' names are freed), policies after the keys'
-    // new policies exist.
+    // (their tools leave the catalog before apps' names are freed), sign-in providers (they may
+    // map a policy that goes), policies after the keys' new policies exist.
     deletions.sort_by_key(|s| match s {
         Step::ToolSetDelete { .. } => 0,
         Step::ServerDelete { .. } => 1,
         Step::AppDelete { .. } => 2,
-        Step::PolicyDelete { .. } => 3,
-        _ => 4,
+        Step::ProviderDelete { .. } => 3,
+        Step::PolicyDelete { .. } => 4,
+        _ => 5,
     });
     steps.extend(deletions);
     Ok(Plan {

@@ -1608,3 +1608,99 @@ db_test!(
         assert_eq!(out["result"]["email"], "ada@upstream.test", "{out}");
     }
 );
+
+db_test!(
+    sign_in_providers_live_in_the_configuration_file_with_policies_by_name,
+    |backend| {
+        use crate::config_file::{apply, export_json};
+        let Some(s) = setup(backend).await else {
+            return;
+        };
+        let (app, admin) = (&s.app, &s.admin);
+        let mut file = export_json(app, admin).await;
+        let acme = &file["sign_in_providers"][0];
+        assert_eq!(acme["slug"], SLUG, "{file}");
+        assert_eq!(acme["client_secret_ref"], "vault:OIDC_SECRET");
+        assert_eq!(
+            acme["mappings"],
+            json!([
+                { "group": "wb-admins", "role": "admin" },
+                { "group": "eng", "role": "member", "policy": "eng" },
+            ]),
+            "policies by name: {file}"
+        );
+        assert!(!file.to_string().contains(CLIENT_SECRET));
+
+        // One file adds a policy and maps a group to it by name.
+        file["policies"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({ "name": "contractors", "tool_allowlist": { "mode": "allowlist", "allow": ["vault_list"] } }));
+        file["sign_in_providers"][0]["mappings"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({ "group": "contractors", "role": "member", "policy": "contractors" }));
+        let yaml = file.to_string();
+        let (status, out) = apply(app, admin, &yaml, false).await;
+        assert_eq!(status, 200, "{out}");
+        let diff = out["diff"].as_str().unwrap();
+        assert!(diff.contains("+ policy contractors"), "{diff}");
+        assert!(diff.contains("~ sign_in_provider acme: mappings"), "{diff}");
+        let (_, listed) = rest(app, admin, "GET", "/v1/sso/providers", Value::Null).await;
+        let contractors = policy_id_named(app, admin, "contractors").await;
+        assert_eq!(
+            listed["data"][0]["mappings"][2],
+            json!({ "group": "contractors", "role": "member", "policy_id": contractors }),
+            "{listed}"
+        );
+        let (status, again) = apply(app, admin, &yaml, false).await;
+        assert_eq!(status, 200, "{again}");
+        assert_eq!(
+            again["changes"],
+            json!([]),
+            "applying twice changes nothing: {again}"
+        );
+
+        // A policy name nothing has refuses the whole file.
+        let mut bad = file.clone();
+        bad["sign_in_providers"][0]["default_policy"] = json!("nobody");
+        bad["egress"] = json!(["api.example.com"]);
+        let (status, out) = apply(app, admin, &bad.to_string(), false).await;
+        assert_eq!(status, 422, "{out}");
+        assert!(out.to_string().contains("no policy is named"), "{out}");
+        let (_, now) = rest(app, admin, "GET", "/v1/egress", Value::Null).await;
+        assert!(
+            !now.to_string().contains("api.example.com"),
+            "nothing applied: {now}"
+        );
+
+        // Left out of the list, the provider goes (before the policy it maps could).
+        let mut gone = file.clone();
+        gone["sign_in_providers"] = json!([]);
+        let (status, out) = apply(app, admin, &gone.to_string(), false).await;
+        assert_eq!(status, 200, "{out}");
+        assert!(
+            out["diff"]
+                .as_str()
+                .unwrap()
+                .contains("- sign_in_provider acme"),
+            "{out}"
+        );
+        let (_, listed) = rest(app, admin, "GET", "/v1/sso/providers", Value::Null).await;
+        assert_eq!(listed["data"], json!([]));
+    }
+);
+
+/// The id of the project's policy named `name`.
+async fn policy_id_named(app: &TestApp, admin: &str, name: &str) -> String {
+    let (_, list) = rest(app, admin, "GET", "/v1/policies", Value::Null).await;
+    list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no policy {name}: {list}"))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}

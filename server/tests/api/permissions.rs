@@ -306,6 +306,11 @@ async fn send(
     if let Some(token) = &caller.bearer {
         req = req.bearer_auth(token);
     }
+    // The sign-in page's form: a browser posts it with our origin (the CSRF layer refuses a
+    // POST without one, whoever sends it; that refusal is tested in sso.rs).
+    if path.starts_with("/sso/") && method == "POST" {
+        req = req.header("origin", &app.origin);
+    }
     if path == "/mcp" && method == "POST" {
         req = req
             .header("accept", "application/json, text/event-stream")

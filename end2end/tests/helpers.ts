@@ -13,7 +13,7 @@ export async function signIn(page: Page) {
   await page.goto("/login");
   await page.getByLabel("Email").fill(ADMIN);
   await page.getByLabel("Password").fill(PASSWORD);
-  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
   await expect(page.getByTestId("viewer-email")).toHaveText(ADMIN);
 }
 

@@ -144,7 +144,7 @@ async function connectAndReachConsent(page: Page, provider: PageOAuthProvider, r
   sameQuery(next, authorize);
   await page.getByLabel("Email").fill(ADMIN);
   await page.getByLabel("Password").fill(PASSWORD);
-  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
 
   // Back on the authorize page, now the consent page.
   await page.waitForURL((u) => u.pathname === "/oauth/authorize");

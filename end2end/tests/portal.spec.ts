@@ -14,7 +14,7 @@ async function signIn(page: Page, email = ADMIN, password = PASSWORD) {
   await page.goto("/login");
   await page.getByLabel("Email").fill(email);
   await page.getByLabel("Password").fill(password);
-  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
 }
 
 async function v1Me(key: string): Promise<number> {

@@ -57,7 +57,7 @@ test("a person signs in to a remote MCP server from a connect link and the agent
   await page.waitForURL((u) => u.origin === remoteURL && u.pathname === "/login");
   await page.getByLabel("Email").fill(REMOTE_USER);
   await page.getByLabel("Password").fill(PASSWORD);
-  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
   await page.waitForURL((u) => u.origin === remoteURL && u.pathname === "/oauth/authorize");
   // The remote's consent page names workbench by its client ID metadata document.
   await expect(page.getByText(`${baseURL}/oauth/client-metadata`).first()).toBeVisible();

@@ -47,8 +47,9 @@ struct Bucket {
     start: i64,
     end: i64,
     limit: i64,
-    /// The policy and the limit it counts (None: the key's own).
-    of: Option<(String, Limit)>,
+    /// The positions of the policy (in `Applied::policies`) and of the limit it counts (None:
+    /// the key's own); looked up only when the call is refused.
+    of: Option<(usize, usize)>,
 }
 
 /// The egress quotas an admitted call pays into once its bytes are known.
@@ -129,15 +130,15 @@ impl Limits {
                 of: None,
             });
         }
-        for p in policy.policies() {
-            for l in p.limits.iter().filter(|l| covers(l, tool)) {
+        for (pi, p) in policy.policies().enumerate() {
+            for (li, l) in p.limits.iter().enumerate().filter(|(_, l)| covers(l, tool)) {
                 let (start, end) = window(l.every, now);
                 let b = Bucket {
                     name: bucket_name(&p.id, l, who),
                     start,
                     end,
                     limit: l.calls.or(l.egress_bytes).unwrap_or(0),
-                    of: Some((p.id.clone(), l.clone())),
+                    of: Some((pi, li)),
                 };
                 if l.calls.is_some() {
                     calls.push(b);
@@ -219,7 +220,10 @@ impl Limits {
         match refused {
             Some(b) => {
                 self.refund(&spent);
-                let limit = b.of.clone();
+                let limit = b.of.and_then(|(pi, li)| {
+                    let p = policy.policies().nth(pi)?;
+                    Some((p.id.clone(), p.limits.get(li)?.clone()))
+                });
                 Ok(Err(Refusal {
                     retry_after_s: seconds_until(b.end, now),
                     limit,

@@ -19,7 +19,7 @@ mod pages;
 #[cfg(feature = "ssr")]
 mod ssr;
 #[cfg(feature = "ssr")]
-pub use ssr::PortalConfig;
+pub use ssr::{begin_session, PortalConfig};
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Title};

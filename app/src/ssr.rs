@@ -12,6 +12,24 @@ pub fn wb() -> Result<Workbench, AppError> {
     use_context::<Workbench>().ok_or_else(|| AppError::Message("services unavailable".into()))
 }
 
+/// Starts a fresh session (new id, so a planted one is useless) for `user_id`. One that began
+/// through an identity provider ends at `recheck_at` (ms), when the person signs in again. The
+/// one way a portal session starts: password sign-in, first-run setup and single sign-on.
+pub async fn begin_session(
+    session: &Session,
+    user_id: &str,
+    recheck_at: Option<i64>,
+) -> Result<(), tower_sessions::session::Error> {
+    session.cycle_id().await?;
+    session.insert(SESSION_USER_KEY, user_id).await?;
+    if let Some(at) = recheck_at {
+        session
+            .insert(workbench_core::auth::SESSION_RECHECK_KEY, at)
+            .await?;
+    }
+    Ok(())
+}
+
 pub async fn session() -> Result<Session, AppError> {
     leptos_axum::extract::<Session>()
         .await

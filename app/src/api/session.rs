@@ -21,16 +21,13 @@ pub async fn viewer() -> Result<Option<ViewerInfo>, AppError> {
     }
 }
 
-/// A fresh session (new id, so a planted one is useless) for the signed-in user.
+/// A fresh session for the signed-in user (`ssr::begin_session`).
 #[cfg(feature = "ssr")]
 async fn start_session(user_id: &str) -> Result<(), AppError> {
     let session = ssr::session().await?;
-    let failed = |_| AppError::Message("cannot start a session; try again".into());
-    session.cycle_id().await.map_err(failed)?;
-    session
-        .insert(workbench_core::auth::SESSION_USER_KEY, user_id)
+    ssr::begin_session(&session, user_id, None)
         .await
-        .map_err(failed)
+        .map_err(|_| AppError::Message("cannot start a session; try again".into()))
 }
 
 /// Checks the credentials, starts a fresh session (new id) and goes to `next` or home.

@@ -9,7 +9,7 @@ use axum::extract::{Form, Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use tower_sessions::Session;
-use workbench_core::auth::{safe_next, SESSION_RECHECK_KEY, SESSION_USER_KEY};
+use workbench_core::auth::safe_next;
 use workbench_core::sso::Pending;
 
 use crate::state::AppState;
@@ -90,14 +90,9 @@ pub async fn callback(
         Ok(s) => s,
         Err(e) => return shown(e),
     };
-    // A fresh session (new id, so a planted one is useless) that ends at the re-check.
-    let started = session.cycle_id().await.is_ok()
-        && session
-            .insert(SESSION_USER_KEY, &signed_in.user_id)
-            .await
-            .is_ok()
-        && session
-            .insert(SESSION_RECHECK_KEY, signed_in.recheck_at)
+    // A fresh session that ends at the re-check.
+    let started =
+        workbench_app::begin_session(&session, &signed_in.user_id, Some(signed_in.recheck_at))
             .await
             .is_ok();
     if !started {

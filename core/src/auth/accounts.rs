@@ -136,7 +136,7 @@ impl Accounts {
         let user = store::users::by_email(self.db.pool(), &email)
             .await?
             .ok_or_else(|| Error::invalid(format!("no user with email {email}")))?;
-        store::sso::set_break_glass(self.db.pool(), &user.id, on).await?;
+        store::users::set_break_glass(self.db.pool(), &user.id, on).await?;
         tracing::info!(user_id = %user.id, on, "break-glass sign-in changed");
         Ok(())
     }
@@ -311,7 +311,7 @@ impl Accounts {
                 store::sign_in::clear(self.db.pool(), &account_scope).await?;
                 self.forgive_attempt(&scopes[1..], now).await?;
                 if !self.password_sign_in
-                    && !store::sso::is_break_glass(self.db.pool(), &p.user_id).await?
+                    && !store::users::is_break_glass(self.db.pool(), &p.user_id).await?
                 {
                     return Err(Error::Forbidden("password sign-in is turned off; sign in with your organisation's identity provider"));
                 }

@@ -288,7 +288,7 @@ impl Sso {
                     Some(u) if who.email_verified => {
                         // Never a break-glass account (the way in when providers fail), never
                         // one another provider already speaks for.
-                        if store::sso::is_break_glass(&mut *tx, &u.id).await?
+                        if store::users::is_break_glass(&mut *tx, &u.id).await?
                             || store::sso::linked_elsewhere(&mut *tx, &u.id, &p.id).await?
                         {
                             return Err(Error::invalid(format!(
@@ -298,7 +298,7 @@ impl Sso {
                         }
                         // Whoever held a session of this account before it was linked (it may
                         // have been made by someone else, through another provider) loses it.
-                        store::sso::end_sessions(&mut *tx, &u.id).await?;
+                        store::sessions::delete_of_user(&mut *tx, &u.id).await?;
                         tracing::info!(user_id = %u.id, provider = %p.slug, "identity linked by verified email");
                         u.id
                     }
@@ -363,7 +363,7 @@ impl Sso {
         Ok(SignedIn {
             user_id,
             next: pending.next.clone(),
-            recheck_at: now + p.recheck_minutes * 60 * 1000,
+            recheck_at: now + p.recheck_ms(),
         })
     }
 }

@@ -69,3 +69,12 @@ pub async fn delete_expired<'e>(ex: impl Exec<'e>, now: i64) -> Result<u64> {
         .await?;
     Ok(r.rows_affected())
 }
+
+/// Ends every portal session of the user (their account was just linked to an identity).
+pub async fn delete_of_user<'e>(ex: impl Exec<'e>, user_id: &str) -> Result<u64> {
+    let done = sqlx::query("DELETE FROM portal_sessions WHERE user_id = $1")
+        .bind(user_id)
+        .execute(ex)
+        .await?;
+    Ok(done.rows_affected())
+}

@@ -1,6 +1,6 @@
 //! Single sign-on rows: a project's OpenID Connect providers (settings as JSON, validated before
-//! they are stored), the identities people signed in with, the memberships a provider gives
-//! (role and policy cap) and break-glass accounts.
+//! they are stored), the identities people signed in with and the memberships a provider gives
+//! (role and policy cap).
 
 use sqlx::FromRow;
 
@@ -259,23 +259,6 @@ pub async fn policy_caps_someone<'e>(
     Ok(n > 0)
 }
 
-pub async fn set_break_glass<'e>(ex: impl Exec<'e>, user_id: &str, on: bool) -> Result<bool> {
-    let done = sqlx::query("UPDATE users SET break_glass = $1 WHERE id = $2")
-        .bind(i64::from(on))
-        .bind(user_id)
-        .execute(ex)
-        .await?;
-    Ok(done.rows_affected() == 1)
-}
-
-pub async fn is_break_glass<'e>(ex: impl Exec<'e>, user_id: &str) -> Result<bool> {
-    let n: Option<i64> = sqlx::query_scalar("SELECT break_glass FROM users WHERE id = $1")
-        .bind(user_id)
-        .fetch_optional(ex)
-        .await?;
-    Ok(n.unwrap_or(0) != 0)
-}
-
 /// Moves an identity's next re-check from `seen` to `to`; false when another instance (or a
 /// sign-in) moved it first. The re-check claims an identity so (a refresh token used twice at
 /// once would be refused the second time), and, when the provider could not be asked, moves it
@@ -320,15 +303,6 @@ pub async fn linked_elsewhere<'e>(
 pub async fn forget_identities<'e>(ex: impl Exec<'e>, provider_id: &str) -> Result<u64> {
     let done = sqlx::query("DELETE FROM sso_identities WHERE provider_id = $1")
         .bind(provider_id)
-        .execute(ex)
-        .await?;
-    Ok(done.rows_affected())
-}
-
-/// Ends every portal session of the user (their account was just linked to an identity).
-pub async fn end_sessions<'e>(ex: impl Exec<'e>, user_id: &str) -> Result<u64> {
-    let done = sqlx::query("DELETE FROM portal_sessions WHERE user_id = $1")
-        .bind(user_id)
         .execute(ex)
         .await?;
     Ok(done.rows_affected())

@@ -87,3 +87,41 @@ pub async fn table_exists(db: &Db, table: &str) -> bool {
         .await
         .is_ok()
 }
+
+/// One row of `sso_identities` as stored, for tests that check what is kept (a refresh token
+/// never in clear) and what is forgotten.
+#[derive(Debug, Clone)]
+pub struct StoredIdentity {
+    pub provider_id: String,
+    pub subject: String,
+    pub user_id: String,
+    pub checked_at: i64,
+    pub refresh_ciphertext: Option<String>,
+    pub refresh_nonce: Option<String>,
+    pub refresh_key_version: Option<i64>,
+    /// Every column of the row that reads as text, whatever columns the table has.
+    pub texts: Vec<String>,
+}
+
+/// Every row of `sso_identities`, by subject.
+pub async fn sso_identities(db: &Db) -> Result<Vec<StoredIdentity>> {
+    use sqlx::Row as _;
+    let rows = sqlx::query("SELECT * FROM sso_identities ORDER BY subject")
+        .fetch_all(db.pool())
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|row| StoredIdentity {
+            provider_id: row.get("provider_id"),
+            subject: row.get("subject"),
+            user_id: row.get("user_id"),
+            checked_at: row.get("checked_at"),
+            refresh_ciphertext: row.get("refresh_ciphertext"),
+            refresh_nonce: row.get("refresh_nonce"),
+            refresh_key_version: row.get("refresh_key_version"),
+            texts: (0..row.len())
+                .filter_map(|i| row.try_get::<Option<String>, _>(i).ok().flatten())
+                .collect(),
+        })
+        .collect())
+}

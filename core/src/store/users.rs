@@ -1,4 +1,5 @@
-//! Users: email (normalised to lowercase) and argon2id password hash.
+//! Users: email (normalised to lowercase), argon2id password hash, and whether the account is
+//! break-glass (keeps password sign-in when it is turned off).
 
 use sqlx::FromRow;
 
@@ -68,4 +69,22 @@ pub async fn of_project<'e>(ex: impl Exec<'e>, project_id: &str) -> Result<Vec<P
     .bind(project_id)
     .fetch_all(ex)
     .await?)
+}
+
+/// Marks an account break-glass (it keeps password sign-in when that is turned off), or not.
+pub async fn set_break_glass<'e>(ex: impl Exec<'e>, user_id: &str, on: bool) -> Result<bool> {
+    let done = sqlx::query("UPDATE users SET break_glass = $1 WHERE id = $2")
+        .bind(i64::from(on))
+        .bind(user_id)
+        .execute(ex)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn is_break_glass<'e>(ex: impl Exec<'e>, user_id: &str) -> Result<bool> {
+    let n: Option<i64> = sqlx::query_scalar("SELECT break_glass FROM users WHERE id = $1")
+        .bind(user_id)
+        .fetch_optional(ex)
+        .await?;
+    Ok(n.unwrap_or(0) != 0)
 }

@@ -9,9 +9,9 @@ use std::collections::HashMap;
 
 use base64::Engine as _;
 use serde_json::{json, Value};
-use sqlx::Row as _;
 use workbench_core::auth::Role;
 use workbench_core::store;
+use workbench_core::store::testing::StoredIdentity;
 
 use crate::change_notices::rest;
 use crate::helpers::{
@@ -1069,36 +1069,9 @@ fn last_refresh_request(idp: &FakeIdp) -> String {
     form.get("refresh_token").cloned().unwrap_or_default()
 }
 
-/// What sso_identities holds for one identity.
-#[derive(Debug)]
-struct StoredIdentity {
-    subject: String,
-    checked_at: i64,
-    refresh_ciphertext: Option<String>,
-    refresh_nonce: Option<String>,
-    refresh_key_version: Option<i64>,
-    /// Every column of the row that reads as text.
-    texts: Vec<String>,
-}
-
 /// The rows of sso_identities, by subject.
 async fn stored_identities(app: &TestApp) -> Vec<StoredIdentity> {
-    let rows = sqlx::query("SELECT * FROM sso_identities ORDER BY subject")
-        .fetch_all(app.wb.db().pool())
-        .await
-        .unwrap();
-    rows.iter()
-        .map(|row| StoredIdentity {
-            subject: row.get("subject"),
-            checked_at: row.get("checked_at"),
-            refresh_ciphertext: row.get("refresh_ciphertext"),
-            refresh_nonce: row.get("refresh_nonce"),
-            refresh_key_version: row.get("refresh_key_version"),
-            texts: (0..row.len())
-                .filter_map(|i| row.try_get::<Option<String>, _>(i).ok().flatten())
-                .collect(),
-        })
-        .collect()
+    store::testing::sso_identities(app.wb.db()).await.unwrap()
 }
 
 /// Asserts that `stored` holds `token` sealed: a ciphertext, its nonce and key version, and
@@ -1477,13 +1450,11 @@ db_test!(
             .unwrap();
         assert_eq!(memberships.len(), 1, "{memberships:?}");
         assert_eq!(memberships[0].role, "admin");
-        let linked: i64 = sqlx::query_scalar(
-            "SELECT CAST(COUNT(*) AS BIGINT) FROM sso_identities WHERE user_id = $1",
-        )
-        .bind(&ada.id)
-        .fetch_one(app.wb.db().pool())
-        .await
-        .unwrap();
+        let linked = stored_identities(app)
+            .await
+            .into_iter()
+            .filter(|i| i.user_id == ada.id)
+            .count();
         assert_eq!(linked, 0);
     }
 );
@@ -1521,12 +1492,7 @@ db_test!(
         let (app, idp, admin) = (&s.app, &s.idp, &s.admin);
         idp.set_person(Person::new("idp-gil", "gil@example.com", &["eng"]));
         assert_landed(app, &sso_sign_in(app, &app.browser(), SLUG).await, "/");
-        let count = || async {
-            sqlx::query_scalar::<_, i64>("SELECT CAST(COUNT(*) AS BIGINT) FROM sso_identities")
-                .fetch_one(app.wb.db().pool())
-                .await
-                .unwrap()
-        };
+        let count = || async { stored_identities(app).await.len() };
         assert_eq!(count().await, 1);
         // Renamed only: the identities stay.
         let mut body = provider_body(idp, &s.eng_policy);

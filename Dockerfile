@@ -13,7 +13,7 @@ FROM node:${NODE_VERSION}-bookworm-slim AS node
 
 FROM rust:${RUST_VERSION}-bookworm AS build
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-# Node and npm for the CSS build (Tailwind) and wasm-opt; python3's pip to fetch the search model.
+# Node and npm for the CSS build (Tailwind) and the JS minifier (terser); python3's pip to fetch the search model.
 COPY --from=node /usr/local/bin/node /usr/local/bin/node
 COPY --from=node /usr/local/lib/node_modules /usr/local/lib/node_modules
 RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \
@@ -22,7 +22,7 @@ RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \
     && apt-get install -y --no-install-recommends python3-pip \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-# The build tools (wasm target, cargo-leptos, wasm-bindgen-cli, npm packages, the model) depend
+# The build tools (wasm target, wasm-bindgen-cli, npm packages, the model) depend
 # only on these files, so this layer survives source changes.
 COPY scripts/setup.sh scripts/setup.sh
 COPY Cargo.lock package.json package-lock.json ./
@@ -30,7 +30,7 @@ RUN scripts/setup.sh
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target,sharing=locked \
-    cargo leptos build --release \
+    scripts/build-release.sh \
     && mkdir -p /out \
     && cp target/release/workbench /out/workbench \
     && cp -r target/site /out/site

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what building and testing workbench needs, skipping whatever is already there:
-# the wasm32 target, cargo-leptos 0.3.10, wasm-bindgen-cli matching Cargo.lock, the npm build
-# tools (Tailwind, wasm-opt) and, with --with-browser, the test tools: Playwright, the MCP
-# conformance suite, the official MCP Python SDK and the deployment checkers (hadolint,
-# kubernetes-validate; in .venv) and Debian's chromium.
+# the wasm32 target, wasm-bindgen-cli matching Cargo.lock, the npm build tools (Tailwind,
+# terser; scripts/build-release.sh runs them), the search model and, with
+# --with-browser, the test tools: Playwright, the MCP conformance suite, the official MCP Python
+# SDK and the deployment checkers (hadolint, kubernetes-validate; in .venv) and Debian's
+# chromium. cargo-leptos is not needed (build-release.sh does its steps); install it only for
+# `cargo leptos watch` while working on the portal (CONTRIBUTING.md).
 # Nothing here downloads from GitHub.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,16 +32,13 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
   rustup target add wasm32-unknown-unknown
 fi
 
-if ! cargo leptos --version 2>/dev/null | grep -q '0\.3\.10'; then
-  # A debug build without debug info: 345 s here against 415 s with it (docs/benchmarks.md).
-  step "installing cargo-leptos 0.3.10 (once per machine, ~6 min: a debug build of a build tool)"
-  CARGO_PROFILE_DEV_DEBUG=0 cargo install cargo-leptos --version 0.3.10 --locked --debug
-fi
-
 wbv=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/"/, "", $3); print $3; exit }' Cargo.lock)
 if ! wasm-bindgen --version 2>/dev/null | grep -q " ${wbv}\$"; then
-  step "installing wasm-bindgen-cli ${wbv} (matches Cargo.lock)"
-  cargo install wasm-bindgen-cli --version "${wbv}"
+  # Unoptimised: 55 s to build here against 122 s at opt-level 1 and about 240 s at the
+  # release profile's 3, and it still makes the portal's JS bindings in 2 s (against 0.9 s).
+  step "installing wasm-bindgen-cli ${wbv} (matches Cargo.lock; once per machine, ~1 min)"
+  CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_DEBUG=0 \
+    cargo install wasm-bindgen-cli --version "${wbv}"
 fi
 
 npm_ci() { # dir: install from the lockfile unless node_modules already matches it

@@ -6,6 +6,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
+# Where the minutes went, said in the summary: each phase's name and seconds.
+phases="" phase_name=setup phase_start=$start
+phase() { # name, headline
+  local now
+  now=$(date +%s)
+  phases="${phases}${phase_name} $((now - phase_start)) s, "
+  phase_name=$1 phase_start=$now
+  [ -n "${2:-}" ] && echo "==> $2" >&2
+  return 0
+}
 scripts/setup.sh --with-browser
 
 export WB_TEST_POSTGRES=required
@@ -25,25 +35,25 @@ if ! pg_up; then
 fi
 
 # Style gates first: they take a minute and a red one fails the run before the long part.
-echo "==> cargo fmt --check" >&2
+phase fmt "cargo fmt --check"
 if ! cargo fmt --all --check >/dev/null; then
   echo "test.sh: code is not formatted; run: cargo fmt --all" >&2
   exit 1
 fi
-echo "==> cargo clippy --all-targets -D warnings" >&2
+phase clippy "cargo clippy --all-targets -D warnings"
 if ! cargo clippy --all-targets -p workbench-model -p workbench-core -p workbench-server -p workbench-app -- -D warnings; then
   echo "test.sh: clippy found warnings (above); fix them, the gate allows none" >&2
   exit 1
 fi
 
-echo "==> deployment files (hadolint, kustomize + Kubernetes schemas)" >&2
+phase deploy-checks "deployment files (hadolint, kustomize + Kubernetes schemas)"
 scripts/check-deploy.sh
 
 log=$(mktemp)
 # Every test that skips itself writes "<test>\t<reason>" here (tests/api/helpers.rs `skipped`).
 export WB_TEST_SKIP_LOG="$log.skips"
 : > "$WB_TEST_SKIP_LOG"
-echo "==> cargo test (model, core, server: unit + API tests on SQLite and PostgreSQL)" >&2
+phase cargo-test "cargo test (model, core, server: unit + API tests on SQLite and PostgreSQL)"
 set +e
 cargo test -p workbench-model -p workbench-core -p workbench-server 2>&1 | tee "$log"
 rust_status=${PIPESTATUS[0]}
@@ -52,15 +62,15 @@ set -e
 e2e_status=0
 conformance_status=skipped
 if [ "$rust_status" = 0 ]; then
-  echo "==> release build for the browser tests" >&2
+  phase release-build "release build for the browser tests"
   scripts/build-release.sh
-  echo "==> MCP conformance suite (server scenarios)" >&2
+  phase conformance "MCP conformance suite (server scenarios)"
   if end2end/conformance/run.sh target/release/workbench 2>&1 | tee "$log.conformance" | tail -n 12; then
     conformance_status=passed
   else
     conformance_status=failed
   fi
-  echo "==> Playwright (chromium)" >&2
+  phase playwright "Playwright (chromium)"
   set +e
   (cd end2end && npx playwright test) 2>&1 | tee -a "$log"
   e2e_status=${PIPESTATUS[0]}
@@ -123,6 +133,8 @@ if [ -f "$log.conformance" ]; then
 else
   printf '%-50s not run: the Rust tests failed\n' "MCP conformance suite (server scenarios):"
 fi
+phase done
+echo "time by phase: ${phases%, }"
 echo "total time: $(( $(date +%s) - start )) s"
 echo "======================================================"
 rm -f "$log" "$log.conformance" "$log.skips"

@@ -63,23 +63,37 @@ fn rows() -> Vec<Row> {
     let mut with_nestful = shipped.clone();
     with_nestful.extend(nestful.tools.iter().cloned());
     let others = search::other_vendors(10_000);
-    let mut rows = Vec::new();
+    let mut cases = Vec::new();
     for (set, base, queries) in [
         ("own held-out", &shipped, &own),
         ("NESTFUL held-out", &with_nestful, &public),
     ] {
         for extra in [0, 1_000, 10_000] {
-            let mut tools = base.clone();
-            tools.extend(others[..extra].iter().cloned());
-            let (ours, bm25) = search::measure(&tools, queries);
-            rows.push(Row {
-                set,
-                size: tools.len(),
-                ours,
-                base: bm25,
-            });
+            cases.push((set, base, queries, extra));
         }
     }
+    // Each size is measured on a thread of its own: the cases share nothing, and in a debug
+    // build the two at 10,000 tools take most of the test's time (one core idle otherwise).
+    let rows: Vec<Row> = std::thread::scope(|scope| {
+        let others = &others;
+        let handles: Vec<_> = cases
+            .into_iter()
+            .map(|(set, base, queries, extra)| {
+                scope.spawn(move || {
+                    let mut tools = base.clone();
+                    tools.extend(others[..extra].iter().cloned());
+                    let (ours, bm25) = search::measure(&tools, queries);
+                    Row {
+                        set,
+                        size: tools.len(),
+                        ours,
+                        base: bm25,
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
     println!(
         "\n{:<18} {:>6} {:>5}  {:>7} {:>6}   {:>7} {:>6}   {:>6}",
         "queries", "tools", "n", "ours@5", "MRR", "bm25@5", "MRR", "Δ@5"

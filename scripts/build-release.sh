@@ -71,7 +71,6 @@ front() {
   mv "$out/${name}_bg.wasm" "$out/$name.wasm"
   terser "$out/$name.js" --module --compress --mangle --output "$out/$name.min.js"
   mv "$out/$name.min.js" "$out/$name.js"
-  gzip -9 -k -f -n "$out/$name.wasm" "$out/$name.js"
   mkdir -p "$pkg"
   rm -rf "$pkg/snippets"
   cp -r "$out"/. "$pkg"/
@@ -83,8 +82,6 @@ front() {
 mkdir -p "$pkg"
 cp -r public/. "$site"/
 tailwindcss --input style/tailwind.css --output "$pkg/$name.css" --minify
-find "$site" -path "$pkg/$name.wasm" -prune -o -path "$pkg/$name.js" -prune -o -type f \
-  \( -name '*.css' -o -name '*.svg' -o -name '*.js' \) -exec gzip -9 -k -f -n {} +
 
 front "$@" &
 front_pid=$!
@@ -97,4 +94,7 @@ if [ "$server_status" != 0 ] || [ "$front_status" != 0 ]; then
   echo "build-release.sh: the build failed (server $server_status, front end $front_status)" >&2
   exit 1
 fi
+# Once the front end is in place: every file a browser fetches, compressed in one pass.
+find "$site" -type f \( -name '*.wasm' -o -name '*.js' -o -name '*.css' -o -name '*.svg' \) \
+  -exec gzip -9 -k -f -n {} +
 if [ -n "$now" ]; then echo "$now" > "$stamp"; fi

@@ -85,6 +85,10 @@ pub struct TestApp {
     state: Option<AppState>,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    /// `http()`'s client, built once: building one reads and parses the system's certificate
+    /// bundle (reqwest's native roots, which object_store turns on), tens of milliseconds
+    /// unoptimised, and some tests send thousands of requests.
+    http: reqwest::Client,
 }
 
 pub fn temp_dir(tag: &str) -> PathBuf {
@@ -292,6 +296,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         state: Some(kept),
         shutdown: Some(tx),
         server: Some(server),
+        http: plain_client(),
     })
 }
 
@@ -299,6 +304,19 @@ pub const PASSWORD: &str = "correct horse battery staple";
 
 /// The longest a test's HTTP request may go unanswered.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A test's client: plain HTTP to loopback servers, so no certificates are loaded; no redirects
+/// followed; a request unanswered for 120 s fails with its URL instead of hanging the suite.
+fn client() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .tls_built_in_native_certs(false)
+        .redirect(Policy::none())
+        .timeout(REQUEST_TIMEOUT)
+}
+
+fn plain_client() -> reqwest::Client {
+    client().build().unwrap()
+}
 
 impl TestApp {
     /// A view of a server this test did not start in-process (a `workbench serve` process at
@@ -320,6 +338,7 @@ impl TestApp {
             state: None,
             shutdown: None,
             server: None,
+            http: plain_client(),
         }
     }
 
@@ -373,14 +392,9 @@ impl TestApp {
             .to_owned()
     }
 
-    /// A plain HTTP client: no cookies, no redirects followed. A request unanswered for 120 s
-    /// fails with its URL instead of hanging the suite (no test waits that long on purpose).
+    /// A plain HTTP client: no cookies, no redirects followed (`client`).
     pub fn http(&self) -> reqwest::Client {
-        reqwest::Client::builder()
-            .redirect(Policy::none())
-            .timeout(REQUEST_TIMEOUT)
-            .build()
-            .unwrap()
+        self.http.clone()
     }
 
     /// A browser-like client: keeps cookies, sends our Origin on every request, follows no
@@ -388,11 +402,9 @@ impl TestApp {
     pub fn browser(&self) -> Browser {
         let mut headers = HeaderMap::new();
         headers.insert("origin", HeaderValue::from_str(&self.origin).unwrap());
-        let client = reqwest::Client::builder()
-            .redirect(Policy::none())
+        let client = client()
             .cookie_store(true)
             .default_headers(headers)
-            .timeout(REQUEST_TIMEOUT)
             .build()
             .unwrap();
         Browser {

@@ -1229,7 +1229,9 @@ db_test!(
         assert!(call["id"].as_str().unwrap().starts_with("tcall_"));
 
         // The catalog. `avg_latency_ms` is measured: a number once the tool ran (crm.contact.get
-        // just did), null before (http.fetch).
+        // just did), null before (http.fetch). The call's usage counters are written by the
+        // record writer after the answer, so they are flushed first.
+        app.wb.flush_records().await;
         let res = app
             .http()
             .get(app.url("/v1/tools"))

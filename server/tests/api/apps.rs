@@ -959,6 +959,8 @@ db_test!(
         )
         .await;
         assert!(out.iter().all(|o| o.get("result").is_some()), "{out:?}");
+        // The usage counters are written by the record writer after the answer.
+        app.wb.flush_records().await;
         app.clock.advance_ms(40 * 86_400_000);
 
         let latency = |key: String, tool: &'static str| {

@@ -46,12 +46,12 @@ scripts/check-deploy.sh
 # Clippy lints while the tests compile: clippy-driver wraps rustc for the workspace's own
 # crates (what `cargo clippy` does) but compiles them for real, so the dependencies are built
 # once instead of being checked for clippy and then built again for the tests (from nothing:
-# 342 s instead of 225 s + 264 s, docs/benchmarks.md). Any warning fails the build. The variables stay set for
-# `cargo test` below, which selects the same packages and so has nothing to rebuild (selecting
-# workbench-app too would resolve its features apart and rebuild it and the server: 141 s). The
-# wrapper lints every workspace member it compiles, so the portal crate, built as the server's
-# dependency, is linted; it has no test code of its own. A plain `cargo test` afterwards rebuilds
-# the workspace's crates (not the dependencies) once.
+# 342 s instead of 225 s + 264 s, docs/benchmarks.md). Any warning fails the build. The
+# variables stay set for `cargo test` below, which selects the same packages and so has nothing
+# to rebuild (selecting workbench-app too would resolve its features apart and rebuild it and
+# the server: 141 s). The wrapper lints every workspace member it compiles, so the portal
+# crate, built as the server's dependency, is linted; it has no test code of its own. A plain
+# `cargo test` afterwards rebuilds the workspace's crates (not the dependencies) once.
 export RUSTC_WORKSPACE_WRAPPER=clippy-driver
 export CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 phase build-and-clippy "building the tests with clippy (--all-targets, -D warnings)"

@@ -117,6 +117,8 @@ db_test!(invoke_returns_a_tool_call_and_measures_latency, |backend| {
     assert_eq!(call["end_user_id"], "eu_42");
     assert_eq!(call["result"]["size"], 1);
 
+    // The usage counters behind the latency are written by the record writer after the answer.
+    app.wb.flush_records().await;
     let tools: Value = app
         .http()
         .get(app.url("/v1/tools/storage.put"))

@@ -16,7 +16,7 @@ use axum::middleware;
 use axum::routing::get;
 use axum::Router;
 use leptos::prelude::provide_context;
-use leptos_axum::{generate_route_list, LeptosRoutes};
+use leptos_axum::{generate_route_list, AxumRouteListing, LeptosRoutes};
 use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
 use workbench_app::{shell, App};
@@ -48,6 +48,15 @@ pub fn json_routes(state: &AppState) -> Routes {
         .add(M::GET, "/audit.csv", Session, Op::AuditRead, audit_csv::csv)
 }
 
+/// The portal's pages, listed once per process. leptos_router lists them by rendering the app
+/// with a process-wide flag set (`SuppressResourceLoad`) that leaves every resource polled
+/// meanwhile, on any thread, pending forever: a page rendering while a second router is built
+/// (tests run many servers in one process) would never answer.
+fn page_routes() -> Vec<AxumRouteListing> {
+    static ROUTES: std::sync::OnceLock<Vec<AxumRouteListing>> = std::sync::OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(App)).clone()
+}
+
 pub fn routes(state: &AppState) -> Router<AppState> {
     let wb = state.wb.clone();
     let portal = workbench_app::PortalConfig {
@@ -57,7 +66,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         provide_context(wb.clone());
         provide_context(portal.clone());
     };
-    let leptos_routes = generate_route_list(App);
+    let leptos_routes = page_routes();
     let pages = Router::new()
         .leptos_routes_with_context(state, leptos_routes, context.clone(), {
             let options = state.leptos.clone();

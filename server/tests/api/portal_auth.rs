@@ -583,3 +583,52 @@ db_test!(
             .contains("too many attempts"));
     }
 );
+
+// leptos lists a router's pages with a process-wide flag up that leaves any resource polled
+// meanwhile pending forever; the portal lists them once per process, so pages keep rendering
+// while other routers are built (each test server in this process builds one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_render_their_data_while_another_router_is_built() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let app = app!(crate::helpers::Backend::Sqlite);
+    let admin = app.user("root@example.com", Role::Admin).await;
+    let b = app.browser();
+    assert!(b
+        .sign_in(&admin.email, PASSWORD)
+        .await
+        .status()
+        .is_success());
+    let stop = Arc::new(AtomicBool::new(false));
+    let builder = {
+        let (stop, state, runtime) = (
+            stop.clone(),
+            app.state().clone(),
+            tokio::runtime::Handle::current(),
+        );
+        std::thread::spawn(move || {
+            let _runtime = runtime.enter();
+            let mut built = 0;
+            while !stop.load(Ordering::Relaxed) {
+                drop(workbench_server::router(state.clone()));
+                built += 1;
+            }
+            built
+        })
+    };
+    for round in 0..20 {
+        let res = tokio::time::timeout(Duration::from_secs(30), b.get("/"))
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: the page never answered"));
+        assert_eq!(res.status(), 200, "round {round}");
+        let html = res.text().await.unwrap();
+        assert!(
+            html.contains("root@example.com"),
+            "round {round}: the viewer loaded"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(builder.join().unwrap() > 0, "routers were built meanwhile");
+}

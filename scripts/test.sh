@@ -65,8 +65,11 @@ log=$(mktemp)
 export WB_TEST_SKIP_LOG="$log.skips"
 : > "$WB_TEST_SKIP_LOG"
 phase cargo-test "cargo test (model, core, server: unit + API tests on SQLite and PostgreSQL)"
+# 6 test threads on 2 cores: the API tests mostly wait on their servers, databases and
+# subprocesses (the API suite: 483 s on 2 threads, 343 s on 6; running it beside core's tests
+# instead gained nothing, both are CPU-bound together: docs/benchmarks.md).
 set +e
-cargo test -p workbench-model -p workbench-core -p workbench-server 2>&1 | tee "$log"
+cargo test -p workbench-model -p workbench-core -p workbench-server -- --test-threads 6 2>&1 | tee "$log"
 rust_status=${PIPESTATUS[0]}
 set -e
 

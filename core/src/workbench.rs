@@ -235,10 +235,17 @@ impl Workbench {
                 webhooks: webhooks.clone(),
             },
         );
+        let audit = AuditLog::new(db.clone(), recorder.clone(), vault.clone(), clock.clone());
         Ok(Workbench(Arc::new(Parts {
             apps,
+            tool_sets: ToolSets::new(
+                db.clone(),
+                clock.clone(),
+                engine.clone(),
+                upstreams.clone(),
+                audit.clone(),
+            ),
             upstreams,
-            tool_sets: ToolSets::new(db.clone(), clock.clone(), engine.clone()),
             engine,
             oauth: OAuthServer::new(db.clone(), clock.clone(), accounts.clone(), guarded.clone()),
             accounts,
@@ -252,7 +259,7 @@ impl Workbench {
             proxy_tokens: ProxyTokens::new(db.clone(), clock.clone(), options.proxy_token_key),
             connections,
             idempotency: Idempotency::new(db.clone(), clock.clone()),
-            audit: AuditLog::new(db.clone(), recorder, vault.clone(), clock.clone()),
+            audit,
             vault,
             egress: EgressRules::new(db.clone(), clock.clone()),
             db,

@@ -22,6 +22,9 @@ pub struct ToolSetItem {
     /// Names of the live keys limited to this set.
     pub keys: Vec<String>,
     pub updated_at: String,
+    /// Whether it also publishes its MCP servers' prompts and resources.
+    #[serde(default)]
+    pub prompts_and_resources: bool,
 }
 
 /// One tool of a set.

@@ -51,6 +51,33 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// What an upstream MCP server offers besides tools, each reviewed like a tool.
+    pub enum ItemKind ("mcp item kind") {
+        Prompt = "prompt",
+        Resource = "resource",
+        /// A parameterised resource (an RFC 6570 URI template).
+        ResourceTemplate = "resource_template",
+    }
+}
+
+/// One prompt, resource or resource template of an upstream server as an admin reviews it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpItemView {
+    pub kind: ItemKind,
+    /// The prompt's name, the resource's URI or the template's URI template, as the upstream
+    /// gives it.
+    pub key: String,
+    /// What set endpoints show it as: `<tool_prefix><name>` for a prompt, `wb://<server>/<uri>`
+    /// for a resource or template.
+    pub exposed: String,
+    pub status: ToolState,
+    /// What the upstream last listed of it (JSON text).
+    pub body: String,
+    /// What an admin last approved, when it changed since.
+    pub approved_body: Option<String>,
+}
+
 /// One server as the MCP servers pages show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct McpServerView {
@@ -121,4 +148,8 @@ pub struct McpServerDetail {
     /// A local server's command line (for whoever may edit servers), else None.
     pub command_line: Option<String>,
     pub processes: Vec<McpProcessView>,
+    /// The server's prompts, resources and resource templates (held and vanished ones for
+    /// reviewers only).
+    #[serde(default)]
+    pub items: Vec<McpItemView>,
 }

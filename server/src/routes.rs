@@ -246,6 +246,7 @@ pub const SERVER_FNS: &[(&str, Operation)] = &[
     ("refresh_mcp_server", Operation::McpServersManage),
     ("delete_mcp_server", Operation::McpServersManage),
     ("approve_mcp_tool", Operation::McpServersReview),
+    ("approve_mcp_item", Operation::McpServersReview),
     ("set_mcp_tool_side_effects", Operation::McpServersReview),
     ("set_mcp_tool_text", Operation::McpServersReview),
 ];

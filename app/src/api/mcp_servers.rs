@@ -7,8 +7,8 @@ use leptos::prelude::*;
 use crate::AppError;
 pub use workbench_model::catalog::SideEffects;
 pub use workbench_model::upstream::{
-    BreakerState, McpProcessView, McpServerDetail, McpServerView, McpServersData, McpToolView,
-    ProcessState, ServerState, ToolState,
+    BreakerState, ItemKind, McpItemView, McpProcessView, McpServerDetail, McpServerView,
+    McpServersData, McpToolView, ProcessState, ServerState, ToolState,
 };
 
 #[cfg(feature = "ssr")]
@@ -339,13 +339,44 @@ pub async fn mcp_server_page(id: String) -> Result<McpServerDetail, AppError> {
             description_override: t.description_override,
         })
         .collect();
+    let reindent = |s: String| {
+        serde_json::from_str::<serde_json::Value>(&s)
+            .map(|v| pretty(&v))
+            .unwrap_or(s)
+    };
+    let items = wb
+        .upstreams()
+        .items(&p, &id)
+        .await?
+        .into_iter()
+        .map(|mut i| {
+            i.body = reindent(i.body);
+            i.approved_body = i.approved_body.map(reindent);
+            i
+        })
+        .collect();
     Ok(McpServerDetail {
         server,
         tools,
         can_manage: p.allows(workbench_core::auth::Operation::McpServersReview),
         command_line,
         processes,
+        items,
     })
+}
+
+/// Approves one held prompt, resource or resource template (`kind`: prompt, resource or
+/// resource_template; `key`: its upstream name or URI).
+#[server(endpoint = "approve_mcp_item")]
+pub async fn approve_mcp_item(id: String, kind: String, key: String) -> Result<(), AppError> {
+    let p = ssr::principal().await?;
+    let kind =
+        ItemKind::parse(&kind).ok_or_else(|| AppError::Message("unknown item kind".into()))?;
+    ssr::wb()?
+        .upstreams()
+        .approve_items(&p, &id, kind, std::slice::from_ref(&key))
+        .await?;
+    Ok(())
 }
 
 #[server(endpoint = "approve_mcp_tool")]

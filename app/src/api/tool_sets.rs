@@ -58,6 +58,7 @@ pub async fn tool_sets_page() -> Result<ToolSetsData, AppError> {
                 name: s.name,
                 description: s.description,
                 updated_at: s.updated_at,
+                prompts_and_resources: s.prompts_and_resources,
             })
             .collect(),
         can_manage,
@@ -73,6 +74,8 @@ pub async fn save_tool_set(
     name: String,
     description: String,
     tools: String,
+    /// The checkbox: "on" when ticked, absent otherwise.
+    prompts_and_resources: Option<String>,
 ) -> Result<(), AppError> {
     use workbench_core::toolsets::{SetEntry, ToolSetInput};
     let p = ssr::principal().await?;
@@ -101,6 +104,7 @@ pub async fn save_tool_set(
         name,
         description,
         tools: entries,
+        prompts_and_resources: prompts_and_resources.is_some_and(|v| v == "on" || v == "true"),
     };
     let sets = wb.tool_sets().clone();
     match id {

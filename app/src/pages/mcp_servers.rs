@@ -9,9 +9,9 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{
-    mcp_server_page, mcp_servers_page, ApproveMcpTool, BreakerState, DeleteMcpServer,
-    McpProcessView, ProcessState, RefreshMcpServer, RegisterMcpServer, ServerState,
-    SetMcpToolSideEffects, SetMcpToolText, SideEffects, ToolState,
+    mcp_server_page, mcp_servers_page, ApproveMcpItem, ApproveMcpTool, BreakerState,
+    DeleteMcpServer, ItemKind, McpItemView, McpProcessView, ProcessState, RefreshMcpServer,
+    RegisterMcpServer, ServerState, SetMcpToolSideEffects, SetMcpToolText, SideEffects, ToolState,
 };
 use crate::components::{
     ActionError, AddCard, ButtonKind, Layout, ListCard, Loaded, Page, PageHeader, RowAction,
@@ -212,6 +212,7 @@ pub fn McpServerPage() -> impl IntoView {
     let approve = ServerAction::<ApproveMcpTool>::new();
     let side = ServerAction::<SetMcpToolSideEffects>::new();
     let text = ServerAction::<SetMcpToolText>::new();
+    let approve_item = ServerAction::<ApproveMcpItem>::new();
     let data = Resource::new(
         move || {
             (
@@ -219,9 +220,10 @@ pub fn McpServerPage() -> impl IntoView {
                 approve.version().get(),
                 side.version().get(),
                 text.version().get(),
+                approve_item.version().get(),
             )
         },
-        |(id, _, _, _)| mcp_server_page(id),
+        |(id, _, _, _, _)| mcp_server_page(id),
     );
     view! {
         <Title text="MCP server"/>
@@ -234,6 +236,7 @@ pub fn McpServerPage() -> impl IntoView {
                     <ActionError value=approve.value()/>
                     <ActionError value=side.value()/>
                     <ActionError value=text.value()/>
+                    <ActionError value=approve_item.value()/>
                     {d.command_line.clone().map(|c| view! { <p class="mb-3 font-mono text-xs text-slate-600" data-testid="mcp-command-line">{c}</p> })}
                     <Processes processes=d.processes.clone()/>
                     <ul class="space-y-4">
@@ -302,10 +305,69 @@ pub fn McpServerPage() -> impl IntoView {
                             }
                         }).collect_view()}
                     </ul>
+                    <Items items=d.items.clone() server_id=server_id.clone() can_manage=can_manage approve=approve_item/>
                 }.into_any()
             }/>
         </Layout>
     }
+}
+
+/// A server's prompts, resources and resource templates, reviewed like its tools: status, what
+/// the server lists (beside what was approved when it changed), and Approve for held ones.
+/// Tool sets that publish prompts and resources show the available ones.
+#[component]
+fn Items(
+    items: Vec<McpItemView>,
+    server_id: String,
+    can_manage: bool,
+    approve: ServerAction<ApproveMcpItem>,
+) -> impl IntoView {
+    (!items.is_empty()).then(|| {
+        let prompts = items.iter().filter(|i| i.kind == ItemKind::Prompt).count();
+        let heading = format!("Prompts ({prompts}) and resources ({})", items.len() - prompts);
+        view! {
+            <section class="mt-8 space-y-3" data-testid="mcp-items">
+                <h2 class="text-base font-semibold">{heading}</h2>
+                <p class="text-sm text-slate-600">"Tool sets that publish prompts and resources show the available ones, under the names below."</p>
+                <ul class="space-y-3">
+                    {items.into_iter().map(|i| {
+                        let pending = i.status == ToolState::PendingReview;
+                        let label = format!("Approve {}", i.key);
+                        let extra = vec![("kind", i.kind.as_str().to_owned()), ("key", i.key.clone())];
+                        let id = server_id.clone();
+                        view! {
+                            <li class=CARD data-testid="mcp-item">
+                                <div class="flex items-center justify-between">
+                                    <p>
+                                        <span class="mr-2 text-xs uppercase text-slate-500">{i.kind.as_str().replace('_', " ")}</span>
+                                        <span class="font-mono text-sm font-medium">{i.exposed.clone()}</span>
+                                        <span class=format!("ml-2 {}", tool_badge(i.status))>{i.status.as_str().replace('_', " ")}</span>
+                                    </p>
+                                    {(can_manage && pending).then(|| view! {
+                                        <RowAction action=approve id=id label="Approve" kind=ButtonKind::Primary aria_label=label extra=extra/>
+                                    })}
+                                </div>
+                                {match i.approved_body.clone() {
+                                    Some(approved) => view! {
+                                        <div class="mt-3 grid grid-cols-2 gap-4 text-xs" data-testid="mcp-item-diff">
+                                            <div><p class="mb-1 font-semibold text-slate-600">"Approved"</p><pre class="overflow-x-auto whitespace-pre-wrap rounded bg-slate-50 p-2">{approved}</pre></div>
+                                            <div><p class="mb-1 font-semibold text-amber-800">"Now"</p><pre class="overflow-x-auto whitespace-pre-wrap rounded bg-amber-50 p-2">{i.body.clone()}</pre></div>
+                                        </div>
+                                    }.into_any(),
+                                    None => view! {
+                                        <details class="mt-2 text-xs">
+                                            <summary class="cursor-pointer text-slate-600">"As the server lists it"</summary>
+                                            <pre class="mt-1 overflow-x-auto whitespace-pre-wrap rounded bg-slate-50 p-2">{i.body.clone()}</pre>
+                                        </details>
+                                    }.into_any(),
+                                }}
+                            </li>
+                        }
+                    }).collect_view()}
+                </ul>
+            </section>
+        }
+    })
 }
 
 fn process_badge(state: ProcessState) -> &'static str {

@@ -73,6 +73,12 @@ fn SetForm(set: Option<ToolSetItem>, save: ServerAction<SaveToolSet>) -> impl In
                 <textarea id=field("tools") name="tools" rows="6" class=TEXTAREA required placeholder="github.list_issues\nzendesk.ticket_get as get_ticket">{tools}</textarea>
                 <p class="mt-1 text-xs text-slate-500">"One per line: a tool's name as the Tools page shows it, optionally followed by " <code>"as"</code> " and the name the set lists it under."</p>
             </div>
+            <label class="col-span-3 flex items-start gap-2 text-sm">
+                <input type="checkbox" name="prompts_and_resources" value="on" class="mt-1" checked=set.as_ref().is_some_and(|s| s.prompts_and_resources)/>
+                <span>"Publish the prompts and resources of its MCP servers"
+                    <span class="block text-xs text-slate-500">"The approved prompts and resources of every MCP server the set has a tool of, under the server's prefix; each caller sees those their policy allows (" <code>"prompt:…"</code> ", " <code>"resource:…"</code> ")."</span>
+                </span>
+            </label>
             <div class="col-span-3 text-right"><button type="submit" class=BUTTON>{if editing { "Save" } else { "Create tool set" }}</button></div>
         </ActionForm>
     }

@@ -238,3 +238,61 @@ impl AuditLog {
             .await;
     }
 }
+
+/// One prompt fetched or resource read of an upstream MCP server through a tool set.
+#[derive(Debug, Clone)]
+pub struct ItemEvent<'a> {
+    pub who: &'a Principal,
+    /// `prompt.get` or `resource.read`.
+    pub action: &'a str,
+    /// The policy subject (`prompt:<name>`, `resource:<uri>`).
+    pub subject: &'a str,
+    pub tool_set: &'a str,
+    /// `succeeded`, `failed` or `denied`.
+    pub status: AuditStatus,
+    pub error_code: Option<&'a str>,
+    /// The argument names or the URI asked for (scrubbed by the caller); never values.
+    pub detail: &'a str,
+    pub egress_bytes: u64,
+    pub duration_ms: u64,
+    pub at_ms: i64,
+}
+
+impl AuditLog {
+    /// Records a prompt or resource of an upstream server as used through a tool set: one
+    /// audit row (what was asked, never what came back) and its egress bytes under the
+    /// subject's meter, queued on the record writer.
+    pub async fn record_item(&self, e: &ItemEvent<'_>) {
+        let audit = store::audit::AuditRow {
+            id: crate::ids::new_id("aud"),
+            project_id: e.who.project_id.clone(),
+            user_id: Some(e.who.user_id.clone()),
+            api_key_id: e.who.api_key_id.clone(),
+            action: e.action.to_owned(),
+            tool: Some(e.subject.chars().take(300).collect()),
+            tool_call_id: None,
+            status: e.status,
+            error_code: e.error_code.map(str::to_owned),
+            duration_ms: Some(e.duration_ms as i64),
+            end_user_id: None,
+            surface: "mcp".into(),
+            detail: Some(e.detail.chars().take(300).collect()),
+            created_at: e.at_ms,
+            tool_set: Some(e.tool_set.to_owned()),
+        };
+        let usage = (e.egress_bytes > 0).then(|| UsageAdd {
+            project_id: e.who.project_id.clone(),
+            api_key_id: e.who.api_key_id.clone().unwrap_or_default(),
+            tool: e.subject.chars().take(300).collect(),
+            day: rfc3339(e.at_ms)[..10].to_owned(),
+            meters: vec![(store::usage::Meter::EgressBytes, e.egress_bytes as i64)],
+        });
+        self.recorder
+            .write(Record {
+                call: None,
+                audit: Some((audit, Write::Insert)),
+                usage,
+            })
+            .await;
+    }
+}

@@ -140,6 +140,18 @@ impl Engine {
             .collect())
     }
 
+    /// Whether the caller's policies let it use each of `subjects` outright: things that are
+    /// not catalog tools, such as an upstream server's prompts and resources
+    /// (`prompt:<name>`, `resource:<uri>`). A subject that would need a confirmation is not
+    /// allowed (nobody confirms a prompt or a read).
+    pub async fn allows(&self, who: &Principal, subjects: &[String]) -> Result<Vec<bool>> {
+        let policy = self.policies.applied(who).await?;
+        Ok(subjects
+            .iter()
+            .map(|s| matches!(policy.decide(s), crate::policy::Decision::Run))
+            .collect())
+    }
+
     /// Every tool `who` can run (now or after a confirmation), in catalog order.
     pub async fn tools(&self, who: &Principal) -> Result<Vec<Arc<Tool>>> {
         let policy = self.policies.applied(who).await?;

@@ -15,6 +15,7 @@ pub mod egress;
 pub mod email;
 pub mod idempotency;
 pub mod limit_windows;
+pub mod mcp_items;
 pub mod mcp_servers;
 pub mod oauth;
 pub mod pending_connections;

@@ -32,13 +32,16 @@ pub struct ToolSetRow {
     pub tools: String,
     pub created_at: i64,
     pub updated_at: i64,
+    /// 1: the set also publishes the prompts and resources of its tools' MCP servers.
+    pub upstream_items: i64,
 }
 
-const COLUMNS: &str = "id, project_id, slug, name, description, tools, created_at, updated_at";
+const COLUMNS: &str =
+    "id, project_id, slug, name, description, tools, created_at, updated_at, upstream_items";
 
 pub async fn insert<'e>(ex: impl Exec<'e>, r: &ToolSetRow) -> Result<()> {
     sqlx::query(&format!(
-        "INSERT INTO tool_sets ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+        "INSERT INTO tool_sets ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
     ))
     .bind(&r.id)
     .bind(&r.project_id)
@@ -48,6 +51,7 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &ToolSetRow) -> Result<()> {
     .bind(&r.tools)
     .bind(r.created_at)
     .bind(r.updated_at)
+    .bind(r.upstream_items)
     .execute(ex)
     .await?;
     Ok(())
@@ -56,8 +60,8 @@ pub async fn insert<'e>(ex: impl Exec<'e>, r: &ToolSetRow) -> Result<()> {
 /// Replaces a set's slug, name, description and entries; false when there is no such set.
 pub async fn update<'e>(ex: impl Exec<'e>, r: &ToolSetRow) -> Result<bool> {
     let done = sqlx::query(
-        "UPDATE tool_sets SET slug = $1, name = $2, description = $3, tools = $4, updated_at = $5 \
-         WHERE project_id = $6 AND id = $7",
+        "UPDATE tool_sets SET slug = $1, name = $2, description = $3, tools = $4, updated_at = $5, \
+         upstream_items = $8 WHERE project_id = $6 AND id = $7",
     )
     .bind(&r.slug)
     .bind(&r.name)
@@ -66,6 +70,7 @@ pub async fn update<'e>(ex: impl Exec<'e>, r: &ToolSetRow) -> Result<bool> {
     .bind(r.updated_at)
     .bind(&r.project_id)
     .bind(&r.id)
+    .bind(r.upstream_items)
     .execute(ex)
     .await?;
     Ok(done.rows_affected() == 1)

@@ -21,6 +21,7 @@ pub struct Checked {
     pub name: String,
     pub description: String,
     pub tools: String,
+    pub prompts_and_resources: bool,
 }
 
 pub use crate::store::tool_sets::{valid_slug, MAX_SLUG_CHARS};
@@ -77,6 +78,7 @@ pub fn input(input: &ToolSetInput, catalog: &Snapshot) -> Result<Checked> {
         slug: input.slug,
         name: input.name,
         description: input.description,
+        prompts_and_resources: input.prompts_and_resources,
     })
 }
 

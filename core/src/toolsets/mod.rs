@@ -5,6 +5,7 @@
 //! audit, which records the set). API keys may be limited to chosen sets (`limit_key`).
 
 mod check;
+mod items;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -13,13 +14,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use check::{exposed_schema, valid_slug, MAX_ENTRIES};
+pub use items::{ItemError, MAX_PROMPT_CHARS, MAX_READ_BYTES};
 
+use crate::audit::AuditLog;
 use crate::auth::{Operation, Principal};
 use crate::catalog::Tool;
 use crate::clock::{rfc3339, Clock};
 use crate::engine::{CallOptions, CallOutcome, Engine, FieldError, Invocation, ToolError};
 use crate::ids::new_id;
 use crate::store::{self, tool_sets::ToolSetRow, Db};
+use crate::upstream::Upstreams;
 use crate::{Error, Result};
 
 /// Where a set's endpoint lives, below the public URL.
@@ -60,6 +64,10 @@ pub struct ToolSet {
     pub name: String,
     pub description: String,
     pub tools: Vec<SetEntry>,
+    /// Whether the endpoint also publishes the prompts and resources of the MCP servers whose
+    /// tools the set lists (`items.rs`).
+    #[serde(default)]
+    pub prompts_and_resources: bool,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -73,6 +81,9 @@ pub struct ToolSetInput {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     pub tools: Vec<SetEntry>,
+    /// Publish the prompts and resources of the MCP servers whose tools the set lists.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prompts_and_resources: bool,
 }
 
 impl ToolSetInput {
@@ -98,6 +109,7 @@ impl ToolSetInput {
                     fixed: e.fixed.clone(),
                 })
                 .collect(),
+            prompts_and_resources: self.prompts_and_resources,
         }
     }
 }
@@ -109,6 +121,7 @@ impl From<ToolSet> for ToolSetInput {
             name: s.name,
             description: s.description,
             tools: s.tools,
+            prompts_and_resources: s.prompts_and_resources,
         }
     }
 }
@@ -124,6 +137,7 @@ impl ToolSet {
             name: r.name,
             description: r.description,
             tools,
+            prompts_and_resources: r.upstream_items != 0,
             created_at: rfc3339(r.created_at),
             updated_at: rfc3339(r.updated_at),
         })
@@ -165,15 +179,26 @@ pub struct ToolSets {
     db: Db,
     clock: Arc<dyn Clock>,
     engine: Engine,
+    /// Where the prompts and resources a set publishes come from.
+    upstreams: Upstreams,
+    audit: AuditLog,
     cache: Arc<RwLock<HashMap<String, Cached>>>,
 }
 
 impl ToolSets {
-    pub fn new(db: Db, clock: Arc<dyn Clock>, engine: Engine) -> ToolSets {
+    pub fn new(
+        db: Db,
+        clock: Arc<dyn Clock>,
+        engine: Engine,
+        upstreams: Upstreams,
+        audit: AuditLog,
+    ) -> ToolSets {
         ToolSets {
             db,
             clock,
             engine,
+            upstreams,
+            audit,
             cache: Default::default(),
         }
     }
@@ -350,6 +375,7 @@ impl ToolSets {
             tools: c.tools,
             created_at: now,
             updated_at: now,
+            upstream_items: c.prompts_and_resources as i64,
         };
         let mut tx = self.db.begin_write().await?;
         if store::tool_sets::list(&mut *tx, &who.project_id)
@@ -395,6 +421,7 @@ impl ToolSets {
             description: c.description,
             tools: c.tools,
             updated_at: self.clock.now_ms(),
+            upstream_items: c.prompts_and_resources as i64,
             ..existing
         };
         store::tool_sets::update(&mut *tx, &row).await?;

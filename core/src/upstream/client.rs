@@ -74,6 +74,8 @@ pub struct Session {
     next_id: AtomicU64,
     /// The stream of server-initiated messages, when the server offers one.
     listener: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// What the server's initialize answer said it offers.
+    capabilities: std::sync::OnceLock<Value>,
 }
 
 impl Drop for Session {
@@ -84,12 +86,35 @@ impl Drop for Session {
     }
 }
 
-/// Called when a server says its tool list changed.
+/// Called when a server says its list of tools, prompts or resources changed.
 pub type OnToolsChanged = std::sync::Arc<dyn Fn() + Send + Sync>;
 
-/// Whether a JSON-RPC message is `notifications/tools/list_changed`.
+/// Whether a JSON-RPC message says one of the server's lists changed (tools, prompts or
+/// resources): each one is refreshed and reviewed the same way.
 pub(super) fn is_tools_changed(v: &Value) -> bool {
-    v.get("method").and_then(Value::as_str) == Some("notifications/tools/list_changed")
+    matches!(
+        v.get("method").and_then(Value::as_str),
+        Some(
+            "notifications/tools/list_changed"
+                | "notifications/prompts/list_changed"
+                | "notifications/resources/list_changed"
+        )
+    )
+}
+
+/// The `capabilities` of an initialize answer (an object; empty when absent or malformed).
+pub(super) fn capabilities_of(init: &Value) -> Value {
+    match init.get("capabilities") {
+        Some(c @ Value::Object(_)) => c.clone(),
+        _ => Value::Object(Default::default()),
+    }
+}
+
+impl Session {
+    /// What the server's initialize answer said it offers.
+    pub fn capabilities(&self) -> Value {
+        self.capabilities.get().cloned().unwrap_or(Value::Null)
+    }
 }
 
 impl std::fmt::Debug for Session {
@@ -115,6 +140,7 @@ impl Session {
             session_id: Mutex::new(None),
             next_id: AtomicU64::new(1),
             listener: Mutex::new(None),
+            capabilities: std::sync::OnceLock::new(),
         };
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
@@ -131,6 +157,7 @@ impl Session {
                 "the initialize answer has no protocolVersion; is this an MCP server?".into(),
             ));
         }
+        let _ = s.capabilities.set(capabilities_of(&init));
         s.notify("notifications/initialized", timeout).await?;
         Ok(s)
     }

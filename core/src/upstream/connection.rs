@@ -54,8 +54,28 @@ impl Connection {
         }
     }
 
+    /// What the server's initialize answer said it offers (an object; Null if unknown).
+    pub fn capabilities(&self) -> Value {
+        match self {
+            Connection::Http(s) => s.capabilities(),
+            Connection::Sse(s) => s.capabilities(),
+            Connection::Stdio(s) => s.capabilities.get().cloned().unwrap_or(Value::Null),
+        }
+    }
+
     /// Every tool the server lists (following `nextCursor`, at most 50 pages).
     pub async fn list_tools(&self, timeout: Duration) -> Result<Vec<Value>, RpcError> {
+        self.list_all("tools/list", "tools", timeout).await
+    }
+
+    /// Every entry of a paginated list (`method` answering its entries in `field`), following
+    /// `nextCursor` for at most 50 pages.
+    pub async fn list_all(
+        &self,
+        method: &str,
+        field: &str,
+        timeout: Duration,
+    ) -> Result<Vec<Value>, RpcError> {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..50 {
@@ -63,9 +83,9 @@ impl Connection {
                 Some(c) => json!({ "cursor": c }),
                 None => json!({}),
             };
-            let page = self.request("tools/list", params, timeout).await?;
+            let page = self.request(method, params, timeout).await?;
             tools.extend(
-                page.get("tools")
+                page.get(field)
                     .and_then(Value::as_array)
                     .cloned()
                     .unwrap_or_default(),

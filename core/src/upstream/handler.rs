@@ -175,6 +175,48 @@ impl UpstreamTool {
     }
 }
 
+/// One request to the server other than a tool call (`prompts/get`, `resources/read`) on the
+/// same guards as its tools: the breaker first, then the semaphore, within the server's
+/// timeout, never retried. The answer and any failure are cleaned of the token workbench got
+/// for the server (the caller scrubs the project's secrets).
+pub async fn guarded(live: &Live, method: &str, params: Value) -> Result<Value, HandlerError> {
+    let admission = live.breaker.admit(live.now());
+    if let Admission::Refused { retry_in_ms } = admission {
+        return Err(HandlerError::Unavailable(breaker_open(
+            &live.name,
+            retry_in_ms,
+        )));
+    }
+    let _slot = live
+        .limit
+        .acquire()
+        .await
+        .map_err(|_| HandlerError::Unavailable("the server is shutting down".into()))?;
+    let result = live.request(method, params, live.timeout).await;
+    live.breaker.record(
+        admission,
+        result
+            .as_ref()
+            .err()
+            .is_some_and(RpcError::is_server_failure),
+        live.now(),
+    );
+    let mut token = Scrubber::new();
+    if let Some(t) = live.current_token() {
+        token.add(&format!("{}_token", live.name), &t);
+    }
+    match result {
+        Ok(mut v) => {
+            token.scrub(&mut v);
+            Ok(v)
+        }
+        Err(e) => Err(match failure(&live.name, e) {
+            HandlerError::Failed(m) => HandlerError::Failed(token.scrub_str(&m).unwrap_or(m)),
+            other => other,
+        }),
+    }
+}
+
 /// The `_meta` key carrying the REST caller's `end_user_id` to upstream servers.
 pub const END_USER_META: &str = "workbench/end_user_id";
 

@@ -302,6 +302,19 @@ impl Live {
             .await
     }
 
+    /// What the server offers, from its initialize answer (opening the session if need be).
+    pub async fn capabilities(&self) -> Result<Value, RpcError> {
+        self.on_session(|s| async move { Ok(s.capabilities()) })
+            .await
+    }
+
+    /// Every entry of one of the server's paginated lists (`prompts/list`, …).
+    pub async fn list_all(&self, method: &str, field: &str) -> Result<Vec<Value>, RpcError> {
+        let timeout = self.timeout;
+        self.on_session(|s| async move { s.list_all(method, field, timeout).await })
+            .await
+    }
+
     /// The session of `user` opened with `token` (a new one when the token changed).
     async fn user_session(&self, user: &str, token: &str) -> Result<Arc<Connection>, RpcError> {
         let mark = crate::crypto::sha256_hex(token.as_bytes());

@@ -12,12 +12,17 @@ mod connection;
 mod declared;
 pub mod discovery;
 mod handler;
+mod items;
 mod live;
 mod overrides;
 mod sign_in;
 mod sse;
 pub mod stdio;
 
+pub use items::{
+    exposed_uri, split_exposed, subject, template_matches, ItemChanges, ItemKind, McpItemView,
+    PublishedItem,
+};
 pub use overrides::TextOverrides;
 
 use std::collections::HashMap;
@@ -209,6 +214,12 @@ pub struct Changes {
     pub added: Vec<String>,
     pub removed: Vec<String>,
     pub changed: Vec<String>,
+    /// What changed among the server's prompts (upstream names), when anything did.
+    #[serde(skip_serializing_if = "ItemChanges::is_empty")]
+    pub prompts: ItemChanges,
+    /// What changed among its resources and resource templates (upstream URIs).
+    #[serde(skip_serializing_if = "ItemChanges::is_empty")]
+    pub resources: ItemChanges,
 }
 
 /// One upstream tool as an admin reviews it.
@@ -1153,6 +1164,13 @@ impl Upstreams {
                 other => other,
             })?
         };
+        // A configuration file approves tools by fingerprint; its server's prompts and
+        // resources wait for an admin.
+        let items = if signs_in {
+            Vec::new()
+        } else {
+            self.list_items(&row, &live).await
+        };
         let mut rows: Vec<ToolRow> = listed
             .iter()
             .filter_map(|t| row_of(&row.id, t, now))
@@ -1211,6 +1229,12 @@ impl Upstreams {
         for r in &rows {
             store::mcp_servers::upsert_tool(&mut *tx, r).await?;
         }
+        let review = items::Review {
+            first: approved.is_none(),
+            auto_approve: false,
+        };
+        self.store_items(&mut tx, &row.id, &items, review, now)
+            .await?;
         // The server's names are its own from now on; one another server claimed meanwhile
         // refuses the registration (nothing is stored).
         for n in &names {
@@ -1442,6 +1466,7 @@ impl Upstreams {
             }
             Err(other) => return Err(other),
         };
+        let items = self.list_items(row, &live).await;
         let existing = store::mcp_servers::list_tools(self.db.pool(), &row.id).await?;
         let mut by_name: HashMap<String, ToolRow> =
             existing.into_iter().map(|t| (t.name.clone(), t)).collect();
@@ -1526,6 +1551,13 @@ impl Upstreams {
             gone.updated_at = now;
             store::mcp_servers::upsert_tool(&mut *tx, &gone).await?;
         }
+        let review = items::Review {
+            first: first_listing,
+            auto_approve: row.auto_approve != 0,
+        };
+        (changes.prompts, changes.resources) = self
+            .store_items(&mut tx, &row.id, &items, review, now)
+            .await?;
         store::mcp_servers::set_refreshed(&mut *tx, &row.id, now, None).await?;
         tx.commit().await?;
         self.reload_project(&row.project_id).await?;

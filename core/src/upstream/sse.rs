@@ -32,6 +32,15 @@ pub struct SseSession {
     pending: Pending,
     next_id: AtomicU64,
     reader: tokio::task::JoinHandle<()>,
+    /// What the server's initialize answer said it offers.
+    capabilities: std::sync::OnceLock<Value>,
+}
+
+impl SseSession {
+    /// What the server's initialize answer said it offers.
+    pub fn capabilities(&self) -> Value {
+        self.capabilities.get().cloned().unwrap_or(Value::Null)
+    }
 }
 
 impl Drop for SseSession {
@@ -85,6 +94,7 @@ impl SseSession {
             pending,
             next_id: AtomicU64::new(1),
             reader,
+            capabilities: std::sync::OnceLock::new(),
         };
         let init = s
             .request(
@@ -102,6 +112,7 @@ impl SseSession {
                 "the initialize answer has no protocolVersion; is this an MCP server?".into(),
             ));
         }
+        let _ = s.capabilities.set(super::client::capabilities_of(&init));
         s.post(
             &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
             timeout,

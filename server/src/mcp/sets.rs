@@ -4,7 +4,8 @@
 //! to the engine's one pipeline. Stateless like `/mcp`, with the same host and origin checks. It
 //! takes API keys and MCP OAuth access tokens issued for this endpoint (a set is a protected
 //! resource of its own); an unknown set, or one the key is not limited to, is 404 before rmcp
-//! runs.
+//! runs. A set that says so also publishes the prompts and resources of its tools' MCP servers
+//! (`prompts/*`, `resources/*`; core's `toolsets/items.rs` decides and audits them).
 
 use std::sync::Arc;
 
@@ -14,8 +15,10 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
@@ -25,9 +28,9 @@ use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 use tracing::Instrument;
 use workbench_core::auth::{Operation, Principal};
-use workbench_core::catalog::SideEffects;
+use workbench_core::catalog::{HandlerError, SideEffects};
 use workbench_core::engine::{CallOptions, Surface};
-use workbench_core::toolsets::{endpoint_path, valid_slug, ExposedTool, ToolSet};
+use workbench_core::toolsets::{endpoint_path, valid_slug, ExposedTool, ItemError, ToolSet};
 use workbench_core::Workbench;
 
 use crate::api_auth::ApiCaller;
@@ -111,8 +114,72 @@ fn listed(t: &ExposedTool) -> Tool {
 }
 
 fn info() -> ServerConfig {
-    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-        .with_server_info(Implementation::new("workbench", env!("CARGO_PKG_VERSION")))
+    ServerConfig::new(
+        ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_resources()
+            .enable_tools()
+            .build(),
+    )
+    .with_server_info(Implementation::new("workbench", env!("CARGO_PKG_VERSION")))
+}
+
+/// A listing core could not read, as MCP's error (the cause is logged, never sent).
+fn unanswerable(e: workbench_core::Error) -> ErrorData {
+    tracing::error!(error = ?e, "a tool set's prompts or resources could not be listed");
+    ErrorData::internal_error("workbench cannot answer right now; try again", None)
+}
+
+/// Items as rmcp's types; one that does not fit is left out (and logged).
+fn typed<T: serde::de::DeserializeOwned>(items: Vec<Value>) -> Vec<T> {
+    items
+        .into_iter()
+        .filter_map(|v| match serde_json::from_value(v) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::warn!(error = %e, "an upstream prompt or resource does not fit MCP's shape; left out");
+                None
+            }
+        })
+        .collect()
+}
+
+/// Why a prompt or resource could not be given, as MCP's error: what the set does not publish
+/// (or the caller's policy does not allow, D2) is not found; a server's failure carries its
+/// scrubbed reason.
+fn item_error(e: ItemError, what: &str, resource: bool) -> ErrorData {
+    match e {
+        ItemError::NotFound | ItemError::Denied if resource => {
+            ErrorData::resource_not_found(format!("this tool set has no resource {what}"), None)
+        }
+        ItemError::NotFound | ItemError::Denied => {
+            ErrorData::invalid_params(format!("this tool set has no prompt named {what}"), None)
+        }
+        ItemError::Invalid(m) => ErrorData::invalid_params(m, None),
+        ItemError::TooLarge { limit } => ErrorData::internal_error(
+            format!("the answer is larger than {limit} bytes, the most a tool set passes on"),
+            None,
+        ),
+        ItemError::Failed(HandlerError::InvalidArgument { message, .. }) => {
+            ErrorData::invalid_params(message, None)
+        }
+        ItemError::Failed(HandlerError::Timeout { timeout_ms }) => ErrorData::internal_error(
+            format!("the MCP server did not answer within {timeout_ms} ms"),
+            None,
+        ),
+        ItemError::Failed(HandlerError::Failed(m) | HandlerError::Unavailable(m)) => {
+            ErrorData::internal_error(m, None)
+        }
+        ItemError::Failed(_) => ErrorData::internal_error("the MCP server cannot answer", None),
+    }
+}
+
+/// The answer core gave, as rmcp's type.
+fn answer<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ErrorData> {
+    serde_json::from_value(v).map_err(|e| {
+        tracing::warn!(error = %e, "an upstream answer does not fit MCP's shape");
+        ErrorData::internal_error("the MCP server's answer does not fit MCP's shape", None)
+    })
 }
 
 impl ServerHandler for SetHandler {
@@ -136,7 +203,86 @@ impl ServerHandler for SetHandler {
         if !set.description.is_empty() {
             out.instructions = Some(set.description.clone());
         }
+        if !set.prompts_and_resources {
+            out.capabilities.prompts = None;
+            out.capabilities.resources = None;
+        }
         Ok(out)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let (who, set) = Self::caller(&context)?;
+        let prompts = self.wb.tool_sets().prompts(&who, &set).await;
+        Ok(ListPromptsResult::with_all_items(typed(
+            prompts.map_err(unanswerable)?,
+        )))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let (who, set) = Self::caller(&context)?;
+        let got = self
+            .wb
+            .tool_sets()
+            .get_prompt(
+                &who,
+                &set,
+                &request.name,
+                request.arguments.unwrap_or_default(),
+            )
+            .instrument(super::request_span(&context))
+            .await
+            .map_err(|e| item_error(e, &request.name, false))?;
+        Ok(GetPromptResponse::Complete(answer::<GetPromptResult>(got)?))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let (who, set) = Self::caller(&context)?;
+        let resources = self.wb.tool_sets().resources(&who, &set).await;
+        Ok(ListResourcesResult::with_all_items(typed(
+            resources.map_err(unanswerable)?,
+        )))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let (who, set) = Self::caller(&context)?;
+        let templates = self.wb.tool_sets().resource_templates(&who, &set).await;
+        Ok(ListResourceTemplatesResult::with_all_items(typed(
+            templates.map_err(unanswerable)?,
+        )))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let (who, set) = Self::caller(&context)?;
+        let read = self
+            .wb
+            .tool_sets()
+            .read_resource(&who, &set, &request.uri)
+            .instrument(super::request_span(&context))
+            .await
+            .map_err(|e| item_error(e, &request.uri, true))?;
+        Ok(ReadResourceResponse::Complete(
+            answer::<ReadResourceResult>(read)?,
+        ))
     }
 
     async fn list_tools(

@@ -1,6 +1,7 @@
 //! Upstream MCP servers over REST (seed 004): `POST/GET /v1/mcp/servers`,
 //! `GET/DELETE /v1/mcp/servers/{id}`, `POST /v1/mcp/servers/{id}/refresh`, the review
-//! endpoints `GET /v1/mcp/servers/{id}/tools` and `POST /v1/mcp/servers/{id}/approve`, and
+//! endpoints `GET /v1/mcp/servers/{id}/tools`, `…/prompts`, `…/resources` and
+//! `POST /v1/mcp/servers/{id}/approve`, and
 //! `PATCH /v1/mcp/servers/{id}/tools/{name}` for a side-effects override. Changing anything
 //! needs an admin's key; a registration that does not validate or connect is 422.
 
@@ -10,7 +11,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use workbench_core::catalog::SideEffects;
-use workbench_core::upstream::TextOverrides;
+use workbench_core::upstream::{ItemKind, TextOverrides};
 
 use super::body::{invalid_request, object_as, unprocessable};
 use super::JsonBody;
@@ -74,10 +75,55 @@ pub async fn tools(
     Ok(Json(json!({ "object": "list", "data": data })))
 }
 
+/// A server's prompts (`prompts`) or its resources and resource templates (`resources`) for
+/// review: status, what the upstream lists, and what was approved when an item changed.
+pub async fn items(
+    State(state): State<AppState>,
+    ApiCaller(who): ApiCaller,
+    Path((id, kind)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let prompts = match kind.as_str() {
+        "prompts" => true,
+        "resources" => false,
+        _ => return Err(workbench_core::Error::NotFound.into()),
+    };
+    let data: Vec<_> = state
+        .wb
+        .upstreams()
+        .items(&who, &id)
+        .await?
+        .into_iter()
+        .filter(|i| (i.kind == ItemKind::Prompt) == prompts)
+        .map(|i| {
+            let json = |s: &str| serde_json::from_str::<Value>(s).unwrap_or(Value::Null);
+            let mut v = json!({
+                "object": "mcp_server_item",
+                "kind": i.kind,
+                "key": i.key,
+                "exposed": i.exposed,
+                "status": i.status,
+                "listed": json(&i.body),
+            });
+            if let Some(a) = &i.approved_body {
+                v["approved"] = json(a);
+            }
+            v
+        })
+        .collect();
+    Ok(Json(json!({ "object": "list", "data": data })))
+}
+
+/// What an approval names: tools, prompts and resources (templates among them), each by
+/// its upstream name or URI or as agents see it; at least one.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Approval {
+    #[serde(default)]
     tools: Vec<String>,
+    #[serde(default)]
+    prompts: Vec<String>,
+    #[serde(default)]
+    resources: Vec<String>,
 }
 
 pub async fn approve(
@@ -86,13 +132,38 @@ pub async fn approve(
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    let a: Approval = object_as(body, r#"{"tools": [names]}"#)?;
-    Ok(Json(json!(state
-        .wb
-        .upstreams()
-        .approve(&who, &id, &a.tools)
-        .await
-        .map_err(unprocessable)?)))
+    const SHAPE: &str =
+        r#"{"tools"?: [names], "prompts"?: [names], "resources"?: [uris]}, at least one non-empty"#;
+    let a: Approval = object_as(body, SHAPE)?;
+    if a.tools.is_empty() && a.prompts.is_empty() && a.resources.is_empty() {
+        return Err(invalid_request(format!(
+            "nothing to approve; the body is {SHAPE}"
+        )));
+    }
+    let upstreams = state.wb.upstreams();
+    let mut view = None;
+    if !a.tools.is_empty() {
+        view = Some(
+            upstreams
+                .approve(&who, &id, &a.tools)
+                .await
+                .map_err(unprocessable)?,
+        );
+    }
+    for (kind, keys) in [
+        (ItemKind::Prompt, &a.prompts),
+        (ItemKind::Resource, &a.resources),
+    ] {
+        if !keys.is_empty() {
+            view = Some(
+                upstreams
+                    .approve_items(&who, &id, kind, keys)
+                    .await
+                    .map_err(unprocessable)?,
+            );
+        }
+    }
+    Ok(Json(json!(view)))
 }
 
 /// `PATCH /v1/mcp/servers/{id}/tools/{name}`: any of `side_effects` (`none`, `network`,

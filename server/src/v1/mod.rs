@@ -68,6 +68,7 @@ pub fn routes(state: &AppState) -> Routes {
         .add(M::POST, "/v1/mcp/servers/{id}/refresh", ApiKey, Op::McpServersManage, mcp_servers::refresh)
         .add(M::POST, "/v1/mcp/servers/{id}/approve", ApiKey, Op::McpServersReview, mcp_servers::approve)
         .add(M::GET, "/v1/mcp/servers/{id}/tools", ApiKey, Op::McpServersRead, mcp_servers::tools)
+        .add(M::GET, "/v1/mcp/servers/{id}/{kind}", ApiKey, Op::McpServersRead, mcp_servers::items)
         .add(M::PATCH, "/v1/mcp/servers/{id}/tools/{name}", ApiKey, Op::McpServersReview, mcp_servers::patch_tool)
         .add(M::GET, "/v1/policies", ApiKey, Op::PoliciesManage, policies::list)
         .add(M::POST, "/v1/policies", ApiKey, Op::PoliciesManage, policies::create)

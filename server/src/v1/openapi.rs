@@ -224,10 +224,18 @@ pub async fn document() -> Json<Value> {
                 "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
                 "responses": { "200": { "description": "{ object: list, data }" }, "404": error_response("not_found") }
             }},
+            "/v1/mcp/servers/{id}/{kind}": { "get": {
+                "summary": "A server's prompts (kind: prompts) or resources and resource templates (kind: resources) for review: status, what the upstream lists, and what was approved when an item changed",
+                "parameters": [
+                    { "name": "id", "in": "path", "required": true, "schema": { "type": "string" } },
+                    { "name": "kind", "in": "path", "required": true, "schema": { "enum": ["prompts", "resources"] } }
+                ],
+                "responses": { "200": { "description": "{ object: list, data: [{object: mcp_server_item, kind, key, exposed, status, listed, approved?}] }" }, "404": error_response("not_found") }
+            }},
             "/v1/mcp/servers/{id}/approve": { "post": {
-                "summary": "Approve tools held for review (admin key)",
+                "summary": "Approve tools, prompts and resources held for review (admin key)",
                 "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
-                "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["tools"], "properties": { "tools": { "type": "array", "items": { "type": "string" } } } } } } },
+                "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "minProperties": 1, "additionalProperties": false, "properties": { "tools": { "type": "array", "items": { "type": "string" } }, "prompts": { "type": "array", "items": { "type": "string" } }, "resources": { "type": "array", "items": { "type": "string" } } } } } } },
                 "responses": { "200": { "description": "the server" }, "404": error_response("not_found"), "422": error_response("invalid_request") }
             }},
             "/v1/mcp/servers/{id}/tools/{name}": { "patch": {

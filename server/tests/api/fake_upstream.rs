@@ -14,9 +14,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -50,6 +50,9 @@ pub struct UpstreamState {
     pub traceparents: Mutex<Vec<(String, Option<String>)>>,
     /// The client of the last tools/list, to send it notifications.
     pub peer: Mutex<Option<rmcp::Peer<RoleServer>>>,
+    /// Prompts (name, description), offered only once `set_prompt` was called: `greet` says
+    /// hello to its `name` argument, `whoami` quotes the Authorization it received.
+    pub prompts: Mutex<Option<Vec<(String, String)>>>,
 }
 
 pub struct FakeUpstream {
@@ -86,6 +89,14 @@ impl FakeUpstream {
             .lock()
             .unwrap()
             .retain(|t| names.contains(&t.0.as_str()));
+    }
+
+    /// Offers the prompt `name` (and, from the first call on, the prompts capability).
+    pub fn set_prompt(&self, name: &str, description: &str) {
+        let mut prompts = self.state.prompts.lock().unwrap();
+        let list = prompts.get_or_insert_with(Vec::new);
+        list.retain(|p| p.0 != name);
+        list.push((name.into(), description.into()));
     }
 
     pub fn remove_tool(&self, name: &str) {
@@ -135,13 +146,68 @@ struct Handler(Arc<UpstreamState>);
 
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new("fake-upstream", "1.0.0"))
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        if self.0.prompts.lock().unwrap().is_some() {
+            capabilities.prompts = Some(Default::default());
+        }
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("fake-upstream", "1.0.0"))
+    }
+
+    async fn list_prompts(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let prompts = self.0.prompts.lock().unwrap().clone().unwrap_or_default();
+        Ok(ListPromptsResult::with_all_items(
+            prompts
+                .into_iter()
+                .map(|(name, description)| {
+                    serde_json::from_value(json!({ "name": name, "description": description, "arguments": [{ "name": "name", "required": false }] }))
+                        .expect("a prompt as MCP spells it")
+                })
+                .collect(),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let text = match request.name.as_str() {
+            "greet" => format!(
+                "Say hello to {}.",
+                args.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("everyone")
+            ),
+            "whoami" => format!(
+                "You called with {}",
+                self.0
+                    .last_authorization
+                    .lock()
+                    .unwrap()
+                    .clone()
+                    .unwrap_or_default()
+            ),
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("no prompt {other}"),
+                    None,
+                ))
+            }
+        };
+        let result: GetPromptResult = serde_json::from_value(json!({
+            "messages": [{ "role": "user", "content": { "type": "text", "text": text } }]
+        }))
+        .expect("a prompt result as MCP spells it");
+        Ok(GetPromptResponse::Complete(result))
     }
 
     async fn list_tools(

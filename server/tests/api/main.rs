@@ -61,6 +61,7 @@ mod upstream;
 mod upstream_discovery;
 mod upstream_everything;
 mod upstream_identity;
+mod upstream_items;
 mod upstream_overrides;
 mod upstream_python_sdk;
 mod upstream_sign_in;

@@ -100,6 +100,7 @@ async fn world(app: &TestApp) -> World {
                 name: "Vault".into(),
                 description: String::new(),
                 tools: vec![serde_json::from_value(json!({ "tool": "vault_list" })).unwrap()],
+                prompts_and_resources: false,
             },
         )
         .await

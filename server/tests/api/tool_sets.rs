@@ -20,7 +20,7 @@ async fn get(app: &TestApp, key: &str, path: &str) -> (u16, Value) {
 }
 
 /// An MCP request to a set endpoint: (HTTP status, JSON-RPC answer or null).
-async fn set_rpc(
+pub(crate) async fn set_rpc(
     app: &TestApp,
     key: &str,
     slug: &str,

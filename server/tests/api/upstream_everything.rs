@@ -17,7 +17,7 @@ fn end2end() -> PathBuf {
 }
 
 /// Starts server-everything on a free loopback port; None (skip) when it cannot run here.
-async fn start_everything(mode: &str) -> Option<(tokio::process::Child, u16)> {
+pub(crate) async fn start_everything(mode: &str) -> Option<(tokio::process::Child, u16)> {
     let entry =
         end2end().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let required = std::env::var("WB_TEST_SERVER_EVERYTHING").is_ok_and(|v| v == "required");
@@ -85,7 +85,7 @@ async fn start_everything(mode: &str) -> Option<(tokio::process::Child, u16)> {
 }
 
 /// Registers an upstream and expects 201; the server object.
-async fn register(app: &crate::helpers::TestApp, key: &str, body: Value) -> Value {
+pub(crate) async fn register(app: &crate::helpers::TestApp, key: &str, body: Value) -> Value {
     let res = app
         .http()
         .post(app.url("/v1/mcp/servers"))

@@ -42,6 +42,8 @@ pub struct StdioSession {
     /// Why the session ended, once it has.
     ended: Arc<Mutex<Option<String>>>,
     reader: tokio::task::JoinHandle<()>,
+    /// What the server's initialize answer said it offers (set by the supervisor).
+    pub capabilities: std::sync::OnceLock<Value>,
 }
 
 impl Drop for StdioSession {
@@ -69,6 +71,7 @@ impl StdioSession {
             stdin: stdin.clone(),
             pending: pending.clone(),
             next_id: AtomicU64::new(1),
+            capabilities: std::sync::OnceLock::new(),
             ended: ended.clone(),
             reader: tokio::spawn(read_stdout(
                 stdout,

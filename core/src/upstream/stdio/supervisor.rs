@@ -356,6 +356,9 @@ impl Supervisor {
                 "the server's initialize answer has no protocolVersion".into(),
             ));
         }
+        let _ = session
+            .capabilities
+            .set(crate::upstream::client::capabilities_of(&hello));
         if let Err(e) = session.notify("notifications/initialized").await {
             give_up();
             return Err(e);

@@ -463,6 +463,11 @@ impl Workbench {
         self.connections.begin_shutdown();
     }
 
+    /// Becomes true once the process is shutting down: long-lived streams end on it.
+    pub fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.connections.stopping()
+    }
+
     /// Waits until every queued record (tool calls, audit rows, usage) is written; the server
     /// calls it after the last request, before exiting.
     pub async fn flush_records(&self) {

@@ -165,6 +165,11 @@ impl Connections {
         self.stopping.send_replace(true);
     }
 
+    /// Becomes true once the process is shutting down (other long waits end on it too).
+    pub fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.stopping.subscribe()
+    }
+
     fn now(&self) -> i64 {
         self.clock.now_ms()
     }

@@ -6,6 +6,7 @@
 
 mod check;
 mod items;
+mod notices;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -15,6 +16,7 @@ use serde_json::{Map, Value};
 
 pub use check::{exposed_schema, valid_slug, MAX_ENTRIES};
 pub use items::{ItemError, MAX_PROMPT_CHARS, MAX_READ_BYTES};
+pub use notices::Heard;
 
 use crate::audit::AuditLog;
 use crate::auth::{Operation, Principal};

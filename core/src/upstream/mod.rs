@@ -629,6 +629,64 @@ fn breaker_note(live: Option<&Arc<Live>>, now: i64) -> BreakerState {
 /// (server id, its `updated_at`): the version of a server a catalog was built from.
 type ServerVersion = (String, i64);
 
+/// What a server exposes, digested per list: (tools, prompts, resources and templates).
+type Exposed = [String; 3];
+
+/// A server whose tools, prompts or resources changed as this instance sees them (after any
+/// reload: a refresh, an approval, an upstream's list_changed, a change made on another
+/// instance). Set endpoints pass it on to their listening clients.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListChanged {
+    pub project_id: String,
+    pub server_id: String,
+    pub tools: bool,
+    pub prompts: bool,
+    pub resources: bool,
+}
+
+/// How many notices a slow listener may fall behind before it hears "everything changed".
+const NOTICE_BACKLOG: usize = 256;
+
+/// The digests of what a server exposes: its tools' names, review state and overrides, and
+/// its available prompts and resources as approved.
+fn exposed_digest(tools: &[ToolRow], items: &[store::mcp_items::ItemRow]) -> Exposed {
+    let tools: Vec<String> = tools
+        .iter()
+        .map(|t| {
+            format!(
+                "{}\u{1f}{}\u{1f}{}\u{1f}{:?}\u{1f}{:?}\u{1f}{:?}",
+                t.name,
+                t.status,
+                t.approved_fingerprint.as_deref().unwrap_or(""),
+                t.name_override,
+                t.description_override,
+                t.side_effects_override
+            )
+        })
+        .collect();
+    let items_of = |prompts: bool| -> String {
+        let v: Vec<String> = items
+            .iter()
+            .filter(|i| (i.kind == ItemKind::Prompt) == prompts)
+            .filter(|i| i.status == ToolState::Available)
+            .map(|i| {
+                format!(
+                    "{}\u{1f}{}\u{1f}{}",
+                    i.kind,
+                    i.item_key,
+                    i.approved_fingerprint.as_deref().unwrap_or("")
+                )
+            })
+            .collect();
+        sha256_hex(v.join("\n").as_bytes())
+    };
+    [
+        sha256_hex(tools.join("\n").as_bytes()),
+        items_of(true),
+        items_of(false),
+    ]
+}
+
 #[derive(Clone)]
 pub struct Upstreams {
     db: Db,
@@ -653,6 +711,9 @@ pub struct Upstreams {
     /// Per project: the (server id, updated_at) its catalog tools were built from.
     loaded: Arc<RwLock<HashMap<String, Vec<ServerVersion>>>>,
     reloading: Arc<tokio::sync::Mutex<()>>,
+    /// Per server: what it exposed at the last reload (to tell listeners what changed).
+    exposed: Arc<RwLock<HashMap<String, (String, Exposed)>>>,
+    notices: tokio::sync::broadcast::Sender<ListChanged>,
 }
 
 /// What servers users sign in to need from the rest of workbench.
@@ -780,6 +841,8 @@ impl Upstreams {
             changed,
             loaded: Arc::default(),
             reloading: Arc::default(),
+            exposed: Arc::default(),
+            notices: tokio::sync::broadcast::channel(NOTICE_BACKLOG).0,
         };
         // The tools of a server users sign in to are listed once its admin connected it.
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
@@ -818,6 +881,66 @@ impl Upstreams {
 
     fn now(&self) -> i64 {
         self.clock.now_ms()
+    }
+
+    /// Hears every server whose tools, prompts or resources change from now on.
+    pub fn notices(&self) -> tokio::sync::broadcast::Receiver<ListChanged> {
+        self.notices.subscribe()
+    }
+
+    /// Compares what each of the project's servers exposes now with the last reload, and tells
+    /// listeners what changed (nothing on a server's first load; everything when it is gone).
+    async fn announce(&self, project_id: &str, servers: &[ServerRow], tools: &[Vec<ToolRow>]) {
+        let mut now = Vec::with_capacity(servers.len());
+        for (server, rows) in servers.iter().zip(tools) {
+            let items = match store::mcp_items::list(self.db.pool(), &server.id).await {
+                Ok(i) => i,
+                Err(e) => {
+                    tracing::warn!(server = %server.id, error = %e, "the server's items cannot be read; listeners are not told");
+                    continue;
+                }
+            };
+            now.push((server.id.clone(), exposed_digest(rows, &items)));
+        }
+        let mut notices = Vec::new();
+        {
+            let mut exposed = self.exposed.write().expect("upstreams lock");
+            for (id, digest) in &now {
+                let before = exposed.insert(id.clone(), (project_id.to_owned(), digest.clone()));
+                if let Some((_, before)) = before {
+                    let changed = |i: usize| before[i] != digest[i];
+                    if changed(0) || changed(1) || changed(2) {
+                        notices.push(ListChanged {
+                            project_id: project_id.to_owned(),
+                            server_id: id.clone(),
+                            tools: changed(0),
+                            prompts: changed(1),
+                            resources: changed(2),
+                        });
+                    }
+                }
+            }
+            let gone: Vec<String> = exposed
+                .iter()
+                .filter(|(id, (p, _))| p == project_id && !servers.iter().any(|s| &s.id == *id))
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in gone {
+                exposed.remove(&id);
+                notices.push(ListChanged {
+                    project_id: project_id.to_owned(),
+                    server_id: id,
+                    tools: true,
+                    prompts: true,
+                    resources: true,
+                });
+            }
+        }
+        for n in notices {
+            tracing::debug!(server = %n.server_id, tools = n.tools, prompts = n.prompts, resources = n.resources, "MCP server lists changed");
+            // Nobody listening is fine.
+            let _ = self.notices.send(n);
+        }
     }
 
     fn live_for(&self, row: &ServerRow) -> Result<Arc<Live>> {
@@ -1688,6 +1811,8 @@ impl Upstreams {
             rows.push(store::mcp_servers::list_tools(self.db.pool(), &server.id).await?);
         }
         let owners = self.claim_free_names(project_id, &servers, &rows).await?;
+        // Told once the catalog has the new tools, so a listener that lists again sees them.
+        let shown = rows.clone();
         let others: Vec<String> = self
             .catalog
             .snapshot(project_id)
@@ -1745,6 +1870,7 @@ impl Upstreams {
         versions.sort();
         self.registry.set_servers(project_id, sign_ins);
         self.catalog.set_source_tools(project_id, SOURCE, tools)?;
+        self.announce(project_id, &servers, &shown).await;
         let ids: Vec<&String> = servers.iter().map(|s| &s.id).collect();
         self.live.write().expect("upstreams lock").retain(|id, l| {
             let keep = l.project_id != project_id || ids.contains(&id);

@@ -14,6 +14,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use rmcp::handler::server::ServerHandler;
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
@@ -21,7 +22,7 @@ use rmcp::model::{
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::{ErrorData, RoleServer};
@@ -30,7 +31,7 @@ use tracing::Instrument;
 use workbench_core::auth::{Operation, Principal};
 use workbench_core::catalog::{HandlerError, SideEffects};
 use workbench_core::engine::{CallOptions, Surface};
-use workbench_core::toolsets::{endpoint_path, valid_slug, ExposedTool, ItemError, ToolSet};
+use workbench_core::toolsets::{endpoint_path, valid_slug, ExposedTool, Heard, ItemError, ToolSet};
 use workbench_core::Workbench;
 
 use crate::api_auth::ApiCaller;
@@ -117,8 +118,11 @@ fn info() -> ServerConfig {
     ServerConfig::new(
         ServerCapabilities::builder()
             .enable_prompts()
+            .enable_prompts_list_changed()
             .enable_resources()
+            .enable_resources_list_changed()
             .enable_tools()
+            .enable_tool_list_changed()
             .build(),
     )
     .with_server_info(Implementation::new("workbench", env!("CARGO_PKG_VERSION")))
@@ -207,7 +211,84 @@ impl ServerHandler for SetHandler {
             out.capabilities.prompts = None;
             out.capabilities.resources = None;
         }
+        // The endpoint is stateless: a client of an older revision has no stream to hear
+        // list changes on (only 2026-07-28's subscriptions/listen does).
+        for list_changed in [
+            out.capabilities.tools.as_mut().map(|c| &mut c.list_changed),
+            out.capabilities
+                .prompts
+                .as_mut()
+                .map(|c| &mut c.list_changed),
+            out.capabilities
+                .resources
+                .as_mut()
+                .map(|c| &mut c.list_changed),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *list_changed = None;
+        }
         Ok(out)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(
+            SubscriptionFilter::builder()
+                .tools_list_changed()
+                .prompts_list_changed()
+                .resources_list_changed()
+                .build(),
+        )
+    }
+
+    /// `subscriptions/listen` (2026-07-28): the set's tool, prompt and resource lists changed
+    /// whenever a server of the set changes what it exposes, until the client closes the
+    /// stream or workbench shuts down.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let (who, set) = Self::caller(context.request_context())?;
+        let sets = self.wb.tool_sets();
+        let mut notices = sets.notices();
+        let mut stopping = self.wb.stopping();
+        loop {
+            let heard = tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                _ = stopping.wait_for(|s| *s) => return Ok(()),
+                n = notices.recv() => match n {
+                    Ok(change) => sets.heard(&who, &set, &change),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Heard::ALL,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            };
+            if !heard.any() {
+                continue;
+            }
+            let sink = context.sink();
+            let wants = |f: Option<bool>| f == Some(true);
+            let accepted = context.accepted();
+            // Only what the client asked for (and was acknowledged); a closed stream ends the
+            // listen.
+            let sent = async {
+                if heard.tools && wants(accepted.tools_list_changed) {
+                    sink.notify_tool_list_changed().await?;
+                }
+                if heard.prompts && wants(accepted.prompts_list_changed) {
+                    sink.notify_prompt_list_changed().await?;
+                }
+                if heard.resources && wants(accepted.resources_list_changed) {
+                    sink.notify_resource_list_changed().await?;
+                }
+                Ok::<(), rmcp::service::SubscriptionSendError>(())
+            }
+            .await;
+            if let Err(e) = sent {
+                tracing::debug!(error = ?e, "a set listener's stream ended");
+                return Ok(());
+            }
+        }
     }
 
     async fn list_prompts(

@@ -650,3 +650,131 @@ db_test!(
         .await;
     }
 );
+
+/// Opens `subscriptions/listen` (2026-07-28) on a set endpoint for `notifications`; the response
+/// once the acknowledgement has arrived, and everything read so far.
+async fn listen(
+    app: &TestApp,
+    key: &str,
+    slug: &str,
+    notifications: Value,
+) -> (reqwest::Response, String) {
+    let mut res = app
+        .http()
+        .post(app.url(&format!("/mcp/sets/{slug}")))
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .json(&json!({ "jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": {
+            "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} },
+            "notifications": notifications } }))
+        .send()
+        .await
+        .unwrap();
+    if res.status() != 200 {
+        panic!("{}: {}", res.status(), res.text().await.unwrap_or_default());
+    }
+    let mut read = String::new();
+    while !read.contains("notifications/subscriptions/acknowledged") {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), res.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no acknowledgement within 10 s: {read}"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("the stream ended: {read}"));
+        read.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    (res, read)
+}
+
+/// Reads the listen stream until `what` arrives (at most 10 s); everything read.
+async fn hear(res: &mut reqwest::Response, mut read: String, what: &str) -> String {
+    while !read.contains(what) {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), res.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("{what} not heard within 10 s: {read}"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("the stream ended: {read}"));
+        read.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    read
+}
+
+db_test!(
+    a_listening_client_hears_its_sets_prompts_change,
+    |backend| {
+        let Some((app, key, up, id)) = fake_with_prompt(backend, false).await else {
+            return;
+        };
+        let (mut res, read) = listen(
+            &app,
+            &key,
+            "desk",
+            json!({ "promptsListChanged": true, "toolsListChanged": true }),
+        )
+        .await;
+        assert!(
+            read.contains("\"promptsListChanged\":true"),
+            "acknowledged what was asked: {read}"
+        );
+        assert!(!read.contains("resourcesListChanged"), "{read}");
+
+        // The prompt changes upstream and is held: the set's prompt list changed.
+        up.set_prompt("greet", "Now says it differently.");
+        let (status, out) = post(
+            &app,
+            &key,
+            &format!("/v1/mcp/servers/{id}/refresh"),
+            json!({}),
+        )
+        .await;
+        assert_eq!(status, 200, "{out}");
+        let read = hear(&mut res, read, "notifications/prompts/list_changed").await;
+        assert!(
+            !read.contains("notifications/tools/list_changed"),
+            "the tools did not change: {read}"
+        );
+
+        // A tool held for review changes the tool list.
+        up.set_tool(
+            "echo",
+            "Echo, reworded.",
+            json!({ "type": "object", "properties": { "message": { "type": "string" } } }),
+            true,
+        );
+        let (status, out) = post(
+            &app,
+            &key,
+            &format!("/v1/mcp/servers/{id}/refresh"),
+            json!({}),
+        )
+        .await;
+        assert_eq!(status, 200, "{out}");
+        hear(&mut res, read, "notifications/tools/list_changed").await;
+
+        // A set without the server's tools hears nothing of it.
+        let (status, _) = post(&app, &key, "/v1/tool-sets", json!({ "slug": "builtins", "name": "Built-ins", "tools": [{ "tool": "vault_list" }], "prompts_and_resources": true })).await;
+        assert_eq!(status, 201);
+        let (mut other, read) = listen(
+            &app,
+            &key,
+            "builtins",
+            json!({ "promptsListChanged": true, "toolsListChanged": true }),
+        )
+        .await;
+        let (status, _) = post(
+            &app,
+            &key,
+            &format!("/v1/mcp/servers/{id}/approve"),
+            json!({ "prompts": ["greet"] }),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let more =
+            tokio::time::timeout(std::time::Duration::from_millis(1500), other.chunk()).await;
+        assert!(
+            more.is_err(),
+            "nothing for the unrelated set: {read} {more:?}"
+        );
+    }
+);

@@ -778,3 +778,121 @@ db_test!(
         );
     }
 );
+
+db_test!(
+    the_portal_shows_a_servers_prompts_for_review_and_sets_publish_them_by_checkbox,
+    |backend| {
+        let Some((app, key, up, id)) = fake_with_prompt(backend, false).await else {
+            return;
+        };
+        let admin = app.browser();
+        admin
+            .sign_in("ada@example.com", crate::helpers::PASSWORD)
+            .await;
+
+        // The set form's checkbox: unticked turns publishing off, ticked on again.
+        let (_, sets) = get(&app, &key, "/v1/tool-sets").await;
+        let desk = sets["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["slug"] == "desk")
+            .unwrap()
+            .clone();
+        let set_id = desk["id"].as_str().unwrap();
+        let save = |ticked: bool| {
+            let mut form = vec![
+                ("id", set_id),
+                ("slug", "desk"),
+                ("name", "Desk"),
+                ("description", ""),
+                ("tools", "crm.echo"),
+            ];
+            if ticked {
+                form.push(("prompts_and_resources", "on"));
+            }
+            let admin = &admin;
+            async move {
+                let res = admin.call("save_tool_set", &form).await;
+                assert!(res.status().is_success(), "{}", res.text().await.unwrap());
+            }
+        };
+        save(false).await;
+        assert!(listed(&app, &key, "desk", "prompts/list", "name")
+            .await
+            .is_empty());
+        save(true).await;
+        assert_eq!(
+            listed(&app, &key, "desk", "prompts/list", "name").await,
+            ["crm.greet"]
+        );
+        let html = admin.get("/tool-sets").await.text().await.unwrap();
+        assert!(
+            html.contains("Publish the prompts and resources of its MCP servers"),
+            "{html}"
+        );
+
+        // A changed prompt shows on the server's page beside what was approved, and is
+        // approved there.
+        up.set_prompt("greet", "Greets someone, loudly.");
+        let (status, _) = post(
+            &app,
+            &key,
+            &format!("/v1/mcp/servers/{id}/refresh"),
+            json!({}),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let page = admin
+            .get(&format!("/mcp-servers/{id}"))
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(page.contains("Prompts (1) and resources (0)"), "{page}");
+        assert!(
+            page.contains("crm.greet") && page.contains("pending review"),
+            "{page}"
+        );
+        assert!(page.contains("data-testid=\"mcp-item-diff\""), "{page}");
+        assert!(
+            page.contains("Greets someone, loudly.") && page.contains("Greets someone."),
+            "{page}"
+        );
+
+        // A member can neither see held prompts there nor approve them.
+        app.user("mo@example.com", workbench_core::auth::Role::Member)
+            .await;
+        let member = app.browser();
+        member
+            .sign_in("mo@example.com", crate::helpers::PASSWORD)
+            .await;
+        let res = member
+            .call(
+                "approve_mcp_item",
+                &[("id", &id), ("kind", "prompt"), ("key", "greet")],
+            )
+            .await;
+        assert_eq!(res.status(), 403);
+        let seen = member
+            .get(&format!("/mcp-servers/{id}"))
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(!seen.contains("loudly"), "{seen}");
+
+        let res = admin
+            .call(
+                "approve_mcp_item",
+                &[("id", &id), ("kind", "prompt"), ("key", "greet")],
+            )
+            .await;
+        assert!(res.status().is_success(), "{}", res.text().await.unwrap());
+        let (_, out) = set_rpc(&app, &key, "desk", "prompts/list", json!({})).await;
+        assert_eq!(
+            out["result"]["prompts"][0]["description"], "Greets someone, loudly.",
+            "{out}"
+        );
+    }
+);

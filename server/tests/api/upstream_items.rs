@@ -896,3 +896,54 @@ db_test!(
         );
     }
 );
+
+db_test!(
+    the_official_python_sdk_gets_prompts_and_reads_resources_through_a_set,
+    |backend| {
+        let Some((app, key, _child)) = everything_set(backend).await else {
+            return;
+        };
+        let doc = "wb://everything/demo://resource/static/document/architecture.md";
+        let report = crate::mcp_sdk::run_client(
+            app.url("/mcp/sets/ev"),
+            key,
+            json!([
+                ["prompts/get", { "name": "ev.args-prompt", "arguments": { "city": "Kyoto" } }],
+                ["resources/read", { "uri": doc }],
+                ["resources/read", { "uri": "wb://everything/demo://resource/dynamic/text/5" }],
+                ["ev.echo", { "message": "still a tool" }]
+            ]),
+        )
+        .await;
+        if report.is_null() {
+            return;
+        }
+        let has = |field: &str, v: &str| report[field].as_array().unwrap().iter().any(|x| x == v);
+        assert!(has("prompts", "ev.args-prompt"), "{report}");
+        assert!(
+            has("resources", doc),
+            "the SDK keeps the URI as listed: {report}"
+        );
+        assert!(
+            has(
+                "templates",
+                "wb://everything/demo://resource/dynamic/text/{resourceId}"
+            ),
+            "{report}"
+        );
+        let calls = &report["calls"];
+        assert_eq!(
+            calls[0]["prompt"]["messages"][0]["content"]["text"], "What's weather in Kyoto?",
+            "{report}"
+        );
+        assert_eq!(calls[1]["read"]["contents"][0]["uri"], doc, "{report}");
+        assert!(
+            calls[2]["read"]["contents"][0]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("Resource 5:"),
+            "{report}"
+        );
+        assert_eq!(calls[3]["is_error"], false, "{report}");
+    }
+);

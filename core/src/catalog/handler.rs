@@ -31,6 +31,25 @@ pub trait ConnectionSource: Send + Sync + 'static {
     async fn step_up(&self, who: &Principal, scopes: &[String]) -> HandlerError;
 }
 
+/// The MCP client a call came from, when it can be asked things while the call runs (issue 33):
+/// an upstream server's `elicitation/create` and `sampling/createMessage` reach it, and so does
+/// the call's progress. Implemented by the MCP surfaces for clients in a session; the pipeline
+/// hands handlers a scrubbing wrapper of it.
+#[async_trait]
+pub trait ClientRelay: Send + Sync {
+    /// Whether the client declared the capability (`elicitation`, `sampling`).
+    fn supports(&self, capability: &str) -> bool;
+    /// Asks the client `method` with `params` and waits for its answer: the result, or the
+    /// JSON-RPC error (code, message) to pass back.
+    async fn request(&self, method: &str, params: Value) -> Result<Value, (i64, String)>;
+    /// The call's progress (sent only when the client asked for progress).
+    async fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>);
+    /// Resolves when the client cancels the call (never, for a client that cannot).
+    async fn cancelled(&self) {
+        std::future::pending::<()>().await
+    }
+}
+
 /// What a handler knows about the call it serves.
 pub struct CallContext<'a> {
     pub call_id: &'a str,
@@ -45,6 +64,8 @@ pub struct CallContext<'a> {
     /// The arguments as the agent wrote them, before `{{vault:…}}` and `{{step:…}}` were
     /// substituted: what error messages quote (`quote`), never the substituted values.
     pub template: Option<&'a Value>,
+    /// The MCP client that made the call, when it can be asked things meanwhile.
+    pub client: Option<&'a dyn ClientRelay>,
     egress: AtomicU64,
 }
 
@@ -63,6 +84,7 @@ impl<'a> CallContext<'a> {
             credential: None,
             connection: None,
             template: None,
+            client: None,
             egress: AtomicU64::new(0),
         }
     }

@@ -419,6 +419,8 @@ impl Engine {
             idempotency_key: None,
             // And its audit row the tool set it came through.
             tool_set: None,
+            // A person approved it later: the client that asked is not waiting on it.
+            client: None,
         };
         let held = Held {
             tool_call_id: row.tool_call_id.clone(),

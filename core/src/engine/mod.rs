@@ -13,6 +13,7 @@ mod listing;
 mod pipeline;
 mod reach;
 mod record;
+mod relay;
 mod scope;
 mod span;
 pub mod template;
@@ -95,6 +96,18 @@ pub struct CallOptions {
     pub idempotency_key: Option<String>,
     /// The tool set (its slug) the call came through, recorded on its audit row.
     pub tool_set: Option<String>,
+    /// The MCP client that made the call, when it can be asked things while the call runs.
+    pub client: Option<Client>,
+}
+
+/// An MCP client the calls of a request may ask things of (`ClientRelay`).
+#[derive(Clone)]
+pub struct Client(pub std::sync::Arc<dyn crate::catalog::ClientRelay>);
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Client")
+    }
 }
 
 /// REST invoke's default result ceiling.
@@ -109,6 +122,7 @@ impl CallOptions {
             rest_result_max_bytes: None,
             idempotency_key: None,
             tool_set: None,
+            client: None,
         }
     }
 }

@@ -153,10 +153,17 @@ impl CallScope<'_> {
             }
             x.outcome.rows = record::Rows::Existing;
         }
-        let outcome = &mut x.outcome;
         let opts = self.opts;
+        let relay = opts.client.as_ref().map(|c| super::relay::Scrubbed {
+            inner: &*c.0,
+            scrubber: &*x.scrubber,
+        });
+        let outcome = &mut x.outcome;
         let mut ctx = CallContext::new(&outcome.id, tool.name(), who, opts.end_user_id.as_deref());
         ctx.template = Some(&template_for_messages);
+        ctx.client = relay
+            .as_ref()
+            .map(|r| r as &dyn crate::catalog::ClientRelay);
         ctx.credential = credential;
         ctx.connection = connection.map(|c| &**c);
         let started = Instant::now();

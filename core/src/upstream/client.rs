@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use zeroize::Zeroizing;
 
+use crate::catalog::ClientRelay;
 use crate::egress::trace_context::with_trace_context;
 
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -142,9 +143,11 @@ impl Session {
             listener: Mutex::new(None),
             capabilities: std::sync::OnceLock::new(),
         };
+        // Elicitation and sampling requests made during a call are relayed to the MCP client
+        // that made it (`relay`), or refused with -32601 when it cannot answer them.
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {},
+            "capabilities": { "elicitation": {}, "sampling": {} },
             "clientInfo": { "name": "workbench", "version": env!("CARGO_PKG_VERSION") }
         });
         let init = s.request("initialize", params, timeout).await?;
@@ -254,10 +257,30 @@ impl Session {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, RpcError> {
+        self.request_relayed(method, params, timeout, None).await
+    }
+
+    /// A request and its result; what the server asks meanwhile on the answer's event stream
+    /// (elicitation, sampling) goes to `relay`, and so does its progress. A request given up
+    /// before its answer (the caller cancelled, or timed out) is cancelled at the server.
+    pub async fn request_relayed(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        relay: Option<&dyn ClientRelay>,
+    ) -> Result<Value, RpcError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
         let started = tokio::time::Instant::now();
+        let mut unanswered = Unanswered {
+            session: self,
+            id,
+            armed: false,
+        };
         let res = self.send(&body, timeout).await?;
+        // Sent and taken: from here a caller giving up is the server's to know.
+        unanswered.armed = method != "initialize";
         if let Some(sid) = res
             .headers()
             .get("mcp-session-id")
@@ -271,10 +294,152 @@ impl Session {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|c| c.starts_with("text/event-stream"));
         let left = timeout.saturating_sub(started.elapsed());
-        let answer = tokio::time::timeout(left, read_answer(res, id, is_sse))
+        let answer = tokio::time::timeout(left, self.read_answer(res, id, is_sse, relay))
             .await
             .map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))??;
+        unanswered.armed = false;
         answer_of(answer)
+    }
+
+    /// Answers a message the server sent on a request's event stream: a request of its own
+    /// (relayed or refused), or progress.
+    async fn answer_server(&self, v: &Value, relay: Option<&dyn ClientRelay>) {
+        if v.get("id").is_none_or(Value::is_null) {
+            if v.get("method").and_then(Value::as_str) == Some("notifications/progress") {
+                if let Some(r) = relay {
+                    let p = &v["params"];
+                    if let Some(progress) = p.get("progress").and_then(Value::as_f64) {
+                        let total = p.get("total").and_then(Value::as_f64);
+                        let message = p.get("message").and_then(Value::as_str).map(str::to_owned);
+                        r.progress(progress, total, message).await;
+                    }
+                }
+            }
+            return;
+        }
+        let answer = server_request(v, relay).await;
+        if let Err(e) = self.send(&answer, Duration::from_secs(30)).await {
+            tracing::debug!(error = %e, "answering the MCP server's request failed");
+        }
+    }
+
+    /// The JSON-RPC answer with `id`, from a JSON body or an event stream; requests and
+    /// progress the server sends on the stream meanwhile go to `relay` (or are refused).
+    async fn read_answer(
+        &self,
+        mut res: reqwest::Response,
+        id: u64,
+        sse: bool,
+        relay: Option<&dyn ClientRelay>,
+    ) -> Result<Value, RpcError> {
+        let mut buf: Vec<u8> = Vec::new();
+        let broken = |e: reqwest::Error| {
+            RpcError::Transport(format!("the answer broke off: {}", e.without_url()))
+        };
+        if !sse {
+            return read_json_answer(res, id).await;
+        }
+        loop {
+            // Whole events so far.
+            while let Some(end) = event_end(&buf) {
+                let event: Vec<u8> = buf.drain(..end.1).collect();
+                let text = String::from_utf8_lossy(&event[..end.0]);
+                let data: Vec<&str> = text
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                    .collect();
+                if data.is_empty() {
+                    continue;
+                }
+                if let Ok(v) = serde_json::from_str::<Value>(&data.join("\n")) {
+                    if v.get("method").is_some() {
+                        self.answer_server(&v, relay).await;
+                        continue;
+                    }
+                    if let Some(answer) = find_answer(v, id) {
+                        return Ok(answer);
+                    }
+                }
+            }
+            match res.chunk().await.map_err(broken)? {
+                Some(chunk) => {
+                    if buf.len() + chunk.len() > MAX_ANSWER_BYTES {
+                        return Err(RpcError::Protocol(format!(
+                            "the answer is larger than {MAX_ANSWER_BYTES} bytes"
+                        )));
+                    }
+                    buf.extend_from_slice(&chunk);
+                }
+                None => {
+                    return Err(RpcError::Transport(
+                        "the event stream ended without an answer".into(),
+                    ))
+                }
+            }
+        }
+    }
+}
+
+/// A request sent and not yet answered: dropped so (the caller gave up: cancelled, or timed
+/// out), the server is told `notifications/cancelled` so it can stop working on it.
+struct Unanswered<'a> {
+    session: &'a Session,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let body = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": { "requestId": self.id, "reason": "the caller gave up on the call" } });
+        let send = self
+            .session
+            .builder(&body)
+            .timeout(Duration::from_secs(5))
+            .send();
+        rt.spawn(async move {
+            let _ = send.await;
+        });
+    }
+}
+
+/// How workbench answers a server's own request: `ping` itself; `elicitation/create` and
+/// `sampling/createMessage` by the MCP client the call came from, when it declared the
+/// capability; anything else, or a client that cannot answer, with -32601.
+pub(super) async fn server_request(v: &Value, relay: Option<&dyn ClientRelay>) -> Value {
+    let id = v.get("id").cloned().unwrap_or(Value::Null);
+    let method = v.get("method").and_then(Value::as_str).unwrap_or_default();
+    let error = |code: i64, message: String| json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
+    let capability = match method {
+        "ping" => return json!({ "jsonrpc": "2.0", "id": id, "result": {} }),
+        "elicitation/create" => "elicitation",
+        "sampling/createMessage" => "sampling",
+        other => {
+            return error(
+                -32601,
+                format!("workbench does not pass {other} on to MCP clients"),
+            )
+        }
+    };
+    match relay {
+        Some(r) if r.supports(capability) => {
+            let params = v.get("params").cloned().unwrap_or(Value::Null);
+            match r.request(method, params).await {
+                Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+                Err((code, message)) => error(code, message),
+            }
+        }
+        _ => error(
+            -32601,
+            format!("the MCP client that made this call does not support {capability}"),
+        ),
     }
 }
 
@@ -346,63 +511,24 @@ pub(super) fn answer_of(answer: Value) -> Result<Value, RpcError> {
         .ok_or_else(|| RpcError::Protocol("the answer has neither result nor error".into()))
 }
 
-/// The JSON-RPC answer with `id`, from a JSON body or an event stream (other messages on the
-/// stream, notifications and requests, are skipped).
-async fn read_answer(mut res: reqwest::Response, id: u64, sse: bool) -> Result<Value, RpcError> {
+/// The JSON-RPC answer with `id` from a JSON body.
+async fn read_json_answer(mut res: reqwest::Response, id: u64) -> Result<Value, RpcError> {
     let mut buf: Vec<u8> = Vec::new();
     let broken = |e: reqwest::Error| {
         RpcError::Transport(format!("the answer broke off: {}", e.without_url()))
     };
-    if !sse {
-        while let Some(chunk) = res.chunk().await.map_err(broken)? {
-            if buf.len() + chunk.len() > MAX_ANSWER_BYTES {
-                return Err(RpcError::Protocol(format!(
-                    "the answer is larger than {MAX_ANSWER_BYTES} bytes"
-                )));
-            }
-            buf.extend_from_slice(&chunk);
+    while let Some(chunk) = res.chunk().await.map_err(broken)? {
+        if buf.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Err(RpcError::Protocol(format!(
+                "the answer is larger than {MAX_ANSWER_BYTES} bytes"
+            )));
         }
-        let v: Value = serde_json::from_slice(&buf)
-            .map_err(|e| RpcError::Protocol(format!("the answer is not JSON: {e}")))?;
-        return find_answer(v, id).ok_or_else(|| {
-            RpcError::Protocol("the answer does not carry the request's id".into())
-        });
+        buf.extend_from_slice(&chunk);
     }
-    loop {
-        // Whole events so far.
-        while let Some(end) = event_end(&buf) {
-            let event: Vec<u8> = buf.drain(..end.1).collect();
-            let text = String::from_utf8_lossy(&event[..end.0]);
-            let data: Vec<&str> = text
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                .collect();
-            if data.is_empty() {
-                continue;
-            }
-            if let Ok(v) = serde_json::from_str::<Value>(&data.join("\n")) {
-                if let Some(answer) = find_answer(v, id) {
-                    return Ok(answer);
-                }
-            }
-        }
-        match res.chunk().await.map_err(broken)? {
-            Some(chunk) => {
-                if buf.len() + chunk.len() > MAX_ANSWER_BYTES {
-                    return Err(RpcError::Protocol(format!(
-                        "the answer is larger than {MAX_ANSWER_BYTES} bytes"
-                    )));
-                }
-                buf.extend_from_slice(&chunk);
-            }
-            None => {
-                return Err(RpcError::Transport(
-                    "the event stream ended without an answer".into(),
-                ))
-            }
-        }
-    }
+    let v: Value = serde_json::from_slice(&buf)
+        .map_err(|e| RpcError::Protocol(format!("the answer is not JSON: {e}")))?;
+    find_answer(v, id)
+        .ok_or_else(|| RpcError::Protocol("the answer does not carry the request's id".into()))
 }
 
 /// Where the first event in `buf` ends: (end of its text, end including the blank line).

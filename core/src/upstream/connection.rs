@@ -9,6 +9,7 @@ use zeroize::Zeroizing;
 use super::client::{OnToolsChanged, RpcError, Session};
 use super::sse::SseSession;
 use super::stdio::session::StdioSession;
+use crate::catalog::ClientRelay;
 
 /// A session over one of the transports.
 pub enum Connection {
@@ -51,6 +52,22 @@ impl Connection {
             Connection::Http(s) => s.request(method, params, timeout).await,
             Connection::Sse(s) => s.request(method, params, timeout).await,
             Connection::Stdio(s) => s.request(method, params, timeout).await,
+        }
+    }
+
+    /// `request`, with what the server asks meanwhile relayed to the calling client (streamable
+    /// HTTP only: over the older SSE transport and stdio a server's requests cannot be told
+    /// apart by call, so they are refused).
+    pub async fn request_relayed(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        relay: Option<&dyn ClientRelay>,
+    ) -> Result<Value, RpcError> {
+        match self {
+            Connection::Http(s) => s.request_relayed(method, params, timeout, relay).await,
+            other => other.request(method, params, timeout).await,
         }
     }
 

@@ -59,24 +59,48 @@ impl ToolHandler for UpstreamTool {
             .acquire()
             .await
             .map_err(|_| HandlerError::Unavailable("the server is shutting down".into()))?;
-        // Who the call is for reaches the server in `_meta`, for its own authorization.
-        let meta = ctx
-            .end_user_id
-            .map(|u| serde_json::json!({ END_USER_META: u }));
+        // Who the call is for reaches the server in `_meta`, for its own authorization; a
+        // client that can hear progress gets the server's (the call's id is the token).
+        let mut meta = serde_json::Map::new();
+        if let Some(u) = ctx.end_user_id {
+            meta.insert(END_USER_META.into(), u.into());
+        }
+        if ctx.client.is_some() {
+            meta.insert("progressToken".into(), ctx.call_id.into());
+        }
+        let meta = (!meta.is_empty()).then_some(Value::Object(meta));
         let mut attempt = 0;
-        let result = loop {
-            let r = match live.auth.user_oauth() {
-                None => live.call_tool(&self.name, args.clone(), meta.clone()).await,
-                Some(_) => self.call_as_user(ctx, args.clone(), meta.clone()).await?,
-            };
-            match r {
-                Err(RpcError::NotSent(_)) if self.retryable && attempt < MAX_RETRIES => {
-                    attempt += 1;
-                    let jitter = (crate::crypto::random_bytes::<1>()[0] as u64) % 100;
-                    tokio::time::sleep(Duration::from_millis(50 * attempt as u64 + jitter)).await;
+        let call = async {
+            loop {
+                let r = match live.auth.user_oauth() {
+                    None => {
+                        live.call_tool(&self.name, args.clone(), meta.clone(), ctx.client)
+                            .await
+                    }
+                    Some(_) => self.call_as_user(ctx, args.clone(), meta.clone()).await?,
+                };
+                match r {
+                    Err(RpcError::NotSent(_)) if self.retryable && attempt < MAX_RETRIES => {
+                        attempt += 1;
+                        let jitter = (crate::crypto::random_bytes::<1>()[0] as u64) % 100;
+                        tokio::time::sleep(Duration::from_millis(50 * attempt as u64 + jitter))
+                            .await;
+                    }
+                    other => break Ok::<_, HandlerError>(other),
                 }
-                other => break other,
             }
+        };
+        // A caller that cancels gives the request up, which cancels it at the server
+        // (`client::Unanswered`); the call ends as failed.
+        let result = match ctx.client {
+            Some(client) => tokio::select! {
+                r = call => r?,
+                _ = client.cancelled() => {
+                    live.breaker.record(admission, false, live.now());
+                    return Err(HandlerError::failed("the caller cancelled the call"));
+                }
+            },
+            None => call.await?,
         };
         live.breaker.record(
             admission,
@@ -132,6 +156,7 @@ impl UpstreamTool {
                 &self.name,
                 args.clone(),
                 meta.clone(),
+                ctx.client,
             )
             .await;
         let source = ctx.connection.ok_or_else(not_connected)?;
@@ -146,7 +171,7 @@ impl UpstreamTool {
         }
         let fresh = source.refresh_after_unauthorized(ctx.principal).await?;
         let second = live
-            .call_tool_as(user, fresh.token(), &self.name, args, meta)
+            .call_tool_as(user, fresh.token(), &self.name, args, meta, ctx.client)
             .await;
         match second {
             Err(RpcError::Unauthorized(_)) => Err(HandlerError::NotConnected {

@@ -14,6 +14,7 @@ use zeroize::Zeroizing;
 use super::breaker::Breaker;
 use super::client::{OnToolsChanged, RpcError};
 use super::connection::Connection;
+use crate::catalog::ClientRelay;
 use crate::clock::Clock;
 use crate::vault::Vault;
 
@@ -370,12 +371,16 @@ impl Live {
         name: &str,
         arguments: Value,
         meta: Option<Value>,
+        relay: Option<&dyn ClientRelay>,
     ) -> Result<Value, RpcError> {
         let timeout = self.timeout;
         let params = call_params(name, arguments, meta);
         self.as_user(user, token, |s| {
             let params = params.clone();
-            async move { s.request("tools/call", params, timeout).await }
+            async move {
+                s.request_relayed("tools/call", params, timeout, relay)
+                    .await
+            }
         })
         .await
     }
@@ -392,9 +397,18 @@ impl Live {
         name: &str,
         arguments: Value,
         meta: Option<Value>,
+        relay: Option<&dyn ClientRelay>,
     ) -> Result<Value, RpcError> {
         let params = call_params(name, arguments, meta);
-        self.request("tools/call", params, self.timeout).await
+        let timeout = self.timeout;
+        self.on_session(|s| {
+            let params = params.clone();
+            async move {
+                s.request_relayed("tools/call", params, timeout, relay)
+                    .await
+            }
+        })
+        .await
     }
 }
 

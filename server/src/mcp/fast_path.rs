@@ -194,5 +194,5 @@ pub async fn tools_call(State(state): State<AppState>, req: Request, next: Next)
         wb: state.wb.clone(),
         config: state.config.clone(),
     };
-    answer(id, async move { handler.call(&who, params).await }).await
+    answer(id, async move { handler.call(&who, params, None).await }).await
 }

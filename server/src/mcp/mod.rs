@@ -4,6 +4,8 @@
 
 mod fast_path;
 mod meta_tools;
+mod relay;
+mod sessions;
 mod sets;
 
 use std::sync::Arc;
@@ -28,7 +30,7 @@ use workbench_core::args::Arg;
 use workbench_core::auth::Principal;
 use workbench_core::connections::{ConnectOutcome, CurlSessionRequest, WaitOutcome, MAX_WAIT_SECS};
 use workbench_core::engine::{
-    parse_request, CallOptions, ExecuteOutcome, Surface, SEARCH_LIMIT_DEFAULT,
+    parse_request, CallOptions, Client, ExecuteOutcome, Surface, SEARCH_LIMIT_DEFAULT,
 };
 use workbench_core::Workbench;
 
@@ -57,16 +59,28 @@ impl McpHandler {
             .ok_or_else(|| ErrorData::invalid_request("unauthenticated", None))
     }
 
-    /// One meta-tool call, as the result MCP sends (rmcp's handler and the fast path share it).
-    async fn call(&self, who: &Principal, request: CallToolRequestParams) -> CallToolResult {
+    /// One meta-tool call, as the result MCP sends (rmcp's handler and the fast path share it);
+    /// `client`: the caller, when upstream servers may ask it things during the call.
+    async fn call(
+        &self,
+        who: &Principal,
+        request: CallToolRequestParams,
+        client: Option<Client>,
+    ) -> CallToolResult {
         let args = Value::Object(request.arguments.unwrap_or_default());
-        match self.dispatch(who, &request.name, args).await {
+        match self.dispatch(who, &request.name, args, client).await {
             Ok(v) => CallToolResult::structured(v),
             Err(v) => CallToolResult::structured_error(v),
         }
     }
 
-    async fn dispatch(&self, who: &Principal, name: &str, args: Value) -> Result<Value, Value> {
+    async fn dispatch(
+        &self,
+        who: &Principal,
+        name: &str,
+        args: Value,
+        client: Option<Client>,
+    ) -> Result<Value, Value> {
         if let Some(op) = meta_tools::operation(name) {
             if let Err(e) = who.require(op) {
                 return Err(json!({ "error": e.to_string(), "code": "NOT_ALLOWED" }));
@@ -122,12 +136,9 @@ impl McpHandler {
             }
             meta_tools::EXECUTE_TOOLS => {
                 let req = parse_request(&args).map_err(|e| invalid(&e.to_string()))?;
-                match self
-                    .wb
-                    .engine()
-                    .execute_tools(who, req, &CallOptions::new(Surface::Mcp), None)
-                    .await
-                {
+                let mut opts = CallOptions::new(Surface::Mcp);
+                opts.client = client;
+                match self.wb.engine().execute_tools(who, req, &opts, None).await {
                     ExecuteOutcome::Ok(v) => Ok(v),
                     ExecuteOutcome::Failed(v) => Err(v),
                 }
@@ -292,8 +303,10 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let who = Self::principal(&context)?;
+        // A client's cancellation reaches the upstream request under way (`PeerRelay`); the
+        // call then ends, recorded like any other.
         Ok(self
-            .call(&who, request)
+            .call(&who, request, relay::PeerRelay::of(&context))
             .instrument(request_span(&context))
             .await
             .into())
@@ -317,15 +330,26 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         wb: state.wb.clone(),
         config: state.config.clone(),
     };
+    let stateful_handler = handler.clone();
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
         service_config(state),
     );
+    let stateful = StreamableHttpService::new(
+        move || Ok(stateful_handler.clone()),
+        Arc::new(LocalSessionManager::default()),
+        session_config(state),
+    );
+    let owners = sessions::Owners::default();
+    let endpoint = move |req: Request| {
+        let (service, stateful, owners) = (service.clone(), stateful.clone(), owners.clone());
+        async move { sessions::route(service, stateful, owners, req).await }
+    };
     // Exactly /mcp (and /mcp/): a path below it is another endpoint's (a tool set's) or none.
     Router::new()
-        .route_service("/mcp", service.clone())
-        .route_service("/mcp/", service)
+        .route("/mcp", axum::routing::any(endpoint.clone()))
+        .route("/mcp/", axum::routing::any(endpoint))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             fast_path::tools_call,
@@ -351,6 +375,22 @@ fn service_config(state: &AppState) -> StreamableHttpServerConfig {
         .with_allowed_hosts(state.config.allowed_hosts.clone())
         .with_allowed_origins(origins)
         .with_max_request_body_bytes(MAX_REQUEST_BYTES)
+}
+
+/// How rmcp serves the sessions of clients that can be asked things (`sessions.rs`): as
+/// `service_config`, with sessions, ended when workbench shuts down.
+fn session_config(state: &AppState) -> StreamableHttpServerConfig {
+    let stop = tokio_util::sync::CancellationToken::new();
+    if let Ok(rt) = tokio::runtime::Handle::try_current() {
+        let (stop, mut stopping) = (stop.clone(), state.wb.stopping());
+        rt.spawn(async move {
+            let _ = stopping.wait_for(|s| *s).await;
+            stop.cancel();
+        });
+    }
+    service_config(state)
+        .with_legacy_session_mode(true)
+        .with_cancellation_token(stop)
 }
 
 /// A bearer API key or an OAuth access token issued for this server's /mcp first: nothing

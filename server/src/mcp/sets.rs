@@ -30,7 +30,7 @@ use serde_json::Value;
 use tracing::Instrument;
 use workbench_core::auth::{Operation, Principal};
 use workbench_core::catalog::{HandlerError, SideEffects};
-use workbench_core::engine::{CallOptions, Surface};
+use workbench_core::engine::{CallOptions, Client, Surface};
 use workbench_core::toolsets::{endpoint_path, valid_slug, ExposedTool, Heard, ItemError, ToolSet};
 use workbench_core::Workbench;
 
@@ -63,24 +63,22 @@ impl SetHandler {
         }
     }
 
-    /// One call, as the result MCP sends.
+    /// One call, as the result MCP sends; `client`: the caller, when upstream servers may ask
+    /// it things during the call.
     async fn call(
         &self,
         who: &Principal,
         set: &ToolSet,
         request: CallToolRequestParams,
+        client: Option<Client>,
     ) -> CallToolResult {
         let args = request.arguments.unwrap_or_default();
+        let mut opts = CallOptions::new(Surface::Mcp);
+        opts.client = client;
         let outcome = self
             .wb
             .tool_sets()
-            .call(
-                who,
-                set,
-                &request.name,
-                args,
-                CallOptions::new(Surface::Mcp),
-            )
+            .call(who, set, &request.name, args, opts)
             .await;
         match outcome.and_then(|o| o.result) {
             Ok(v) => result(v),
@@ -388,7 +386,7 @@ impl ServerHandler for SetHandler {
     ) -> Result<CallToolResponse, ErrorData> {
         let (who, set) = Self::caller(&context)?;
         Ok(self
-            .call(&who, &set, request)
+            .call(&who, &set, request, super::relay::PeerRelay::of(&context))
             .instrument(super::request_span(&context))
             .await
             .into())
@@ -400,13 +398,24 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     let handler = SetHandler {
         wb: state.wb.clone(),
     };
+    let stateful_handler = handler.clone();
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
         super::service_config(state),
     );
+    let stateful = StreamableHttpService::new(
+        move || Ok(stateful_handler.clone()),
+        Arc::new(LocalSessionManager::default()),
+        super::session_config(state),
+    );
+    let owners = super::sessions::Owners::default();
+    let endpoint = move |req: Request| {
+        let (service, stateful, owners) = (service.clone(), stateful.clone(), owners.clone());
+        async move { super::sessions::route(service, stateful, owners, req).await }
+    };
     Router::new()
-        .route_service("/mcp/sets/{slug}", service)
+        .route("/mcp/sets/{slug}", axum::routing::any(endpoint))
         .layer(middleware::from_fn_with_state(state.clone(), tools_call))
         .layer(middleware::from_fn_with_state(state.clone(), resolve))
 }
@@ -429,8 +438,11 @@ async fn tools_call(State(state): State<AppState>, req: Request, next: Next) -> 
             let handler = SetHandler {
                 wb: state.wb.clone(),
             };
-            super::fast_path::answer(id, async move { handler.call(&who, &set, params).await })
-                .await
+            super::fast_path::answer(
+                id,
+                async move { handler.call(&who, &set, params, None).await },
+            )
+            .await
         }
         super::fast_path::Plain::Other(req) => next.run(req).await,
         super::fast_path::Plain::Broken => axum::http::StatusCode::BAD_REQUEST.into_response(),

@@ -210,6 +210,8 @@ async fn run_invoke(
         rest_result_max_bytes: Some(state.config.rest_result_max_bytes),
         idempotency_key: idempotency_key.map(str::to_owned),
         tool_set: None,
+        // REST cannot be asked anything back.
+        client: None,
     };
     let outcome = state
         .wb

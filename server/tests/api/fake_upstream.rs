@@ -14,9 +14,10 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig, ServerRequest, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -239,7 +240,7 @@ impl ServerHandler for Handler {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _c: RequestContext<RoleServer>,
+        c: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let s = &self.0;
         s.calls.fetch_add(1, Ordering::SeqCst);
@@ -263,6 +264,42 @@ impl ServerHandler for Handler {
                 CallToolResult::success(vec![ContentBlock::text("done")])
             }
             "boom" => CallToolResult::error(vec![ContentBlock::text("the widget exploded")]),
+            // Reports progress, then asks the client (elicitation), both quoting the
+            // Authorization it received; answers with what the client said.
+            "ask" => {
+                let auth = s
+                    .last_authorization
+                    .lock()
+                    .unwrap()
+                    .clone()
+                    .unwrap_or_default();
+                if let Some(token) = c.meta.get_progress_token() {
+                    let _ = c
+                        .peer
+                        .notify_progress(
+                            ProgressNotificationParam::new(token, 1.0)
+                                .with_total(2.0)
+                                .with_message(format!("asking, as {auth}")),
+                        )
+                        .await;
+                }
+                let ask = ServerRequest::CustomRequest(CustomRequest::new(
+                    "elicitation/create",
+                    Some(
+                        json!({ "message": format!("Who are you? I was called with {auth}"),
+                        "requestedSchema": { "type": "object", "properties": { "name": { "type": "string" } } } }),
+                    ),
+                ));
+                match c.peer.send_request(ask).await {
+                    Ok(answer) => CallToolResult::success(vec![ContentBlock::text(format!(
+                        "answered: {}",
+                        serde_json::to_string(&answer).unwrap()
+                    ))]),
+                    Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+                        "could not ask: {e}"
+                    ))]),
+                }
+            }
             // Seed 004's `crm.contact.get` (served under the prefix `crm.`).
             "contact.get" => match args["email"].as_str() {
                 Some("ada@example.com") => CallToolResult::structured(

@@ -64,6 +64,7 @@ mod upstream_identity;
 mod upstream_items;
 mod upstream_overrides;
 mod upstream_python_sdk;
+mod upstream_relay;
 mod upstream_sign_in;
 mod upstream_stdio;
 mod upstream_stdio_faults;

@@ -33,10 +33,20 @@ pub(crate) fn python() -> Option<std::path::PathBuf> {
 }
 
 pub(crate) async fn run_client(url: String, key: String, script: Value) -> Value {
+    run_script("client.py", url, key, script).await
+}
+
+/// Runs `tests/mcp_sdk/<script>` with the URL, key and steps; its JSON report (Null: skipped).
+pub(crate) async fn run_script(
+    script_file: &str,
+    url: String,
+    key: String,
+    script: Value,
+) -> Value {
     let Some(py) = python() else {
         return Value::Null;
     };
-    let client = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_sdk/client.py");
+    let client = format!("{}/tests/mcp_sdk/{script_file}", env!("CARGO_MANIFEST_DIR"));
     let out = tokio::task::spawn_blocking(move || {
         Command::new(py)
             .arg(client)

@@ -66,7 +66,7 @@ fn urlencoding(s: &str) -> String {
 
 /// server-everything over streamable HTTP registered as `everything` (prefix `ev.`), and the
 /// set `ev` of its `echo` publishing its prompts and resources; None when it cannot run.
-async fn everything_set(
+pub(crate) async fn everything_set(
     backend: crate::helpers::Backend,
 ) -> Option<(TestApp, String, tokio::process::Child)> {
     let (child, port) = start_everything("streamableHttp").await?;

@@ -1,0 +1,173 @@
+//! Sessions on `/mcp` and the set endpoints (issue 33). The endpoints are stateless, which keeps
+//! the hot path fast and lets any instance answer any request. A client that declares it can be
+//! asked things (`elicitation`, `sampling`) gets a session instead, so that an upstream server's
+//! request during a call reaches it on the call's event stream and its answer comes back: its
+//! `initialize`, and every request carrying `Mcp-Session-Id`, go to rmcp's stateful service,
+//! everything else to the stateless one. A session belongs to the endpoint and the credential
+//! that opened it; anyone else presenting its id is told it does not exist. Sessions live in the
+//! memory of the instance that opened them: behind a load balancer, route on `Mcp-Session-Id`
+//! (docs/deploy.md); a request that reaches another instance is answered 404, and the client
+//! opens a new session.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+use tower::ServiceExt;
+use workbench_core::auth::Principal;
+
+use crate::api_auth::ApiCaller;
+
+pub const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Sessions remembered per instance, at most (the oldest are forgotten first; rmcp ends idle
+/// sessions on its own).
+const MAX_SESSIONS: usize = 10_000;
+
+/// Who opened each session this instance holds: its endpoint and credential.
+#[derive(Clone, Default)]
+pub struct Owners(Arc<Mutex<HashMap<String, (u64, String)>>>);
+
+impl Owners {
+    fn insert(&self, session: String, owner: String) {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_SESSIONS {
+            if let Some(oldest) = map
+                .iter()
+                .min_by_key(|(_, (n, _))| *n)
+                .map(|(k, _)| k.clone())
+            {
+                map.remove(&oldest);
+            }
+        }
+        let n = map.values().map(|(n, _)| *n).max().unwrap_or(0) + 1;
+        map.insert(session, (n, owner));
+    }
+
+    fn owner(&self, session: &str) -> Option<String> {
+        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(session).map(|(_, o)| o.clone())
+    }
+
+    fn remove(&self, session: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(session);
+    }
+}
+
+/// Who a request is, for a session's ownership: the endpoint, the user and the credential.
+fn owner_of(who: &Principal, path: &str) -> String {
+    format!(
+        "{path}\n{}\n{}\n{}",
+        who.user_id,
+        who.api_key_id.as_deref().unwrap_or(""),
+        who.oauth_grant_id.as_deref().unwrap_or("")
+    )
+}
+
+/// Whether an `initialize` body declares a capability that needs a session.
+fn wants_session(body: &[u8]) -> bool {
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return false;
+    };
+    let caps = &v["params"]["capabilities"];
+    v["method"] == "initialize"
+        && (caps.get("elicitation").is_some_and(|c| !c.is_null())
+            || caps.get("sampling").is_some_and(|c| !c.is_null()))
+}
+
+fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        axum::Json(serde_json::json!({ "jsonrpc": "2.0", "id": null,
+            "error": { "code": -32001, "message": "Session not found; initialize again" } })),
+    )
+        .into_response()
+}
+
+/// Sends a request to the stateless or the stateful service, as above.
+pub async fn route<S, B>(stateless: S, stateful: S, owners: Owners, req: Request) -> Response
+where
+    S: tower::Service<Request, Response = http::Response<B>, Error = Infallible> + Clone,
+    B: http_body::Body<Data = axum::body::Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    let path = req.uri().path().to_owned();
+    let who = req.extensions().get::<ApiCaller>().map(|c| c.0.clone());
+    let session = req
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(id) = session {
+        let owner = who.as_ref().map(|w| owner_of(w, &path));
+        if owners.owner(&id).is_some_and(|o| Some(o) != owner) {
+            return not_found();
+        }
+        if req.method() == Method::DELETE {
+            owners.remove(&id);
+        }
+        return answer(stateful, req).await;
+    }
+    if req.method() != Method::POST {
+        return answer(stateless, req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, super::MAX_REQUEST_BYTES).await else {
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    };
+    let opens = wants_session(&bytes);
+    let req = Request::from_parts(parts, Body::from(bytes));
+    if !opens {
+        return answer(stateless, req).await;
+    }
+    let res = answer(stateful, req).await;
+    if let (Some(id), Some(who)) = (
+        res.headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok()),
+        who,
+    ) {
+        owners.insert(id.to_owned(), owner_of(&who, &path));
+    }
+    res
+}
+
+async fn answer<S, B>(service: S, req: Request) -> Response
+where
+    S: tower::Service<Request, Response = http::Response<B>, Error = Infallible> + Clone,
+    B: http_body::Body<Data = axum::body::Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    match service.oneshot(req).await {
+        Ok(res) => res.map(Body::new),
+        Err(never) => match never {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_initialize_declaring_elicitation_or_sampling_opens_a_session() {
+        let init = |caps: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{caps},"clientInfo":{{"name":"c","version":"1"}}}}}}"#
+            )
+        };
+        assert!(wants_session(init(r#"{"elicitation":{}}"#).as_bytes()));
+        assert!(wants_session(init(r#"{"sampling":{}}"#).as_bytes()));
+        assert!(!wants_session(init(r#"{"roots":{}}"#).as_bytes()));
+        assert!(!wants_session(init("{}").as_bytes()));
+        assert!(!wants_session(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"capabilities":{"sampling":{}}}}"#));
+        assert!(!wants_session(b"not json"));
+    }
+}

@@ -1,0 +1,390 @@
+//! Requests back to the client (issue 33): an upstream server's `elicitation/create` and
+//! `sampling/createMessage` during a call reach the MCP client that made the call (the official
+//! Python SDK, in a session because it declared both) and its answer completes the call, on a
+//! set endpoint and on `/mcp`; a client that cannot answer gets the call refused by the
+//! upstream instead of a hang; what is relayed is scrubbed; a session is its opener's only.
+
+use serde_json::{json, Value};
+
+use crate::db_test;
+use crate::fake_upstream;
+use crate::helpers::{admin_with_key, execute, Options, TestApp};
+use crate::mcp_sdk::{run_client, run_script};
+use crate::policies::send;
+use crate::upstream_items::everything_set;
+
+async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (u16, Value) {
+    send(app, key, reqwest::Method::POST, path, Some(body)).await
+}
+
+fn texts(call: &Value) -> String {
+    call["texts"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+db_test!(
+    an_upstreams_elicitation_and_sampling_reach_the_sdk_client_and_complete_the_call,
+    |backend| {
+        let Some((app, key, _child)) = everything_set(backend).await else {
+            return;
+        };
+        let (status, set) = post(
+            &app,
+            &key,
+            "/v1/tool-sets",
+            json!({ "slug": "ask", "name": "Ask", "tools": [
+            { "tool": "ev.trigger-elicitation-request", "name": "elicit" },
+            { "tool": "ev.trigger-sampling-request", "name": "sample" }
+        ] }),
+        )
+        .await;
+        assert_eq!(status, 201, "{set}");
+        let report = run_script(
+            "relay_client.py",
+            app.url("/mcp/sets/ask"),
+            key.clone(),
+            json!([["elicit", {}], ["sample", { "prompt": "gateways" }]]),
+        )
+        .await;
+        if report.is_null() {
+            return;
+        }
+        let asked = report["asked"].as_array().unwrap();
+        assert_eq!(asked.len(), 2, "{report}");
+        assert_eq!(asked[0]["method"], "elicitation/create");
+        assert!(
+            asked[0]["params"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("Please provide inputs"),
+            "{report}"
+        );
+        let elicit = &report["calls"][0];
+        assert_eq!(elicit["is_error"], false, "{report}");
+        assert!(
+            texts(elicit).contains("- Name: Ada"),
+            "the answer completed the call: {report}"
+        );
+        assert_eq!(asked[1]["method"], "sampling/createMessage");
+        assert!(
+            asked[1]["params"].to_string().contains("gateways"),
+            "{report}"
+        );
+        assert!(
+            texts(&report["calls"][1]).contains("A haiku about gateways."),
+            "{report}"
+        );
+
+        // The same through /mcp's execute_tools.
+        let report = run_script(
+            "relay_client.py",
+            app.url("/mcp"),
+            key.clone(),
+            json!([["execute_tools", { "executions": [{ "tool": "ev.trigger-elicitation-request", "args": {} }] }]]),
+        )
+        .await;
+        assert_eq!(
+            report["asked"][0]["method"], "elicitation/create",
+            "{report}"
+        );
+        assert!(
+            report["calls"][0].to_string().contains("- Name: Ada"),
+            "{report}"
+        );
+
+        // A client that declared neither (stateless) is not asked: the upstream hears that it
+        // cannot, and the call fails instead of waiting.
+        let report = run_client(app.url("/mcp/sets/ask"), key, json!([["elicit", {}]])).await;
+        let call = &report["calls"][0];
+        assert_eq!(call["is_error"], true, "{report}");
+        assert!(
+            call.to_string().contains("does not support elicitation"),
+            "{report}"
+        );
+    }
+);
+
+db_test!(
+    what_an_upstream_asks_the_client_carries_no_secrets,
+    |backend| {
+        let Some(app) = crate::helpers::spawn_app_with(backend, Options::loopback()).await else {
+            return;
+        };
+        let (_, key) = admin_with_key(&app).await;
+        let out = execute(&app, &key, json!([{ "tool": "vault_set", "args": { "name": "CRM_TOKEN", "value": "crm-secret-4d8e1b7a" } }])).await;
+        assert!(out[0].get("result").is_some(), "{out:?}");
+        let up = fake_upstream::start().await;
+        up.set_tool(
+            "ask",
+            "Asks who you are.",
+            json!({ "type": "object" }),
+            false,
+        );
+        let (status, server) = post(&app, &key, "/v1/mcp/servers", json!({ "name": "crm", "transport": "http", "url": up.url(), "tool_prefix": "crm.", "auth": { "type": "bearer", "secret_ref": "CRM_TOKEN" }, "timeout_ms": 10000 })).await;
+        assert_eq!(status, 201, "{server}");
+        let (status, _) = post(
+            &app,
+            &key,
+            "/v1/tool-sets",
+            json!({ "slug": "desk", "name": "Desk", "tools": [{ "tool": "crm.ask" }] }),
+        )
+        .await;
+        assert_eq!(status, 201);
+        let report = run_script(
+            "relay_client.py",
+            app.url("/mcp/sets/desk"),
+            key,
+            json!([["crm.ask", {}]]),
+        )
+        .await;
+        if report.is_null() {
+            return;
+        }
+        let said = report.to_string();
+        assert!(!said.contains("crm-secret-4d8e1b7a"), "{said}");
+        let asked = report["asked"][0]["params"]["message"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            asked.starts_with("Who are you? I was called with Bearer "),
+            "{report}"
+        );
+        assert!(
+            asked.contains("CRM_TOKEN"),
+            "the secret is named, not shown: {report}"
+        );
+        let progress = &report["progress"];
+        assert_eq!(
+            progress[0]["progress"], 1.0,
+            "the upstream's progress reached the client: {report}"
+        );
+        assert!(
+            progress[0]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("CRM_TOKEN"),
+            "{report}"
+        );
+        let call = &report["calls"][0];
+        assert_eq!(call["is_error"], false, "{report}");
+        assert!(
+            texts(call).contains("Ada"),
+            "the client's answer went back: {report}"
+        );
+    }
+);
+
+/// An `initialize` on `path` with `capabilities`: (status, the session id it opened).
+async fn initialize(
+    app: &TestApp,
+    key: &str,
+    path: &str,
+    capabilities: Value,
+) -> (u16, Option<String>) {
+    let res = app
+        .http()
+        .post(app.url(path))
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": capabilities, "clientInfo": { "name": "t", "version": "1" } } }))
+        .send()
+        .await
+        .unwrap();
+    let id = res
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    (res.status().as_u16(), id)
+}
+
+async fn list_in(app: &TestApp, key: &str, session: &str) -> u16 {
+    app.http()
+        .post(app.url("/mcp"))
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+db_test!(
+    only_clients_that_can_be_asked_get_a_session_and_it_is_theirs_alone,
+    |backend| {
+        let Some(app) = crate::helpers::spawn_app_with(backend, Options::default()).await else {
+            return;
+        };
+        let (_, key) = admin_with_key(&app).await;
+        let (status, none) = initialize(&app, &key, "/mcp", json!({})).await;
+        assert_eq!(
+            (status, none),
+            (200, None),
+            "a plain client stays stateless"
+        );
+        let (status, session) = initialize(&app, &key, "/mcp", json!({ "elicitation": {} })).await;
+        assert_eq!(status, 200);
+        let session = session.expect("a client that can be asked gets a session");
+        let initialized = app
+            .http()
+            .post(app.url("/mcp"))
+            .bearer_auth(&key)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-06-18")
+            .json(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            initialized.status().is_success(),
+            "{}",
+            initialized.status()
+        );
+        assert_eq!(list_in(&app, &key, &session).await, 200);
+
+        // Another key of the same project presenting the id is told it does not exist.
+        let other = app
+            .user("mo@example.com", workbench_core::auth::Role::Admin)
+            .await;
+        let other_key = app.api_key(&other).await;
+        assert_eq!(list_in(&app, &other_key, &session).await, 404);
+        assert_eq!(list_in(&app, &key, "not-a-session").await, 404);
+        // Without a credential, nothing at all.
+        let res = app
+            .http()
+            .post(app.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .json(&json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/list" }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 401);
+    }
+);
+
+/// A JSON-RPC message to `/mcp` in `session`; the response.
+async fn in_session(app: &TestApp, key: &str, session: &str, body: Value) -> reqwest::Response {
+    app.http()
+        .post(app.url("/mcp"))
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+db_test!(
+    a_client_that_cancels_a_call_cancels_the_upstream_request,
+    |backend| {
+        let Some(app) = crate::helpers::spawn_app_with(backend, Options::loopback()).await else {
+            return;
+        };
+        let (_, key) = admin_with_key(&app).await;
+        let up = fake_upstream::start().await;
+        up.state
+            .slow_ms
+            .store(20_000, std::sync::atomic::Ordering::SeqCst);
+        let (status, server) = post(&app, &key, "/v1/mcp/servers", json!({ "name": "crm", "transport": "http", "url": up.url(), "tool_prefix": "crm.", "timeout_ms": 30000 })).await;
+        assert_eq!(status, 201, "{server}");
+        let (_, session) = initialize(&app, &key, "/mcp", json!({ "sampling": {} })).await;
+        let session = session.unwrap();
+        in_session(
+            &app,
+            &key,
+            &session,
+            json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+        )
+        .await;
+        let call = {
+            let (app_url, key, session) = (app.url("/mcp"), key.clone(), session.clone());
+            let http = app.http();
+            tokio::spawn(async move {
+                http.post(app_url)
+                    .bearer_auth(key)
+                    .header("accept", "application/json, text/event-stream")
+                    .header("mcp-session-id", session)
+                    .header("mcp-protocol-version", "2025-06-18")
+                    .json(&json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": { "name": "execute_tools",
+                        "arguments": { "executions": [{ "tool": "crm.slow", "args": {} }] } } }))
+                    .send()
+                    .await
+                    .unwrap()
+                    .text()
+                    .await
+            })
+        };
+        let methods = |up: &fake_upstream::FakeUpstream| -> Vec<String> {
+            up.state
+                .traceparents
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|(m, _)| m.clone())
+                .collect()
+        };
+        for _ in 0..500 {
+            if methods(&up).iter().any(|m| m == "tools/call") {
+                break;
+            }
+            if call.is_finished() {
+                panic!(
+                    "the call ended before reaching the upstream: {:?} {:?}",
+                    call.await,
+                    methods(&up)
+                );
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(
+            methods(&up).iter().any(|m| m == "tools/call"),
+            "{:?}",
+            methods(&up)
+        );
+        let res = in_session(&app, &key, &session, json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 5, "reason": "changed my mind" } })).await;
+        assert!(res.status().is_success(), "{}", res.status());
+        crate::helpers::within(
+            "the upstream hears the cancellation",
+            std::time::Duration::from_secs(10),
+            async || methods(&up).iter().any(|m| m == "notifications/cancelled"),
+        )
+        .await;
+        call.abort();
+        // The call ends, on record like any failed call (not left running).
+        crate::helpers::within(
+            "the cancelled call is on record",
+            std::time::Duration::from_secs(10),
+            async || {
+                let (_, audit) = send(
+                    &app,
+                    &key,
+                    reqwest::Method::GET,
+                    "/v1/audit?tool=crm.slow",
+                    None,
+                )
+                .await;
+                audit["entries"]
+                    .as_array()
+                    .or(audit["data"].as_array())
+                    .is_some_and(|rows| rows.iter().any(|r| r["status"] == "failed"))
+            },
+        )
+        .await;
+    }
+);

@@ -42,6 +42,7 @@ pub mod error;
 pub mod ids;
 pub mod integrations;
 pub mod limits;
+pub mod mcp_sessions;
 pub mod metering;
 pub mod metrics;
 pub mod notify;

@@ -86,6 +86,7 @@ pub struct Parts {
     engine: Engine,
     egress: EgressRules,
     audit: AuditLog,
+    mcp_sessions: crate::mcp_sessions::McpSessions,
     vault: Vault,
     idempotency: Idempotency,
     connections: Connections,
@@ -260,6 +261,7 @@ impl Workbench {
             connections,
             idempotency: Idempotency::new(db.clone(), clock.clone()),
             audit,
+            mcp_sessions: crate::mcp_sessions::McpSessions::new(db.clone(), clock.clone()),
             vault,
             egress: EgressRules::new(db.clone(), clock.clone()),
             db,
@@ -409,6 +411,11 @@ impl Workbench {
 
     pub fn egress(&self) -> &EgressRules {
         &self.egress
+    }
+
+    /// Where each MCP session lives, for forwarding its requests.
+    pub fn mcp_sessions(&self) -> &crate::mcp_sessions::McpSessions {
+        &self.mcp_sessions
     }
 
     pub fn audit(&self) -> &AuditLog {

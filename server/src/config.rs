@@ -27,6 +27,12 @@ pub struct ServeArgs {
     /// Defaults to http://<bind>. An https URL turns on Secure, __Host- prefixed cookies.
     #[arg(long, env = "WB_PUBLIC_URL")]
     pub public_url: Option<Url>,
+    /// This instance's own address as the other instances reach it (http(s)://host:port, e.g.
+    /// the pod's IP): an MCP session lives on the instance that opened it, and the others
+    /// forward its requests there. Unset: sessions are not forwarded (one instance, or a load
+    /// balancer that routes on Mcp-Session-Id).
+    #[arg(long, env = "WB_ADVERTISE_URL")]
+    pub advertise_url: Option<Url>,
     /// Directory for key files (master key, token signing key), created with mode 0700; the
     /// files are created on first run with mode 0600 unless the keys come from the environment.
     #[arg(long, env = "WB_DATA_DIR", default_value = DEFAULT_DATA_DIR)]
@@ -143,6 +149,9 @@ pub enum ConfigError {
     /// The public URL is not `http(s)://host[:port]`.
     #[error("invalid --public-url {url}; expected http(s)://host[:port]")]
     InvalidPublicUrl { url: Url },
+    /// The advertised URL is not `http(s)://host[:port]` with nothing after it.
+    #[error("invalid --advertise-url {url}; expected http(s)://host[:port]")]
+    InvalidAdvertiseUrl { url: Url },
     /// The data directory (for the default object store) cannot be made absolute.
     #[error("cannot resolve the data directory: {0}")]
     ResolveDataDir(#[source] std::io::Error),
@@ -254,6 +263,9 @@ pub struct ServerConfig {
     pub stdio: workbench_core::upstream::stdio::StdioSettings,
     /// Where traces are exported (the collector's `/v1/traces`); `None`: tracing is off.
     pub otlp_traces_endpoint: Option<Url>,
+    /// This instance's address for the others (`scheme://host:port`), to which they forward
+    /// the requests of MCP sessions it holds; `None`: no forwarding.
+    pub advertise_url: Option<String>,
 }
 
 /// The search provider the flags select, checked the way search.web will use it: an
@@ -374,6 +386,23 @@ impl ServerConfig {
             _ => Err(ConfigError::InvalidPublicUrl { url: u }),
         });
         let public_url = keep(&mut problems, public_url);
+        let advertise_url = match &args.advertise_url {
+            Some(u)
+                if matches!(u.scheme(), "http" | "https")
+                    && u.host_str().is_some()
+                    && u.path() == "/"
+                    && u.query().is_none()
+                    && u.username().is_empty()
+                    && u.password().is_none() =>
+            {
+                Some(u.origin().ascii_serialization())
+            }
+            Some(u) => keep(
+                &mut problems,
+                Err(ConfigError::InvalidAdvertiseUrl { url: u.clone() }),
+            ),
+            None => None,
+        };
         let object_store_url = match &args.object_store_url {
             Some(u) => Ok(u.clone()),
             None => std::path::absolute(args.data_dir.join("objects"))
@@ -435,6 +464,7 @@ impl ServerConfig {
         );
         let stdio = stdio_settings(&args.stdio_commands, &args.data_dir)?;
         Ok(ServerConfig {
+            advertise_url,
             stdio,
             metrics_token,
             otlp_traces_endpoint,

@@ -221,6 +221,9 @@ async fn upkeep(wb: Workbench, apps_reload_every: Duration, sso_recheck_every: D
         if let Err(e) = wb.idempotency().purge_expired().await {
             tracing::warn!(error = %e, "upkeep failed");
         }
+        if let Err(e) = wb.mcp_sessions().purge().await {
+            tracing::warn!(error = %e, "upkeep failed");
+        }
         if let Err(e) = wb.oauth().purge_expired().await {
             tracing::warn!(error = %e, "upkeep failed");
         }

@@ -17,6 +17,7 @@ pub mod idempotency;
 pub mod limit_windows;
 pub mod mcp_items;
 pub mod mcp_servers;
+pub mod mcp_sessions;
 pub mod oauth;
 pub mod pending_connections;
 pub mod policies;

@@ -63,6 +63,7 @@ pub async fn start(tag: &str, configure: impl FnOnce(&mut WorkbenchOptions)) -> 
         bind: addr,
         database_url: db,
         public_url: None,
+        advertise_url: None,
         data_dir: dir.join("data"),
         site_root: dir.join("site"),
         trust_forwarded_for: false,

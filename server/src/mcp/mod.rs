@@ -342,9 +342,15 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         session_config(state),
     );
     let owners = sessions::Owners::default();
+    let forward = sessions::Forward::new(state);
     let endpoint = move |req: Request| {
-        let (service, stateful, owners) = (service.clone(), stateful.clone(), owners.clone());
-        async move { sessions::route(service, stateful, owners, req).await }
+        let (service, stateful, owners, forward) = (
+            service.clone(),
+            stateful.clone(),
+            owners.clone(),
+            forward.clone(),
+        );
+        async move { sessions::route(service, stateful, owners, forward, req).await }
     };
     // Exactly /mcp (and /mcp/): a path below it is another endpoint's (a tool set's) or none.
     Router::new()

@@ -5,9 +5,10 @@
 //! `initialize`, and every request carrying `Mcp-Session-Id`, go to rmcp's stateful service,
 //! everything else to the stateless one. A session belongs to the endpoint and the credential
 //! that opened it; anyone else presenting its id is told it does not exist. Sessions live in the
-//! memory of the instance that opened them: behind a load balancer, route on `Mcp-Session-Id`
-//! (docs/deploy.md); a request that reaches another instance is answered 404, and the client
-//! opens a new session.
+//! memory of the instance that opened it; with `--advertise-url` each instance records where its
+//! sessions live (core's `McpSessions`) and the others forward a session's requests there, so a
+//! load balancer may send them anywhere. Without it a request that reaches another instance is
+//! answered 404, and the client opens a new session.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -24,6 +25,105 @@ use workbench_core::auth::Principal;
 use crate::api_auth::ApiCaller;
 
 pub const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Marks a request one instance forwarded to another (which never forwards it again).
+const FORWARDED_HEADER: &str = "x-workbench-forwarded";
+
+/// What forwarding needs: where sessions live, this instance's own address, and a client.
+#[derive(Clone)]
+pub struct Forward {
+    wb: workbench_core::Workbench,
+    /// This instance's advertised address; None: sessions are neither recorded nor forwarded.
+    me: Option<String>,
+    http: reqwest::Client,
+}
+
+impl Forward {
+    pub fn new(state: &crate::state::AppState) -> Forward {
+        Forward {
+            wb: state.wb.clone(),
+            me: state.config.advertise_url.clone(),
+            // Instances reach each other directly: no proxy, no redirects, no body limit but
+            // the one this side already applied.
+            http: reqwest::Client::builder()
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+                .connect_timeout(std::time::Duration::from_secs(5))
+                .build()
+                .expect("a plain HTTP client builds"),
+        }
+    }
+
+    /// The instance holding `session`, when it is another one this instance may forward to.
+    async fn elsewhere(&self, session: &str, headers: &http::HeaderMap) -> Option<String> {
+        let me = self.me.as_ref()?;
+        if headers.contains_key(FORWARDED_HEADER) {
+            return None;
+        }
+        match self.wb.mcp_sessions().locate(session).await {
+            Ok(Some(url)) if &url != me => Some(url),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "where an MCP session lives cannot be read");
+                None
+            }
+        }
+    }
+
+    /// Sends the request on to the instance at `to` and streams its answer back.
+    async fn to(&self, to: &str, req: Request) -> Response {
+        let (parts, body) = req.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, super::MAX_REQUEST_BYTES).await else {
+            return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+        };
+        let path = parts
+            .uri
+            .path_and_query()
+            .map(|p| p.as_str())
+            .unwrap_or("/");
+        let mut out = self
+            .http
+            .request(parts.method.clone(), format!("{to}{path}"))
+            .header(FORWARDED_HEADER, "1")
+            .body(bytes);
+        for (name, value) in &parts.headers {
+            if !matches!(
+                name.as_str(),
+                "connection"
+                    | "content-length"
+                    | "transfer-encoding"
+                    | "keep-alive"
+                    | "upgrade"
+                    | "te"
+                    | "trailer"
+                    | "proxy-authorization"
+                    | "proxy-connection"
+            ) {
+                out = out.header(name, value);
+            }
+        }
+        match out.send().await {
+            Ok(res) => {
+                let mut answer = Response::builder().status(res.status().as_u16());
+                for (name, value) in res.headers() {
+                    if !matches!(
+                        name.as_str(),
+                        "connection" | "content-length" | "transfer-encoding" | "keep-alive"
+                    ) {
+                        answer = answer.header(name.as_str(), value.as_bytes());
+                    }
+                }
+                answer
+                    .body(Body::from_stream(res.bytes_stream()))
+                    .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response())
+            }
+            Err(e) => {
+                tracing::warn!(to, error = %e.without_url(), "forwarding an MCP session's request failed");
+                not_found()
+            }
+        }
+    }
+}
 
 /// Sessions remembered per instance, at most (the oldest are forgotten first; rmcp ends idle
 /// sessions on its own).
@@ -92,8 +192,15 @@ fn not_found() -> Response {
         .into_response()
 }
 
-/// Sends a request to the stateless or the stateful service, as above.
-pub async fn route<S, B>(stateless: S, stateful: S, owners: Owners, req: Request) -> Response
+/// Sends a request to the stateless or the stateful service, or to the instance holding its
+/// session, as above.
+pub async fn route<S, B>(
+    stateless: S,
+    stateful: S,
+    owners: Owners,
+    forward: Forward,
+    req: Request,
+) -> Response
 where
     S: tower::Service<Request, Response = http::Response<B>, Error = Infallible> + Clone,
     B: http_body::Body<Data = axum::body::Bytes> + Send + 'static,
@@ -108,11 +215,22 @@ where
         .map(str::to_owned);
     if let Some(id) = session {
         let owner = who.as_ref().map(|w| owner_of(w, &path));
-        if owners.owner(&id).is_some_and(|o| Some(o) != owner) {
-            return not_found();
+        match owners.owner(&id) {
+            Some(o) if owner.as_deref() != Some(o.as_str()) => return not_found(),
+            Some(_) => {}
+            None => {
+                if let Some(to) = forward.elsewhere(&id, req.headers()).await {
+                    return forward.to(&to, req).await;
+                }
+            }
         }
         if req.method() == Method::DELETE {
             owners.remove(&id);
+            if forward.me.is_some() {
+                if let Err(e) = forward.wb.mcp_sessions().forget(&id).await {
+                    tracing::warn!(error = %e, "an ended MCP session cannot be forgotten");
+                }
+            }
         }
         return answer(stateful, req).await;
     }
@@ -136,6 +254,11 @@ where
         who,
     ) {
         owners.insert(id.to_owned(), owner_of(&who, &path));
+        if let Some(me) = &forward.me {
+            if let Err(e) = forward.wb.mcp_sessions().record(id, me).await {
+                tracing::warn!(error = %e, "where an MCP session lives cannot be recorded; other instances answer 404 for it");
+            }
+        }
     }
     res
 }

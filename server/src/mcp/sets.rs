@@ -410,9 +410,15 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         super::session_config(state),
     );
     let owners = super::sessions::Owners::default();
+    let forward = super::sessions::Forward::new(state);
     let endpoint = move |req: Request| {
-        let (service, stateful, owners) = (service.clone(), stateful.clone(), owners.clone());
-        async move { super::sessions::route(service, stateful, owners, req).await }
+        let (service, stateful, owners, forward) = (
+            service.clone(),
+            stateful.clone(),
+            owners.clone(),
+            forward.clone(),
+        );
+        async move { super::sessions::route(service, stateful, owners, forward, req).await }
     };
     Router::new()
         .route("/mcp/sets/{slug}", axum::routing::any(endpoint))

@@ -218,6 +218,8 @@ impl Cluster {
                 &public_url,
                 "--egress-allow-private",
                 "127.0.0.1",
+                "--advertise-url",
+                &format!("http://127.0.0.1:{port}"),
             ]
             .iter()
             .map(|s| s.to_string())

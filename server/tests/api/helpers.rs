@@ -212,6 +212,7 @@ pub async fn spawn_app_with(backend: Backend, options: Options) -> Option<TestAp
         bind: addr,
         database_url: database_url.clone(),
         public_url: options.public_url.as_deref().map(|u| u.parse().unwrap()),
+        advertise_url: None,
         data_dir: data_dir.clone(),
         site_root: temp_dir("site"),
         trust_forwarded_for: options.trust_forwarded_for,

@@ -2,6 +2,7 @@
 //! begun on one instance finishes on the other, as it does when a load balancer sends a user's
 //! next request elsewhere. (Scheduled callbacks across processes: schedules.rs.)
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -632,5 +633,135 @@ async fn a_per_user_limit_of_a_policy_is_one_budget_across_two_processes() {
     let cy = a.user("cy@example.com", Role::Member).await;
     let cy_key = a.api_key(&cy).await;
     assert_eq!(put(&b, &cy_key).await, 200);
+    c.shutdown().await;
+}
+
+/// A JSON-RPC message to `app`'s `/mcp` in `session`.
+async fn in_mcp_session(app: &TestApp, key: &str, session: &str, body: Value) -> reqwest::Response {
+    app.http()
+        .post(app.url("/mcp"))
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_session_opened_on_one_instance_is_served_and_asked_through_the_other() {
+    let Some(c) = cluster(ClusterOptions::default()).await else {
+        return;
+    };
+    let (a, b) = (c.app(0), c.app(1));
+    let (_, key) = admin_with_key(&a).await;
+    let up = fake_upstream::start().await;
+    up.set_tool(
+        "ask",
+        "Asks who you are.",
+        json!({ "type": "object" }),
+        false,
+    );
+    let (status, server) = post(&a, &key, "/v1/mcp/servers", json!({ "name": "crm", "transport": "http", "url": up.url(), "tool_prefix": "crm.", "timeout_ms": 20000 })).await;
+    assert_eq!(status, 201, "{server}");
+
+    // A client that can be asked opens its session on A...
+    let res = a
+        .http()
+        .post(a.url("/mcp"))
+        .bearer_auth(&key)
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": { "elicitation": {} }, "clientInfo": { "name": "t", "version": "1" } } }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let session = res.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    // ...and the load balancer sends everything after it to B.
+    let res = in_mcp_session(
+        &b,
+        &key,
+        &session,
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+    )
+    .await;
+    assert!(res.status().is_success(), "{}", res.status());
+    let res = in_mcp_session(
+        &b,
+        &key,
+        &session,
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }),
+    )
+    .await;
+    assert_eq!(res.status(), 200);
+    assert!(res.text().await.unwrap().contains("execute_tools"));
+    // Another key is refused there too (the owner, A, decides).
+    let other = a
+        .user("mo@example.com", workbench_core::auth::Role::Admin)
+        .await;
+    let other_key = a.api_key(&other).await;
+    let res = in_mcp_session(
+        &b,
+        &other_key,
+        &session,
+        json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/list" }),
+    )
+    .await;
+    assert_eq!(res.status(), 404);
+
+    // A call through B whose upstream asks the client: the question arrives on the call's
+    // stream through B, the answer goes back through B, and the call completes.
+    let stream = Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let (b, key, session, stream) = (c.app(1), key.clone(), session.clone(), stream.clone());
+        tokio::spawn(async move {
+            let mut res = in_mcp_session(&b, &key, &session, json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+                "name": "execute_tools", "arguments": { "executions": [{ "tool": "crm.ask", "args": {} }] } } })).await;
+            while let Ok(Some(chunk)) = res.chunk().await {
+                stream
+                    .lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&chunk));
+            }
+        })
+    };
+    let mut question = None;
+    within(
+        "the upstream's question reaches the client",
+        Duration::from_secs(15),
+        async || {
+            let text = stream.lock().unwrap().clone();
+            question = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                .find(|m| m["method"] == "elicitation/create");
+            question.is_some()
+        },
+    )
+    .await;
+    let question = question.unwrap();
+    assert!(
+        question["params"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Who are you?"),
+        "{question}"
+    );
+    let res = in_mcp_session(&b, &key, &session, json!({ "jsonrpc": "2.0", "id": question["id"], "result": { "action": "accept", "content": { "name": "Ada" } } })).await;
+    assert!(res.status().is_success(), "{}", res.status());
+    within(
+        "the call completes with the answer",
+        Duration::from_secs(15),
+        async || {
+            let text = stream.lock().unwrap().clone();
+            text.contains("answered:") && text.contains("Ada")
+        },
+    )
+    .await;
+    reader.abort();
     c.shutdown().await;
 }

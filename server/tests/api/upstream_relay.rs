@@ -388,3 +388,104 @@ db_test!(
         .await;
     }
 );
+
+/// Runs `tests/mcp_sdk/ts_client.mjs` (the official TypeScript SDK) against `url`; its report.
+async fn run_ts_client(url: String, key: String, steps: Value) -> Value {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_sdk/ts_client.mjs");
+    let out = tokio::process::Command::new("node")
+        .arg(script)
+        .arg(url)
+        .arg(key)
+        .arg(steps.to_string())
+        .output()
+        .await
+        .expect("node runs (installed with server-everything's setup)");
+    assert!(
+        out.status.success(),
+        "the TypeScript client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+db_test!(
+    the_official_typescript_sdk_is_asked_and_reads_prompts_and_resources_through_a_set,
+    |backend| {
+        let Some((app, key, _child)) = everything_set(backend).await else {
+            return;
+        };
+        let (status, set) = post(
+            &app,
+            &key,
+            "/v1/tool-sets",
+            json!({ "slug": "ts", "name": "TypeScript", "prompts_and_resources": true, "tools": [
+            { "tool": "ev.echo" },
+            { "tool": "ev.trigger-elicitation-request", "name": "elicit" },
+            { "tool": "ev.trigger-sampling-request", "name": "sample" }
+        ] }),
+        )
+        .await;
+        assert_eq!(status, 201, "{set}");
+        let doc = "wb://everything/demo://resource/static/document/features.md";
+        let report = run_ts_client(
+            app.url("/mcp/sets/ts"),
+            key,
+            json!([
+                ["tools/call", "elicit", {}],
+                ["tools/call", "sample", { "prompt": "sets" }],
+                ["prompts/get", "ev.args-prompt", { "city": "Lagos" }],
+                ["resources/read", doc],
+                ["resources/read", "wb://everything/demo://resource/static/document/missing.md"]
+            ]),
+        )
+        .await;
+        assert_eq!(report["server"], "workbench: TypeScript", "{report}");
+        assert_eq!(
+            report["tools"],
+            json!(["ev.echo", "elicit", "sample"]),
+            "{report}"
+        );
+        assert!(
+            report["prompts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p == "ev.args-prompt"),
+            "{report}"
+        );
+        assert!(
+            report["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r == doc),
+            "{report}"
+        );
+        let steps = report["steps"].as_array().unwrap();
+        assert_eq!(
+            report["asked"][0]["method"], "elicitation/create",
+            "{report}"
+        );
+        assert!(steps[0].to_string().contains("- Name: Grace"), "{report}");
+        assert_eq!(
+            report["asked"][1]["method"], "sampling/createMessage",
+            "{report}"
+        );
+        assert!(
+            steps[1].to_string().contains("Sampled by TypeScript."),
+            "{report}"
+        );
+        assert_eq!(
+            steps[2]["messages"][0]["content"]["text"], "What's weather in Lagos?",
+            "{report}"
+        );
+        assert_eq!(steps[3]["contents"][0]["uri"], doc, "{report}");
+        assert!(
+            steps[4]["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("-32002"),
+            "{report}"
+        );
+    }
+);

@@ -947,3 +947,78 @@ db_test!(
         assert_eq!(calls[3]["is_error"], false, "{report}");
     }
 );
+
+/// MCP Inspector's CLI (`@modelcontextprotocol/inspector-cli`, from the end2end installs) run
+/// against `url` with `args`; its JSON output.
+async fn inspector(url: &str, key: &str, args: &[&str]) -> Value {
+    let cli = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../end2end/node_modules/@modelcontextprotocol/inspector-cli/build/index.js");
+    let out = tokio::process::Command::new("node")
+        .arg(&cli)
+        .arg(url)
+        .args([
+            "--transport",
+            "http",
+            "--header",
+            &format!("Authorization: Bearer {key}"),
+        ])
+        .args(args)
+        .output()
+        .await
+        .expect("node runs the inspector");
+    assert!(
+        out.status.success(),
+        "the inspector failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+db_test!(
+    mcp_inspectors_cli_lists_a_sets_tools_and_gets_its_prompts_and_resources,
+    |backend| {
+        let Some((app, key, _child)) = everything_set(backend).await else {
+            return;
+        };
+        let url = app.url("/mcp/sets/ev");
+        let tools = inspector(&url, &key, &["--method", "tools/list"]).await;
+        let names: Vec<&str> = tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["ev.echo"], "{tools}");
+        let prompts = inspector(&url, &key, &["--method", "prompts/list"]).await;
+        assert!(
+            prompts["prompts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "ev.simple-prompt"),
+            "{prompts}"
+        );
+        let got = inspector(
+            &url,
+            &key,
+            &[
+                "--method",
+                "prompts/get",
+                "--prompt-name",
+                "ev.args-prompt",
+                "--prompt-args",
+                "city=Quito",
+            ],
+        )
+        .await;
+        assert_eq!(
+            got["messages"][0]["content"]["text"], "What's weather in Quito?",
+            "{got}"
+        );
+        let doc = "wb://everything/demo://resource/static/document/structure.md";
+        let read = inspector(&url, &key, &["--method", "resources/read", "--uri", doc]).await;
+        assert_eq!(read["contents"][0]["uri"], doc, "{read}");
+    }
+);

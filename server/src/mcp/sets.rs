@@ -22,7 +22,7 @@ use rmcp::model::{
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::service::{RequestContext, SubscriptionContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::{ErrorData, RoleServer};
@@ -209,8 +209,11 @@ impl ServerHandler for SetHandler {
             out.capabilities.prompts = None;
             out.capabilities.resources = None;
         }
-        // The endpoint is stateless: a client of an older revision has no stream to hear
-        // list changes on (only 2026-07-28's subscriptions/listen does).
+        // A stateless client of an older revision has no stream to hear list changes on (only
+        // 2026-07-28's subscriptions/listen does); one in a session (it can be asked things,
+        // `sessions.rs`) hears them on the session's stream.
+        let in_session =
+            request.capabilities.elicitation.is_some() || request.capabilities.sampling.is_some();
         for list_changed in [
             out.capabilities.tools.as_mut().map(|c| &mut c.list_changed),
             out.capabilities
@@ -224,10 +227,60 @@ impl ServerHandler for SetHandler {
         ]
         .into_iter()
         .flatten()
+        .filter(|_| !in_session)
         {
             *list_changed = None;
         }
         Ok(out)
+    }
+
+    /// A client in a session hears its set's list changes on the session's stream, until the
+    /// session ends (seen at the next change) or workbench shuts down.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let parts = context.extensions.get::<http::request::Parts>();
+        if parts
+            .and_then(|p| p.headers.get(super::sessions::SESSION_HEADER))
+            .is_none()
+        {
+            return;
+        }
+        let who = parts.and_then(|p| p.extensions.get::<ApiCaller>());
+        let set = parts.and_then(|p| p.extensions.get::<SetEndpoint>());
+        let (Some(who), Some(set)) = (who.map(|w| w.0.clone()), set.map(|s| s.0.clone())) else {
+            return;
+        };
+        let sets = self.wb.tool_sets().clone();
+        let mut notices = sets.notices();
+        let mut stopping = self.wb.stopping();
+        let peer = context.peer.clone();
+        tokio::spawn(async move {
+            loop {
+                let heard = tokio::select! {
+                    _ = stopping.wait_for(|s| *s) => return,
+                    n = notices.recv() => match n {
+                        Ok(change) => sets.heard(&who, &set, &change),
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Heard::ALL,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    },
+                };
+                let sent = async {
+                    if heard.tools {
+                        peer.notify_tool_list_changed().await?;
+                    }
+                    if heard.prompts && set.prompts_and_resources {
+                        peer.notify_prompt_list_changed().await?;
+                    }
+                    if heard.resources && set.prompts_and_resources {
+                        peer.notify_resource_list_changed().await?;
+                    }
+                    Ok::<(), rmcp::service::ServiceError>(())
+                }
+                .await;
+                if sent.is_err() {
+                    return;
+                }
+            }
+        });
     }
 
     fn accepted_subscription_filter(

@@ -1022,3 +1022,68 @@ db_test!(
         assert_eq!(read["contents"][0]["uri"], doc, "{read}");
     }
 );
+
+db_test!(
+    a_client_in_a_session_hears_its_sets_list_changes_on_the_sessions_stream,
+    |backend| {
+        let Some((app, key, up, id)) = fake_with_prompt(backend, false).await else {
+            return;
+        };
+        let url = app.url("/mcp/sets/desk");
+        let res = app
+            .http()
+            .post(&url)
+            .bearer_auth(&key)
+            .header("accept", "application/json, text/event-stream")
+            .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": { "elicitation": {} }, "clientInfo": { "name": "t", "version": "1" } } }))
+            .send()
+            .await
+            .unwrap();
+        let session = res.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+        let init = res.text().await.unwrap();
+        assert!(
+            init.contains("\"listChanged\":true"),
+            "a client in a session is told it will hear changes: {init}"
+        );
+        let in_session = |method: reqwest::Method| {
+            app.http()
+                .request(method, &url)
+                .bearer_auth(&key)
+                .header("mcp-session-id", &session)
+                .header("mcp-protocol-version", "2025-06-18")
+        };
+        let res = in_session(reqwest::Method::POST)
+            .header("accept", "application/json, text/event-stream")
+            .json(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_success(), "{}", res.status());
+        let mut stream = in_session(reqwest::Method::GET)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), 200);
+
+        up.set_prompt("greet", "Greets, differently.");
+        let (status, _) = post(
+            &app,
+            &key,
+            &format!("/v1/mcp/servers/{id}/refresh"),
+            json!({}),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let mut read = String::new();
+        while !read.contains("notifications/prompts/list_changed") {
+            let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), stream.chunk())
+                .await
+                .unwrap_or_else(|_| panic!("not heard within 10 s: {read}"))
+                .unwrap()
+                .unwrap_or_else(|| panic!("the stream ended: {read}"));
+            read.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+);

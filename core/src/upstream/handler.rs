@@ -47,18 +47,7 @@ impl ToolHandler for UpstreamTool {
 
     async fn call(&self, ctx: &CallContext<'_>, args: Value) -> Result<Value, HandlerError> {
         let live = &self.live;
-        let admission = live.breaker.admit(live.now());
-        if let Admission::Refused { retry_in_ms } = admission {
-            return Err(HandlerError::Unavailable(breaker_open(
-                &live.name,
-                retry_in_ms,
-            )));
-        }
-        let _slot = live
-            .limit
-            .acquire()
-            .await
-            .map_err(|_| HandlerError::Unavailable("the server is shutting down".into()))?;
+        let (admission, _slot) = admitted(live).await?;
         // Who the call is for reaches the server in `_meta`, for its own authorization; a
         // client that can hear progress gets the server's (the call's id is the token).
         let mut meta = serde_json::Map::new();
@@ -200,11 +189,11 @@ impl UpstreamTool {
     }
 }
 
-/// One request to the server other than a tool call (`prompts/get`, `resources/read`) on the
-/// same guards as its tools: the breaker first, then the semaphore, within the server's
-/// timeout, never retried. The answer and any failure are cleaned of the token workbench got
-/// for the server (the caller scrubs the project's secrets).
-pub async fn guarded(live: &Live, method: &str, params: Value) -> Result<Value, HandlerError> {
+/// The server's guards, in order: its breaker (open: UNAVAILABLE at once, nothing sent), then
+/// a slot of its `max_concurrency` semaphore, held while the request runs.
+async fn admitted(
+    live: &Live,
+) -> Result<(Admission, tokio::sync::SemaphorePermit<'_>), HandlerError> {
     let admission = live.breaker.admit(live.now());
     if let Admission::Refused { retry_in_ms } = admission {
         return Err(HandlerError::Unavailable(breaker_open(
@@ -212,11 +201,20 @@ pub async fn guarded(live: &Live, method: &str, params: Value) -> Result<Value, 
             retry_in_ms,
         )));
     }
-    let _slot = live
+    let slot = live
         .limit
         .acquire()
         .await
         .map_err(|_| HandlerError::Unavailable("the server is shutting down".into()))?;
+    Ok((admission, slot))
+}
+
+/// One request to the server other than a tool call (`prompts/get`, `resources/read`) on the
+/// same guards as its tools: the breaker first, then the semaphore, within the server's
+/// timeout, never retried. The answer and any failure are cleaned of the token workbench got
+/// for the server (the caller scrubs the project's secrets).
+pub async fn guarded(live: &Live, method: &str, params: Value) -> Result<Value, HandlerError> {
+    let (admission, _slot) = admitted(live).await?;
     let result = live.request(method, params, live.timeout).await;
     live.breaker.record(
         admission,

@@ -675,15 +675,12 @@ async fn listen(
     if res.status() != 200 {
         panic!("{}: {}", res.status(), res.text().await.unwrap_or_default());
     }
-    let mut read = String::new();
-    while !read.contains("notifications/subscriptions/acknowledged") {
-        let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), res.chunk())
-            .await
-            .unwrap_or_else(|_| panic!("no acknowledgement within 10 s: {read}"))
-            .unwrap()
-            .unwrap_or_else(|| panic!("the stream ended: {read}"));
-        read.push_str(&String::from_utf8_lossy(&chunk));
-    }
+    let read = hear(
+        &mut res,
+        String::new(),
+        "notifications/subscriptions/acknowledged",
+    )
+    .await;
     (res, read)
 }
 
@@ -1076,14 +1073,11 @@ db_test!(
         )
         .await;
         assert_eq!(status, 200);
-        let mut read = String::new();
-        while !read.contains("notifications/prompts/list_changed") {
-            let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), stream.chunk())
-                .await
-                .unwrap_or_else(|_| panic!("not heard within 10 s: {read}"))
-                .unwrap()
-                .unwrap_or_else(|| panic!("the stream ended: {read}"));
-            read.push_str(&String::from_utf8_lossy(&chunk));
-        }
+        hear(
+            &mut stream,
+            String::new(),
+            "notifications/prompts/list_changed",
+        )
+        .await;
     }
 );

@@ -50,6 +50,36 @@ pub trait ClientRelay: Send + Sync {
     }
 }
 
+/// A `ClientRelay` whose requests and progress pass a scrubber first (the call's, or a server's
+/// token): a server that echoes a secret workbench sent it, or one of the project's, cannot hand
+/// it to the client, and so to a person or a model, this way. The client's answers go back as
+/// given.
+pub struct ScrubbedRelay<'a> {
+    pub inner: &'a dyn ClientRelay,
+    pub scrubber: &'a crate::vault::Scrubber,
+}
+
+#[async_trait]
+impl ClientRelay for ScrubbedRelay<'_> {
+    fn supports(&self, capability: &str) -> bool {
+        self.inner.supports(capability)
+    }
+
+    async fn request(&self, method: &str, mut params: Value) -> Result<Value, (i64, String)> {
+        self.scrubber.scrub(&mut params);
+        self.inner.request(method, params).await
+    }
+
+    async fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        let message = message.map(|m| self.scrubber.scrub_str(&m).unwrap_or(m));
+        self.inner.progress(progress, total, message).await
+    }
+
+    async fn cancelled(&self) {
+        self.inner.cancelled().await
+    }
+}
+
 /// What a handler knows about the call it serves.
 pub struct CallContext<'a> {
     pub call_id: &'a str,

@@ -16,7 +16,9 @@ use serde_json::Value;
 
 use crate::{Error, Result};
 pub use credential::Credential;
-pub use handler::{CallContext, ClientRelay, ConnectionSource, HandlerError, ToolHandler};
+pub use handler::{
+    CallContext, ClientRelay, ConnectionSource, HandlerError, ScrubbedRelay, ToolHandler,
+};
 pub use names::{name_char, ToolName, MAX_TOOL_NAME_CHARS};
 use search::{Found, SearchDoc, SearchIndex};
 

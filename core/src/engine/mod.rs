@@ -13,7 +13,6 @@ mod listing;
 mod pipeline;
 mod reach;
 mod record;
-mod relay;
 mod scope;
 mod span;
 pub mod template;

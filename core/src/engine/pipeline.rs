@@ -154,7 +154,8 @@ impl CallScope<'_> {
             x.outcome.rows = record::Rows::Existing;
         }
         let opts = self.opts;
-        let relay = opts.client.as_ref().map(|c| super::relay::Scrubbed {
+        // What an upstream asks the caller passes the call's scrubber first, as its result does.
+        let relay = opts.client.as_ref().map(|c| crate::catalog::ScrubbedRelay {
             inner: &*c.0,
             scrubber: &*x.scrubber,
         });

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::breaker::Admission;
 use super::client::RpcError;
 use super::live::Live;
-use crate::catalog::{CallContext, HandlerError, ToolHandler};
+use crate::catalog::{CallContext, ClientRelay, HandlerError, ScrubbedRelay, ToolHandler};
 use crate::vault::Scrubber;
 
 /// Retries of a call that never reached the server (read-only tools only).
@@ -58,12 +58,27 @@ impl ToolHandler for UpstreamTool {
             meta.insert("progressToken".into(), ctx.call_id.into());
         }
         let meta = (!meta.is_empty()).then_some(Value::Object(meta));
+        // A client-credentials token workbench got for the server is no vault value: what the
+        // server asks the caller is cleaned of it here (the pipeline cleans the rest).
+        let token_now = live.current_token().map(|t| {
+            let mut s = Scrubber::new();
+            s.add(&format!("{}_token", live.name), &t);
+            s
+        });
+        let wrapped = match (ctx.client, &token_now) {
+            (Some(inner), Some(scrubber)) => Some(ScrubbedRelay { inner, scrubber }),
+            _ => None,
+        };
+        let relay: Option<&dyn ClientRelay> = match &wrapped {
+            Some(w) => Some(w),
+            None => ctx.client,
+        };
         let mut attempt = 0;
         let call = async {
             loop {
                 let r = match live.auth.user_oauth() {
                     None => {
-                        live.call_tool(&self.name, args.clone(), meta.clone(), ctx.client)
+                        live.call_tool(&self.name, args.clone(), meta.clone(), relay)
                             .await
                     }
                     Some(_) => self.call_as_user(ctx, args.clone(), meta.clone()).await?,

@@ -142,7 +142,7 @@ else
   printf '%-50s not run: the Rust tests failed\n' "browser (Playwright, chromium):"
 fi
 if [ -f "$log.conformance" ]; then
-  printf '%-50s %s: %s checks passed; expected failures are listed with reasons in end2end/conformance/expected-failures.yml\n' \
+  printf '%-50s %s: %s checks passed; expected failures are listed with reasons in end2end/conformance/expected-failures*.yml\n' \
     "MCP conformance suite (server scenarios):" "$conformance_status" \
     "$(grep -Eo 'Total: [0-9]+ passed' "$log.conformance" | grep -Eo '[0-9]+' | awk '{ n += $1 } END { print n + 0 }')"
 else

@@ -2,7 +2,7 @@
 # Runs the official MCP conformance suite (server scenarios that apply to a gateway) against
 # the workbench binary: a fresh SQLite instance, an admin and an API key made with the CLI, and
 # a header-adding proxy in front of /mcp. Scenarios that do not apply are listed, each with its
-# reason, in expected-failures.yml. It runs twice: against /mcp, and against a tool set's own
+# reason, in expected-failures.yml (expected-failures-set.yml for the set). It runs twice: against /mcp, and against a tool set's own
 # endpoint (/mcp/sets/conformance). Usage: run.sh [path/to/workbench]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,8 +30,9 @@ done
 curl -fsS "http://127.0.0.1:$port/v1/tool-sets" -H "Authorization: Bearer $key" -H 'content-type: application/json' \
   -d '{"slug": "conformance", "name": "Conformance", "tools": [{"tool": "vault_list"}, {"tool": "storage.get", "name": "read_object"}]}' >/dev/null
 cd "$here/.."
-for path in /mcp /mcp/sets/conformance; do
-  echo "==> $path" >&2
-  npx conformance server --url "http://127.0.0.1:$proxy_port$path" --suite all ${WB_CONFORMANCE_ARGS:-} \
-    --expected-failures "$here/expected-failures.yml"
+for run in "/mcp expected-failures.yml" "/mcp/sets/conformance expected-failures-set.yml"; do
+  set -- $run
+  echo "==> $1" >&2
+  npx conformance server --url "http://127.0.0.1:$proxy_port$1" --suite all ${WB_CONFORMANCE_ARGS:-} \
+    --expected-failures "$here/$2"
 done

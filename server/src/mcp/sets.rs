@@ -16,11 +16,12 @@ use axum::Router;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -281,6 +282,30 @@ impl ServerHandler for SetHandler {
                 }
             }
         });
+    }
+
+    /// 2026-07-28's `server/discover`: what `initialize` says, for clients without a handshake
+    /// (the set's name and instructions; prompts and resources only when it publishes them).
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let (_, set) = Self::caller(&context)?;
+        let mut config = info().with_server_info(Implementation::new(
+            format!("workbench: {}", set.name),
+            env!("CARGO_PKG_VERSION"),
+        ));
+        if !set.description.is_empty() {
+            config = config.with_instructions(set.description.clone());
+        }
+        if !set.prompts_and_resources {
+            config.capabilities.prompts = None;
+            config.capabilities.resources = None;
+        }
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            config,
+        ))
     }
 
     fn accepted_subscription_filter(

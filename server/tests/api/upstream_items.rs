@@ -1081,3 +1081,43 @@ db_test!(
         .await;
     }
 );
+
+db_test!(
+    server_discover_offers_prompts_and_resources_only_for_a_set_that_publishes_them,
+    |backend| {
+        let Some((app, key, _up, _id)) = fake_with_prompt(backend, false).await else {
+            return;
+        };
+        let (status, _) = post(
+            &app,
+            &key,
+            "/v1/tool-sets",
+            json!({ "slug": "plain", "name": "Plain", "tools": [{ "tool": "crm.echo" }] }),
+        )
+        .await;
+        assert_eq!(status, 201);
+        let discover = |slug: &str| {
+            app.http()
+                .post(app.url(&format!("/mcp/sets/{slug}")))
+                .bearer_auth(&key)
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "server/discover")
+                .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": { "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} } } }))
+                .send()
+        };
+        let desk: Value = discover("desk").await.unwrap().json().await.unwrap();
+        let caps = &desk["result"]["capabilities"];
+        assert!(
+            caps["prompts"].is_object() && caps["resources"].is_object(),
+            "{desk}"
+        );
+        let plain: Value = discover("plain").await.unwrap().json().await.unwrap();
+        let caps = &plain["result"]["capabilities"];
+        assert!(
+            caps["tools"].is_object() && caps["prompts"].is_null() && caps["resources"].is_null(),
+            "{plain}"
+        );
+    }
+);

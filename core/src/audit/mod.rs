@@ -222,20 +222,36 @@ impl AuditLog {
             created_at: e.at_ms,
             tool_set: None,
         };
-        let usage = UsageAdd {
-            project_id: e.who.project_id.clone(),
-            api_key_id: String::new(),
+        let usage = egress(
+            &e.who.project_id,
+            String::new(),
             tool,
-            day: rfc3339(e.at_ms)[..10].to_owned(),
-            meters: vec![(store::usage::Meter::EgressBytes, e.egress_bytes as i64)],
-        };
+            e.at_ms,
+            e.egress_bytes,
+        );
+        self.record_event(audit, Some(usage)).await;
+    }
+
+    /// Queues one audit row, and a meter count with it, on the record writer.
+    async fn record_event(&self, audit: store::audit::AuditRow, usage: Option<UsageAdd>) {
         self.recorder
             .write(Record {
                 call: None,
                 audit: Some((audit, Write::Insert)),
-                usage: Some(usage),
+                usage,
             })
             .await;
+    }
+}
+
+/// `bytes` of egress under `tool`'s meter, on the day of `at_ms`.
+fn egress(project_id: &str, api_key_id: String, tool: String, at_ms: i64, bytes: u64) -> UsageAdd {
+    UsageAdd {
+        project_id: project_id.to_owned(),
+        api_key_id,
+        tool,
+        day: rfc3339(at_ms)[..10].to_owned(),
+        meters: vec![(store::usage::Meter::EgressBytes, bytes as i64)],
     }
 }
 
@@ -280,19 +296,15 @@ impl AuditLog {
             created_at: e.at_ms,
             tool_set: Some(e.tool_set.to_owned()),
         };
-        let usage = (e.egress_bytes > 0).then(|| UsageAdd {
-            project_id: e.who.project_id.clone(),
-            api_key_id: e.who.api_key_id.clone().unwrap_or_default(),
-            tool: e.subject.chars().take(300).collect(),
-            day: rfc3339(e.at_ms)[..10].to_owned(),
-            meters: vec![(store::usage::Meter::EgressBytes, e.egress_bytes as i64)],
+        let usage = (e.egress_bytes > 0).then(|| {
+            egress(
+                &e.who.project_id,
+                e.who.api_key_id.clone().unwrap_or_default(),
+                e.subject.chars().take(300).collect(),
+                e.at_ms,
+                e.egress_bytes,
+            )
         });
-        self.recorder
-            .write(Record {
-                call: None,
-                audit: Some((audit, Write::Insert)),
-                usage,
-            })
-            .await;
+        self.record_event(audit, usage).await;
     }
 }

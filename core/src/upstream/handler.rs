@@ -60,11 +60,7 @@ impl ToolHandler for UpstreamTool {
         let meta = (!meta.is_empty()).then_some(Value::Object(meta));
         // A client-credentials token workbench got for the server is no vault value: what the
         // server asks the caller is cleaned of it here (the pipeline cleans the rest).
-        let token_now = live.current_token().map(|t| {
-            let mut s = Scrubber::new();
-            s.add(&format!("{}_token", live.name), &t);
-            s
-        });
+        let token_now = token_scrubber(live);
         let wrapped = match (ctx.client, &token_now) {
             (Some(inner), Some(scrubber)) => Some(ScrubbedRelay { inner, scrubber }),
             _ => None,
@@ -106,20 +102,9 @@ impl ToolHandler for UpstreamTool {
             },
             None => call.await?,
         };
-        live.breaker.record(
-            admission,
-            result
-                .as_ref()
-                .err()
-                .is_some_and(RpcError::is_server_failure),
-            live.now(),
-        );
+        settle(live, admission, &result);
         // An OAuth token workbench obtained is no vault value: scrub it here, whatever echoes it.
-        let token = live.current_token().map(|t| {
-            let mut s = Scrubber::new();
-            s.add(&format!("{}_token", live.name), &t);
-            s
-        });
+        let token = token_scrubber(live);
         let clean = |e: HandlerError| match (e, &token) {
             (HandlerError::Failed(m), Some(s)) => {
                 HandlerError::Failed(s.scrub_str(&m).unwrap_or(m))
@@ -204,6 +189,23 @@ impl UpstreamTool {
     }
 }
 
+/// Tells the server's breaker how an admitted request went (only the server's own failures
+/// count against it).
+fn settle(live: &Live, admission: Admission, result: &Result<Value, RpcError>) {
+    let failed = result
+        .as_ref()
+        .err()
+        .is_some_and(RpcError::is_server_failure);
+    live.breaker.record(admission, failed, live.now());
+}
+
+/// A scrubber of the client-credentials token in use, if there is one.
+fn token_scrubber(live: &Live) -> Option<Scrubber> {
+    let mut s = Scrubber::new();
+    live.scrub_token_into(&mut s);
+    (!s.is_empty()).then_some(s)
+}
+
 /// The server's guards, in order: its breaker (open: UNAVAILABLE at once, nothing sent), then
 /// a slot of its `max_concurrency` semaphore, held while the request runs.
 async fn admitted(
@@ -231,18 +233,9 @@ async fn admitted(
 pub async fn guarded(live: &Live, method: &str, params: Value) -> Result<Value, HandlerError> {
     let (admission, _slot) = admitted(live).await?;
     let result = live.request(method, params, live.timeout).await;
-    live.breaker.record(
-        admission,
-        result
-            .as_ref()
-            .err()
-            .is_some_and(RpcError::is_server_failure),
-        live.now(),
-    );
+    settle(live, admission, &result);
     let mut token = Scrubber::new();
-    if let Some(t) = live.current_token() {
-        token.add(&format!("{}_token", live.name), &t);
-    }
+    live.scrub_token_into(&mut token);
     match result {
         Ok(mut v) => {
             token.scrub(&mut v);

@@ -204,9 +204,15 @@ pub fn template_matches(template: &str, uri: &str) -> bool {
 
 /// How an item is shown on set endpoints.
 pub fn exposed(server: &ServerRow, kind: ItemKind, key: &str) -> String {
+    exposed_as(&server.tool_prefix, &server.name, kind, key)
+}
+
+/// The naming rule itself: a prompt after the server's tool prefix, a resource or template
+/// under `wb://<server name>/`.
+fn exposed_as(tool_prefix: &str, server_name: &str, kind: ItemKind, key: &str) -> String {
     match kind {
-        ItemKind::Prompt => format!("{}{key}", server.tool_prefix),
-        _ => exposed_uri(&server.name, key),
+        ItemKind::Prompt => format!("{tool_prefix}{key}"),
+        _ => exposed_uri(server_name, key),
     }
 }
 
@@ -251,10 +257,7 @@ pub struct PublishedItem {
 impl PublishedItem {
     /// The name (prompt) or URI (resource, template) a set endpoint shows.
     pub fn exposed(&self) -> String {
-        match self.kind {
-            ItemKind::Prompt => format!("{}{}", self.tool_prefix, self.key),
-            _ => exposed_uri(&self.server_name, &self.key),
-        }
+        exposed_as(&self.tool_prefix, &self.server_name, self.kind, &self.key)
     }
 
     /// The name a policy decides it under: `prompt:<prefix><name>` or
@@ -375,9 +378,7 @@ impl Upstreams {
                 return Vec::new();
             }
         };
-        if let Some(t) = live.current_token() {
-            scrubber.add(&format!("{}_token", live.name), &t);
-        }
+        live.scrub_token_into(&mut scrubber);
         let mut out = Vec::new();
         for kind in ItemKind::ALL.iter().copied() {
             let s = shape(kind);

@@ -174,6 +174,15 @@ impl Live {
             .map(|(t, _)| t.clone())
     }
 
+    /// Adds the client-credentials token in use, if any, to `scrubber` (under
+    /// `<server>_token`): it is no vault value, so whatever the server sends back is cleaned
+    /// of it here.
+    pub fn scrub_token_into(&self, scrubber: &mut crate::vault::Scrubber) {
+        if let Some(t) = self.current_token() {
+            scrubber.add(&format!("{}_token", self.name), &t);
+        }
+    }
+
     async fn secret(&self, name: &str) -> Result<Zeroizing<String>, RpcError> {
         let mut found = self
             .deps

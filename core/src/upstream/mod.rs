@@ -888,20 +888,41 @@ impl Upstreams {
         self.notices.subscribe()
     }
 
-    /// Compares what each of the project's servers exposes now with the last reload, and tells
-    /// listeners what changed (nothing on a server's first load; everything when it is gone).
-    async fn announce(&self, project_id: &str, servers: &[ServerRow], tools: &[Vec<ToolRow>]) {
-        let mut now = Vec::with_capacity(servers.len());
-        for (server, rows) in servers.iter().zip(tools) {
-            let items = match store::mcp_items::list(self.db.pool(), &server.id).await {
-                Ok(i) => i,
-                Err(e) => {
-                    tracing::warn!(server = %server.id, error = %e, "the server's items cannot be read; listeners are not told");
-                    continue;
-                }
-            };
-            now.push((server.id.clone(), exposed_digest(rows, &items)));
-        }
+    /// What each of the project's servers exposes now, digested (`announce` compares it with
+    /// the last reload): its tool rows, and its available prompts and resources, read in one
+    /// query. None when they cannot be read (listeners are then not told this time).
+    async fn exposed_now(
+        &self,
+        project_id: &str,
+        servers: &[ServerRow],
+        tools: &[Vec<ToolRow>],
+    ) -> Option<Vec<(String, Exposed)>> {
+        let items = match store::mcp_items::available_in_project(self.db.pool(), project_id).await {
+            Ok(i) => i,
+            Err(e) => {
+                tracing::warn!(project = %project_id, error = %e, "the servers' items cannot be read; listeners are not told");
+                return None;
+            }
+        };
+        Some(
+            servers
+                .iter()
+                .zip(tools)
+                .map(|(server, rows)| {
+                    let own: Vec<_> = items
+                        .iter()
+                        .filter(|i| i.server_id == server.id)
+                        .cloned()
+                        .collect();
+                    (server.id.clone(), exposed_digest(rows, &own))
+                })
+                .collect(),
+        )
+    }
+
+    /// Tells listeners what changed since the last reload of the project's servers (`now`, of
+    /// the servers in `servers`): nothing on a server's first load, everything when it is gone.
+    fn announce(&self, project_id: &str, servers: &[ServerRow], now: Vec<(String, Exposed)>) {
         let mut notices = Vec::new();
         {
             let mut exposed = self.exposed.write().expect("upstreams lock");
@@ -1390,9 +1411,7 @@ impl Upstreams {
         } else {
             live.list_tools().await
         };
-        if let Some(t) = live.current_token() {
-            scrubber.add(&format!("{}_token", live.name), &t);
-        }
+        live.scrub_token_into(&mut scrubber);
         match listed {
             Ok(mut tools) => {
                 tools.iter_mut().for_each(|t| scrubber.scrub(t));
@@ -1812,7 +1831,7 @@ impl Upstreams {
         }
         let owners = self.claim_free_names(project_id, &servers, &rows).await?;
         // Told once the catalog has the new tools, so a listener that lists again sees them.
-        let shown = rows.clone();
+        let exposed = self.exposed_now(project_id, &servers, &rows).await;
         let others: Vec<String> = self
             .catalog
             .snapshot(project_id)
@@ -1870,7 +1889,9 @@ impl Upstreams {
         versions.sort();
         self.registry.set_servers(project_id, sign_ins);
         self.catalog.set_source_tools(project_id, SOURCE, tools)?;
-        self.announce(project_id, &servers, &shown).await;
+        if let Some(now) = exposed {
+            self.announce(project_id, &servers, now);
+        }
         let ids: Vec<&String> = servers.iter().map(|s| &s.id).collect();
         self.live.write().expect("upstreams lock").retain(|id, l| {
             let keep = l.project_id != project_id || ids.contains(&id);

@@ -26,6 +26,20 @@ use crate::api_auth::ApiCaller;
 
 pub const SESSION_HEADER: &str = "mcp-session-id";
 
+/// Headers of one connection, which a forwarded request and its answer do not carry (RFC 9110
+/// 7.6.1; the body's length is set again by whoever sends it on).
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "content-length",
+    "transfer-encoding",
+    "keep-alive",
+    "upgrade",
+    "te",
+    "trailer",
+    "proxy-authorization",
+    "proxy-connection",
+];
+
 /// Marks a request one instance forwarded to another (which never forwards it again).
 const FORWARDED_HEADER: &str = "x-workbench-forwarded";
 
@@ -87,18 +101,7 @@ impl Forward {
             .header(FORWARDED_HEADER, "1")
             .body(bytes);
         for (name, value) in &parts.headers {
-            if !matches!(
-                name.as_str(),
-                "connection"
-                    | "content-length"
-                    | "transfer-encoding"
-                    | "keep-alive"
-                    | "upgrade"
-                    | "te"
-                    | "trailer"
-                    | "proxy-authorization"
-                    | "proxy-connection"
-            ) {
+            if !HOP_BY_HOP.contains(&name.as_str()) {
                 out = out.header(name, value);
             }
         }
@@ -106,10 +109,7 @@ impl Forward {
             Ok(res) => {
                 let mut answer = Response::builder().status(res.status().as_u16());
                 for (name, value) in res.headers() {
-                    if !matches!(
-                        name.as_str(),
-                        "connection" | "content-length" | "transfer-encoding" | "keep-alive"
-                    ) {
+                    if !HOP_BY_HOP.contains(&name.as_str()) {
                         answer = answer.header(name.as_str(), value.as_bytes());
                     }
                 }
@@ -129,36 +129,49 @@ impl Forward {
 /// sessions on its own).
 const MAX_SESSIONS: usize = 10_000;
 
-/// Who opened each session this instance holds: its endpoint and credential.
+/// Who opened each session this instance holds: its endpoint and credential, with the order
+/// sessions were opened in (the oldest is forgotten first).
 #[derive(Clone, Default)]
-pub struct Owners(Arc<Mutex<HashMap<String, (u64, String)>>>);
+pub struct Owners(Arc<Mutex<Opened>>);
+
+#[derive(Default)]
+struct Opened {
+    /// How many sessions were ever opened here: the next one's place in the order.
+    count: u64,
+    by_session: HashMap<String, (u64, String)>,
+}
 
 impl Owners {
+    fn opened(&self) -> std::sync::MutexGuard<'_, Opened> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn insert(&self, session: String, owner: String) {
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= MAX_SESSIONS {
-            if let Some(oldest) = map
+        let mut opened = self.opened();
+        if opened.by_session.len() >= MAX_SESSIONS {
+            if let Some(oldest) = opened
+                .by_session
                 .iter()
                 .min_by_key(|(_, (n, _))| *n)
                 .map(|(k, _)| k.clone())
             {
-                map.remove(&oldest);
+                opened.by_session.remove(&oldest);
             }
         }
-        let n = map.values().map(|(n, _)| *n).max().unwrap_or(0) + 1;
-        map.insert(session, (n, owner));
+        opened.count += 1;
+        let n = opened.count;
+        opened.by_session.insert(session, (n, owner));
     }
 
     fn owner(&self, session: &str) -> Option<String> {
-        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(session).map(|(_, o)| o.clone())
+        self.opened()
+            .by_session
+            .get(session)
+            .map(|(_, o)| o.clone())
     }
 
     fn remove(&self, session: &str) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(session);
+        self.opened().by_session.remove(session);
     }
 }
 

@@ -127,6 +127,48 @@ fn info() -> ServerConfig {
     .with_server_info(Implementation::new("workbench", env!("CARGO_PKG_VERSION")))
 }
 
+/// The changes of a set's lists its caller should hear (`ToolSets::heard`), one at a time,
+/// for `subscriptions/listen` and for a session's stream; none once workbench shuts down.
+struct SetChanges {
+    sets: workbench_core::toolsets::ToolSets,
+    who: Principal,
+    set: Arc<ToolSet>,
+    notices: tokio::sync::broadcast::Receiver<workbench_core::upstream::ListChanged>,
+    stopping: tokio::sync::watch::Receiver<bool>,
+}
+
+impl SetChanges {
+    fn new(wb: &Workbench, who: Principal, set: Arc<ToolSet>) -> SetChanges {
+        let sets = wb.tool_sets().clone();
+        SetChanges {
+            notices: sets.notices(),
+            sets,
+            who,
+            set,
+            stopping: wb.stopping(),
+        }
+    }
+
+    /// The next change to pass on (a listener that fell behind hears everything).
+    async fn next(&mut self) -> Option<Heard> {
+        use tokio::sync::broadcast::error::RecvError;
+        loop {
+            let received = tokio::select! {
+                _ = self.stopping.wait_for(|s| *s) => return None,
+                n = self.notices.recv() => n,
+            };
+            let heard = match received {
+                Ok(change) => self.sets.heard(&self.who, &self.set, &change),
+                Err(RecvError::Lagged(_)) => Heard::ALL,
+                Err(RecvError::Closed) => return None,
+            };
+            if heard.any() {
+                return Some(heard);
+            }
+        }
+    }
+}
+
 /// A listing core could not read, as MCP's error (the cause is logged, never sent).
 fn unanswerable(e: workbench_core::Error) -> ErrorData {
     tracing::error!(error = ?e, "a tool set's prompts or resources could not be listed");
@@ -250,28 +292,18 @@ impl ServerHandler for SetHandler {
         let (Some(who), Some(set)) = (who.map(|w| w.0.clone()), set.map(|s| s.0.clone())) else {
             return;
         };
-        let sets = self.wb.tool_sets().clone();
-        let mut notices = sets.notices();
-        let mut stopping = self.wb.stopping();
+        let mut changes = SetChanges::new(&self.wb, who, set);
         let peer = context.peer.clone();
         tokio::spawn(async move {
-            loop {
-                let heard = tokio::select! {
-                    _ = stopping.wait_for(|s| *s) => return,
-                    n = notices.recv() => match n {
-                        Ok(change) => sets.heard(&who, &set, &change),
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Heard::ALL,
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                    },
-                };
+            while let Some(heard) = changes.next().await {
                 let sent = async {
                     if heard.tools {
                         peer.notify_tool_list_changed().await?;
                     }
-                    if heard.prompts && set.prompts_and_resources {
+                    if heard.prompts {
                         peer.notify_prompt_list_changed().await?;
                     }
-                    if heard.resources && set.prompts_and_resources {
+                    if heard.resources {
                         peer.notify_resource_list_changed().await?;
                     }
                     Ok::<(), rmcp::service::ServiceError>(())
@@ -326,22 +358,15 @@ impl ServerHandler for SetHandler {
     /// stream or workbench shuts down.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let (who, set) = Self::caller(context.request_context())?;
-        let sets = self.wb.tool_sets();
-        let mut notices = sets.notices();
-        let mut stopping = self.wb.stopping();
+        let mut changes = SetChanges::new(&self.wb, who, set);
         loop {
             let heard = tokio::select! {
                 _ = context.cancelled() => return Ok(()),
-                _ = stopping.wait_for(|s| *s) => return Ok(()),
-                n = notices.recv() => match n {
-                    Ok(change) => sets.heard(&who, &set, &change),
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Heard::ALL,
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                h = changes.next() => match h {
+                    Some(h) => h,
+                    None => return Ok(()),
                 },
             };
-            if !heard.any() {
-                continue;
-            }
             let sink = context.sink();
             let wants = |f: Option<bool>| f == Some(true);
             let accepted = context.accepted();

@@ -1121,3 +1121,28 @@ db_test!(
         );
     }
 );
+
+db_test!(
+    a_prompt_that_lists_a_secret_is_stored_and_shown_scrubbed,
+    |backend| {
+        let Some((app, key, up, id)) = fake_with_prompt(backend, true).await else {
+            return;
+        };
+        up.set_prompt("leaky", "Call with crm-secret-4d8e1b7a for access.");
+        let (status, out) = post(
+            &app,
+            &key,
+            &format!("/v1/mcp/servers/{id}/refresh"),
+            json!({}),
+        )
+        .await;
+        assert_eq!(status, 200, "{out}");
+        let (_, review) = get(&app, &key, &format!("/v1/mcp/servers/{id}/prompts")).await;
+        let (_, listed) = set_rpc(&app, &key, "desk", "prompts/list", json!({})).await;
+        for shown in [review.to_string(), listed.to_string()] {
+            assert!(shown.contains("for access"), "{shown}");
+            assert!(!shown.contains("crm-secret-4d8e1b7a"), "{shown}");
+            assert!(shown.contains("CRM_TOKEN"), "named, not shown: {shown}");
+        }
+    }
+);

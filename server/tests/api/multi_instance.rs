@@ -636,20 +636,6 @@ async fn a_per_user_limit_of_a_policy_is_one_budget_across_two_processes() {
     c.shutdown().await;
 }
 
-/// A JSON-RPC message to `app`'s `/mcp` in `session`.
-async fn in_mcp_session(app: &TestApp, key: &str, session: &str, body: Value) -> reqwest::Response {
-    app.http()
-        .post(app.url("/mcp"))
-        .bearer_auth(key)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", session)
-        .header("mcp-protocol-version", "2025-06-18")
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_session_opened_on_one_instance_is_served_and_asked_through_the_other() {
     let Some(c) = cluster(ClusterOptions::default()).await else {
@@ -681,7 +667,7 @@ async fn an_mcp_session_opened_on_one_instance_is_served_and_asked_through_the_o
     assert_eq!(res.status(), 200);
     let session = res.headers()["mcp-session-id"].to_str().unwrap().to_owned();
     // ...and the load balancer sends everything after it to B.
-    let res = in_mcp_session(
+    let res = crate::upstream_relay::in_session(
         &b,
         &key,
         &session,
@@ -689,7 +675,7 @@ async fn an_mcp_session_opened_on_one_instance_is_served_and_asked_through_the_o
     )
     .await;
     assert!(res.status().is_success(), "{}", res.status());
-    let res = in_mcp_session(
+    let res = crate::upstream_relay::in_session(
         &b,
         &key,
         &session,
@@ -703,7 +689,7 @@ async fn an_mcp_session_opened_on_one_instance_is_served_and_asked_through_the_o
         .user("mo@example.com", workbench_core::auth::Role::Admin)
         .await;
     let other_key = a.api_key(&other).await;
-    let res = in_mcp_session(
+    let res = crate::upstream_relay::in_session(
         &b,
         &other_key,
         &session,
@@ -718,7 +704,7 @@ async fn an_mcp_session_opened_on_one_instance_is_served_and_asked_through_the_o
     let reader = {
         let (b, key, session, stream) = (c.app(1), key.clone(), session.clone(), stream.clone());
         tokio::spawn(async move {
-            let mut res = in_mcp_session(&b, &key, &session, json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            let mut res = crate::upstream_relay::in_session(&b, &key, &session, json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
                 "name": "execute_tools", "arguments": { "executions": [{ "tool": "crm.ask", "args": {} }] } } })).await;
             while let Ok(Some(chunk)) = res.chunk().await {
                 stream
@@ -751,7 +737,7 @@ async fn an_mcp_session_opened_on_one_instance_is_served_and_asked_through_the_o
             .starts_with("Who are you?"),
         "{question}"
     );
-    let res = in_mcp_session(&b, &key, &session, json!({ "jsonrpc": "2.0", "id": question["id"], "result": { "action": "accept", "content": { "name": "Ada" } } })).await;
+    let res = crate::upstream_relay::in_session(&b, &key, &session, json!({ "jsonrpc": "2.0", "id": question["id"], "result": { "action": "accept", "content": { "name": "Ada" } } })).await;
     assert!(res.status().is_success(), "{}", res.status());
     within(
         "the call completes with the answer",

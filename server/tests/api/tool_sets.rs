@@ -15,7 +15,7 @@ async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (u16, Value)
     send(app, key, reqwest::Method::POST, path, Some(body)).await
 }
 
-async fn get(app: &TestApp, key: &str, path: &str) -> (u16, Value) {
+pub(crate) async fn get(app: &TestApp, key: &str, path: &str) -> (u16, Value) {
     send(app, key, reqwest::Method::GET, path, None).await
 }
 

@@ -6,20 +6,12 @@
 
 use serde_json::{json, Value};
 
+use crate::confirmations::post;
 use crate::fake_upstream;
 use crate::helpers::{admin_with_key, execute, within, Options, TestApp};
-use crate::policies::send;
-use crate::tool_sets::set_rpc;
+use crate::tool_sets::{get, set_rpc};
 use crate::upstream_everything::{register, start_everything};
 use crate::{app, db_test};
-
-async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (u16, Value) {
-    send(app, key, reqwest::Method::POST, path, Some(body)).await
-}
-
-async fn get(app: &TestApp, key: &str, path: &str) -> (u16, Value) {
-    send(app, key, reqwest::Method::GET, path, None).await
-}
 
 /// The `field` of every entry a set endpoint lists with `method`, for `key`.
 async fn listed(app: &TestApp, key: &str, slug: &str, method: &str, field: &str) -> Vec<String> {

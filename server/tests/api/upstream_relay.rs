@@ -6,16 +6,13 @@
 
 use serde_json::{json, Value};
 
+use crate::confirmations::post;
 use crate::db_test;
 use crate::fake_upstream;
 use crate::helpers::{admin_with_key, execute, Options, TestApp};
 use crate::mcp_sdk::{run_client, run_script};
 use crate::policies::send;
 use crate::upstream_items::everything_set;
-
-async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (u16, Value) {
-    send(app, key, reqwest::Method::POST, path, Some(body)).await
-}
 
 fn texts(call: &Value) -> String {
     call["texts"]
@@ -277,7 +274,12 @@ db_test!(
 );
 
 /// A JSON-RPC message to `/mcp` in `session`; the response.
-async fn in_session(app: &TestApp, key: &str, session: &str, body: Value) -> reqwest::Response {
+pub(crate) async fn in_session(
+    app: &TestApp,
+    key: &str,
+    session: &str,
+    body: Value,
+) -> reqwest::Response {
     app.http()
         .post(app.url("/mcp"))
         .bearer_auth(key)

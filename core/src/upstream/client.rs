@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use zeroize::Zeroizing;
 
+use super::exchange::{converse, Routed};
 use crate::catalog::ClientRelay;
 use crate::egress::trace_context::with_trace_context;
 
@@ -75,6 +76,10 @@ pub struct Session {
     next_id: AtomicU64,
     /// The stream of server-initiated messages, when the server offers one.
     listener: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The server's requests being relayed now (by id), and where the call that has each one
+    /// hears about it: a server may withdraw one on its standalone stream rather than the
+    /// call's.
+    asked: Asked,
     /// What the server's initialize answer said it offers.
     capabilities: std::sync::OnceLock<Value>,
 }
@@ -86,6 +91,9 @@ impl Drop for Session {
         }
     }
 }
+
+type Asked = std::sync::Arc<Mutex<std::collections::HashMap<String, Sender>>>;
+type Sender = tokio::sync::mpsc::UnboundedSender<Routed>;
 
 /// Called when a server says its list of tools, prompts or resources changed.
 pub type OnToolsChanged = std::sync::Arc<dyn Fn() + Send + Sync>;
@@ -101,6 +109,13 @@ pub(super) fn is_tools_changed(v: &Value) -> bool {
                 | "notifications/resources/list_changed"
         )
     )
+}
+
+/// What workbench tells a server it can do, on every transport: elicitation and sampling
+/// requests made during a call are relayed to the MCP client that made it
+/// (`exchange::converse`), or refused with -32601 when it cannot answer them.
+pub(super) fn offered() -> Value {
+    json!({ "elicitation": {}, "sampling": {} })
 }
 
 /// The `capabilities` of an initialize answer (an object; empty when absent or malformed).
@@ -141,13 +156,12 @@ impl Session {
             session_id: Mutex::new(None),
             next_id: AtomicU64::new(1),
             listener: Mutex::new(None),
+            asked: Asked::default(),
             capabilities: std::sync::OnceLock::new(),
         };
-        // Elicitation and sampling requests made during a call are relayed to the MCP client
-        // that made it (`relay`), or refused with -32601 when it cannot answer them.
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": { "elicitation": {}, "sampling": {} },
+            "capabilities": offered(),
             "clientInfo": { "name": "workbench", "version": env!("CARGO_PKG_VERSION") }
         });
         let init = s.request("initialize", params, timeout).await?;
@@ -189,6 +203,7 @@ impl Session {
         if !res.status().is_success() {
             return;
         }
+        let asked = self.asked.clone();
         let task = tokio::spawn(async move {
             let mut buf: Vec<u8> = Vec::new();
             while let Ok(Some(chunk)) = res.chunk().await {
@@ -204,10 +219,19 @@ impl Session {
                         .filter_map(|l| l.strip_prefix("data:"))
                         .map(|d| d.strip_prefix(' ').unwrap_or(d))
                         .collect();
-                    if serde_json::from_str::<Value>(&data.join("\n"))
-                        .is_ok_and(|v| is_tools_changed(&v))
-                    {
+                    let Ok(v) = serde_json::from_str::<Value>(&data.join("\n")) else {
+                        continue;
+                    };
+                    if is_tools_changed(&v) {
                         on_changed();
+                    }
+                    if v.get("method").and_then(Value::as_str) == Some("notifications/cancelled") {
+                        let withdrawn = v.pointer("/params/requestId").map(Value::to_string);
+                        let to = withdrawn
+                            .and_then(|id| asked.lock().expect("asked lock").get(&id).cloned());
+                        if let Some(tx) = to {
+                            let _ = tx.send(Routed::Server(v));
+                        }
                     }
                 }
             }
@@ -301,82 +325,120 @@ impl Session {
         answer_of(answer)
     }
 
-    /// Answers a message the server sent on a request's event stream: a request of its own
-    /// (relayed or refused), or progress.
-    async fn answer_server(&self, v: &Value, relay: Option<&dyn ClientRelay>) {
-        if v.get("id").is_none_or(Value::is_null) {
-            if v.get("method").and_then(Value::as_str) == Some("notifications/progress") {
-                if let Some(r) = relay {
-                    let p = &v["params"];
-                    if let Some(progress) = p.get("progress").and_then(Value::as_f64) {
-                        let total = p.get("total").and_then(Value::as_f64);
-                        let message = p.get("message").and_then(Value::as_str).map(str::to_owned);
-                        r.progress(progress, total, message).await;
-                    }
-                }
-            }
-            return;
-        }
-        let answer = server_request(v, relay).await;
+    /// Sends the answer to one of the server's own requests.
+    async fn reply(&self, answer: Value) {
         if let Err(e) = self.send(&answer, Duration::from_secs(30)).await {
             tracing::debug!(error = %e, "answering the MCP server's request failed");
         }
     }
 
     /// The JSON-RPC answer with `id`, from a JSON body or an event stream; requests and
-    /// progress the server sends on the stream meanwhile go to `relay` (or are refused).
+    /// progress the server sends on the stream meanwhile go to `relay` (or are refused), while
+    /// the stream is still read (`exchange::converse`).
     async fn read_answer(
         &self,
-        mut res: reqwest::Response,
+        res: reqwest::Response,
         id: u64,
         sse: bool,
         relay: Option<&dyn ClientRelay>,
     ) -> Result<Value, RpcError> {
-        let mut buf: Vec<u8> = Vec::new();
-        let broken = |e: reqwest::Error| {
-            RpcError::Transport(format!("the answer broke off: {}", e.without_url()))
-        };
         if !sse {
             return read_json_answer(res, id).await;
         }
-        loop {
-            // Whole events so far.
-            while let Some(end) = event_end(&buf) {
-                let event: Vec<u8> = buf.drain(..end.1).collect();
-                let text = String::from_utf8_lossy(&event[..end.0]);
-                let data: Vec<&str> = text
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                    .collect();
-                if data.is_empty() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut forget = Forget {
+            asked: &self.asked,
+            ids: Vec::new(),
+        };
+        let ids = &mut forget.ids;
+        let reading = async move {
+            if let Err(e) = read_events(res, id, &tx, &self.asked, ids).await {
+                let _ = tx.send(Routed::Answer(Err(e)));
+            }
+            // The answer (or why there is none) is on its way; the conversation ends with it.
+            std::future::pending::<()>().await
+        };
+        tokio::select! {
+            answer = converse(&mut rx, relay, |v| self.reply(v)) => answer,
+            () = reading => unreachable!("reading never ends by itself"),
+        }
+    }
+}
+
+/// Reads a request's event stream until its answer: the server's messages before it go to
+/// `tx` as they come, then the answer.
+async fn read_events(
+    mut res: reqwest::Response,
+    id: u64,
+    tx: &Sender,
+    asked: &Asked,
+    ids: &mut Vec<String>,
+) -> Result<(), RpcError> {
+    let mut buf: Vec<u8> = Vec::new();
+    let broken = |e: reqwest::Error| {
+        RpcError::Transport(format!("the answer broke off: {}", e.without_url()))
+    };
+    loop {
+        // Whole events so far.
+        while let Some(end) = event_end(&buf) {
+            let event: Vec<u8> = buf.drain(..end.1).collect();
+            let text = String::from_utf8_lossy(&event[..end.0]);
+            let data: Vec<&str> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
+            if data.is_empty() {
+                continue;
+            }
+            if let Ok(v) = serde_json::from_str::<Value>(&data.join("\n")) {
+                if v.get("method").is_some() {
+                    if let Some(asking) = v.get("id").filter(|i| !i.is_null()) {
+                        let asking = asking.to_string();
+                        asked
+                            .lock()
+                            .expect("asked lock")
+                            .insert(asking.clone(), tx.clone());
+                        ids.push(asking);
+                    }
+                    let _ = tx.send(Routed::Server(v));
                     continue;
                 }
-                if let Ok(v) = serde_json::from_str::<Value>(&data.join("\n")) {
-                    if v.get("method").is_some() {
-                        self.answer_server(&v, relay).await;
-                        continue;
-                    }
-                    if let Some(answer) = find_answer(v, id) {
-                        return Ok(answer);
-                    }
+                if let Some(answer) = find_answer(v, id) {
+                    let _ = tx.send(Routed::Answer(Ok(answer)));
+                    return Ok(());
                 }
             }
-            match res.chunk().await.map_err(broken)? {
-                Some(chunk) => {
-                    if buf.len() + chunk.len() > MAX_ANSWER_BYTES {
-                        return Err(RpcError::Protocol(format!(
-                            "the answer is larger than {MAX_ANSWER_BYTES} bytes"
-                        )));
-                    }
-                    buf.extend_from_slice(&chunk);
+        }
+        match res.chunk().await.map_err(broken)? {
+            Some(chunk) => {
+                if buf.len() + chunk.len() > MAX_ANSWER_BYTES {
+                    return Err(RpcError::Protocol(format!(
+                        "the answer is larger than {MAX_ANSWER_BYTES} bytes"
+                    )));
                 }
-                None => {
-                    return Err(RpcError::Transport(
-                        "the event stream ended without an answer".into(),
-                    ))
-                }
+                buf.extend_from_slice(&chunk);
             }
+            None => {
+                return Err(RpcError::Transport(
+                    "the event stream ended without an answer".into(),
+                ))
+            }
+        }
+    }
+}
+
+/// The server's requests a call was handed, forgotten when the call ends.
+struct Forget<'a> {
+    asked: &'a Asked,
+    ids: Vec<String>,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        let mut asked = self.asked.lock().expect("asked lock");
+        for id in &self.ids {
+            asked.remove(id);
         }
     }
 }

@@ -55,9 +55,10 @@ impl Connection {
         }
     }
 
-    /// `request`, with what the server asks meanwhile relayed to the calling client (streamable
-    /// HTTP only: over the older SSE transport and stdio a server's requests cannot be told
-    /// apart by call, so they are refused).
+    /// `request`, with what the server asks meanwhile relayed to the calling client. Over
+    /// streamable HTTP a request's own event stream says what belongs to it; over the older SSE
+    /// transport and stdio a server's request is passed on only while it is the only request in
+    /// flight on the session, and refused otherwise (`exchange::Waiters`).
     pub async fn request_relayed(
         &self,
         method: &str,
@@ -67,7 +68,8 @@ impl Connection {
     ) -> Result<Value, RpcError> {
         match self {
             Connection::Http(s) => s.request_relayed(method, params, timeout, relay).await,
-            other => other.request(method, params, timeout).await,
+            Connection::Sse(s) => s.request_relayed(method, params, timeout, relay).await,
+            Connection::Stdio(s) => s.request_relayed(method, params, timeout, relay).await,
         }
     }
 

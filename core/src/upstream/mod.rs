@@ -11,6 +11,7 @@ mod client;
 mod connection;
 mod declared;
 pub mod discovery;
+mod exchange;
 mod handler;
 mod items;
 mod live;

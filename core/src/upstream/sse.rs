@@ -1,17 +1,16 @@
 //! The MCP HTTP+SSE transport (protocol 2024-11-05), for servers that predate streamable HTTP:
 //! a GET opens an event stream whose first `endpoint` event names where to POST messages (it
 //! must be on the same origin); answers arrive on the stream as `message` events and are handed
-//! to the waiting request by JSON-RPC id; a `notifications/tools/list_changed` on the stream
-//! triggers a refresh. When the stream ends, every waiting request fails
+//! to the waiting request by JSON-RPC id, and so are the server's requests and progress during
+//! one (`exchange`); a `notifications/tools/list_changed` on the stream triggers a refresh. When the stream ends, every waiting request fails
 //! and the session is reopened by the next call.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use zeroize::Zeroizing;
 
 use crate::egress::trace_context::with_trace_context;
@@ -20,18 +19,23 @@ use super::client::{
     answer_of, event_end, is_tools_changed, send_error, status_error, OnToolsChanged, RpcError,
     MAX_ANSWER_BYTES,
 };
+use super::exchange::{converse, Waiters};
+use crate::catalog::ClientRelay;
 
 pub const SSE_PROTOCOL_VERSION: &str = "2024-11-05";
 
-type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
+/// How long answering one of the server's own requests may take.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub struct SseSession {
     http: reqwest::Client,
     endpoint: url::Url,
     authorization: Option<Zeroizing<String>>,
-    pending: Pending,
+    waiters: Arc<Waiters>,
     next_id: AtomicU64,
     reader: tokio::task::JoinHandle<()>,
+    /// Posts what the reader must answer at once (`ping`, requests that belong to no call).
+    replier: tokio::task::JoinHandle<()>,
     /// What the server's initialize answer said it offers.
     capabilities: std::sync::OnceLock<Value>,
 }
@@ -46,6 +50,7 @@ impl SseSession {
 impl Drop for SseSession {
     fn drop(&mut self) {
         self.reader.abort();
+        self.replier.abort();
     }
 }
 
@@ -67,9 +72,16 @@ impl SseSession {
             .map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?
             .map_err(|e| send_error(e, timeout))?;
         status_error(&res, false)?;
-        let pending: Pending = Arc::default();
+        let waiters: Arc<Waiters> = Arc::default();
         let (endpoint_tx, endpoint_rx) = oneshot::channel();
-        let reader = tokio::spawn(read_stream(res, pending.clone(), endpoint_tx, on_changed));
+        let (replies, mut to_reply) = mpsc::unbounded_channel::<Value>();
+        let reader = tokio::spawn(read_stream(
+            res,
+            waiters.clone(),
+            endpoint_tx,
+            replies,
+            on_changed,
+        ));
         let endpoint = match tokio::time::timeout(timeout, endpoint_rx).await {
             Ok(Ok(path)) => url
                 .join(&path)
@@ -87,19 +99,30 @@ impl SseSession {
                 "the server's message endpoint is on another origin; refused".into(),
             ));
         }
+        let poster = Poster {
+            http: http.clone(),
+            endpoint: endpoint.clone(),
+            authorization: authorization.clone(),
+        };
+        let replier = tokio::spawn(async move {
+            while let Some(reply) = to_reply.recv().await {
+                let _ = poster.post(&reply, REPLY_TIMEOUT).await;
+            }
+        });
         let s = SseSession {
             http,
             endpoint,
             authorization,
-            pending,
+            waiters,
             next_id: AtomicU64::new(1),
             reader,
+            replier,
             capabilities: std::sync::OnceLock::new(),
         };
         let init = s
             .request(
                 "initialize",
-                json!({ "protocolVersion": SSE_PROTOCOL_VERSION, "capabilities": {}, "clientInfo": { "name": "workbench", "version": env!("CARGO_PKG_VERSION") } }),
+                json!({ "protocolVersion": SSE_PROTOCOL_VERSION, "capabilities": super::client::offered(), "clientInfo": { "name": "workbench", "version": env!("CARGO_PKG_VERSION") } }),
                 timeout,
             )
             .await?;
@@ -121,6 +144,74 @@ impl SseSession {
         Ok(s)
     }
 
+    fn poster(&self) -> Poster {
+        Poster {
+            http: self.http.clone(),
+            endpoint: self.endpoint.clone(),
+            authorization: self.authorization.clone(),
+        }
+    }
+
+    async fn post(&self, body: &Value, timeout: Duration) -> Result<(), RpcError> {
+        self.poster().post(body, timeout).await
+    }
+
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, RpcError> {
+        self.request_relayed(method, params, timeout, None).await
+    }
+
+    /// A request and its result; what the server asks meanwhile, when this is the only
+    /// request in flight, goes to `relay`, and so does its progress. A request given up before
+    /// its answer is cancelled at the server.
+    pub async fn request_relayed(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        relay: Option<&dyn ClientRelay>,
+    ) -> Result<Value, RpcError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut rx = self.waiters.add(id, &params);
+        let mut outstanding = Outstanding {
+            session: self,
+            id,
+            armed: false,
+        };
+        if self.reader.is_finished() {
+            return Err(RpcError::Transport("the event stream closed".into()));
+        }
+        let started = tokio::time::Instant::now();
+        self.post(
+            &json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }),
+            timeout,
+        )
+        .await?;
+        outstanding.armed = method != "initialize";
+        let talk = converse(&mut rx, relay, |v| async move {
+            let _ = self.post(&v, REPLY_TIMEOUT).await;
+        });
+        let answer = tokio::time::timeout(timeout.saturating_sub(started.elapsed()), talk)
+            .await
+            .map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?;
+        outstanding.armed = false;
+        answer_of(answer?)
+    }
+}
+
+/// Where and how messages are posted to the server.
+#[derive(Clone)]
+struct Poster {
+    http: reqwest::Client,
+    endpoint: url::Url,
+    authorization: Option<Zeroizing<String>>,
+}
+
+impl Poster {
     async fn post(&self, body: &Value, timeout: Duration) -> Result<(), RpcError> {
         let mut b = with_trace_context(
             self.http
@@ -137,48 +228,40 @@ impl SseSession {
             .map_err(|e| send_error(e, timeout))?;
         status_error(&res, true)
     }
+}
 
-    pub async fn request(
-        &self,
-        method: &str,
-        params: Value,
-        timeout: Duration,
-    ) -> Result<Value, RpcError> {
-        if self.reader.is_finished() {
-            return Err(RpcError::Transport("the event stream closed".into()));
+/// A request sent and not yet answered: dropped so (the caller gave up: cancelled, or timed
+/// out), the server is told `notifications/cancelled` so it can stop working on it.
+struct Outstanding<'a> {
+    session: &'a SseSession,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for Outstanding<'_> {
+    fn drop(&mut self) {
+        self.session.waiters.remove(self.id);
+        if !self.armed {
+            return;
         }
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        self.pending.lock().expect("pending lock").insert(id, tx);
-        let started = tokio::time::Instant::now();
-        let sent = self
-            .post(
-                &json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }),
-                timeout,
-            )
-            .await;
-        if let Err(e) = sent {
-            self.pending.lock().expect("pending lock").remove(&id);
-            return Err(e);
-        }
-        match tokio::time::timeout(timeout.saturating_sub(started.elapsed()), rx).await {
-            Ok(Ok(answer)) => answer_of(answer),
-            Ok(Err(_)) => Err(RpcError::Transport(
-                "the event stream closed before the answer".into(),
-            )),
-            Err(_) => {
-                self.pending.lock().expect("pending lock").remove(&id);
-                Err(RpcError::Timeout(timeout.as_millis() as u64))
-            }
-        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let poster = self.session.poster();
+        let body = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": { "requestId": self.id, "reason": "the caller gave up on the call" } });
+        rt.spawn(async move {
+            let _ = poster.post(&body, Duration::from_secs(5)).await;
+        });
     }
 }
 
 /// Reads the event stream: the first `endpoint` event, then answers by id.
 async fn read_stream(
     mut res: reqwest::Response,
-    pending: Pending,
+    waiters: Arc<Waiters>,
     endpoint: oneshot::Sender<String>,
+    replies: mpsc::UnboundedSender<Value>,
     on_changed: OnToolsChanged,
 ) {
     let mut endpoint = Some(endpoint);
@@ -211,12 +294,8 @@ async fn read_stream(
                 if is_tools_changed(&v) {
                     on_changed();
                 }
-                if let Some(id) = v.get("id").and_then(Value::as_u64) {
-                    if v.get("result").is_some() || v.get("error").is_some() {
-                        if let Some(tx) = pending.lock().expect("pending lock").remove(&id) {
-                            let _ = tx.send(v);
-                        }
-                    }
+                if let Some(reply) = waiters.route(v) {
+                    let _ = replies.send(reply);
                 }
             }
         }
@@ -228,5 +307,5 @@ async fn read_stream(
         }
     }
     // The stream is gone: every waiting request fails now.
-    pending.lock().expect("pending lock").clear();
+    waiters.fail_all("the event stream closed before the answer");
 }

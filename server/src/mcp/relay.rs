@@ -3,13 +3,17 @@
 //! call's own event stream and its answer goes back, and the upstream's progress reaches the
 //! client when it asked for progress. Only a client in a session can answer (a stateless
 //! request has no way back), so for the others there is no relay and the upstream is told the
-//! client does not support it.
+//! client does not support it. A request the upstream gives up on (it cancels it, or the call
+//! ends first) is cancelled at the client too.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use rmcp::model::{CustomRequest, ProgressNotificationParam, ProgressToken, ServerRequest};
-use rmcp::service::{RequestContext, ServiceError};
+use rmcp::model::{
+    CancelledNotificationParam, CustomRequest, ProgressNotificationParam, ProgressToken, RequestId,
+    ServerRequest,
+};
+use rmcp::service::{PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use workbench_core::catalog::ClientRelay;
@@ -50,7 +54,23 @@ impl ClientRelay for PeerRelay {
 
     async fn request(&self, method: &str, params: Value) -> Result<Value, (i64, String)> {
         let request = ServerRequest::CustomRequest(CustomRequest::new(method, Some(params)));
-        match self.peer.send_request(request).await {
+        let asked = self
+            .peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await;
+        let answer = match asked {
+            Ok(handle) => {
+                let mut withdrawn = Withdrawn {
+                    peer: self.peer.clone(),
+                    id: Some(handle.id.clone()),
+                };
+                let answer = handle.await_response().await;
+                withdrawn.id = None;
+                answer
+            }
+            Err(e) => Err(e),
+        };
+        match answer {
             Ok(result) => serde_json::to_value(result).map_err(|e| (-32603, e.to_string())),
             Err(ServiceError::McpError(e)) => Err((i64::from(e.code.0), e.message.to_string())),
             Err(e) => Err((-32603, format!("the MCP client did not answer: {e}"))),
@@ -73,5 +93,31 @@ impl ClientRelay for PeerRelay {
 
     async fn cancelled(&self) {
         self.cancelled.cancelled().await
+    }
+}
+
+/// A request to the client that is dropped before its answer (the upstream cancelled it, or
+/// the call it belongs to ended): the client is told `notifications/cancelled`, so a form
+/// nobody waits for any more is taken down.
+struct Withdrawn {
+    peer: Peer<RoleServer>,
+    id: Option<RequestId>,
+}
+
+impl Drop for Withdrawn {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        rt.spawn(async move {
+            let reason = "the server no longer needs this answer".to_owned();
+            let _ = peer
+                .notify_cancelled(CancelledNotificationParam::new(Some(id), Some(reason)))
+                .await;
+        });
     }
 }

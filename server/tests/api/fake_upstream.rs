@@ -54,6 +54,8 @@ pub struct UpstreamState {
     /// Prompts (name, description), offered only once `set_prompt` was called: `greet` says
     /// hello to its `name` argument, `whoami` quotes the Authorization it received.
     pub prompts: Mutex<Option<Vec<(String, String)>>>,
+    /// Notified by a POST to `/heard` (the client of `ask_then_withdraw` saying it was asked).
+    pub heard: tokio::sync::Notify,
 }
 
 pub struct FakeUpstream {
@@ -300,6 +302,41 @@ impl ServerHandler for Handler {
                     ))]),
                 }
             }
+            // Asks the client, and once the client says (POST `args.heard`) it was asked,
+            // withdraws the question, and finishes once the client says it let go of it.
+            "ask_then_withdraw" => {
+                let ask = ServerRequest::CustomRequest(CustomRequest::new(
+                    "elicitation/create",
+                    Some(
+                        json!({ "message": format!("Withdraw me; tell {}", args["heard"].as_str().unwrap_or_default()),
+                        "requestedSchema": { "type": "object", "properties": { "name": { "type": "string" } } } }),
+                    ),
+                ));
+                match c
+                    .peer
+                    .send_cancellable_request(ask, rmcp::service::PeerRequestOptions::no_options())
+                    .await
+                {
+                    Ok(handle) => {
+                        let wait =
+                            || tokio::time::timeout(Duration::from_secs(20), s.heard.notified());
+                        let text = match wait().await {
+                            Err(_) => "the client never said it was asked",
+                            Ok(()) => {
+                                let _ = handle.cancel(Some("no longer needed".into())).await;
+                                match wait().await {
+                                    Ok(()) => "withdrawn, and the client let go",
+                                    Err(_) => "withdrawn, but the client kept asking its user",
+                                }
+                            }
+                        };
+                        CallToolResult::success(vec![ContentBlock::text(text)])
+                    }
+                    Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
+                        "could not ask: {e}"
+                    ))]),
+                }
+            }
             // Seed 004's `crm.contact.get` (served under the prefix `crm.`).
             "contact.get" => match args["email"].as_str() {
                 Some("ada@example.com") => CallToolResult::structured(
@@ -441,7 +478,14 @@ fn serve(
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
+    let heard = state.clone();
     let app = Router::new()
+        .route(
+            "/heard",
+            axum::routing::post(move || async move {
+                heard.heard.notify_one();
+            }),
+        )
         .nest_service("/mcp", service)
         .layer(middleware::from_fn_with_state(state, observe));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

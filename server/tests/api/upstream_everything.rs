@@ -16,6 +16,34 @@ fn end2end() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../end2end")
 }
 
+/// server-everything as a stdio server: (node's path, for `stdio_commands`; the registration
+/// body, named `name` with `prefix`); None (skip) when it cannot run here.
+pub(crate) fn everything_over_stdio(name: &str, prefix: &str) -> Option<(String, Value)> {
+    let entry =
+        end2end().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let required = std::env::var("WB_TEST_SERVER_EVERYTHING").is_ok_and(|v| v == "required");
+    let node = std::path::Path::new("/usr/bin/node");
+    if !entry.exists() || !node.exists() {
+        assert!(
+            !required,
+            "server-everything over stdio needs {} and node",
+            entry.display()
+        );
+        crate::helpers::skipped(
+            "server-everything is not installed (run scripts/setup.sh --with-browser)",
+        );
+        return None;
+    }
+    let modules = end2end().join("node_modules").canonicalize().unwrap();
+    Some((
+        node.display().to_string(),
+        json!({ "name": name, "transport": "stdio", "command": "node",
+                "args": [entry.canonicalize().unwrap().display().to_string(), "stdio"],
+                "filesystem": { "read": [modules.display().to_string()] },
+                "tool_prefix": prefix }),
+    ))
+}
+
 /// Starts server-everything on a free loopback port; None (skip) when it cannot run here.
 pub(crate) async fn start_everything(mode: &str) -> Option<(tokio::process::Child, u16)> {
     let entry =
@@ -211,22 +239,9 @@ db_test!(
 db_test!(
     the_reference_mcp_server_runs_over_stdio_with_policy_applied,
     |backend| {
-        let entry =
-            end2end().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-        let required = std::env::var("WB_TEST_SERVER_EVERYTHING").is_ok_and(|v| v == "required");
-        let node = std::path::Path::new("/usr/bin/node");
-        if !entry.exists() || !node.exists() {
-            assert!(
-                !required,
-                "server-everything over stdio needs {} and node",
-                entry.display()
-            );
-            crate::helpers::skipped(
-                "server-everything is not installed (run scripts/setup.sh --with-browser)",
-            );
+        let Some((node, body)) = everything_over_stdio("everything", "ev.") else {
             return;
-        }
-        let node = node.display().to_string();
+        };
         let app = app!(
             backend,
             Options {
@@ -235,17 +250,9 @@ db_test!(
             }
         );
         let (_, key) = admin_with_key(&app).await;
-        let modules = end2end().join("node_modules").canonicalize().unwrap();
-        let server = register(
-            &app,
-            &key,
-            json!({ "name": "everything", "transport": "stdio", "command": "node",
-                    "args": [entry.canonicalize().unwrap().display().to_string(), "stdio"],
-                    "env": { "GREETING": "hello" },
-                    "filesystem": { "read": [modules.display().to_string()] },
-                    "tool_prefix": "ev." }),
-        )
-        .await;
+        let mut body = body;
+        body["env"] = json!({ "GREETING": "hello" });
+        let server = register(&app, &key, body).await;
         assert_eq!(
             server["stdio"]["command"], node,
             "the name is resolved: {server}"

@@ -491,3 +491,136 @@ db_test!(
         );
     }
 );
+
+db_test!(
+    an_upstreams_requests_reach_the_client_over_stdio_and_the_older_sse_transport,
+    |backend| {
+        let Some((node, stdio)) =
+            crate::upstream_everything::everything_over_stdio("local", "local.")
+        else {
+            return;
+        };
+        let Some((_child, port)) = crate::upstream_everything::start_everything("sse").await else {
+            return;
+        };
+        let Some(app) = crate::helpers::spawn_app_with(
+            backend,
+            Options {
+                stdio_commands: vec![node],
+                egress_allow_private: vec!["127.0.0.1"],
+                ..Default::default()
+            },
+        )
+        .await
+        else {
+            return;
+        };
+        let (_, key) = admin_with_key(&app).await;
+        crate::upstream_everything::register(&app, &key, stdio).await;
+        crate::upstream_everything::register(&app, &key, json!({ "name": "legacy", "transport": "sse", "url": format!("http://127.0.0.1:{port}/sse"), "tool_prefix": "old." })).await;
+        let (status, set) = post(
+            &app,
+            &key,
+            "/v1/tool-sets",
+            json!({ "slug": "both", "name": "Both", "tools": [
+                { "tool": "local.trigger-elicitation-request", "name": "elicit_stdio" },
+                { "tool": "local.trigger-sampling-request", "name": "sample_stdio" },
+                { "tool": "local.trigger-long-running-operation", "name": "long_stdio" },
+                { "tool": "old.trigger-elicitation-request", "name": "elicit_sse" },
+            ] }),
+        )
+        .await;
+        assert_eq!(status, 201, "{set}");
+        let report = run_script(
+            "relay_client.py",
+            app.url("/mcp/sets/both"),
+            key,
+            json!([
+                ["elicit_stdio", {}],
+                ["sample_stdio", { "prompt": "pipes" }],
+                ["long_stdio", { "duration": 1, "steps": 2 }],
+                ["elicit_sse", {}]
+            ]),
+        )
+        .await;
+        if report.is_null() {
+            return;
+        }
+        let methods: Vec<&str> = report["asked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["method"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            methods,
+            [
+                "elicitation/create",
+                "sampling/createMessage",
+                "elicitation/create"
+            ],
+            "{report}"
+        );
+        let calls = report["calls"].as_array().unwrap();
+        assert!(calls.iter().all(|c| c["is_error"] == false), "{report}");
+        assert!(texts(&calls[0]).contains("- Name: Ada"), "{report}");
+        assert!(
+            report["asked"][1]["params"].to_string().contains("pipes")
+                && texts(&calls[1]).contains("A haiku about gateways."),
+            "{report}"
+        );
+        assert_eq!(
+            report["progress"].as_array().map(Vec::len),
+            Some(2),
+            "the stdio server's progress reached the client, by its token: {report}"
+        );
+        assert!(texts(&calls[3]).contains("- Name: Ada"), "{report}");
+    }
+);
+
+db_test!(
+    an_upstream_withdrawing_its_question_takes_it_down_at_the_client,
+    |backend| {
+        let Some(app) = crate::helpers::spawn_app_with(backend, Options::loopback()).await else {
+            return;
+        };
+        let (_, key) = admin_with_key(&app).await;
+        let up = fake_upstream::start().await;
+        up.set_tool(
+            "ask_then_withdraw",
+            "Asks, then withdraws the question.",
+            json!({ "type": "object", "properties": { "heard": { "type": "string" } } }),
+            false,
+        );
+        let (status, server) = post(&app, &key, "/v1/mcp/servers", json!({ "name": "crm", "transport": "http", "url": up.url(), "tool_prefix": "crm.", "timeout_ms": 60000 })).await;
+        assert_eq!(status, 201, "{server}");
+        let (status, _) = post(
+            &app,
+            &key,
+            "/v1/tool-sets",
+            json!({ "slug": "desk", "name": "Desk", "tools": [{ "tool": "crm.ask_then_withdraw" }] }),
+        )
+        .await;
+        assert_eq!(status, 201);
+        let report = run_script(
+            "relay_client.py",
+            app.url("/mcp/sets/desk"),
+            key,
+            json!([["crm.ask_then_withdraw", { "heard": format!("http://{}/heard", up.addr) }]]),
+        )
+        .await;
+        if report.is_null() {
+            return;
+        }
+        assert_eq!(
+            texts(&report["calls"][0]),
+            "withdrawn, and the client let go",
+            "{report}"
+        );
+        assert_eq!(
+            report["withdrawn"].as_array().map(Vec::len),
+            Some(1),
+            "{report}"
+        );
+    }
+);

@@ -1,6 +1,9 @@
 """A client of the official MCP Python SDK (package `mcp`) that can be asked things: it declares
 elicitation and sampling, answers an elicitation by accepting with fixed content and a sampling
 request with a fixed message, and reports every request it was asked and each call's result.
+An elicitation whose message is "Withdraw me; tell URL" is not answered: the client POSTs to
+URL that it was asked, waits, and when the server withdraws the question (it is cancelled)
+records that under "withdrawn" and POSTs to URL again.
 
 Usage: relay_client.py URL API_KEY SCRIPT_JSON
 
@@ -13,6 +16,10 @@ import asyncio
 import json
 import sys
 
+import urllib.request
+
+import anyio
+
 import mcp.types as types
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -22,8 +29,22 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 async def main(url: str, key: str, script: list) -> dict:
     report: dict = {"asked": [], "progress": [], "calls": []}
 
+    report["withdrawn"] = []
+
     async def elicit(context, params):
         report["asked"].append({"method": "elicitation/create", "params": params.model_dump(mode="json", exclude_none=True)})
+        message = params.message or ""
+        if message.startswith("Withdraw me; tell "):
+            tell = urllib.request.Request(message.removeprefix("Withdraw me; tell "), method="POST")
+            await anyio.to_thread.run_sync(urllib.request.urlopen, tell)
+            try:
+                await anyio.sleep(30)
+            except anyio.get_cancelled_exc_class():
+                report["withdrawn"].append(message)
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(urllib.request.urlopen, tell)
+                raise
+            return types.ElicitResult(action="decline")
         return types.ElicitResult(action="accept", content={"name": "Ada", "check": True})
 
     async def sample(context, params):

@@ -1,11 +1,12 @@
 //! One MCP session with a stdio server's process: newline-delimited JSON-RPC on its stdin and
 //! stdout (the MCP stdio transport), answers matched to requests by id, the server's `ping`
-//! answered, `notifications/tools/list_changed` passed on. Output that is not JSON-RPC, or a
+//! answered, its requests and progress handed to the call they belong to (`exchange`),
+//! `notifications/tools/list_changed` passed on. Output that is not JSON-RPC, or a
 //! line longer than `MAX_ANSWER_BYTES`, ends the session with a clear reason (never a hang or
 //! unbounded memory). stderr is read line by line, scrubbed of the project's secrets, logged
 //! at a bounded rate and kept as the last lines for the registry view.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,9 +14,12 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt};
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
-use tokio::sync::oneshot;
 
-use crate::upstream::client::{is_tools_changed, OnToolsChanged, RpcError, MAX_ANSWER_BYTES};
+use crate::catalog::ClientRelay;
+use crate::upstream::client::{
+    answer_of, is_tools_changed, OnToolsChanged, RpcError, MAX_ANSWER_BYTES,
+};
+use crate::upstream::exchange::{converse, Waiters};
 use crate::vault::Scrubber;
 
 /// How long a process that closed its stdout is given to finish writing its stderr.
@@ -28,8 +32,6 @@ const STDERR_LINE: usize = 2_000;
 const STDERR_LOGGED: u32 = 50;
 const STDERR_WINDOW: Duration = Duration::from_secs(10);
 
-type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>>>;
-
 /// The last stderr lines of a server's processes (shared with its supervisor).
 pub type Tail = Arc<Mutex<VecDeque<String>>>;
 
@@ -37,7 +39,7 @@ type Stdin = Arc<tokio::sync::Mutex<Option<ChildStdin>>>;
 
 pub struct StdioSession {
     stdin: Stdin,
-    pending: Pending,
+    waiters: Arc<Waiters>,
     next_id: AtomicU64,
     /// Why the session ended, once it has.
     ended: Arc<Mutex<Option<String>>>,
@@ -63,20 +65,20 @@ impl StdioSession {
         tail: Tail,
         on_changed: OnToolsChanged,
     ) -> Arc<StdioSession> {
-        let pending: Pending = Arc::default();
+        let waiters: Arc<Waiters> = Arc::default();
         let ended: Arc<Mutex<Option<String>>> = Arc::default();
         let stderr_read = tokio::spawn(read_stderr(server.to_owned(), stderr, scrubber, tail));
         let stdin: Stdin = Arc::new(tokio::sync::Mutex::new(Some(stdin)));
         Arc::new(StdioSession {
             stdin: stdin.clone(),
-            pending: pending.clone(),
+            waiters: waiters.clone(),
             next_id: AtomicU64::new(1),
             capabilities: std::sync::OnceLock::new(),
             ended: ended.clone(),
             reader: tokio::spawn(read_stdout(
                 stdout,
                 stdin,
-                pending,
+                waiters,
                 ended,
                 on_changed,
                 stderr_read,
@@ -109,30 +111,67 @@ impl StdioSession {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, RpcError> {
+        self.request_relayed(method, params, timeout, None).await
+    }
+
+    /// A request and its result; what the server asks meanwhile, when this is the only
+    /// request in flight, goes to `relay`, and so does its progress. A request given up before
+    /// its answer (the caller cancelled, or timed out) is cancelled at the server.
+    pub async fn request_relayed(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        relay: Option<&dyn ClientRelay>,
+    ) -> Result<Value, RpcError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut rx = self.waiters.add(id, &params);
+        let mut outstanding = Outstanding {
+            session: self,
+            id,
+            armed: false,
+        };
+        // Checked after waiting is registered: a session that ends from here on fails it.
         if let Some(why) = self.ended() {
             return Err(RpcError::NotSent(why));
         }
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        self.pending.lock().expect("pending lock").insert(id, tx);
-        let sent = self
-            .write(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
-            .await;
-        if let Err(e) = sent {
-            self.pending.lock().expect("pending lock").remove(&id);
-            return Err(e);
+        self.write(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+            .await?;
+        outstanding.armed = method != "initialize";
+        let talk = converse(&mut rx, relay, |v| async move {
+            let _ = write(&self.stdin, &v).await;
+        });
+        let answer = tokio::time::timeout(timeout, talk)
+            .await
+            .map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?;
+        outstanding.armed = false;
+        answer_of(answer?)
+    }
+}
+
+/// A request sent and not yet answered: dropped so (the caller gave up: cancelled, or timed
+/// out), the process is told `notifications/cancelled` so it can stop working on it.
+struct Outstanding<'a> {
+    session: &'a StdioSession,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for Outstanding<'_> {
+    fn drop(&mut self) {
+        self.session.waiters.remove(self.id);
+        if !self.armed {
+            return;
         }
-        match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => Err(RpcError::Transport(
-                self.ended()
-                    .unwrap_or_else(|| "the server process ended".into()),
-            )),
-            Err(_) => {
-                self.pending.lock().expect("pending lock").remove(&id);
-                Err(RpcError::Timeout(timeout.as_millis() as u64))
-            }
-        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let stdin = self.session.stdin.clone();
+        let body = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": { "requestId": self.id, "reason": "the caller gave up on the call" } });
+        rt.spawn(async move {
+            let _ = write(&stdin, &body).await;
+        });
     }
 }
 
@@ -189,7 +228,7 @@ async fn read_line<R: AsyncRead + Unpin>(
 async fn read_stdout(
     stdout: ChildStdout,
     stdin: Stdin,
-    pending: Pending,
+    waiters: Arc<Waiters>,
     ended: Arc<Mutex<Option<String>>>,
     on_changed: OnToolsChanged,
     stderr_read: tokio::task::JoinHandle<()>,
@@ -218,33 +257,17 @@ async fn read_stdout(
         let Ok(message) = serde_json::from_slice::<Value>(&line) else {
             break "the server wrote a line that is not JSON-RPC on stdout (stdout is for MCP messages only; logs belong on stderr); the process was stopped".to_owned();
         };
-        let answer_to = message.get("id").and_then(Value::as_u64);
-        if let Some(method) = message.get("method").and_then(Value::as_str) {
-            if is_tools_changed(&message) {
-                on_changed();
-            }
-            // A request of the server's: `ping` is answered; nothing else is offered (no
-            // sampling, roots or elicitation), and it is told so rather than left waiting.
-            if let Some(id) = message.get("id").filter(|id| !id.is_null()) {
-                let answer = if method == "ping" {
-                    json!({ "jsonrpc": "2.0", "id": id, "result": {} })
-                } else {
-                    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": "workbench does not offer this to servers" } })
-                };
-                let _ = write(&stdin, &answer).await;
-            }
-            continue;
+        if is_tools_changed(&message) {
+            on_changed();
         }
-        if let Some(id) = answer_to {
-            if let Some(tx) = pending.lock().expect("pending lock").remove(&id) {
-                let _ = tx.send(crate::upstream::client::answer_of(message));
-            }
+        // Answers go to their requests, and so does what the server sends during one; `ping`,
+        // and a request that belongs to no call workbench can tell, are answered here.
+        if let Some(reply) = waiters.route(message) {
+            let _ = write(&stdin, &reply).await;
         }
     };
     *ended.lock().expect("ended lock") = Some(why.clone());
-    for (_, tx) in pending.lock().expect("pending lock").drain() {
-        let _ = tx.send(Err(RpcError::Transport(why.clone())));
-    }
+    waiters.fail_all(&why);
 }
 
 async fn read_stderr(server: String, stderr: ChildStderr, scrubber: Scrubber, tail: Tail) {

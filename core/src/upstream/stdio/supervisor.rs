@@ -326,7 +326,7 @@ impl Supervisor {
                 "initialize",
                 json!({
                     "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": {},
+                    "capabilities": crate::upstream::client::offered(),
                     "clientInfo": { "name": "workbench", "version": env!("CARGO_PKG_VERSION") },
                 }),
                 self.timeout,

@@ -14,7 +14,9 @@ use crate::audit::ItemEvent;
 use crate::auth::Principal;
 use crate::catalog::{HandlerError, ToolSource};
 use crate::store::audit::AuditStatus;
-use crate::upstream::{exposed_uri, split_exposed, template_matches, ItemKind, PublishedItem};
+use crate::upstream::{
+    exposed_uri, split_exposed, template_matches, ItemKind, PublishedItem, Subscription,
+};
 use crate::Result;
 
 /// Characters of a prompt's answer as JSON, at most (D6's cap on what reaches an agent).
@@ -235,6 +237,36 @@ impl ToolSets {
         Ok(answer)
     }
 
+    /// The published resource `uri` (as the set shows it) names, or the template it matches,
+    /// with the server's own URI.
+    async fn find_resource<'u>(
+        &self,
+        who: &Principal,
+        set: &ToolSet,
+        uri: &'u str,
+    ) -> std::result::Result<(PublishedItem, &'u str), ItemError> {
+        let Some((server, upstream)) = split_exposed(uri) else {
+            return Err(ItemError::NotFound);
+        };
+        let items = self.published(who, set).await.map_err(store_failed)?;
+        let found = items
+            .iter()
+            .position(|i| {
+                i.kind == ItemKind::Resource && i.server_name == server && i.key == upstream
+            })
+            .or_else(|| {
+                items.iter().position(|i| {
+                    i.kind == ItemKind::ResourceTemplate
+                        && i.server_name == server
+                        && template_matches(&i.key, upstream)
+                })
+            });
+        match found {
+            Some(n) => Ok((items.into_iter().nth(n).expect("found"), upstream)),
+            None => Err(ItemError::NotFound),
+        }
+    }
+
     /// `resources/read` through a set: `uri` must be a resource the set publishes, or match one
     /// of its templates; the server reads its own URI.
     pub async fn read_resource(
@@ -243,29 +275,48 @@ impl ToolSets {
         set: &ToolSet,
         uri: &str,
     ) -> std::result::Result<Value, ItemError> {
-        let Some((server, upstream)) = split_exposed(uri) else {
-            return Err(ItemError::NotFound);
-        };
-        let items = self.published(who, set).await.map_err(store_failed)?;
-        let found = items
-            .iter()
-            .find(|i| i.kind == ItemKind::Resource && i.server_name == server && i.key == upstream)
-            .or_else(|| {
-                items.iter().find(|i| {
-                    i.kind == ItemKind::ResourceTemplate
-                        && i.server_name == server
-                        && template_matches(&i.key, upstream)
-                })
-            });
-        let Some(item) = found else {
-            return Err(ItemError::NotFound);
-        };
+        let (item, upstream) = self.find_resource(who, set, uri).await?;
         // A read is decided on the URI read (a template's reads on each concrete URI).
         let subject = crate::upstream::subject(ItemKind::Resource, &item.tool_prefix, upstream);
         let started = Instant::now();
-        let outcome = self.read_answer(who, item, &subject, upstream).await;
+        let outcome = self.read_answer(who, &item, &subject, upstream).await;
         self.audit_item(who, set, "resource.read", &subject, uri, &outcome, started)
             .await;
+        outcome
+    }
+
+    /// `resources/subscribe` through a set: `uri` as for a read, decided by the same policy
+    /// subject and audited (`resource.subscribe`); the server must offer subscriptions. The
+    /// subscription lasts as long as what is returned.
+    pub async fn subscribe(
+        &self,
+        who: &Principal,
+        set: &ToolSet,
+        uri: &str,
+    ) -> std::result::Result<Subscription, ItemError> {
+        let (item, upstream) = self.find_resource(who, set, uri).await?;
+        let subject = crate::upstream::subject(ItemKind::Resource, &item.tool_prefix, upstream);
+        let started = Instant::now();
+        let outcome = match self.allows(who, &subject).await {
+            Ok(true) => self
+                .upstreams
+                .subscribe(&item.server_id, upstream)
+                .await
+                .map_err(ItemError::Failed),
+            Ok(false) => Err(ItemError::Denied),
+            Err(e) => Err(e),
+        };
+        let recorded = outcome.as_ref().map(|_| Value::Null).map_err(Clone::clone);
+        self.audit_item(
+            who,
+            set,
+            "resource.subscribe",
+            &subject,
+            uri,
+            &recorded,
+            started,
+        )
+        .await;
         outcome
     }
 
@@ -322,10 +373,10 @@ impl ToolSets {
             Err(ItemError::Denied) => (AuditStatus::Denied, Some("NOT_ALLOWED")),
             Err(e) => (AuditStatus::Failed, Some(e.code())),
         };
-        let egress = outcome
-            .as_ref()
-            .map(|v| v.to_string().len() as u64)
-            .unwrap_or(0);
+        let egress = match outcome {
+            Ok(Value::Null) | Err(_) => 0,
+            Ok(v) => v.to_string().len() as u64,
+        };
         self.audit
             .record_item(&ItemEvent {
                 who,

@@ -1,12 +1,13 @@
 //! What a set endpoint's listening clients hear (issue 33): when a server whose tools the set
 //! lists changes what it exposes (a refresh, an approval, its own list_changed, a change made
 //! on another instance), the set's clients are told its tool, prompt or resource list changed,
-//! so they list again instead of polling.
+//! so they list again instead of polling; and a client subscribed to a resource hears that it
+//! was updated.
 
 use super::{ToolSet, ToolSets};
 use crate::auth::Principal;
 use crate::catalog::ToolSource;
-use crate::upstream::ListChanged;
+use crate::upstream::{ListChanged, ResourceUpdated};
 
 /// Which of a set's lists a change touches.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -33,6 +34,12 @@ impl ToolSets {
     /// Hears every change of every project's servers; `heard` tells what of it is a set's.
     pub fn notices(&self) -> tokio::sync::broadcast::Receiver<ListChanged> {
         self.upstreams.notices()
+    }
+
+    /// Hears every resource update servers send; a subscription matches its own
+    /// (`Subscription::hears`).
+    pub fn resource_updates(&self) -> tokio::sync::broadcast::Receiver<ResourceUpdated> {
+        self.upstreams.updates()
     }
 
     /// What `change` means for the set as `who` uses it: nothing unless it is a server of the

@@ -95,18 +95,21 @@ impl Drop for Session {
 type Asked = std::sync::Arc<Mutex<std::collections::HashMap<String, Sender>>>;
 type Sender = tokio::sync::mpsc::UnboundedSender<Routed>;
 
-/// Called when a server says its list of tools, prompts or resources changed.
-pub type OnToolsChanged = std::sync::Arc<dyn Fn() + Send + Sync>;
+/// Called with a server's notice (`is_notice`): one of its lists changed, or a resource
+/// someone subscribed to was updated.
+pub type OnToolsChanged = std::sync::Arc<dyn Fn(&Value) + Send + Sync>;
 
-/// Whether a JSON-RPC message says one of the server's lists changed (tools, prompts or
-/// resources): each one is refreshed and reviewed the same way.
-pub(super) fn is_tools_changed(v: &Value) -> bool {
+/// Whether a JSON-RPC message is a notice the server's owner acts on: one of its lists changed
+/// (tools, prompts or resources: each one is refreshed and reviewed the same way), or
+/// `notifications/resources/updated` (passed on to whoever subscribed).
+pub(super) fn is_notice(v: &Value) -> bool {
     matches!(
         v.get("method").and_then(Value::as_str),
         Some(
             "notifications/tools/list_changed"
                 | "notifications/prompts/list_changed"
                 | "notifications/resources/list_changed"
+                | "notifications/resources/updated"
         )
     )
 }
@@ -222,8 +225,8 @@ impl Session {
                     let Ok(v) = serde_json::from_str::<Value>(&data.join("\n")) else {
                         continue;
                     };
-                    if is_tools_changed(&v) {
-                        on_changed();
+                    if is_notice(&v) {
+                        on_changed(&v);
                     }
                     if v.get("method").and_then(Value::as_str) == Some("notifications/cancelled") {
                         let withdrawn = v.pointer("/params/requestId").map(Value::to_string);

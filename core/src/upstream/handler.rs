@@ -248,6 +248,55 @@ pub async fn guarded(live: &Live, method: &str, params: Value) -> Result<Value, 
     }
 }
 
+/// `guarded` for a server each user signs in to: the request made with the caller's own
+/// connection, refreshed once after a 401, on the server's breaker and semaphore; the
+/// caller's token is scrubbed from the answer. Not connected (or expired): `NotConnected`.
+pub async fn guarded_as(
+    live: &Live,
+    who: &crate::auth::Principal,
+    method: &str,
+    params: Value,
+) -> Result<Value, HandlerError> {
+    let not_connected = |expired| HandlerError::NotConnected {
+        integration: live.name.clone(),
+        expired,
+    };
+    let source = live.sign_in.as_ref().ok_or_else(|| not_connected(false))?;
+    let user = &who.user_id;
+    let mut credential = source.credential(who).await?;
+    let mut refreshed = false;
+    let result = loop {
+        let (admission, _slot) = admitted(live).await?;
+        let result = live
+            .request_as(user, credential.token(), method, params.clone())
+            .await;
+        settle(live, admission, &result);
+        match result {
+            Err(RpcError::Unauthorized(_)) if !refreshed => {
+                refreshed = true;
+                credential = source.refresh_after_unauthorized(who).await?;
+            }
+            Err(RpcError::Unauthorized(_)) => return Err(not_connected(true)),
+            Err(RpcError::InsufficientScope { scopes }) => {
+                return Err(source.step_up(who, &scopes).await)
+            }
+            other => break other,
+        }
+    };
+    let mut token = Scrubber::new();
+    token.add(&format!("{}_credential", live.name), credential.token());
+    match result {
+        Ok(mut v) => {
+            token.scrub(&mut v);
+            Ok(v)
+        }
+        Err(e) => Err(match failure(&live.name, e) {
+            HandlerError::Failed(m) => HandlerError::Failed(token.scrub_str(&m).unwrap_or(m)),
+            other => other,
+        }),
+    }
+}
+
 /// The `_meta` key carrying the REST caller's `end_user_id` to upstream servers.
 pub const END_USER_META: &str = "workbench/end_user_id";
 

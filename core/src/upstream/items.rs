@@ -360,11 +360,23 @@ impl Upstreams {
     /// before anything is stored. A kind that cannot be listed is logged and left as stored:
     /// it never fails a registration or a refresh.
     pub(super) async fn list_items(&self, row: &ServerRow, live: &Live) -> Listed {
-        // Items of servers each user signs in to would need the user's token (not yet).
-        if live.auth.user_oauth().is_some() {
-            return Vec::new();
-        }
-        let capabilities = match live.capabilities().await {
+        // A server each user signs in to is listed as the admin who registered it sees it,
+        // with their connection (as its tools are).
+        let lister = match live.auth.user_oauth() {
+            None => None,
+            Some(_) => match self.lister_token(row, live).await {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    tracing::info!(server = %row.id, reason = %e, "the MCP server's prompts and resources are not listed yet");
+                    return Vec::new();
+                }
+            },
+        };
+        let capabilities = match &lister {
+            None => live.capabilities().await,
+            Some((user, token)) => live.capabilities_as(user, token).await,
+        };
+        let capabilities = match capabilities {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(server = %row.id, error = %e, "the MCP server's capabilities cannot be read; its prompts and resources are left as they were");
@@ -379,6 +391,9 @@ impl Upstreams {
             }
         };
         live.scrub_token_into(&mut scrubber);
+        if let Some((_, token)) = &lister {
+            scrubber.add(&format!("{}_credential", live.name), token);
+        }
         let mut out = Vec::new();
         for kind in ItemKind::ALL.iter().copied() {
             let s = shape(kind);
@@ -386,7 +401,11 @@ impl Upstreams {
                 out.push((kind, Some(Vec::new())));
                 continue;
             }
-            match live.list_all(s.method, s.field).await {
+            let listed = match &lister {
+                None => live.list_all(s.method, s.field).await,
+                Some((user, token)) => live.list_all_as(user, token, s.method, s.field).await,
+            };
+            match listed {
                 Ok(mut entries) => {
                     entries.iter_mut().for_each(|e| scrubber.scrub(e));
                     let mut kept: Vec<(String, Value)> = Vec::new();
@@ -578,7 +597,10 @@ impl Upstreams {
     }
 
     /// The server this instance runs for `server_id`, if it runs it.
-    fn running(&self, server_id: &str) -> std::result::Result<std::sync::Arc<Live>, HandlerError> {
+    pub(super) fn running(
+        &self,
+        server_id: &str,
+    ) -> std::result::Result<std::sync::Arc<Live>, HandlerError> {
         self.live
             .read()
             .expect("upstreams lock")
@@ -601,7 +623,7 @@ impl Upstreams {
         if !arguments.is_empty() {
             params["arguments"] = Value::Object(arguments);
         }
-        let answer = super::handler::guarded(&live, "prompts/get", params).await;
+        let answer = Self::asked(&live, who, "prompts/get", params).await;
         self.scrubbed(who, answer).await
     }
 
@@ -613,8 +635,22 @@ impl Upstreams {
         uri: &str,
     ) -> std::result::Result<Value, HandlerError> {
         let live = self.running(server_id)?;
-        let answer = super::handler::guarded(&live, "resources/read", json!({ "uri": uri })).await;
+        let answer = Self::asked(&live, who, "resources/read", json!({ "uri": uri })).await;
         self.scrubbed(who, answer).await
+    }
+
+    /// A request of the caller's to the server: on its shared session, or, for a server each
+    /// user signs in to, on the caller's own (their connection's token).
+    async fn asked(
+        live: &Live,
+        who: &Principal,
+        method: &str,
+        params: Value,
+    ) -> std::result::Result<Value, HandlerError> {
+        match live.auth.user_oauth() {
+            None => super::handler::guarded(live, method, params).await,
+            Some(_) => super::handler::guarded_as(live, who, method, params).await,
+        }
     }
 
     /// An answer or failure with the caller's project secrets scrubbed out.

@@ -115,6 +115,9 @@ pub struct Live {
     /// Servers users sign in to: one session per user, opened with the token it was opened
     /// with (a refreshed token opens a new one).
     user_sessions: tokio::sync::Mutex<HashMap<String, (String, Arc<Connection>)>>,
+    /// Resources this instance is subscribed to at the server, with how many subscribers
+    /// each (`subscriptions.rs`).
+    pub(super) subscribed: Mutex<HashMap<String, usize>>,
     deps: Deps,
 }
 
@@ -151,6 +154,7 @@ impl Live {
             session: tokio::sync::Mutex::new(None),
             token: Mutex::new(None),
             user_sessions: tokio::sync::Mutex::default(),
+            subscribed: Mutex::default(),
             deps,
         }
     }
@@ -261,6 +265,7 @@ impl Live {
             .await?,
         );
         *slot = Some(s.clone());
+        super::subscriptions::resubscribe(self, s.clone());
         Ok(s)
     }
 
@@ -390,6 +395,43 @@ impl Live {
                 s.request_relayed("tools/call", params, timeout, relay)
                     .await
             }
+        })
+        .await
+    }
+
+    /// A request as `user`, with their token.
+    pub async fn request_as(
+        &self,
+        user: &str,
+        token: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, RpcError> {
+        let timeout = self.timeout;
+        self.as_user(user, token, |s| {
+            let params = params.clone();
+            async move { s.request(method, params, timeout).await }
+        })
+        .await
+    }
+
+    /// What the server offers, as `user` opened their session.
+    pub async fn capabilities_as(&self, user: &str, token: &str) -> Result<Value, RpcError> {
+        self.as_user(user, token, |s| async move { Ok(s.capabilities()) })
+            .await
+    }
+
+    /// Every entry of one of the server's paginated lists, as `user` sees it.
+    pub async fn list_all_as(
+        &self,
+        user: &str,
+        token: &str,
+        method: &str,
+        field: &str,
+    ) -> Result<Vec<Value>, RpcError> {
+        let timeout = self.timeout;
+        self.as_user(user, token, |s| async move {
+            s.list_all(method, field, timeout).await
         })
         .await
     }

@@ -19,12 +19,14 @@ mod overrides;
 mod sign_in;
 mod sse;
 pub mod stdio;
+mod subscriptions;
 
 pub use items::{
     exposed_uri, split_exposed, subject, template_matches, ItemChanges, ItemKind, McpItemView,
     PublishedItem,
 };
 pub use overrides::TextOverrides;
+pub use subscriptions::{ResourceUpdated, Subscription};
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -715,6 +717,8 @@ pub struct Upstreams {
     /// Per server: what it exposed at the last reload (to tell listeners what changed).
     exposed: Arc<RwLock<HashMap<String, (String, Exposed)>>>,
     notices: tokio::sync::broadcast::Sender<ListChanged>,
+    /// Resource updates servers send (`subscriptions.rs`).
+    updates: tokio::sync::broadcast::Sender<subscriptions::ResourceUpdated>,
 }
 
 /// What servers users sign in to need from the rest of workbench.
@@ -844,6 +848,7 @@ impl Upstreams {
             reloading: Arc::default(),
             exposed: Arc::default(),
             notices: tokio::sync::broadcast::channel(NOTICE_BACKLOG).0,
+            updates: tokio::sync::broadcast::channel(subscriptions::UPDATE_BACKLOG).0,
         };
         // The tools of a server users sign in to are listed once its admin connected it.
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
@@ -998,7 +1003,18 @@ impl Upstreams {
         launch: Option<stdio::StdioConfig>,
     ) -> Arc<Live> {
         let (tx, project, id) = (self.changed.clone(), row.project_id.clone(), row.id.clone());
-        let on_changed: client::OnToolsChanged = Arc::new(move || {
+        let updates = self.updates.clone();
+        let on_changed: client::OnToolsChanged = Arc::new(move |notice: &Value| {
+            if notice["method"] == "notifications/resources/updated" {
+                if let Some(uri) = notice.pointer("/params/uri").and_then(Value::as_str) {
+                    let _ = updates.send(subscriptions::ResourceUpdated {
+                        project_id: project.clone(),
+                        server_id: id.clone(),
+                        uri: uri.to_owned(),
+                    });
+                }
+                return;
+            }
             let _ = tx.send((project.clone(), id.clone()));
         });
         let sign_in = auth

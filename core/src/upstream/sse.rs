@@ -16,7 +16,7 @@ use zeroize::Zeroizing;
 use crate::egress::trace_context::with_trace_context;
 
 use super::client::{
-    answer_of, event_end, is_tools_changed, send_error, status_error, OnToolsChanged, RpcError,
+    answer_of, event_end, is_notice, send_error, status_error, OnToolsChanged, RpcError,
     MAX_ANSWER_BYTES,
 };
 use super::exchange::{converse, Waiters};
@@ -291,8 +291,8 @@ async fn read_stream(
                 continue;
             }
             if let Ok(v) = serde_json::from_str::<Value>(&data) {
-                if is_tools_changed(&v) {
-                    on_changed();
+                if is_notice(&v) {
+                    on_changed(&v);
                 }
                 if let Some(reply) = waiters.route(v) {
                     let _ = replies.send(reply);

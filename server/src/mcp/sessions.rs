@@ -1,7 +1,8 @@
-//! Sessions on `/mcp` and the set endpoints (issue 33). The endpoints are stateless, which keeps
-//! the hot path fast and lets any instance answer any request. A client that declares it can be
-//! asked things (`elicitation`, `sampling`) gets a session instead, so that an upstream server's
-//! request during a call reaches it on the call's event stream and its answer comes back: its
+//! Sessions on `/mcp` and the set endpoints (issue 33). `/mcp` is stateless, which keeps the hot
+//! path fast and lets any instance answer any request. A client that declares it can be asked
+//! things (`elicitation`, `sampling`) gets a session instead, so that an upstream server's
+//! request during a call reaches it on the call's event stream and its answer comes back, and so
+//! does every client of a set endpoint (list changes, resource subscriptions): its
 //! `initialize`, and every request carrying `Mcp-Session-Id`, go to rmcp's stateful service,
 //! everything else to the stateless one. A session belongs to the endpoint and the credential
 //! that opened it; anyone else presenting its id is told it does not exist. Sessions live in the
@@ -25,6 +26,11 @@ use workbench_core::auth::Principal;
 use crate::api_auth::ApiCaller;
 
 pub const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Marks a request answered by the stateful service (a session's, or the initialize opening
+/// one), for handlers that offer more in a session.
+#[derive(Clone, Copy)]
+pub struct InSession;
 
 /// Headers of one connection, which a forwarded request and its answer do not carry (RFC 9110
 /// 7.6.1; the body's length is set again by whoever sends it on).
@@ -185,14 +191,17 @@ fn owner_of(who: &Principal, path: &str) -> String {
     )
 }
 
-/// Whether an `initialize` body declares a capability that needs a session.
-fn wants_session(body: &[u8]) -> bool {
+/// Whether an `initialize` body opens a session: on a set endpoint always (a set's clients
+/// hear its list changes and may subscribe to its resources), on `/mcp` when it declares a
+/// capability that needs one.
+fn wants_session(body: &[u8], path: &str) -> bool {
     let Ok(v) = serde_json::from_slice::<Value>(body) else {
         return false;
     };
     let caps = &v["params"]["capabilities"];
     v["method"] == "initialize"
-        && (caps.get("elicitation").is_some_and(|c| !c.is_null())
+        && (path.starts_with(super::sets::PREFIX)
+            || caps.get("elicitation").is_some_and(|c| !c.is_null())
             || caps.get("sampling").is_some_and(|c| !c.is_null()))
 }
 
@@ -245,6 +254,8 @@ where
                 }
             }
         }
+        let mut req = req;
+        req.extensions_mut().insert(InSession);
         return answer(stateful, req).await;
     }
     if req.method() != Method::POST {
@@ -254,11 +265,12 @@ where
     let Ok(bytes) = axum::body::to_bytes(body, super::MAX_REQUEST_BYTES).await else {
         return StatusCode::PAYLOAD_TOO_LARGE.into_response();
     };
-    let opens = wants_session(&bytes);
-    let req = Request::from_parts(parts, Body::from(bytes));
+    let opens = wants_session(&bytes, &path);
+    let mut req = Request::from_parts(parts, Body::from(bytes));
     if !opens {
         return answer(stateless, req).await;
     }
+    req.extensions_mut().insert(InSession);
     let res = answer(stateful, req).await;
     if let (Some(id), Some(who)) = (
         res.headers()
@@ -293,17 +305,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_an_initialize_declaring_elicitation_or_sampling_opens_a_session() {
+    fn an_initialize_opens_a_session_on_a_set_or_when_it_can_be_asked_things() {
         let init = |caps: &str| {
             format!(
                 r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{caps},"clientInfo":{{"name":"c","version":"1"}}}}}}"#
             )
         };
-        assert!(wants_session(init(r#"{"elicitation":{}}"#).as_bytes()));
-        assert!(wants_session(init(r#"{"sampling":{}}"#).as_bytes()));
-        assert!(!wants_session(init(r#"{"roots":{}}"#).as_bytes()));
-        assert!(!wants_session(init("{}").as_bytes()));
-        assert!(!wants_session(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"capabilities":{"sampling":{}}}}"#));
-        assert!(!wants_session(b"not json"));
+        let wants = |body: &[u8]| wants_session(body, "/mcp");
+        assert!(wants(init(r#"{"elicitation":{}}"#).as_bytes()));
+        assert!(wants(init(r#"{"sampling":{}}"#).as_bytes()));
+        assert!(!wants(init(r#"{"roots":{}}"#).as_bytes()));
+        assert!(!wants(init("{}").as_bytes()));
+        assert!(!wants(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"capabilities":{"sampling":{}}}}"#));
+        assert!(!wants(b"not json"));
+        // A set's clients all get one.
+        assert!(wants_session(init("{}").as_bytes(), "/mcp/sets/desk"));
+        assert!(!wants_session(b"{}", "/mcp/sets/desk"));
     }
 }

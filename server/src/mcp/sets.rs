@@ -1,12 +1,14 @@
 //! `/mcp/sets/{slug}`: a tool set's own MCP endpoint (issue 33). `tools/list` lists the set's
 //! tools directly, under the names, descriptions and schemas the set gives them; `tools/call`
 //! runs one through core's tool sets, which map the name and add the fixed values, then hand it
-//! to the engine's one pipeline. Stateless like `/mcp`, with the same host and origin checks. It
+//! to the engine's one pipeline. Every client gets a session (`sessions.rs`), so it hears list
+//! changes and may subscribe to resources; the same host and origin checks as `/mcp`. It
 //! takes API keys and MCP OAuth access tokens issued for this endpoint (a set is a protected
 //! resource of its own); an unknown set, or one the key is not limited to, is 404 before rmcp
 //! runs. A set that says so also publishes the prompts and resources of its tools' MCP servers
 //! (`prompts/*`, `resources/*`; core's `toolsets/items.rs` decides and audits them).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
@@ -20,8 +22,8 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
     InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    ReadResourceResponse, ReadResourceResult, ResourceUpdatedNotificationParam, ServerCapabilities,
+    ServerConfig, SubscribeRequestParams, Tool, ToolAnnotations, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -49,9 +51,44 @@ struct SetEndpoint(Arc<ToolSet>);
 #[derive(Clone)]
 pub struct SetHandler {
     wb: Workbench,
+    /// A session's resource subscriptions, by the URI the set shows (each handler of the
+    /// stateful service is one session's; the stateless one has none).
+    watching: Arc<std::sync::Mutex<HashMap<String, Watch>>>,
+}
+
+/// Resource subscriptions one session may hold.
+const MAX_SUBSCRIPTIONS: usize = 100;
+
+/// One resource subscription of a session: the subscription at the server (let go when this
+/// is dropped: unsubscribed, or the session ended) and the task telling the client of updates.
+struct Watch {
+    _subscription: workbench_core::upstream::Subscription,
+    task: tokio::task::AbortHandle,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Whether the request came in a session, or opens one (`sessions.rs` gives one to every set
+/// client).
+fn in_session(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .is_some_and(|p| p.extensions.get::<super::sessions::InSession>().is_some())
 }
 
 impl SetHandler {
+    fn new(wb: Workbench) -> SetHandler {
+        SetHandler {
+            wb,
+            watching: Arc::default(),
+        }
+    }
+
     fn caller(
         context: &RequestContext<RoleServer>,
     ) -> Result<(Principal, Arc<ToolSet>), ErrorData> {
@@ -215,7 +252,30 @@ fn item_error(e: ItemError, what: &str, resource: bool) -> ErrorData {
         ItemError::Failed(HandlerError::Failed(m) | HandlerError::Unavailable(m)) => {
             ErrorData::internal_error(m, None)
         }
-        ItemError::Failed(_) => ErrorData::internal_error("the MCP server cannot answer", None),
+        ItemError::Failed(HandlerError::NotConnected {
+            integration,
+            expired,
+        }) => ErrorData::invalid_request(
+            format!(
+                "{} {integration}: connect it (the connect tool or the portal) and try again",
+                if expired {
+                    "your connection has expired to"
+                } else {
+                    "you have not connected"
+                }
+            ),
+            None,
+        ),
+        ItemError::Failed(HandlerError::ScopeNeeded {
+            integration,
+            scopes,
+        }) => ErrorData::invalid_request(
+            format!(
+                "{integration} needs more access ({}): connect it again and try again",
+                scopes.join(" ")
+            ),
+            None,
+        ),
     }
 }
 
@@ -252,11 +312,13 @@ impl ServerHandler for SetHandler {
             out.capabilities.prompts = None;
             out.capabilities.resources = None;
         }
-        // A stateless client of an older revision has no stream to hear list changes on (only
-        // 2026-07-28's subscriptions/listen does); one in a session (it can be asked things,
-        // `sessions.rs`) hears them on the session's stream.
-        let in_session =
-            request.capabilities.elicitation.is_some() || request.capabilities.sampling.is_some();
+        // A stateless client of an older revision has no stream to hear list changes or
+        // resource updates on (only 2026-07-28's subscriptions/listen does); one in a session
+        // (`sessions.rs`) hears them on the session's stream.
+        let in_session = in_session(&context);
+        if let Some(resources) = out.capabilities.resources.as_mut() {
+            resources.subscribe = in_session.then_some(true);
+        }
         for list_changed in [
             out.capabilities.tools.as_mut().map(|c| &mut c.list_changed),
             out.capabilities
@@ -392,6 +454,98 @@ impl ServerHandler for SetHandler {
         }
     }
 
+    /// `resources/subscribe`, in a session: the resource is looked up and decided like a read
+    /// (core's `ToolSets::subscribe`), the server subscribed to, and each update it sends
+    /// passed on under the set's URI until the client unsubscribes or the session ends.
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (who, set) = Self::caller(&context)?;
+        if !in_session(&context) {
+            return Err(ErrorData::invalid_request(
+                "resource subscriptions need a session: initialize first and send its Mcp-Session-Id",
+                None,
+            ));
+        }
+        let uri = request.uri;
+        {
+            let watching = self.watching.lock().unwrap_or_else(|e| e.into_inner());
+            if watching.contains_key(&uri) {
+                return Ok(());
+            }
+            if watching.len() >= MAX_SUBSCRIPTIONS {
+                return Err(ErrorData::invalid_request(
+                    format!("a session holds at most {MAX_SUBSCRIPTIONS} resource subscriptions"),
+                    None,
+                ));
+            }
+        }
+        let sets = self.wb.tool_sets();
+        let mut updates = sets.resource_updates();
+        let subscription = sets
+            .subscribe(&who, &set, &uri)
+            .await
+            .map_err(|e| item_error(e, &uri, true))?;
+        let (peer, exposed) = (context.peer.clone(), uri.clone());
+        let server_id = subscription.server_id.clone();
+        let upstream = subscription.uri.clone();
+        let mut stopping = self.wb.stopping();
+        let task = tokio::spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                let update = tokio::select! {
+                    _ = stopping.wait_for(|s| *s) => return,
+                    u = updates.recv() => u,
+                };
+                let ours = match update {
+                    Ok(u) => u.server_id == server_id && u.uri == upstream,
+                    // Fallen behind: it may have been one of ours.
+                    Err(RecvError::Lagged(_)) => true,
+                    Err(RecvError::Closed) => return,
+                };
+                if ours {
+                    let param = ResourceUpdatedNotificationParam::new(exposed.clone());
+                    if peer.notify_resource_updated(param).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        })
+        .abort_handle();
+        self.watching
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                uri,
+                Watch {
+                    _subscription: subscription,
+                    task,
+                },
+            );
+        Ok(())
+    }
+
+    /// `resources/unsubscribe`: the session stops hearing of the resource (and workbench lets
+    /// go of it at the server when nobody else here listens). Unknown URIs are fine.
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Self::caller(&context)?;
+        let gone = self
+            .watching
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&request.uri);
+        drop(gone);
+        Ok(())
+    }
+
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -498,17 +652,16 @@ impl ServerHandler for SetHandler {
 
 /// The set endpoints, nested into the main router.
 pub fn routes(state: &AppState) -> Router<AppState> {
-    let handler = SetHandler {
-        wb: state.wb.clone(),
-    };
-    let stateful_handler = handler.clone();
+    let handler = SetHandler::new(state.wb.clone());
+    let wb = state.wb.clone();
     let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
         super::service_config(state),
     );
+    // Each session gets its own handler, so its subscriptions are its own and end with it.
     let stateful = StreamableHttpService::new(
-        move || Ok(stateful_handler.clone()),
+        move || Ok(SetHandler::new(wb.clone())),
         Arc::new(LocalSessionManager::default()),
         super::session_config(state),
     );
@@ -544,9 +697,7 @@ async fn tools_call(State(state): State<AppState>, req: Request, next: Next) -> 
             let Some(SetEndpoint(set)) = parts.extensions.get::<SetEndpoint>().cloned() else {
                 return axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response();
             };
-            let handler = SetHandler {
-                wb: state.wb.clone(),
-            };
+            let handler = SetHandler::new(state.wb.clone());
             super::fast_path::answer(
                 id,
                 async move { handler.call(&who, &set, params, None).await },

@@ -37,7 +37,23 @@ pub(crate) async fn set_rpc(
         .await
         .unwrap();
     let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
+    let sse = res
+        .headers()
+        .get("content-type")
+        .is_some_and(|c| c.as_bytes().starts_with(b"text/event-stream"));
+    let body = res.text().await.unwrap_or_default();
+    if !sse {
+        return (status, serde_json::from_str(&body).unwrap_or(Value::Null));
+    }
+    // An initialize opens a session, whose answers come as an event stream (as the client's
+    // Accept allows): the event carrying the answer.
+    let answer = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v.get("id") == Some(&json!(1)))
+        .unwrap_or(Value::Null);
+    (status, answer)
 }
 
 /// The names a set endpoint lists for `key`.

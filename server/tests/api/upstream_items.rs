@@ -1138,3 +1138,102 @@ db_test!(
         }
     }
 );
+
+db_test!(
+    a_set_client_subscribes_to_a_resource_and_hears_it_updated,
+    |backend| {
+        let Some((app, key, _child)) = everything_set(backend).await else {
+            return;
+        };
+        let (status, set) = post(
+            &app,
+            &key,
+            "/v1/tool-sets",
+            json!({ "slug": "watch", "name": "Watch", "prompts_and_resources": true,
+                    "tools": [{ "tool": "ev.toggle-subscriber-updates", "name": "updates" }] }),
+        )
+        .await;
+        assert_eq!(status, 201, "{set}");
+        let doc = "wb://everything/demo://resource/static/document/architecture.md";
+        let dynamic = "wb://everything/demo://resource/dynamic/text/2";
+        let report = crate::mcp_sdk::run_script(
+            "subscribe_client.py",
+            app.url("/mcp/sets/watch"),
+            key.clone(),
+            json!({ "subscribe": [doc], "call": "updates", "wait_for": doc }),
+        )
+        .await;
+        if report.is_null() {
+            return;
+        }
+        assert_eq!(report["offers_subscribe"], true, "{report}");
+        assert_eq!(report["subscribed"], json!([doc]), "{report}");
+        assert!(
+            report["updated"].as_array().unwrap().contains(&json!(doc)),
+            "the server's update reached the client under the set's URI: {report}"
+        );
+        let rows = audit_rows(
+            &app,
+            &key,
+            "resource:ev.demo://resource/static/document/architecture.md",
+            1,
+        )
+        .await;
+        assert_eq!(rows[0]["status"], "succeeded", "{rows:?}");
+
+        // A key whose policy denies the dynamic resources cannot subscribe to one (as if it
+        // did not exist), and still hears the documents it may read.
+        let (status, pol) = post(&app, &key, "/v1/policies", json!({ "name": "no dynamic", "tool_allowlist": { "mode": "open", "allow": [], "deny": ["resource:ev.demo://resource/dynamic/*"], "require_confirmation": [] } })).await;
+        assert_eq!(status, 201, "{pol}");
+        let (_, limited) = post(
+            &app,
+            &key,
+            "/v1/api-keys",
+            json!({ "name": "reader", "policy_id": pol["id"] }),
+        )
+        .await;
+        let limited = limited["key"].as_str().unwrap().to_owned();
+        let report = crate::mcp_sdk::run_script(
+            "subscribe_client.py",
+            app.url("/mcp/sets/watch"),
+            limited.clone(),
+            json!({ "subscribe": [dynamic, doc, "wb://everything/demo://nope"], "call": null, "wait_for": doc }),
+        )
+        .await;
+        assert_eq!(report["subscribed"], json!([doc]), "{report}");
+        assert!(
+            report["refused"][dynamic]
+                .as_str()
+                .unwrap_or_default()
+                .contains("no resource"),
+            "{report}"
+        );
+        assert!(
+            report["refused"]["wb://everything/demo://nope"].is_string(),
+            "{report}"
+        );
+        assert!(
+            report["updated"].as_array().unwrap().contains(&json!(doc)),
+            "{report}"
+        );
+        let rows = audit_rows(&app, &key, "resource:ev.demo://resource/dynamic/text/2", 1).await;
+        assert_eq!(rows[0]["status"], "denied", "{rows:?}");
+
+        // Without a session there is nowhere to send updates: refused, saying so.
+        let (_, out) = set_rpc(
+            &app,
+            &key,
+            "watch",
+            "resources/subscribe",
+            json!({ "uri": doc }),
+        )
+        .await;
+        assert!(
+            out["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("need a session"),
+            "{out}"
+        );
+    }
+);

@@ -353,3 +353,87 @@ db_test!(
         );
     }
 );
+
+db_test!(
+    a_set_gives_each_user_the_prompts_and_resources_of_a_server_they_sign_in_to_as_themselves,
+    |backend| {
+        let Some(sdk) = SdkServer::start().await else {
+            return;
+        };
+        let app = app!(backend, Options::loopback());
+        let (_, key) = admin_with_key(&app).await;
+        let bob = app.user("bob@example.com", Role::Member).await;
+        let bob_key = app.api_key(&bob).await;
+        register(
+            &app,
+            &key,
+            &sdk.url("/mcp"),
+            json!({ "type": "user_oauth" }),
+        )
+        .await;
+        connect(&app, &sdk, &key, "ada@example.com", "alice").await;
+        listed(&app, &key).await;
+        let (status, set) = crate::confirmations::post(
+            &app,
+            &key,
+            "/v1/tool-sets",
+            json!({ "slug": "remote", "name": "Remote", "prompts_and_resources": true,
+                    "tools": [{ "tool": "remote.whoami" }] }),
+        )
+        .await;
+        assert_eq!(status, 201, "{set}");
+        let rpc = |key: String, method: &'static str, params: Value| {
+            let app = &app;
+            async move {
+                crate::tool_sets::set_rpc(app, &key, "remote", method, params)
+                    .await
+                    .1
+            }
+        };
+
+        // Listed with the registering admin's connection, approved as that first listing is.
+        let prompts = rpc(key.clone(), "prompts/list", json!({})).await;
+        assert_eq!(
+            prompts["result"]["prompts"][0]["name"], "remote.greeting",
+            "{prompts}"
+        );
+        let resources = rpc(key.clone(), "resources/list", json!({})).await;
+        assert_eq!(
+            resources["result"]["resources"][0]["uri"], "wb://remote/whoami://me",
+            "{resources}"
+        );
+
+        // Each user gets and reads them as themselves, with their own connection.
+        let greeting = json!({ "name": "remote.greeting" });
+        let me = json!({ "uri": "wb://remote/whoami://me" });
+        let out = rpc(key.clone(), "prompts/get", greeting.clone()).await;
+        assert_eq!(
+            out["result"]["messages"][0]["content"]["text"], "Hello, alice!",
+            "{out}"
+        );
+        let out = rpc(key.clone(), "resources/read", me.clone()).await;
+        assert_eq!(out["result"]["contents"][0]["text"], "alice", "{out}");
+        let out = rpc(bob_key.clone(), "prompts/get", greeting.clone()).await;
+        assert!(
+            out["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("you have not connected remote"),
+            "bob is not handed ada's session: {out}"
+        );
+        connect(&app, &sdk, &bob_key, "bob@example.com", "bobby").await;
+        let out = rpc(bob_key.clone(), "prompts/get", greeting).await;
+        assert_eq!(
+            out["result"]["messages"][0]["content"]["text"], "Hello, bobby!",
+            "{out}"
+        );
+        let out = rpc(bob_key.clone(), "resources/read", me.clone()).await;
+        assert_eq!(out["result"]["contents"][0]["text"], "bobby", "{out}");
+
+        // An expired token is refreshed once, as for tools.
+        let res = sdk.http.post(sdk.url("/test/expire")).send().await.unwrap();
+        assert!(res.status().is_success());
+        let out = rpc(bob_key.clone(), "resources/read", me.clone()).await;
+        assert_eq!(out["result"]["contents"][0]["text"], "bobby", "{out}");
+    }
+);

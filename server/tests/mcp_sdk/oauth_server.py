@@ -35,6 +35,8 @@ test-only control endpoints:
                              switch for, so `ScopeChallenge` (an ASGI shim in front of the SDK's
                              app) answers it; the client is expected to step up (authorize again
                              asking for those scopes)
+  * prompt `greeting`        "Hello, <user>!" for the user of the calling token
+  * resource `whoami://me`   the user of the calling token, as text
 
 Usage: .venv/bin/python server/tests/mcp_sdk/oauth_server.py PORT [--fix-sdk-client-auth]
 
@@ -345,6 +347,16 @@ def build(port: int) -> tuple[MCPServer, InMemoryProvider]:
         if token is None or ADMIN_SCOPE not in token.scopes:  # ScopeChallenge stops these first
             raise ValueError("mcp:admin is required")
         return WhoAmI(user=token.subject or "", scopes=token.scopes, client_id=token.client_id)
+
+    @server.prompt(description="Greets the user the calling access token acts for.")
+    def greeting() -> str:
+        token = get_access_token()
+        return f"Hello, {token.subject if token else 'nobody'}!"
+
+    @server.resource("whoami://me", name="me", description="Who the calling access token acts for.", mime_type="text/plain")
+    def me() -> str:
+        token = get_access_token()
+        return token.subject if token else ""
 
     # -- the sign-in page the provider's authorize() sends the browser to --
 

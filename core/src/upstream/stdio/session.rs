@@ -16,9 +16,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt};
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 
 use crate::catalog::ClientRelay;
-use crate::upstream::client::{
-    answer_of, is_tools_changed, OnToolsChanged, RpcError, MAX_ANSWER_BYTES,
-};
+use crate::upstream::client::{answer_of, is_notice, OnToolsChanged, RpcError, MAX_ANSWER_BYTES};
 use crate::upstream::exchange::{converse, Waiters};
 use crate::vault::Scrubber;
 
@@ -257,8 +255,8 @@ async fn read_stdout(
         let Ok(message) = serde_json::from_slice::<Value>(&line) else {
             break "the server wrote a line that is not JSON-RPC on stdout (stdout is for MCP messages only; logs belong on stderr); the process was stopped".to_owned();
         };
-        if is_tools_changed(&message) {
-            on_changed();
+        if is_notice(&message) {
+            on_changed(&message);
         }
         // Answers go to their requests, and so does what the server sends during one; `ping`,
         // and a request that belongs to no call workbench can tell, are answered here.

@@ -74,7 +74,7 @@ async fn pool(label: &str, config: StdioConfig) -> Arc<Pool> {
             vault: wb.vault().clone(),
             clock: wb.clock().clone(),
             timeout: Duration::from_secs(10),
-            on_changed: Arc::new(|| {}),
+            on_changed: Arc::new(|_| {}),
         },
     )
 }

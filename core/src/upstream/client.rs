@@ -17,55 +17,11 @@ use super::exchange::{converse, Routed};
 use crate::catalog::ClientRelay;
 use crate::egress::trace_context::with_trace_context;
 
+pub use super::rpc_error::RpcError;
+
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
 /// Largest answer read from an upstream.
 pub const MAX_ANSWER_BYTES: usize = 10 * 1024 * 1024;
-
-/// Why a request to an upstream did not give a result.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RpcError {
-    /// Nothing was sent: the connection could not be made (safe to retry any call).
-    #[error("{0}")]
-    NotSent(String),
-    /// Sent, but no answer in time.
-    #[error("the server did not answer within {0} ms")]
-    Timeout(u64),
-    /// The connection broke after the request was sent.
-    #[error("{0}")]
-    Transport(String),
-    /// HTTP 5xx.
-    #[error("the server answered HTTP {0}")]
-    ServerError(u16),
-    /// The session id is no longer known to the server.
-    #[error("the server no longer knows this session")]
-    SessionGone,
-    /// HTTP 401/403: the credential was refused.
-    #[error("the server refused the credential (HTTP {0})")]
-    Unauthorized(u16),
-    /// HTTP 403 `insufficient_scope` (RFC 6750 §3.1): the credential is good but lacks
-    /// access; `scopes` are what the challenge's `scope` asks for (may be empty).
-    #[error("the credential lacks the access this needs (scopes: {})", .scopes.join(" "))]
-    InsufficientScope { scopes: Vec<String> },
-    /// A JSON-RPC error answer.
-    #[error("{message} (JSON-RPC error {code})")]
-    Remote { code: i64, message: String },
-    /// Anything else that is not MCP.
-    #[error("{0}")]
-    Protocol(String),
-}
-
-impl RpcError {
-    /// Counts toward opening the breaker (timeouts, 5xx, transport), unlike a refused argument.
-    pub fn is_server_failure(&self) -> bool {
-        matches!(
-            self,
-            RpcError::NotSent(_)
-                | RpcError::Timeout(_)
-                | RpcError::Transport(_)
-                | RpcError::ServerError(_)
-        )
-    }
-}
 
 /// One MCP session with one upstream: reused by every call (initialize once).
 pub struct Session {
@@ -475,39 +431,6 @@ impl Drop for Unanswered<'_> {
     }
 }
 
-/// How workbench answers a server's own request: `ping` itself; `elicitation/create` and
-/// `sampling/createMessage` by the MCP client the call came from, when it declared the
-/// capability; anything else, or a client that cannot answer, with -32601.
-pub(super) async fn server_request(v: &Value, relay: Option<&dyn ClientRelay>) -> Value {
-    let id = v.get("id").cloned().unwrap_or(Value::Null);
-    let method = v.get("method").and_then(Value::as_str).unwrap_or_default();
-    let error = |code: i64, message: String| json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
-    let capability = match method {
-        "ping" => return json!({ "jsonrpc": "2.0", "id": id, "result": {} }),
-        "elicitation/create" => "elicitation",
-        "sampling/createMessage" => "sampling",
-        other => {
-            return error(
-                -32601,
-                format!("workbench does not pass {other} on to MCP clients"),
-            )
-        }
-    };
-    match relay {
-        Some(r) if r.supports(capability) => {
-            let params = v.get("params").cloned().unwrap_or(Value::Null);
-            match r.request(method, params).await {
-                Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
-                Err((code, message)) => error(code, message),
-            }
-        }
-        _ => error(
-            -32601,
-            format!("the MCP client that made this call does not support {capability}"),
-        ),
-    }
-}
-
 /// An error of sending a request (before any answer).
 pub(super) fn send_error(e: reqwest::Error, timeout: Duration) -> RpcError {
     if e.is_connect() {
@@ -646,18 +569,6 @@ mod tests {
         assert_eq!(event_end(b"data: 1\n\ndata: 2\n\n"), Some((7, 9)));
         assert_eq!(event_end(b"data: 1\r\n\r\n"), Some((7, 11)));
         assert_eq!(event_end(b"data: 1\n"), None);
-    }
-
-    #[test]
-    fn only_server_side_failures_count_for_the_breaker() {
-        assert!(RpcError::Timeout(5).is_server_failure());
-        assert!(RpcError::ServerError(502).is_server_failure());
-        assert!(!RpcError::Remote {
-            code: -32602,
-            message: "bad".into()
-        }
-        .is_server_failure());
-        assert!(!RpcError::Unauthorized(401).is_server_failure());
     }
 
     #[test]

@@ -120,3 +120,28 @@ impl Connection {
         Ok(tools)
     }
 }
+
+/// Whether an initialize answer's capabilities offer resource subscriptions.
+pub(super) fn offers_subscriptions(capabilities: &Value) -> bool {
+    capabilities.pointer("/resources/subscribe") == Some(&Value::Bool(true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_a_server_that_says_so_offers_subscriptions() {
+        assert!(offers_subscriptions(
+            &json!({ "resources": { "subscribe": true } })
+        ));
+        assert!(!offers_subscriptions(
+            &json!({ "resources": { "listChanged": true } })
+        ));
+        assert!(!offers_subscriptions(
+            &json!({ "resources": { "subscribe": "yes" } })
+        ));
+        assert!(!offers_subscriptions(&Value::Null));
+    }
+}

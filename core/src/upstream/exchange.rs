@@ -16,7 +16,7 @@ use futures::stream::{AbortHandle, Abortable, FuturesUnordered, StreamExt};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::client::{server_request, RpcError};
+use super::rpc_error::RpcError;
 use crate::catalog::ClientRelay;
 
 /// What reaches a waiting request: its answer (the whole JSON-RPC message), or a message of
@@ -98,6 +98,39 @@ where
                 }
             }
         }
+    }
+}
+
+/// How workbench answers a server's own request: `ping` itself; `elicitation/create` and
+/// `sampling/createMessage` by the MCP client the call came from, when it declared the
+/// capability; anything else, or a client that cannot answer, with -32601.
+async fn server_request(v: &Value, relay: Option<&dyn ClientRelay>) -> Value {
+    let id = v.get("id").cloned().unwrap_or(Value::Null);
+    let method = v.get("method").and_then(Value::as_str).unwrap_or_default();
+    let error = |code: i64, message: String| json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
+    let capability = match method {
+        "ping" => return json!({ "jsonrpc": "2.0", "id": id, "result": {} }),
+        "elicitation/create" => "elicitation",
+        "sampling/createMessage" => "sampling",
+        other => {
+            return error(
+                -32601,
+                format!("workbench does not pass {other} on to MCP clients"),
+            )
+        }
+    };
+    match relay {
+        Some(r) if r.supports(capability) => {
+            let params = v.get("params").cloned().unwrap_or(Value::Null);
+            match r.request(method, params).await {
+                Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+                Err((code, message)) => error(code, message),
+            }
+        }
+        _ => error(
+            -32601,
+            format!("the MCP client that made this call does not support {capability}"),
+        ),
     }
 }
 

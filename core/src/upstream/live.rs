@@ -265,8 +265,37 @@ impl Live {
             .await?,
         );
         *slot = Some(s.clone());
-        super::subscriptions::resubscribe(self, s.clone());
+        self.resubscribe(s.clone());
         Ok(s)
+    }
+
+    /// Subscribes a session just opened to what this instance is subscribed to at the server
+    /// (`subscriptions.rs`).
+    fn resubscribe(&self, session: Arc<Connection>) {
+        let uris: Vec<String> = self
+            .subscribed
+            .lock()
+            .expect("subscribed lock")
+            .keys()
+            .cloned()
+            .collect();
+        if uris.is_empty() || !super::connection::offers_subscriptions(&session.capabilities()) {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (name, timeout) = (self.name.clone(), self.timeout);
+        rt.spawn(async move {
+            for uri in uris {
+                if let Err(e) = session
+                    .request("resources/subscribe", json!({ "uri": uri }), timeout)
+                    .await
+                {
+                    tracing::warn!(server = %name, error = %e, "subscribing a new session to a resource failed");
+                }
+            }
+        });
     }
 
     async fn forget_session(&self) {

@@ -16,6 +16,7 @@ mod handler;
 mod items;
 mod live;
 mod overrides;
+mod rpc_error;
 mod sign_in;
 mod sse;
 pub mod stdio;

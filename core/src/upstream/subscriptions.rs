@@ -11,8 +11,9 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
+use super::connection::offers_subscriptions;
 use super::live::Live;
 use super::Upstreams;
 use crate::catalog::HandlerError;
@@ -80,11 +81,6 @@ impl Drop for Subscription {
     }
 }
 
-/// Whether an initialize answer's capabilities offer resource subscriptions.
-pub(super) fn offers_subscriptions(capabilities: &Value) -> bool {
-    capabilities.pointer("/resources/subscribe") == Some(&Value::Bool(true))
-}
-
 impl Upstreams {
     /// Every resource update a server of any project sends from now on.
     pub fn updates(&self) -> tokio::sync::broadcast::Receiver<ResourceUpdated> {
@@ -138,52 +134,5 @@ impl Upstreams {
             super::handler::guarded(&live, "resources/subscribe", json!({ "uri": uri })).await?;
         }
         Ok(subscription)
-    }
-}
-
-/// Subscribes a session just opened to what this instance is subscribed to at the server.
-pub(super) fn resubscribe(live: &Live, session: Arc<super::connection::Connection>) {
-    let uris: Vec<String> = live
-        .subscribed
-        .lock()
-        .expect("subscribed lock")
-        .keys()
-        .cloned()
-        .collect();
-    if uris.is_empty() || !offers_subscriptions(&session.capabilities()) {
-        return;
-    }
-    let Ok(rt) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    let (name, timeout) = (live.name.clone(), live.timeout);
-    rt.spawn(async move {
-        for uri in uris {
-            if let Err(e) = session
-                .request("resources/subscribe", json!({ "uri": uri }), timeout)
-                .await
-            {
-                tracing::warn!(server = %name, error = %e, "subscribing a new session to a resource failed");
-            }
-        }
-    });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_a_server_that_says_so_offers_subscriptions() {
-        assert!(offers_subscriptions(
-            &json!({ "resources": { "subscribe": true } })
-        ));
-        assert!(!offers_subscriptions(
-            &json!({ "resources": { "listChanged": true } })
-        ));
-        assert!(!offers_subscriptions(
-            &json!({ "resources": { "subscribe": "yes" } })
-        ));
-        assert!(!offers_subscriptions(&Value::Null));
     }
 }

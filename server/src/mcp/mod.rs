@@ -5,7 +5,7 @@
 mod fast_path;
 mod meta_tools;
 mod relay;
-mod sessions;
+pub mod sessions;
 mod sets;
 
 use std::sync::Arc;
@@ -336,12 +336,13 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         Arc::new(LocalSessionManager::default()),
         service_config(state),
     );
+    let manager = Arc::new(LocalSessionManager::default());
     let stateful = StreamableHttpService::new(
         move || Ok(stateful_handler.clone()),
-        Arc::new(LocalSessionManager::default()),
+        manager.clone(),
         session_config(state),
     );
-    let owners = sessions::Owners::default();
+    let owners = sessions::Owners::new(manager);
     let forward = sessions::Forward::new(state);
     let endpoint = move |req: Request| {
         let (service, stateful, owners, forward) = (

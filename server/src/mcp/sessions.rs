@@ -19,6 +19,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::Value;
 use tower::ServiceExt;
 use workbench_core::auth::Principal;
@@ -131,14 +132,23 @@ impl Forward {
     }
 }
 
-/// Sessions remembered per instance, at most (the oldest are forgotten first; rmcp ends idle
+/// Sessions remembered per instance, at most (the oldest are ended first; rmcp ends idle
 /// sessions on its own).
 const MAX_SESSIONS: usize = 10_000;
 
+/// Sessions one credential may hold open on one endpoint of an instance; opening another ends
+/// its oldest, so a client that never closes its sessions (or a hostile one opening them in a
+/// loop) holds a bounded amount of memory.
+pub const MAX_SESSIONS_PER_OWNER: usize = 32;
+
 /// Who opened each session this instance holds: its endpoint and credential, with the order
-/// sessions were opened in (the oldest is forgotten first).
-#[derive(Clone, Default)]
-pub struct Owners(Arc<Mutex<Opened>>);
+/// sessions were opened in (the oldest is ended first). A session this instance forgot is ended
+/// at rmcp too, and is not found for anyone.
+#[derive(Clone)]
+pub struct Owners {
+    opened: Arc<Mutex<Opened>>,
+    manager: Arc<LocalSessionManager>,
+}
 
 #[derive(Default)]
 struct Opened {
@@ -148,25 +158,57 @@ struct Opened {
 }
 
 impl Owners {
+    /// The owners of the sessions `manager` (the stateful service's) holds.
+    pub fn new(manager: Arc<LocalSessionManager>) -> Owners {
+        Owners {
+            opened: Arc::default(),
+            manager,
+        }
+    }
+
     fn opened(&self) -> std::sync::MutexGuard<'_, Opened> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.opened.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn insert(&self, session: String, owner: String) {
-        let mut opened = self.opened();
-        if opened.by_session.len() >= MAX_SESSIONS {
-            if let Some(oldest) = opened
+        let ended = {
+            let mut opened = self.opened();
+            let mut ended = Vec::new();
+            let theirs: Vec<(u64, String)> = opened
                 .by_session
                 .iter()
-                .min_by_key(|(_, (n, _))| *n)
-                .map(|(k, _)| k.clone())
-            {
-                opened.by_session.remove(&oldest);
+                .filter(|(_, (_, o))| *o == owner)
+                .map(|(k, (n, _))| (*n, k.clone()))
+                .collect();
+            if theirs.len() >= MAX_SESSIONS_PER_OWNER {
+                if let Some((_, oldest)) = theirs.into_iter().min() {
+                    ended.push(oldest);
+                }
+            } else if opened.by_session.len() >= MAX_SESSIONS {
+                if let Some(oldest) = opened
+                    .by_session
+                    .iter()
+                    .min_by_key(|(_, (n, _))| *n)
+                    .map(|(k, _)| k.clone())
+                {
+                    ended.push(oldest);
+                }
             }
+            for id in &ended {
+                opened.by_session.remove(id);
+            }
+            opened.count += 1;
+            let n = opened.count;
+            opened.by_session.insert(session, (n, owner));
+            ended
+        };
+        for id in ended {
+            let manager = self.manager.clone();
+            tokio::spawn(async move {
+                use rmcp::transport::streamable_http_server::session::SessionManager;
+                let _ = manager.close_session(&id.into()).await;
+            });
         }
-        opened.count += 1;
-        let n = opened.count;
-        opened.by_session.insert(session, (n, owner));
     }
 
     fn owner(&self, session: &str) -> Option<String> {
@@ -244,6 +286,8 @@ where
                 if let Some(to) = forward.elsewhere(&id, req.headers()).await {
                     return forward.to(&to, req).await;
                 }
+                // Not one this instance holds for anyone (never opened here, or ended).
+                return not_found();
             }
         }
         if req.method() == Method::DELETE {

@@ -660,12 +660,13 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         super::service_config(state),
     );
     // Each session gets its own handler, so its subscriptions are its own and end with it.
+    let manager = Arc::new(LocalSessionManager::default());
     let stateful = StreamableHttpService::new(
         move || Ok(SetHandler::new(wb.clone())),
-        Arc::new(LocalSessionManager::default()),
+        manager.clone(),
         super::session_config(state),
     );
-    let owners = super::sessions::Owners::default();
+    let owners = super::sessions::Owners::new(manager);
     let forward = super::sessions::Forward::new(state);
     let endpoint = move |req: Request| {
         let (service, stateful, owners, forward) = (

@@ -273,6 +273,54 @@ db_test!(
     }
 );
 
+db_test!(
+    a_credential_holds_a_bounded_number_of_sessions_and_its_oldest_ends_first,
+    |backend| {
+        let Some(app) = crate::helpers::spawn_app_with(backend, Options::default()).await else {
+            return;
+        };
+        let (_, key) = admin_with_key(&app).await;
+        let open = |key: String| {
+            let app = &app;
+            async move {
+                let (status, id) = initialize(app, &key, "/mcp", json!({ "sampling": {} })).await;
+                assert_eq!(status, 200);
+                let id = id.expect("a session");
+                let res = in_session(
+                    app,
+                    &key,
+                    &id,
+                    json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+                )
+                .await;
+                assert!(res.status().is_success(), "{}", res.status());
+                id
+            }
+        };
+        let first = open(key.clone()).await;
+        let other = app
+            .user("mo@example.com", workbench_core::auth::Role::Admin)
+            .await;
+        let other_key = app.api_key(&other).await;
+        let theirs = open(other_key.clone()).await;
+        let mut last = String::new();
+        for _ in 0..workbench_server::mcp::sessions::MAX_SESSIONS_PER_OWNER {
+            last = open(key.clone()).await;
+        }
+        assert_eq!(
+            list_in(&app, &key, &first).await,
+            404,
+            "the oldest session of the credential ended"
+        );
+        assert_eq!(list_in(&app, &key, &last).await, 200);
+        assert_eq!(
+            list_in(&app, &other_key, &theirs).await,
+            200,
+            "another credential's sessions are not touched"
+        );
+    }
+);
+
 /// A JSON-RPC message to `/mcp` in `session`; the response.
 pub(crate) async fn in_session(
     app: &TestApp,

@@ -17,6 +17,7 @@ use super::exchange::{converse, Routed};
 use crate::catalog::ClientRelay;
 use crate::egress::trace_context::with_trace_context;
 
+pub(super) use super::rpc_error::answer_of;
 pub use super::rpc_error::RpcError;
 
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -477,26 +478,6 @@ fn insufficient_scope(headers: &reqwest::header::HeaderMap) -> Option<RpcError> 
                     .collect(),
             })
         })
-}
-
-/// The result of a JSON-RPC answer, or its error.
-pub(super) fn answer_of(answer: Value) -> Result<Value, RpcError> {
-    if let Some(err) = answer.get("error") {
-        return Err(RpcError::Remote {
-            code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
-            message: err
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("error")
-                .chars()
-                .take(500)
-                .collect(),
-        });
-    }
-    answer
-        .get("result")
-        .cloned()
-        .ok_or_else(|| RpcError::Protocol("the answer has neither result nor error".into()))
 }
 
 /// The JSON-RPC answer with `id` from a JSON body.

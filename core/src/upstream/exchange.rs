@@ -232,6 +232,79 @@ impl Waiters {
     }
 }
 
+/// A transport whose messages all share one stream (HTTP+SSE, stdio), as `request_on` needs it.
+pub(super) trait SharedStream: Sync {
+    fn waiters(&self) -> &Waiters;
+    /// The next JSON-RPC id of workbench's requests.
+    fn next_id(&self) -> u64;
+    /// Why nothing can be sent any more, once the stream ended.
+    fn gone(&self) -> Option<RpcError>;
+    /// Sends one message to the server.
+    fn send(
+        &self,
+        message: &Value,
+    ) -> impl std::future::Future<Output = Result<(), RpcError>> + Send;
+    /// Sends one message to the server without waiting (from a destructor).
+    fn send_later(&self, message: Value);
+}
+
+/// A request on a shared stream and its result; what the server asks meanwhile, when this is
+/// the only request in flight, goes to `relay`, and so does its progress (`Waiters::route`).
+/// A request given up before its answer (the caller cancelled, or timed out) is cancelled at
+/// the server.
+pub(super) async fn request_on<S: SharedStream>(
+    stream: &S,
+    method: &str,
+    params: Value,
+    timeout: std::time::Duration,
+    relay: Option<&dyn ClientRelay>,
+) -> Result<Value, RpcError> {
+    let id = stream.next_id();
+    let mut rx = stream.waiters().add(id, &params);
+    let mut outstanding = Outstanding {
+        stream,
+        id,
+        armed: false,
+    };
+    // Checked after waiting is registered: a stream that ends from here on fails it.
+    if let Some(e) = stream.gone() {
+        return Err(e);
+    }
+    let started = tokio::time::Instant::now();
+    stream
+        .send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+        .await?;
+    outstanding.armed = method != "initialize";
+    let talk = converse(&mut rx, relay, |v| async move {
+        let _ = stream.send(&v).await;
+    });
+    let answer = tokio::time::timeout(timeout.saturating_sub(started.elapsed()), talk)
+        .await
+        .map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?;
+    outstanding.armed = false;
+    super::rpc_error::answer_of(answer?)
+}
+
+/// A request sent and not yet answered: dropped so (the caller gave up: cancelled, or timed
+/// out), the server is told `notifications/cancelled` so it can stop working on it.
+struct Outstanding<'a, S: SharedStream> {
+    stream: &'a S,
+    id: u64,
+    armed: bool,
+}
+
+impl<S: SharedStream> Drop for Outstanding<'_, S> {
+    fn drop(&mut self) {
+        self.stream.waiters().remove(self.id);
+        if self.armed {
+            self.stream.send_later(
+                json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": { "requestId": self.id, "reason": "the caller gave up on the call" } }),
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -236,12 +236,21 @@ pub async fn guarded(live: &Live, method: &str, params: Value) -> Result<Value, 
     settle(live, admission, &result);
     let mut token = Scrubber::new();
     live.scrub_token_into(&mut token);
+    answer_without(&live.name, &token, result)
+}
+
+/// A request's result as the handler's, cleaned of the credential in `token`.
+fn answer_without(
+    server: &str,
+    token: &Scrubber,
+    result: Result<Value, RpcError>,
+) -> Result<Value, HandlerError> {
     match result {
         Ok(mut v) => {
             token.scrub(&mut v);
             Ok(v)
         }
-        Err(e) => Err(match failure(&live.name, e) {
+        Err(e) => Err(match failure(server, e) {
             HandlerError::Failed(m) => HandlerError::Failed(token.scrub_str(&m).unwrap_or(m)),
             other => other,
         }),
@@ -285,16 +294,7 @@ pub async fn guarded_as(
     };
     let mut token = Scrubber::new();
     token.add(&format!("{}_credential", live.name), credential.token());
-    match result {
-        Ok(mut v) => {
-            token.scrub(&mut v);
-            Ok(v)
-        }
-        Err(e) => Err(match failure(&live.name, e) {
-            HandlerError::Failed(m) => HandlerError::Failed(token.scrub_str(&m).unwrap_or(m)),
-            other => other,
-        }),
-    }
+    answer_without(&live.name, &token, result)
 }
 
 /// The `_meta` key carrying the REST caller's `end_user_id` to upstream servers.

@@ -1,6 +1,8 @@
 //! Why a request to an upstream MCP server gave no result, classified for the breaker and for
 //! retries; shared by every transport and the conversation of a request (`exchange.rs`).
 
+use serde_json::Value;
+
 /// Why a request to an upstream did not give a result.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RpcError {
@@ -45,6 +47,26 @@ impl RpcError {
                 | RpcError::ServerError(_)
         )
     }
+}
+
+/// The result of a JSON-RPC answer, or its error.
+pub(super) fn answer_of(answer: Value) -> Result<Value, RpcError> {
+    if let Some(err) = answer.get("error") {
+        return Err(RpcError::Remote {
+            code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
+            message: err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("error")
+                .chars()
+                .take(500)
+                .collect(),
+        });
+    }
+    answer
+        .get("result")
+        .cloned()
+        .ok_or_else(|| RpcError::Protocol("the answer has neither result nor error".into()))
 }
 
 #[cfg(test)]

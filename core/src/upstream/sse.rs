@@ -16,10 +16,9 @@ use zeroize::Zeroizing;
 use crate::egress::trace_context::with_trace_context;
 
 use super::client::{
-    answer_of, event_end, is_notice, send_error, status_error, OnToolsChanged, RpcError,
-    MAX_ANSWER_BYTES,
+    event_end, is_notice, send_error, status_error, OnToolsChanged, RpcError, MAX_ANSWER_BYTES,
 };
-use super::exchange::{converse, Waiters};
+use super::exchange::{request_on, SharedStream, Waiters};
 use crate::catalog::ClientRelay;
 
 pub const SSE_PROTOCOL_VERSION: &str = "2024-11-05";
@@ -165,9 +164,8 @@ impl SseSession {
         self.request_relayed(method, params, timeout, None).await
     }
 
-    /// A request and its result; what the server asks meanwhile, when this is the only
-    /// request in flight, goes to `relay`, and so does its progress. A request given up before
-    /// its answer is cancelled at the server.
+    /// A request and its result, with what the server asks meanwhile relayed
+    /// (`exchange::request_on`).
     pub async fn request_relayed(
         &self,
         method: &str,
@@ -175,31 +173,37 @@ impl SseSession {
         timeout: Duration,
         relay: Option<&dyn ClientRelay>,
     ) -> Result<Value, RpcError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut rx = self.waiters.add(id, &params);
-        let mut outstanding = Outstanding {
-            session: self,
-            id,
-            armed: false,
+        request_on(self, method, params, timeout, relay).await
+    }
+}
+
+impl SharedStream for SseSession {
+    fn waiters(&self) -> &Waiters {
+        &self.waiters
+    }
+
+    fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn gone(&self) -> Option<RpcError> {
+        self.reader
+            .is_finished()
+            .then(|| RpcError::Transport("the event stream closed".into()))
+    }
+
+    async fn send(&self, message: &Value) -> Result<(), RpcError> {
+        self.post(message, REPLY_TIMEOUT).await
+    }
+
+    fn send_later(&self, message: Value) {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
         };
-        if self.reader.is_finished() {
-            return Err(RpcError::Transport("the event stream closed".into()));
-        }
-        let started = tokio::time::Instant::now();
-        self.post(
-            &json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }),
-            timeout,
-        )
-        .await?;
-        outstanding.armed = method != "initialize";
-        let talk = converse(&mut rx, relay, |v| async move {
-            let _ = self.post(&v, REPLY_TIMEOUT).await;
+        let poster = self.poster();
+        rt.spawn(async move {
+            let _ = poster.post(&message, Duration::from_secs(5)).await;
         });
-        let answer = tokio::time::timeout(timeout.saturating_sub(started.elapsed()), talk)
-            .await
-            .map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?;
-        outstanding.armed = false;
-        answer_of(answer?)
     }
 }
 
@@ -227,32 +231,6 @@ impl Poster {
             .map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?
             .map_err(|e| send_error(e, timeout))?;
         status_error(&res, true)
-    }
-}
-
-/// A request sent and not yet answered: dropped so (the caller gave up: cancelled, or timed
-/// out), the server is told `notifications/cancelled` so it can stop working on it.
-struct Outstanding<'a> {
-    session: &'a SseSession,
-    id: u64,
-    armed: bool,
-}
-
-impl Drop for Outstanding<'_> {
-    fn drop(&mut self) {
-        self.session.waiters.remove(self.id);
-        if !self.armed {
-            return;
-        }
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let poster = self.session.poster();
-        let body = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": { "requestId": self.id, "reason": "the caller gave up on the call" } });
-        rt.spawn(async move {
-            let _ = poster.post(&body, Duration::from_secs(5)).await;
-        });
     }
 }
 

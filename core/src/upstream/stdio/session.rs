@@ -16,8 +16,8 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt};
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 
 use crate::catalog::ClientRelay;
-use crate::upstream::client::{answer_of, is_notice, OnToolsChanged, RpcError, MAX_ANSWER_BYTES};
-use crate::upstream::exchange::{converse, Waiters};
+use crate::upstream::client::{is_notice, OnToolsChanged, RpcError, MAX_ANSWER_BYTES};
+use crate::upstream::exchange::{request_on, SharedStream, Waiters};
 use crate::vault::Scrubber;
 
 /// How long a process that closed its stdout is given to finish writing its stderr.
@@ -112,9 +112,8 @@ impl StdioSession {
         self.request_relayed(method, params, timeout, None).await
     }
 
-    /// A request and its result; what the server asks meanwhile, when this is the only
-    /// request in flight, goes to `relay`, and so does its progress. A request given up before
-    /// its answer (the caller cancelled, or timed out) is cancelled at the server.
+    /// A request and its result, with what the server asks meanwhile relayed
+    /// (`exchange::request_on`).
     pub async fn request_relayed(
         &self,
         method: &str,
@@ -122,53 +121,34 @@ impl StdioSession {
         timeout: Duration,
         relay: Option<&dyn ClientRelay>,
     ) -> Result<Value, RpcError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut rx = self.waiters.add(id, &params);
-        let mut outstanding = Outstanding {
-            session: self,
-            id,
-            armed: false,
-        };
-        // Checked after waiting is registered: a session that ends from here on fails it.
-        if let Some(why) = self.ended() {
-            return Err(RpcError::NotSent(why));
-        }
-        self.write(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
-            .await?;
-        outstanding.armed = method != "initialize";
-        let talk = converse(&mut rx, relay, |v| async move {
-            let _ = write(&self.stdin, &v).await;
-        });
-        let answer = tokio::time::timeout(timeout, talk)
-            .await
-            .map_err(|_| RpcError::Timeout(timeout.as_millis() as u64))?;
-        outstanding.armed = false;
-        answer_of(answer?)
+        request_on(self, method, params, timeout, relay).await
     }
 }
 
-/// A request sent and not yet answered: dropped so (the caller gave up: cancelled, or timed
-/// out), the process is told `notifications/cancelled` so it can stop working on it.
-struct Outstanding<'a> {
-    session: &'a StdioSession,
-    id: u64,
-    armed: bool,
-}
+impl SharedStream for StdioSession {
+    fn waiters(&self) -> &Waiters {
+        &self.waiters
+    }
 
-impl Drop for Outstanding<'_> {
-    fn drop(&mut self) {
-        self.session.waiters.remove(self.id);
-        if !self.armed {
-            return;
-        }
+    fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn gone(&self) -> Option<RpcError> {
+        self.ended().map(RpcError::NotSent)
+    }
+
+    async fn send(&self, message: &Value) -> Result<(), RpcError> {
+        write(&self.stdin, message).await
+    }
+
+    fn send_later(&self, message: Value) {
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let stdin = self.session.stdin.clone();
-        let body = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": { "requestId": self.id, "reason": "the caller gave up on the call" } });
+        let stdin = self.stdin.clone();
         rt.spawn(async move {
-            let _ = write(&stdin, &body).await;
+            let _ = write(&stdin, &message).await;
         });
     }
 }

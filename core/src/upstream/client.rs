@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use zeroize::Zeroizing;
 
-use super::exchange::{converse, Routed};
+use super::exchange::{converse, outside_a_call, Routed};
 use crate::catalog::ClientRelay;
 use crate::egress::trace_context::with_trace_context;
 
@@ -150,7 +150,7 @@ impl Session {
             self.http
                 .get(self.url.clone())
                 .header("accept", "text/event-stream")
-                .header("mcp-session-id", id)
+                .header("mcp-session-id", id.clone())
                 .header("mcp-protocol-version", PROTOCOL_VERSION),
         );
         if let Some(a) = &self.authorization {
@@ -164,6 +164,11 @@ impl Session {
             return;
         }
         let asked = self.asked.clone();
+        let (http, url, authorization) = (
+            self.http.clone(),
+            self.url.clone(),
+            self.authorization.clone(),
+        );
         let task = tokio::spawn(async move {
             let mut buf: Vec<u8> = Vec::new();
             while let Ok(Some(chunk)) = res.chunk().await {
@@ -185,6 +190,13 @@ impl Session {
                     if is_notice(&v) {
                         on_changed(&v);
                     }
+                    // A request of the server's that belongs to no call is answered here.
+                    if let Some(answer) = outside_a_call(&v) {
+                        let auth = authorization.as_deref().map(String::as_str);
+                        let post = post_builder(&http, &url, auth, Some(&id), &answer);
+                        let _ = post.timeout(Duration::from_secs(30)).send().await;
+                        continue;
+                    }
                     if v.get("method").and_then(Value::as_str) == Some("notifications/cancelled") {
                         let withdrawn = v.pointer("/params/requestId").map(Value::to_string);
                         let to = withdrawn
@@ -200,21 +212,14 @@ impl Session {
     }
 
     fn builder(&self, body: &Value) -> reqwest::RequestBuilder {
-        let mut b = self
-            .http
-            .post(self.url.clone())
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", PROTOCOL_VERSION)
-            .body(body.to_string());
-        b = with_trace_context(b);
-        if let Some(a) = &self.authorization {
-            b = b.header("authorization", a.as_str());
-        }
-        if let Some(id) = self.session_id.lock().expect("session id lock").clone() {
-            b = b.header("mcp-session-id", id);
-        }
-        b
+        let id = self.session_id.lock().expect("session id lock").clone();
+        post_builder(
+            &self.http,
+            &self.url,
+            self.authorization.as_deref().map(String::as_str),
+            id.as_deref(),
+            body,
+        )
     }
 
     async fn send(&self, body: &Value, timeout: Duration) -> Result<reqwest::Response, RpcError> {
@@ -323,6 +328,30 @@ impl Session {
             () = reading => unreachable!("reading never ends by itself"),
         }
     }
+}
+
+/// A POST of `body` to the server in session `session_id`, with its credential.
+fn post_builder(
+    http: &reqwest::Client,
+    url: &url::Url,
+    authorization: Option<&str>,
+    session_id: Option<&str>,
+    body: &Value,
+) -> reqwest::RequestBuilder {
+    let mut b = http
+        .post(url.clone())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", PROTOCOL_VERSION)
+        .body(body.to_string());
+    b = with_trace_context(b);
+    if let Some(a) = authorization {
+        b = b.header("authorization", a);
+    }
+    if let Some(id) = session_id {
+        b = b.header("mcp-session-id", id);
+    }
+    b
 }
 
 /// Reads a request's event stream until its answer: the server's messages before it go to

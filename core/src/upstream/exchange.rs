@@ -134,6 +134,19 @@ async fn server_request(v: &Value, relay: Option<&dyn ClientRelay>) -> Value {
     }
 }
 
+/// The answer to a request of the server's that belongs to no call (sent on the standalone
+/// stream): `ping` is answered, anything else refused, since there is nobody to ask. None for
+/// what is not a request.
+pub(super) fn outside_a_call(v: &Value) -> Option<Value> {
+    let id = v.get("id").filter(|id| !id.is_null())?;
+    let method = v.get("method").and_then(Value::as_str)?;
+    Some(match method {
+        "ping" => json!({ "jsonrpc": "2.0", "id": id, "result": {} }),
+        other => json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601,
+            "message": format!("workbench passes {other} on to MCP clients only during a call") } }),
+    })
+}
+
 /// A request waiting on a shared stream.
 struct Waiter {
     tx: mpsc::UnboundedSender<Routed>,

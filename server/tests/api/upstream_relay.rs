@@ -672,3 +672,48 @@ db_test!(
         );
     }
 );
+
+db_test!(
+    an_upstream_asking_outside_any_call_is_answered_not_left_waiting,
+    |backend| {
+        let Some(app) = crate::helpers::spawn_app_with(backend, Options::loopback()).await else {
+            return;
+        };
+        let (_, key) = admin_with_key(&app).await;
+        let up = fake_upstream::start().await;
+        let (status, server) = post(
+            &app,
+            &key,
+            "/v1/mcp/servers",
+            json!({ "name": "crm", "transport": "http", "url": up.url(), "tool_prefix": "crm." }),
+        )
+        .await;
+        assert_eq!(status, 201, "{server}");
+        // The session workbench listed the tools on; its standalone stream is open.
+        let peer = up.state.peer.lock().unwrap().clone().expect("listed");
+        crate::helpers::within(
+            "workbench answers the server's ping on its standalone stream",
+            std::time::Duration::from_secs(10),
+            async || {
+                tokio::time::timeout(
+                    std::time::Duration::from_secs(2),
+                    peer.send_request(rmcp::model::ServerRequest::PingRequest(Default::default())),
+                )
+                .await
+                .is_ok_and(|r| r.is_ok())
+            },
+        )
+        .await;
+        // A question with nobody to ask is refused at once rather than left unanswered.
+        let ask = rmcp::model::ServerRequest::CustomRequest(rmcp::model::CustomRequest::new(
+            "elicitation/create",
+            Some(json!({ "message": "anyone?", "requestedSchema": { "type": "object" } })),
+        ));
+        let answer =
+            tokio::time::timeout(std::time::Duration::from_secs(5), peer.send_request(ask))
+                .await
+                .expect("answered, not left waiting");
+        let refused = format!("{answer:?}");
+        assert!(refused.contains("only during a call"), "{refused}");
+    }
+);

@@ -115,16 +115,28 @@ db_test!(
             "{digest}"
         );
 
-        let view: Value = app
-            .http()
-            .get(app.url(&format!("/v1/mcp/servers/{id}")))
-            .bearer_auth(&key)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        // stderr is read beside stdout, so its line may land just after the answer.
+        let mut view = Value::Null;
+        within(
+            "the stderr line to be kept",
+            std::time::Duration::from_secs(10),
+            async || {
+                view = app
+                    .http()
+                    .get(app.url(&format!("/v1/mcp/servers/{id}")))
+                    .bearer_auth(&key)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                view["processes"][0]["stderr_tail"]
+                    .as_array()
+                    .is_some_and(|t| !t.is_empty())
+            },
+        )
+        .await;
         assert_eq!(view["processes"][0]["state"], "running", "{view}");
         assert!(!view.to_string().contains(secret), "{view}");
         assert!(

@@ -342,7 +342,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         manager.clone(),
         session_config(state),
     );
-    let owners = sessions::Owners::new(manager);
+    let owners = sessions::Owners::new(manager, false);
     let forward = sessions::Forward::new(state);
     let endpoint = move |req: Request| {
         let (service, stateful, owners, forward) = (

@@ -148,6 +148,9 @@ pub const MAX_SESSIONS_PER_OWNER: usize = 32;
 pub struct Owners {
     opened: Arc<Mutex<Opened>>,
     manager: Arc<LocalSessionManager>,
+    /// Every client that initializes gets a session (set endpoints), not only those that can
+    /// be asked things.
+    every_client: bool,
 }
 
 #[derive(Default)]
@@ -158,11 +161,14 @@ struct Opened {
 }
 
 impl Owners {
-    /// The owners of the sessions `manager` (the stateful service's) holds.
-    pub fn new(manager: Arc<LocalSessionManager>) -> Owners {
+    /// The owners of the sessions `manager` (the stateful service's) holds; `every_client`:
+    /// whether every initialize opens one (set endpoints) or only one declaring it can be asked
+    /// things (`/mcp`).
+    pub fn new(manager: Arc<LocalSessionManager>, every_client: bool) -> Owners {
         Owners {
             opened: Arc::default(),
             manager,
+            every_client,
         }
     }
 
@@ -233,16 +239,16 @@ fn owner_of(who: &Principal, path: &str) -> String {
     )
 }
 
-/// Whether an `initialize` body opens a session: on a set endpoint always (a set's clients
-/// hear its list changes and may subscribe to its resources), on `/mcp` when it declares a
-/// capability that needs one.
-fn wants_session(body: &[u8], path: &str) -> bool {
+/// Whether an `initialize` body opens a session: always when `every_client` (set endpoints:
+/// their clients hear list changes and may subscribe to resources), else (`/mcp`) when it
+/// declares a capability that needs one.
+fn wants_session(body: &[u8], every_client: bool) -> bool {
     let Ok(v) = serde_json::from_slice::<Value>(body) else {
         return false;
     };
     let caps = &v["params"]["capabilities"];
     v["method"] == "initialize"
-        && (path.starts_with(super::sets::PREFIX)
+        && (every_client
             || caps.get("elicitation").is_some_and(|c| !c.is_null())
             || caps.get("sampling").is_some_and(|c| !c.is_null()))
 }
@@ -309,7 +315,7 @@ where
     let Ok(bytes) = axum::body::to_bytes(body, super::MAX_REQUEST_BYTES).await else {
         return StatusCode::PAYLOAD_TOO_LARGE.into_response();
     };
-    let opens = wants_session(&bytes, &path);
+    let opens = wants_session(&bytes, owners.every_client);
     let mut req = Request::from_parts(parts, Body::from(bytes));
     if !opens {
         return answer(stateless, req).await;
@@ -355,7 +361,7 @@ mod tests {
                 r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{caps},"clientInfo":{{"name":"c","version":"1"}}}}}}"#
             )
         };
-        let wants = |body: &[u8]| wants_session(body, "/mcp");
+        let wants = |body: &[u8]| wants_session(body, false);
         assert!(wants(init(r#"{"elicitation":{}}"#).as_bytes()));
         assert!(wants(init(r#"{"sampling":{}}"#).as_bytes()));
         assert!(!wants(init(r#"{"roots":{}}"#).as_bytes()));
@@ -363,7 +369,7 @@ mod tests {
         assert!(!wants(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"capabilities":{"sampling":{}}}}"#));
         assert!(!wants(b"not json"));
         // A set's clients all get one.
-        assert!(wants_session(init("{}").as_bytes(), "/mcp/sets/desk"));
-        assert!(!wants_session(b"{}", "/mcp/sets/desk"));
+        assert!(wants_session(init("{}").as_bytes(), true));
+        assert!(!wants_session(b"{}", true));
     }
 }

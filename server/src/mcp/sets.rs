@@ -666,7 +666,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         manager.clone(),
         super::session_config(state),
     );
-    let owners = super::sessions::Owners::new(manager);
+    let owners = super::sessions::Owners::new(manager, true);
     let forward = super::sessions::Forward::new(state);
     let endpoint = move |req: Request| {
         let (service, stateful, owners, forward) = (

@@ -176,15 +176,8 @@ impl Session {
                     break;
                 }
                 buf.extend_from_slice(&chunk);
-                while let Some(end) = event_end(&buf) {
-                    let event: Vec<u8> = buf.drain(..end.1).collect();
-                    let text = String::from_utf8_lossy(&event[..end.0]).into_owned();
-                    let data: Vec<&str> = text
-                        .lines()
-                        .filter_map(|l| l.strip_prefix("data:"))
-                        .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                        .collect();
-                    let Ok(v) = serde_json::from_str::<Value>(&data.join("\n")) else {
+                while let Some(data) = next_event_data(&mut buf) {
+                    let Ok(v) = serde_json::from_str::<Value>(&data) else {
                         continue;
                     };
                     if is_notice(&v) {
@@ -369,18 +362,8 @@ async fn read_events(
     };
     loop {
         // Whole events so far.
-        while let Some(end) = event_end(&buf) {
-            let event: Vec<u8> = buf.drain(..end.1).collect();
-            let text = String::from_utf8_lossy(&event[..end.0]);
-            let data: Vec<&str> = text
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                .collect();
-            if data.is_empty() {
-                continue;
-            }
-            if let Ok(v) = serde_json::from_str::<Value>(&data.join("\n")) {
+        while let Some(data) = next_event_data(&mut buf) {
+            if let Ok(v) = serde_json::from_str::<Value>(&data) {
                 if v.get("method").is_some() {
                     if let Some(asking) = v.get("id").filter(|i| !i.is_null()) {
                         let asking = asking.to_string();
@@ -545,6 +528,20 @@ pub(super) fn event_end(buf: &[u8]) -> Option<(usize, usize)> {
     }
 }
 
+/// The next whole event in `buf` (taken out of it): its `data:` lines joined; None until a
+/// whole event has arrived.
+fn next_event_data(buf: &mut Vec<u8>) -> Option<String> {
+    let end = event_end(buf)?;
+    let event: Vec<u8> = buf.drain(..end.1).collect();
+    let text = String::from_utf8_lossy(&event[..end.0]);
+    let data: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| d.strip_prefix(' ').unwrap_or(d))
+        .collect();
+    Some(data.join("\n"))
+}
+
 fn find_answer(v: Value, id: u64) -> Option<Value> {
     match v {
         Value::Array(items) => items.into_iter().find_map(|i| find_answer(i, id)),
@@ -579,6 +576,14 @@ mod tests {
         assert_eq!(event_end(b"data: 1\n\ndata: 2\n\n"), Some((7, 9)));
         assert_eq!(event_end(b"data: 1\r\n\r\n"), Some((7, 11)));
         assert_eq!(event_end(b"data: 1\n"), None);
+        let mut buf = b"event: message\ndata: {\"a\":\ndata: 1}\n\ndata: 2".to_vec();
+        assert_eq!(next_event_data(&mut buf).as_deref(), Some("{\"a\":\n1}"));
+        assert_eq!(
+            next_event_data(&mut buf),
+            None,
+            "the second is not whole yet"
+        );
+        assert_eq!(buf, b"data: 2");
     }
 
     #[test]

@@ -27,9 +27,8 @@ pub const SSE_PROTOCOL_VERSION: &str = "2024-11-05";
 const REPLY_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub struct SseSession {
-    http: reqwest::Client,
-    endpoint: url::Url,
-    authorization: Option<Zeroizing<String>>,
+    /// Where and how messages are posted.
+    poster: Poster,
     waiters: Arc<Waiters>,
     next_id: AtomicU64,
     reader: tokio::task::JoinHandle<()>,
@@ -99,19 +98,18 @@ impl SseSession {
             ));
         }
         let poster = Poster {
-            http: http.clone(),
-            endpoint: endpoint.clone(),
-            authorization: authorization.clone(),
-        };
-        let replier = tokio::spawn(async move {
-            while let Some(reply) = to_reply.recv().await {
-                let _ = poster.post(&reply, REPLY_TIMEOUT).await;
-            }
-        });
-        let s = SseSession {
             http,
             endpoint,
             authorization,
+        };
+        let replying = poster.clone();
+        let replier = tokio::spawn(async move {
+            while let Some(reply) = to_reply.recv().await {
+                let _ = replying.post(&reply, REPLY_TIMEOUT).await;
+            }
+        });
+        let s = SseSession {
+            poster,
             waiters,
             next_id: AtomicU64::new(1),
             reader,
@@ -143,16 +141,8 @@ impl SseSession {
         Ok(s)
     }
 
-    fn poster(&self) -> Poster {
-        Poster {
-            http: self.http.clone(),
-            endpoint: self.endpoint.clone(),
-            authorization: self.authorization.clone(),
-        }
-    }
-
     async fn post(&self, body: &Value, timeout: Duration) -> Result<(), RpcError> {
-        self.poster().post(body, timeout).await
+        self.poster.post(body, timeout).await
     }
 
     pub async fn request(
@@ -200,7 +190,7 @@ impl SharedStream for SseSession {
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let poster = self.poster();
+        let poster = self.poster.clone();
         rt.spawn(async move {
             let _ = poster.post(&message, Duration::from_secs(5)).await;
         });

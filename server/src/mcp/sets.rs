@@ -59,10 +59,10 @@ pub struct SetHandler {
 /// Resource subscriptions one session may hold.
 const MAX_SUBSCRIPTIONS: usize = 100;
 
-/// One resource subscription of a session: the subscription at the server (let go when this
-/// is dropped: unsubscribed, or the session ended) and the task telling the client of updates.
+/// One resource subscription of a session: the task telling the client of updates, which owns
+/// the subscription at the server (let go when the task ends: unsubscribed, the session ended,
+/// or the client is gone).
 struct Watch {
-    _subscription: workbench_core::upstream::Subscription,
     task: tokio::task::AbortHandle,
 }
 
@@ -74,9 +74,8 @@ impl Drop for Watch {
 
 /// Whether the request came in a session, or opens one (`sessions.rs` gives one to every set
 /// client).
-fn in_session(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .extensions
+fn in_session(extensions: &rmcp::model::Extensions) -> bool {
+    extensions
         .get::<http::request::Parts>()
         .is_some_and(|p| p.extensions.get::<super::sessions::InSession>().is_some())
 }
@@ -315,7 +314,7 @@ impl ServerHandler for SetHandler {
         // A stateless client of an older revision has no stream to hear list changes or
         // resource updates on (only 2026-07-28's subscriptions/listen does); one in a session
         // (`sessions.rs`) hears them on the session's stream.
-        let in_session = in_session(&context);
+        let in_session = in_session(&context.extensions);
         if let Some(resources) = out.capabilities.resources.as_mut() {
             resources.subscribe = in_session.then_some(true);
         }
@@ -342,13 +341,10 @@ impl ServerHandler for SetHandler {
     /// A client in a session hears its set's list changes on the session's stream, until the
     /// session ends (seen at the next change) or workbench shuts down.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let parts = context.extensions.get::<http::request::Parts>();
-        if parts
-            .and_then(|p| p.headers.get(super::sessions::SESSION_HEADER))
-            .is_none()
-        {
+        if !in_session(&context.extensions) {
             return;
         }
+        let parts = context.extensions.get::<http::request::Parts>();
         let who = parts.and_then(|p| p.extensions.get::<ApiCaller>());
         let set = parts.and_then(|p| p.extensions.get::<SetEndpoint>());
         let (Some(who), Some(set)) = (who.map(|w| w.0.clone()), set.map(|s| s.0.clone())) else {
@@ -464,7 +460,7 @@ impl ServerHandler for SetHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let (who, set) = Self::caller(&context)?;
-        if !in_session(&context) {
+        if !in_session(&context.extensions) {
             return Err(ErrorData::invalid_request(
                 "resource subscriptions need a session: initialize first and send its Mcp-Session-Id",
                 None,
@@ -490,8 +486,6 @@ impl ServerHandler for SetHandler {
             .await
             .map_err(|e| item_error(e, &uri, true))?;
         let (peer, exposed) = (context.peer.clone(), uri.clone());
-        let server_id = subscription.server_id.clone();
-        let upstream = subscription.uri.clone();
         let mut stopping = self.wb.stopping();
         let task = tokio::spawn(async move {
             use tokio::sync::broadcast::error::RecvError;
@@ -501,7 +495,7 @@ impl ServerHandler for SetHandler {
                     u = updates.recv() => u,
                 };
                 let ours = match update {
-                    Ok(u) => u.server_id == server_id && u.uri == upstream,
+                    Ok(u) => subscription.hears(&u),
                     // Fallen behind: it may have been one of ours.
                     Err(RecvError::Lagged(_)) => true,
                     Err(RecvError::Closed) => return,
@@ -518,13 +512,7 @@ impl ServerHandler for SetHandler {
         self.watching
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(
-                uri,
-                Watch {
-                    _subscription: subscription,
-                    task,
-                },
-            );
+            .insert(uri, Watch { task });
         Ok(())
     }
 

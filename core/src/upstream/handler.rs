@@ -60,15 +60,8 @@ impl ToolHandler for UpstreamTool {
         let meta = (!meta.is_empty()).then_some(Value::Object(meta));
         // A client-credentials token workbench got for the server is no vault value: what the
         // server asks the caller is cleaned of it here (the pipeline cleans the rest).
-        let token_now = token_scrubber(live);
-        let wrapped = match (ctx.client, &token_now) {
-            (Some(inner), Some(scrubber)) => Some(ScrubbedRelay { inner, scrubber }),
-            _ => None,
-        };
-        let relay: Option<&dyn ClientRelay> = match &wrapped {
-            Some(w) => Some(w),
-            None => ctx.client,
-        };
+        let wrapped = ctx.client.map(|inner| TokenScrubbed { inner, live });
+        let relay = wrapped.as_ref().map(|w| w as &dyn ClientRelay);
         let mut attempt = 0;
         let call = async {
             loop {
@@ -186,6 +179,55 @@ impl UpstreamTool {
             .and_then(|u| u.discovered.as_ref())
             .map(|d| d.scopes_supported.clone())
             .unwrap_or_default()
+    }
+}
+
+/// The caller's relay, cleaned at each message of the client-credentials token workbench holds
+/// for the server at that moment: the token may be fetched or renewed while the call runs (a
+/// session opened or reopened during it), so it is not read once up front.
+struct TokenScrubbed<'a> {
+    inner: &'a dyn ClientRelay,
+    live: &'a Live,
+}
+
+#[async_trait]
+impl ClientRelay for TokenScrubbed<'_> {
+    fn supports(&self, capability: &str) -> bool {
+        self.inner.supports(capability)
+    }
+
+    async fn request(&self, method: &str, params: Value) -> Result<Value, (i64, String)> {
+        match token_scrubber(self.live) {
+            Some(scrubber) => {
+                let inner = self.inner;
+                ScrubbedRelay {
+                    inner,
+                    scrubber: &scrubber,
+                }
+                .request(method, params)
+                .await
+            }
+            None => self.inner.request(method, params).await,
+        }
+    }
+
+    async fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        match token_scrubber(self.live) {
+            Some(scrubber) => {
+                let inner = self.inner;
+                ScrubbedRelay {
+                    inner,
+                    scrubber: &scrubber,
+                }
+                .progress(progress, total, message)
+                .await
+            }
+            None => self.inner.progress(progress, total, message).await,
+        }
+    }
+
+    async fn cancelled(&self) {
+        self.inner.cancelled().await
     }
 }
 

@@ -178,6 +178,66 @@ db_test!(
     }
 );
 
+db_test!(
+    what_an_upstream_asks_the_client_carries_no_client_credentials_token,
+    |backend| {
+        let Some(app) = crate::helpers::spawn_app_with(backend, Options::loopback()).await else {
+            return;
+        };
+        let (_, key) = admin_with_key(&app).await;
+        let provider = crate::fake_provider::start().await;
+        let out = execute(&app, &key, json!([{ "tool": "vault_set", "args": { "name": "CC_SECRET", "value": crate::fake_provider::CLIENT_SECRET } }])).await;
+        assert!(out[0].get("result").is_some(), "{out:?}");
+        let up = fake_upstream::start().await;
+        up.set_tool(
+            "ask",
+            "Asks who you are.",
+            json!({ "type": "object" }),
+            false,
+        );
+        let (status, server) = post(&app, &key, "/v1/mcp/servers", json!({ "name": "crm", "transport": "http", "url": up.url(), "tool_prefix": "crm.", "timeout_ms": 10000,
+            "auth": { "type": "oauth2", "token_url": provider.url("/token"), "client_id": crate::fake_provider::CLIENT_ID, "secret_ref": "CC_SECRET", "scope": "tools:read" } })).await;
+        assert_eq!(status, 201, "{server}");
+        let token = up.state.last_authorization.lock().unwrap().clone().unwrap();
+        assert!(token.starts_with("Bearer cc_"), "{token}");
+        let token = token.trim_start_matches("Bearer ").to_owned();
+        let (status, _) = post(
+            &app,
+            &key,
+            "/v1/tool-sets",
+            json!({ "slug": "desk", "name": "Desk", "tools": [{ "tool": "crm.ask" }] }),
+        )
+        .await;
+        assert_eq!(status, 201);
+        let report = run_script(
+            "relay_client.py",
+            app.url("/mcp/sets/desk"),
+            key,
+            json!([["crm.ask", {}]]),
+        )
+        .await;
+        if report.is_null() {
+            return;
+        }
+        let said = report.to_string();
+        assert!(!said.contains(&token), "{said}");
+        assert!(
+            report["asked"][0]["params"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("crm_token"),
+            "the token is named, not shown: {report}"
+        );
+        assert!(
+            report["progress"][0]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("crm_token"),
+            "{report}"
+        );
+    }
+);
+
 /// An `initialize` on `path` with `capabilities`: (status, the session id it opened).
 async fn initialize(
     app: &TestApp,
